@@ -1,0 +1,116 @@
+#pragma once
+// The one interface to hardware. Two implementations: `sim` (weft's PTX simulator, src/sim)
+// and `cuda` (the CUDA Driver API, src/runtime/cuda). Every failure is thrown as a
+// weft::DeviceError carrying the device's own message.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weft/device_spec.h"
+
+namespace weft {
+
+using DevicePtr = uint64_t; // a device address; 0 is null
+using ModuleHandle = int;   // returned by loadModule, valid until the device is destroyed
+using KernelHandle = int;   // returned by getKernel
+using GraphHandle = int;    // returned by endCapture
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+  uint64_t count() const { return uint64_t(x) * y * z; }
+};
+
+/// One kernel parameter as the raw bytes the kernel's .param declares (a pointer is 8 bytes).
+struct KernelArg {
+  std::vector<uint8_t> bytes;
+  static KernelArg pointer(DevicePtr p) { return of(p); }
+  template <class T> static KernelArg of(const T& v) {
+    KernelArg a;
+    a.bytes.resize(sizeof(T));
+    __builtin_memcpy(a.bytes.data(), &v, sizeof(T));
+    return a;
+  }
+};
+
+struct LaunchConfig {
+  Dim3 grid;
+  Dim3 block;
+  uint32_t dynamicSharedBytes = 0;
+  bool cooperative = false; // all blocks resident at once; required by grid barriers
+};
+
+/// What one launch did, as counted by the simulator (the cuda device leaves these zero).
+/// Data traffic and synchronisation traffic (grid-barrier counters, spin-waits) are apart.
+struct LaunchCounters {
+  std::string kernel;
+  uint64_t warpInstructions = 0;
+  uint64_t threadInstructions = 0;
+  uint64_t globalLoadRequests = 0;  // warp-level requests
+  uint64_t globalStoreRequests = 0;
+  uint64_t globalSectorsRead = 0;   // distinct 32-byte sectors per warp request, summed
+  uint64_t globalSectorsWritten = 0;
+  uint64_t sharedLoads = 0;         // warp-level requests
+  uint64_t sharedStores = 0;
+  uint64_t blockBarriers = 0;       // bar.sync executed, per block
+  uint64_t gridBarriers = 0;        // grid-wide barriers completed
+  uint64_t atomics = 0;             // warp-level atomic requests on data
+  uint64_t syncInstructions = 0;    // warp instructions spent on grid-barrier synchronisation
+  uint64_t syncSectors = 0;         // sectors touched by synchronisation (barrier counters)
+  uint64_t globalBytes() const { return (globalSectorsRead + globalSectorsWritten) * 32; }
+  LaunchCounters& operator+=(const LaunchCounters& o) {
+    warpInstructions += o.warpInstructions;
+    threadInstructions += o.threadInstructions;
+    globalLoadRequests += o.globalLoadRequests;
+    globalStoreRequests += o.globalStoreRequests;
+    globalSectorsRead += o.globalSectorsRead;
+    globalSectorsWritten += o.globalSectorsWritten;
+    sharedLoads += o.sharedLoads;
+    sharedStores += o.sharedStores;
+    blockBarriers += o.blockBarriers;
+    gridBarriers += o.gridBarriers;
+    atomics += o.atomics;
+    syncInstructions += o.syncInstructions;
+    syncSectors += o.syncSectors;
+    return *this;
+  }
+};
+
+class Device {
+public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0; // "sim" or "cuda:0 (NVIDIA H100 ...)"
+  virtual const DeviceSpec& spec() const = 0;
+
+  virtual DevicePtr allocate(size_t bytes) = 0;
+  virtual void free(DevicePtr p) = 0;
+  virtual void copyToDevice(DevicePtr dst, const void* src, size_t bytes) = 0;
+  virtual void copyToHost(void* dst, DevicePtr src, size_t bytes) = 0;
+  virtual void memset(DevicePtr dst, uint8_t value, size_t bytes) = 0;
+
+  /// Loads a PTX module; throws DeviceError with the loader's log (naming line and
+  /// instruction) on failure.
+  virtual ModuleHandle loadModule(const std::string& ptx) = 0;
+  virtual KernelHandle getKernel(ModuleHandle module, const std::string& name) = 0;
+  virtual void launch(KernelHandle kernel, const LaunchConfig& config, const std::vector<KernelArg>& args) = 0;
+  virtual void synchronize() = 0;
+  /// Blocks of this kernel that fit on one SM at once with this block size and shared memory.
+  virtual int maxActiveBlocksPerSM(KernelHandle kernel, int blockSize, size_t dynamicSharedBytes) = 0;
+
+  // --- CUDA-graph style capture: launches between begin and end are recorded, not run. ---
+  virtual void beginCapture() = 0;
+  virtual GraphHandle endCapture() = 0;
+  virtual void replay(GraphHandle graph) = 0;
+  /// Replaces the arguments of the node-th launch of a captured graph (in capture order).
+  virtual void updateGraphKernelArgs(GraphHandle graph, size_t node, const std::vector<KernelArg>& args) = 0;
+
+  /// Counters of launches since the last call to takeCounters(), one entry per launch.
+  virtual std::vector<LaunchCounters> takeCounters() { return {}; }
+};
+
+/// "sim", "cuda", or "auto" (cuda when a driver and a GPU are present, else sim with a notice
+/// on stderr). `spec` picks the profile the sim device models (ignored by cuda).
+std::unique_ptr<Device> makeDevice(const std::string& kind, const DeviceSpec& spec);
+
+} // namespace weft

@@ -1,0 +1,38 @@
+#pragma once
+// What the planner and the launch configuration need to know about a GPU. Profiles for the
+// V100, A100 and H100 come from NVIDIA's published specifications; the cuda device reads a
+// DeviceSpec from the real device's attributes instead.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace weft {
+
+struct DeviceSpec {
+  std::string name;             // "h100"
+  int computeCapability = 90;   // 70, 80, 90: sm_XX
+  int smCount = 132;
+  int warpSize = 32;
+  int maxThreadsPerBlock = 1024;
+  int maxThreadsPerSM = 2048;
+  int maxBlocksPerSM = 32;
+  int registersPerSM = 65536;
+  int maxRegistersPerThread = 255;
+  int64_t sharedMemoryPerSM = 228 * 1024;
+  int64_t sharedMemoryPerBlock = 227 * 1024; // opt-in maximum for dynamic shared memory
+  int64_t sharedMemoryPerBlockDefault = 48 * 1024; // without the opt-in attribute
+  double memoryBandwidthGBs = 3350;   // DRAM bandwidth, GB/s
+  double clockGHz = 1.755;            // boost clock, for modeled instruction time
+  int warpSchedulersPerSM = 4;        // warp instructions issued per cycle per SM
+
+  std::string smName() const { return "sm_" + std::to_string(computeCapability); }
+  /// Threads that can be resident on the whole device at once (one "wave" of thread slots).
+  int64_t threadSlots() const { return int64_t(smCount) * maxThreadsPerSM; }
+};
+
+/// "v100", "a100", "h100". Nullopt for an unknown name.
+std::optional<DeviceSpec> deviceSpecProfile(const std::string& name);
+std::vector<std::string> deviceSpecProfileNames();
+
+} // namespace weft
