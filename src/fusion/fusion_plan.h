@@ -1,0 +1,56 @@
+#pragma once
+// FusionPlan: a whole graph as a sequence of steps — stitched kernels (KernelPlan) and
+// library calls for compute-intensive ops — plus the buffers between them.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "fusion/kernel_plan.h"
+#include "ir/graph.h"
+#include "weft/device_spec.h"
+
+namespace weft::fusion {
+
+enum class Policy : uint8_t {
+  None,    // one kernel per memory-intensive op
+  Xla,     // XLA-style loop/input fusion (no reduce→consumer, no expensive→broadcast fusion)
+  AStitch, // the default: whole memory-intensive regions stitched
+};
+std::string_view policyName(Policy p);
+std::optional<Policy> parsePolicy(std::string_view s); // "none", "xla", "astitch"
+
+struct Buffer {
+  enum class Kind : uint8_t {
+    Input,        // a graph input, provided by the caller
+    Output,       // a graph output, returned to the caller
+    Intermediate, // between steps (written by one step, read by later ones)
+    Scratch,      // inside one kernel (global stitching), dead after it
+  };
+  Kind kind = Kind::Intermediate;
+  ir::NodeId value = -1; // the value it holds
+  ir::DType dtype = ir::DType::f32;
+  ir::Dim elements = 1;  // element count (may be symbolic)
+  int slot = -1;         // memory planning: buffers with the same slot share storage (-1: own)
+};
+
+/// A compute-intensive op executed by a generated (non-stitched) kernel or a library.
+struct LibraryCall {
+  ir::NodeId op = -1;
+};
+
+using Step = std::variant<KernelPlan, LibraryCall>;
+
+struct FusionPlan {
+  Policy policy = Policy::AStitch;
+  DeviceSpec device;
+  ir::Graph graph;                  // the graph the plan refers to (after passes)
+  std::vector<Step> steps;          // in execution order
+  std::vector<Buffer> buffers;
+  std::vector<int> bufferOfValue;   // value id → buffer index, -1 when the value has none
+
+  int kernelCount() const;
+};
+
+} // namespace weft::fusion

@@ -1,0 +1,127 @@
+#pragma once
+// KernelPlan: what one stitched kernel computes and how — the contract between the planner
+// (src/fusion) and codegen (src/codegen). It is plain data, printable as text and DOT.
+//
+// Model (AStitch §3–4). A kernel computes a set of graph ops. The ops are partitioned into
+// groups; each group has one dominant op whose thread mapping decides how every op of the
+// group is scheduled (schedule propagation). Groups run as stages, in order; a stage
+// materialises the values of its group that others need (shared memory, global scratch, or a
+// kernel output) and everything else stays in registers, recomputed inline where used
+// (local stitching: one-to-one uses only).
+//
+// Stages are split into phases by grid barriers. All stages of a phase share one tile loop:
+// the phase's index space ([rows, rowLength], flat elementwise being rows = 1 element per
+// "row" unit) is cut into tiles; block b processes tiles b, b + gridDim, ... (vertical
+// packing). Inside one tile iteration the stages run in order, separated by block barriers,
+// and a Shared value written by one stage is read by a later stage of the same tile
+// (regional stitching). Values read across phases live in Global scratch or Output buffers
+// (global stitching) and are visible after the grid barrier.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace weft::fusion {
+
+enum class Storage : uint8_t {
+  Register, // local: generated inline in registers where it is used
+  Shared,   // regional: materialised in shared memory for the current tile
+  Global,   // global: materialised in a scratch buffer, read after a grid barrier
+  Output,   // written to a buffer that outlives the kernel (graph output / later kernel input)
+  Input,    // produced before this kernel; read from its buffer
+};
+
+enum class Barrier : uint8_t { None, Block, Grid };
+
+// ---- thread mappings (AStitch §4.4, adaptive thread mapping) ----
+
+/// Flat, vectorised: each thread handles `vectorWidth` contiguous elements per access and
+/// `elementsPerThread / vectorWidth` accesses per tile.
+struct ElementwiseMapping {
+  int vectorWidth = 1;
+  int elementsPerThread = 1;
+  bool operator==(const ElementwiseMapping&) const = default;
+};
+
+/// Row reduce over [rows, rowLength] (reduced axes innermost).
+/// WarpPerRow: `threadsPerRow` (<= 32) lanes per row, rowsPerBlock = blockSize / threadsPerRow
+/// (horizontal packing of short rows). BlockPerRow: the whole block on one row
+/// (rowsPerBlock = 1, threadsPerRow = blockSize). splitFactor > 1 splits each row across that
+/// many blocks (task splitting) and combines the partials across blocks.
+struct RowReduceMapping {
+  enum class Kind : uint8_t { WarpPerRow, BlockPerRow };
+  Kind kind = Kind::BlockPerRow;
+  int threadsPerRow = 256;
+  int rowsPerBlock = 1;
+  int splitFactor = 1;
+  int vectorWidth = 1;
+  bool operator==(const RowReduceMapping&) const = default;
+};
+
+/// Column reduce over [reducedLength, columns] (reduced axes outermost): a block tile covers
+/// `tileColumns` consecutive columns (coalesced along threadIdx.x) with `tileRows` threads
+/// along the reduced dimension, combined through shared memory (transpose); splitFactor > 1
+/// splits the reduced dimension across blocks, combined with atomics or after a grid barrier.
+struct ColumnReduceMapping {
+  int tileColumns = 32;
+  int tileRows = 8;
+  int splitFactor = 1;
+  bool useAtomics = false;
+  bool operator==(const ColumnReduceMapping&) const = default;
+};
+
+using ThreadMapping = std::variant<ElementwiseMapping, RowReduceMapping, ColumnReduceMapping>;
+
+// ---- the kernel ----
+
+struct Group {
+  ir::NodeId dominant = -1;
+  std::vector<ir::NodeId> subDominants; // merged candidates materialised for one-to-many uses
+  std::vector<ir::NodeId> ops;          // every op scheduled by this group, topological order
+  ThreadMapping mapping;
+};
+
+struct ValuePlacement {
+  Storage storage = Storage::Register;
+  int buffer = -1;          // FusionPlan buffer index for Global / Output / Input
+  int64_t sharedOffset = 0; // byte offset in the kernel's shared memory for Shared
+  int64_t sharedBytes = 0;
+};
+
+struct Stage {
+  int group = 0;                        // index into KernelPlan::groups
+  Barrier barrierBefore = Barrier::None;
+  std::vector<ir::NodeId> materialized; // values this stage stores (its dominant first when stored)
+};
+
+/// Launch configuration after assume-relax-apply (AStitch §4.5). The grid is
+/// min(maxBlocks, ceil(tiles / 1)) evaluated at launch time when `tiles` is symbolic; a kernel
+/// with a grid barrier must be cooperative and never exceeds one wave (maxBlocks).
+struct LaunchPlan {
+  int blockSize = 256;
+  ir::Dim tiles = 1;         // tiles of the first phase = blocks wanted without a cap
+  int64_t maxBlocks = 0;     // cap on the grid (0: none); one wave for cooperative kernels
+  int64_t sharedBytes = 0;   // static + dynamic shared memory per block
+  int maxRegisters = 0;      // applied as .maxnreg; 0: none
+  bool cooperative = false;
+};
+
+struct KernelPlan {
+  std::string name;                     // a valid PTX identifier, unique in the FusionPlan
+  std::vector<ir::NodeId> ops;          // ops computed here, topological order
+  std::vector<ir::NodeId> inputs;       // values read from buffers made before this kernel
+  std::vector<ir::NodeId> outputs;      // values written for use after this kernel
+  std::vector<Group> groups;
+  std::vector<Stage> stages;
+  std::map<ir::NodeId, ValuePlacement> placement; // every op and input of the kernel
+  LaunchPlan launch;
+
+  bool hasGridBarrier() const;
+  const Group& groupOf(ir::NodeId op) const; // throws std::out_of_range if not in the kernel
+};
+
+} // namespace weft::fusion
