@@ -26,6 +26,7 @@ struct CompiledKernel {
   std::string name;                // the .entry name in the PTX
   std::vector<KernelParam> params;
   fusion::LaunchPlan launch;       // copied from the KernelPlan (grid evaluated at launch)
+  uint32_t dynamicSharedBytes = 0; // passed as LaunchConfig::dynamicSharedBytes
   int planStep = -1;               // index into FusionPlan::steps
 };
 
