@@ -1,0 +1,35 @@
+#pragma once
+// The on-disk compile cache: a CompiledModule stored under a key that names everything the
+// PTX depends on (the bound, canonical graph, policy, DeviceSpec, codegen options and weft's
+// version — the plan is a deterministic function of these). Entries are JSON files written
+// atomically (temp file + rename) with a checksum; an entry whose key or checksum does not
+// match is ignored and overwritten, never loaded.
+#include <optional>
+#include <string>
+
+#include "codegen/compile.h"
+
+namespace weft::runtime {
+
+class CompileCache {
+public:
+  /// `dir` = "" picks $XDG_CACHE_HOME/weft or $HOME/.cache/weft; "off" disables the cache.
+  explicit CompileCache(std::string dir);
+  bool enabled() const { return !dir_.empty(); }
+  const std::string& dir() const { return dir_; }
+
+  std::optional<codegen::CompiledModule> load(const std::string& key) const;
+  /// Best effort: a cache that cannot be written is logged at warn level and skipped.
+  void store(const std::string& key, const codegen::CompiledModule& module) const;
+  std::string pathFor(const std::string& key) const;
+
+private:
+  std::string dir_;
+};
+
+uint64_t fnv1a64(const std::string& text);
+std::string serializeModule(const codegen::CompiledModule& module);
+/// Throws weft::Error on malformed text.
+codegen::CompiledModule deserializeModule(const std::string& text);
+
+} // namespace weft::runtime

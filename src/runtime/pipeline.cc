@@ -1,0 +1,135 @@
+// weft::compile() and the pipeline it runs for each shape binding. Read compileProgram()
+// top to bottom: it is the whole compiler, one named step after another.
+#include <chrono>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "codegen/compile.h"
+#include "fusion/plan.h"
+#include "ir/printer.h"
+#include "passes/pipeline.h"
+#include "runtime/compile_cache.h"
+#include "weft/version.h"
+#include "weft/weft.h"
+
+namespace weft {
+namespace {
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Everything the PTX depends on; the plan is a deterministic function of these.
+std::string cacheKey(const ir::Graph& canonical, const CompileOptions& o) {
+  const DeviceSpec& d = o.device;
+  return fmt::format("weft {}\npolicy {}\ndevice {} sm_{} sms={} threads={}/{} blocks={} regs={} smem={}/{}\n"
+                     "libdevice={} optimise={}\n{}",
+                     WEFT_VERSION, fusion::policyName(o.policy), d.name, d.computeCapability, d.smCount,
+                     d.maxThreadsPerBlock, d.maxThreadsPerSM, d.maxBlocksPerSM, d.registersPerSM,
+                     d.sharedMemoryPerBlock, d.sharedMemoryPerSM, o.codegen.useLibdevice, o.codegen.optimise,
+                     ir::printGraph(canonical));
+}
+
+} // namespace
+
+CompiledProgram compileProgram(const ir::Graph& graph, const ir::Binding& binding, const CompileOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  CompiledProgram program;
+  program.binding = binding;
+
+  ir::verify(graph);
+  ir::Graph bound = ir::bindSymbols(graph, binding);
+  spdlog::debug("bound graph:\n{}", ir::printGraph(bound));
+
+  ir::Graph canonical = options.canonicalize ? passes::canonicalize(bound) : bound;
+  spdlog::debug("canonical graph:\n{}", ir::printGraph(canonical));
+
+  program.plan = fusion::plan(canonical, options.device, options.policy);
+  program.planMs = msSince(t0);
+  spdlog::info("plan: {} kernel(s) under policy {} in {:.1f} ms", program.plan.kernelCount(),
+               fusion::policyName(options.policy), program.planMs);
+
+  runtime::CompileCache cache(options.cacheDir);
+  std::string key = cacheKey(canonical, options);
+  if (auto cached = cache.load(key)) {
+    program.module = std::move(*cached);
+    program.fromDiskCache = true;
+    spdlog::info("codegen: loaded from the compile cache ({})", cache.pathFor(key));
+  } else {
+    program.module = codegen::compileToPtx(program.plan, options.codegen);
+    const auto& t = program.module.timings;
+    spdlog::info("codegen: LLVM IR {:.1f} ms, optimise {:.1f} ms, PTX {:.1f} ms", t.llvmIrMs, t.optimiseMs, t.ptxMs);
+    cache.store(key, program.module);
+  }
+  program.totalMs = msSince(t0);
+  return program;
+}
+
+CompiledGraph::CompiledGraph(ir::Graph graph, CompileOptions options)
+    : graph_(std::move(graph)), options_(std::move(options)) {
+  ir::verify(graph_);
+}
+
+std::shared_ptr<const CompiledProgram> CompiledGraph::program(const ir::Binding& binding) {
+  ir::Binding relevant;
+  for (const std::string& s : graph_.symbols()) {
+    auto it = binding.find(s);
+    if (it == binding.end())
+      throw InputError(fmt::format("symbol \"{}\" is not bound; give it a size, e.g. --bind {}=16", s, s));
+    relevant[s] = it->second;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = programs_.find(relevant);
+  if (it != programs_.end()) return it->second;
+  auto p = std::make_shared<const CompiledProgram>(compileProgram(graph_, relevant, options_));
+  programs_.emplace(relevant, p);
+  return p;
+}
+
+size_t CompiledGraph::programCount() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return programs_.size();
+}
+
+std::shared_ptr<CompiledGraph> compile(const ir::Graph& graph, const CompileOptions& options) {
+  auto compiled = std::make_shared<CompiledGraph>(graph, options);
+  if (graph.symbols().empty()) compiled->program({}); // static shapes: compile now
+  return compiled;
+}
+
+ir::Binding inferBinding(const ir::Graph& graph, const std::vector<HostTensor>& inputs, const ir::Binding& given) {
+  if (inputs.size() != graph.inputs().size())
+    throw InputError(fmt::format("the graph takes {} input(s) but {} were given", graph.inputs().size(), inputs.size()));
+  ir::Binding b = given;
+  // Single-symbol dims (factor * S) bind S; dims with several symbols are checked afterwards.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Node& p = graph.node(graph.inputs()[i]);
+    const HostTensor& t = inputs[i];
+    if (t.shape.size() != p.type.shape.size())
+      throw InputError(fmt::format("input \"{}\": expected rank {} ({}), got shape [{}]", p.name, p.type.shape.size(),
+                                   p.type.str(), fmt::join(t.shape, ", ")));
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      const ir::Dim& dim = p.type.shape[d];
+      if (dim.symbols().size() != 1 || b.count(dim.symbols()[0])) continue;
+      if (t.shape[d] % dim.factor() != 0)
+        throw InputError(fmt::format("input \"{}\": dim {} is {}, not a multiple of {} as {} requires", p.name, d,
+                                     t.shape[d], dim.factor(), dim.str()));
+      b[dim.symbols()[0]] = t.shape[d] / dim.factor();
+    }
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Node& p = graph.node(graph.inputs()[i]);
+    for (size_t d = 0; d < inputs[i].shape.size(); ++d) {
+      int64_t want = p.type.shape[d].evaluate(b);
+      if (want != inputs[i].shape[d])
+        throw InputError(fmt::format("input \"{}\": dim {} is {} but {} is {} here", p.name, d, inputs[i].shape[d],
+                                     p.type.shape[d].str(), want));
+    }
+    if (inputs[i].dtype != p.type.dtype)
+      throw InputError(fmt::format("input \"{}\": expected dtype {}, got {}", p.name, ir::dtypeName(p.type.dtype),
+                                   ir::dtypeName(inputs[i].dtype)));
+  }
+  return b;
+}
+
+} // namespace weft
