@@ -17,8 +17,8 @@
 //  - clamp(lo, x, hi) = min(max(x, lo), hi). Reductions over an empty axis give the identity
 //    (0, -inf, +inf, 1, false, true; saturated in integer dtypes).
 //  - dot accumulates in double and rounds once.
-// Symbolic dims are evaluated under `binding`; each input must have exactly the parameter's
-// dtype and evaluated shape.
+// Ops that no output depends on are not run. Symbolic dims are evaluated under `binding`; each
+// input must have exactly the parameter's dtype and evaluated shape.
 #include <vector>
 
 #include "ir/graph.h"
