@@ -1,0 +1,21 @@
+#include "fusion/kernel_plan.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace weft::fusion {
+
+bool KernelPlan::hasGridBarrier() const {
+  return std::any_of(stages.begin(), stages.end(),
+                     [](const Stage& s) { return s.barrierBefore == Barrier::Grid; });
+}
+
+const Group& KernelPlan::groupOf(ir::NodeId op) const {
+  for (const Group& g : groups)
+    if (std::find(g.ops.begin(), g.ops.end(), op) != g.ops.end()) return g;
+  throw std::out_of_range("kernel " + name + ": value " + std::to_string(op) +
+                          " is in none of its groups");
+}
+
+} // namespace weft::fusion

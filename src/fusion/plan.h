@@ -1,0 +1,13 @@
+#pragma once
+// fusion::plan — the planner's entry point: a verified graph → a FusionPlan under a policy.
+// Dispatches to the policy's planner (policy_none.h for `none`; the AStitch and XLA-style
+// planners live beside it). Throws weft::Error for a policy that is not implemented yet.
+#include "fusion/fusion_plan.h"
+#include "ir/graph.h"
+#include "weft/device_spec.h"
+
+namespace weft::fusion {
+
+FusionPlan plan(const ir::Graph& graph, const DeviceSpec& device, Policy policy);
+
+} // namespace weft::fusion

@@ -1,0 +1,222 @@
+#include "fusion/plan_printer.h"
+
+#include <fmt/format.h>
+#include <set>
+#include <sstream>
+
+#include "ir/op.h"
+
+namespace weft::fusion {
+namespace {
+
+std::string valueName(const ir::Graph& g, ir::NodeId id) {
+  if (id < 0 || size_t(id) >= g.size()) return fmt::format("%<{}>", id);
+  return "%" + g.node(id).name;
+}
+
+std::string valueList(const ir::Graph& g, const std::vector<ir::NodeId>& ids) {
+  if (ids.empty()) return "-";
+  std::string s;
+  for (ir::NodeId id : ids)
+    s += (s.empty() ? "" : ", ") + valueName(g, id);
+  return s;
+}
+
+std::string bufferKindName(Buffer::Kind k) {
+  switch (k) {
+  case Buffer::Kind::Input:
+    return "input";
+  case Buffer::Kind::Output:
+    return "output";
+  case Buffer::Kind::Intermediate:
+    return "intermediate";
+  case Buffer::Kind::Scratch:
+    return "scratch";
+  }
+  return "?";
+}
+
+std::string dotId(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+const char* storageColour(Storage s) {
+  switch (s) {
+  case Storage::Register:
+    return "white";
+  case Storage::Shared:
+    return "lightblue";
+  case Storage::Global:
+    return "orange";
+  case Storage::Output:
+    return "palegreen";
+  case Storage::Input:
+    return "lightgrey";
+  }
+  return "white";
+}
+
+void kernelDotBody(std::ostringstream& os, const KernelPlan& k, const ir::Graph& g,
+                   const std::string& prefix) {
+  os << "  subgraph " << dotId("cluster_" + prefix + k.name) << " {\n    label="
+     << dotId(k.name + (k.hasGridBarrier() ? " (cooperative)" : "")) << ";\n";
+  for (size_t gi = 0; gi < k.groups.size(); ++gi) {
+    const Group& grp = k.groups[gi];
+    os << "    subgraph " << dotId(fmt::format("cluster_{}{}_g{}", prefix, k.name, gi)) << " {\n";
+    os << "      label=" << dotId(fmt::format("group {}: {}", gi, mappingStr(grp.mapping)))
+       << "; style=dashed;\n";
+    for (ir::NodeId op : grp.ops) {
+      auto it = k.placement.find(op);
+      Storage s = it == k.placement.end() ? Storage::Register : it->second.storage;
+      const ir::Node& n = g.node(op);
+      os << "      " << dotId(prefix + n.name) << " [label="
+         << dotId(fmt::format("{}\\n{} {}\\n{}", n.name, ir::opName(n.kind), n.type.str(), storageName(s)))
+         << ", style=" << dotId(op == grp.dominant ? "filled,bold" : "filled")
+         << ", fillcolor=" << storageColour(s) << "];\n";
+    }
+    os << "    }\n";
+  }
+  for (ir::NodeId in : k.inputs)
+    os << "    " << dotId(prefix + k.name + "/" + g.node(in).name) << " [label="
+       << dotId(g.node(in).name + "\\ninput") << ", shape=box, style=filled, fillcolor=lightgrey];\n";
+  os << "  }\n";
+  std::set<ir::NodeId> inKernel(k.ops.begin(), k.ops.end());
+  for (ir::NodeId op : k.ops)
+    for (ir::NodeId o : g.node(op).operands) {
+      std::string from = inKernel.count(o) ? prefix + g.node(o).name : prefix + k.name + "/" + g.node(o).name;
+      os << "  " << dotId(from) << " -> " << dotId(prefix + g.node(op).name) << ";\n";
+    }
+}
+
+} // namespace
+
+std::string storageName(Storage s) {
+  switch (s) {
+  case Storage::Register:
+    return "register";
+  case Storage::Shared:
+    return "shared";
+  case Storage::Global:
+    return "global";
+  case Storage::Output:
+    return "output";
+  case Storage::Input:
+    return "input";
+  }
+  return "?";
+}
+
+std::string barrierName(Barrier b) {
+  switch (b) {
+  case Barrier::None:
+    return "none";
+  case Barrier::Block:
+    return "block";
+  case Barrier::Grid:
+    return "grid";
+  }
+  return "?";
+}
+
+std::string mappingStr(const ThreadMapping& m) {
+  if (const auto* e = std::get_if<ElementwiseMapping>(&m))
+    return fmt::format("elementwise(vector={}, elements_per_thread={})", e->vectorWidth,
+                       e->elementsPerThread);
+  if (const auto* r = std::get_if<RowReduceMapping>(&m))
+    return fmt::format("row_reduce({}, threads_per_row={}, rows_per_block={}, split={}, vector={})",
+                       r->kind == RowReduceMapping::Kind::WarpPerRow ? "warp_per_row" : "block_per_row",
+                       r->threadsPerRow, r->rowsPerBlock, r->splitFactor, r->vectorWidth);
+  const auto& c = std::get<ColumnReduceMapping>(m);
+  return fmt::format("column_reduce(tile_columns={}, tile_rows={}, split={}, atomics={})", c.tileColumns,
+                     c.tileRows, c.splitFactor, c.useAtomics ? "yes" : "no");
+}
+
+std::string printKernelPlan(const KernelPlan& k, const ir::Graph& g) {
+  std::ostringstream os;
+  os << "kernel " << k.name << "\n";
+  os << "  ops: " << valueList(g, k.ops) << "\n";
+  os << "  inputs: " << valueList(g, k.inputs) << "\n";
+  os << "  outputs: " << valueList(g, k.outputs) << "\n";
+  for (size_t i = 0; i < k.groups.size(); ++i) {
+    const Group& grp = k.groups[i];
+    os << fmt::format("  group {}: dominant {}, sub-dominants {}, mapping {}\n", i, valueName(g, grp.dominant),
+                      valueList(g, grp.subDominants), mappingStr(grp.mapping));
+    os << "    ops: " << valueList(g, grp.ops) << "\n";
+  }
+  os << "  storage:\n";
+  for (const auto& [id, p] : k.placement) {
+    os << "    " << valueName(g, id) << ": " << storageName(p.storage);
+    if (p.storage == Storage::Shared)
+      os << fmt::format(" [offset {}, {} B]", p.sharedOffset, p.sharedBytes);
+    if (p.buffer >= 0) os << " b" << p.buffer;
+    os << "\n";
+  }
+  for (size_t i = 0; i < k.stages.size(); ++i) {
+    const Stage& s = k.stages[i];
+    os << fmt::format("  stage {}: group {}, barrier before {}, materialize {}\n", i, s.group,
+                      barrierName(s.barrierBefore), valueList(g, s.materialized));
+  }
+  const LaunchPlan& l = k.launch;
+  os << fmt::format("  launch: block {}, tiles {}, max blocks {}, shared {} B, max registers {}, "
+                    "cooperative {}\n",
+                    l.blockSize, l.tiles.str(), l.maxBlocks, l.sharedBytes, l.maxRegisters,
+                    l.cooperative ? "yes" : "no");
+  return os.str();
+}
+
+std::string printFusionPlan(const FusionPlan& plan) {
+  std::ostringstream os;
+  const ir::Graph& g = plan.graph;
+  os << fmt::format("fusion plan: policy {}, device {} ({}), {} step(s), {} kernel(s)\n",
+                    policyName(plan.policy), plan.device.name, plan.device.smName(), plan.steps.size(),
+                    plan.kernelCount());
+  os << "buffers:\n";
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const Buffer& b = plan.buffers[i];
+    os << fmt::format("  b{}: {} {} {}[{}]", i, bufferKindName(b.kind), valueName(g, b.value),
+                      ir::dtypeName(b.dtype), b.elements.str());
+    if (b.slot >= 0) os << " slot " << b.slot;
+    os << "\n";
+  }
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    os << "step " << i << ": ";
+    if (const auto* call = std::get_if<LibraryCall>(&plan.steps[i])) {
+      os << "library call " << valueName(g, call->op) << " (" << ir::opName(g.node(call->op).kind) << ")\n";
+      continue;
+    }
+    os << printKernelPlan(std::get<KernelPlan>(plan.steps[i]), g);
+  }
+  return os.str();
+}
+
+std::string kernelPlanDot(const KernelPlan& k, const ir::Graph& g) {
+  std::ostringstream os;
+  os << "digraph " << dotId(k.name) << " {\n  node [shape=ellipse, fontsize=10];\n";
+  kernelDotBody(os, k, g, "");
+  os << "}\n";
+  return os.str();
+}
+
+std::string fusionPlanDot(const FusionPlan& plan) {
+  std::ostringstream os;
+  const ir::Graph& g = plan.graph;
+  os << "digraph plan {\n  compound=true;\n  node [shape=ellipse, fontsize=10];\n";
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    if (const auto* call = std::get_if<LibraryCall>(&plan.steps[i])) {
+      const ir::Node& n = g.node(call->op);
+      os << "  " << dotId("s" + std::to_string(i) + "/" + n.name) << " [label="
+         << dotId(n.name + "\\nlibrary " + std::string(ir::opName(n.kind))) << ", shape=box3d];\n";
+      continue;
+    }
+    kernelDotBody(os, std::get<KernelPlan>(plan.steps[i]), g, "s" + std::to_string(i) + "/");
+  }
+  os << "}\n";
+  return os.str();
+}
+
+} // namespace weft::fusion
