@@ -1,0 +1,62 @@
+#pragma once
+// Runs one kernel launch of a decoded Program (program.h) on the SIMT model and returns
+// what it counted. Every thread has its own pc (Volta-style independent scheduling); the
+// threads of a warp that share a pc (and call frame) execute together, lowest pc first,
+// so diverged threads reconverge where their paths meet. Blocks run one after another,
+// except in a cooperative launch where all blocks are resident and interleaved (a grid
+// barrier made of atomics and spinning works). Any memory fault stops the launch with a
+// DeviceError naming the kernel, the PTX line, the block and thread and the address.
+//
+// Counting rules (LaunchCounters in weft/device.h):
+//  - warpInstructions / threadInstructions: one per warp-instruction issued (threads that
+//    issue it, predicated-off threads included), excluding synchronisation instructions.
+//  - Synchronisation: every instruction executed inside a .func whose name starts with
+//    "weft_grid_barrier" counts in syncInstructions (not warpInstructions); its global
+//    accesses count in syncSectors and in no data counter; its bar.sync are not blockBarriers.
+//  - gridBarriers: calls of weft_grid_barrier that every block made: the minimum over blocks
+//    of the number of calls a block made (a block's count is that of its warp that called most).
+//  - global requests and sectors: per warp-level ld/st whose threads touch global memory
+//    (directly or through a generic address), sectors = distinct 32-byte sectors touched.
+//    Atomics and reductions on data count in `atomics` and their sectors in globalSectorsWritten.
+//  - blockBarriers: completed bar.sync/barrier.sync, once per block per completion.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/device_memory.h"
+#include "sim/program.h"
+#include "weft/device.h"
+#include "weft/device_spec.h"
+
+namespace weft::sim {
+
+struct ExecOptions {
+  /// Warp instructions the whole launch may execute without any thread making progress
+  /// (a store, an atomic, a barrier arrival or an exit) before it is reported as a deadlock.
+  uint64_t deadlockInstructions = 1ull << 24;
+  /// Report loads of shared memory that no thread of the block has written.
+  bool checkUninitialisedShared = true;
+};
+
+struct LaunchRequest {
+  const Program* program = nullptr;
+  uint32_t function = 0;
+  LaunchConfig config;
+  std::vector<uint8_t> params; // the kernel's .param buffer, laid out as the kernel declares
+  const DeviceSpec* spec = nullptr;
+  DeviceMemory* memory = nullptr;
+  ExecOptions options;
+};
+
+/// Runs the launch to completion; throws DeviceError on any fault.
+LaunchCounters executeLaunch(const LaunchRequest& request);
+
+/// Blocks of `fn` resident on one SM with this block size and shared memory, as the
+/// occupancy rules of `spec` allow (registers estimated from the declared .reg count,
+/// capped by .maxnreg and at 64). 0 when the block cannot run at all.
+int blocksPerSM(const Program& program, const Function& fn, const DeviceSpec& spec, int blockSize,
+                uint64_t dynamicSharedBytes);
+/// Registers per thread the occupancy estimate assumes for `fn`.
+int estimatedRegisters(const Function& fn);
+
+} // namespace weft::sim

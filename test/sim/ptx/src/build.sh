@@ -1,0 +1,11 @@
+#!/bin/sh
+# Regenerates the corpus PTX in test/sim/ptx from these sources (needs clang-19, llc-19,
+# llvm-link-19, opt-19 and libdevice). The .ptx files are checked in; tests never run this.
+set -e
+cd "$(dirname "$0")"
+CC="clang-19 --cuda-device-only -nocudainc -nocudalib --cuda-gpu-arch=sm_80 -O3 -Wno-unknown-cuda-version"
+for f in elementwise reduce grid_barrier control; do $CC -S $f.cu -o ../$f.ptx; done
+$CC -emit-llvm -c math.cu -o /tmp/weft_math.bc
+llvm-link-19 /tmp/weft_math.bc /usr/local/cuda/nvvm/libdevice/libdevice.10.bc -only-needed -o /tmp/weft_math_linked.bc
+opt-19 -O3 /tmp/weft_math_linked.bc -o /tmp/weft_math_opt.bc
+llc-19 -march=nvptx64 -mcpu=sm_80 -O3 /tmp/weft_math_opt.bc -o ../math.ptx
