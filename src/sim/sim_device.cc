@@ -166,8 +166,6 @@ std::unique_ptr<Device> makeSimDevice(const DeviceSpec& spec, const ExecOptions&
   return std::make_unique<SimDevice>(spec, options);
 }
 
-} // namespace weft::sim
+std::unique_ptr<Device> makeSimDevice(const DeviceSpec& spec) { return makeSimDevice(spec, ExecOptions{}); }
 
-namespace weft {
-std::unique_ptr<Device> makeSimDevice(const DeviceSpec& spec) { return sim::makeSimDevice(spec); }
-} // namespace weft
+} // namespace weft::sim

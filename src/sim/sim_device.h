@@ -16,11 +16,12 @@
 
 namespace weft::sim {
 
-std::unique_ptr<Device> makeSimDevice(const DeviceSpec& spec, const ExecOptions& options = {});
+std::unique_ptr<Device> makeSimDevice(const DeviceSpec& spec, const ExecOptions& options);
+std::unique_ptr<Device> makeSimDevice(const DeviceSpec& spec);
 
 } // namespace weft::sim
 
 namespace weft {
-/// The simulator device for `spec` (see sim/sim_device.h in weft::sim for options).
-std::unique_ptr<Device> makeSimDevice(const DeviceSpec& spec);
+/// weft::makeSimDevice(spec): the simulator device modelling `spec`.
+using sim::makeSimDevice;
 } // namespace weft

@@ -68,3 +68,51 @@ inline LaunchCounters runPtx(Device& dev, const std::string& ptx, const std::str
 }
 
 } // namespace weft::sim::test
+
+namespace weft::sim::test {
+
+/// A kernel `t(.param .u64 t_out)` whose threads each own `slots` 8-byte result slots at
+/// %rd2 = out + tid.x * slots * 8. Declared registers: %p0-7, %h0-15 (b16), %r0-31 (b32),
+/// %f0-31 (f32), %rd0-31 (b64; %rd0-%rd2 taken), %fd0-15 (f64). %r0 = tid.x.
+inline std::string scalarKernel(const std::string& body, int slots, const std::string& decls = "") {
+  return ".version 8.5\n.target sm_80\n.address_size 64\n" + decls +
+         "\n.visible .entry t(.param .u64 t_out)\n{\n"
+         "  .reg .pred %p<8>;\n  .reg .b16 %h<16>;\n  .reg .b32 %r<32>;\n  .reg .f32 %f<32>;\n"
+         "  .reg .b64 %rd<32>;\n  .reg .f64 %fd<16>;\n"
+         "  ld.param.u64 %rd0, [t_out];\n  mov.u32 %r0, %tid.x;\n"
+         "  mul.wide.u32 %rd1, %r0, " + std::to_string(slots * 8) + ";\n"
+         "  add.s64 %rd2, %rd0, %rd1;\n" + body + "\n  ret;\n}\n";
+}
+
+/// Runs scalarKernel(body) with `threads` threads and returns all slots (thread-major).
+inline std::vector<uint64_t> runScalar(const std::string& body, int slots, int threads = 1,
+                                       const std::string& decls = "") {
+  auto dev = makeSimDevice(h100());
+  Buffer<uint64_t> out(*dev, size_t(slots * threads));
+  runPtx(*dev, scalarKernel(body, slots, decls), "t", grid1D(1, uint32_t(threads)), {out.arg()});
+  return out.get();
+}
+
+inline uint64_t fbits(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+  return u;
+}
+inline uint64_t dbits(double d) {
+  uint64_t u;
+  __builtin_memcpy(&u, &d, 8);
+  return u;
+}
+inline float asFloat(uint64_t v) {
+  uint32_t u = uint32_t(v);
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+inline double asDouble(uint64_t v) {
+  double d;
+  __builtin_memcpy(&d, &v, 8);
+  return d;
+}
+
+} // namespace weft::sim::test
