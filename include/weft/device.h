@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,13 @@ public:
   virtual void replay(GraphHandle graph) = 0;
   /// Replaces the arguments of the node-th launch of a captured graph (in capture order).
   virtual void updateGraphKernelArgs(GraphHandle graph, size_t node, const std::vector<KernelArg>& args) = 0;
+
+  // --- Device-side timing of a region of work (events on the device's stream). ---
+  /// startTimer(); launches or a replay; stopTimer() waits for that work and returns the
+  /// milliseconds the device spent between the two marks. nullopt where the device has no
+  /// clock of its own (sim): time on the host instead.
+  virtual void startTimer() {}
+  virtual std::optional<double> stopTimer() { return std::nullopt; }
 
   /// Counters of launches since the last call to takeCounters(), one entry per launch.
   virtual std::vector<LaunchCounters> takeCounters() { return {}; }

@@ -1,0 +1,501 @@
+#include "runtime/cuda/cuda_device.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "runtime/cuda/cuda_device_impl.h"
+#include "weft/error.h"
+
+namespace weft::runtime::cuda {
+namespace {
+
+/// A JIT log buffer as text: up to the first NUL, without trailing blank lines.
+std::string logText(const std::vector<char>& buffer, size_t written) {
+  std::string text(buffer.data(), std::min(written, buffer.size()));
+  text = text.substr(0, text.find('\0'));
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
+    text.pop_back();
+  return text;
+}
+
+std::string dim3Text(const Dim3& d) {
+  return fmt::format("({}, {}, {})", d.x, d.y, d.z);
+}
+
+} // namespace
+
+// --- the DeviceSpec from the device's attributes ---
+
+DeviceSpec readDeviceSpec(const DriverApi& api, CUdevice device) {
+  auto attribute = [&](CUdevice_attribute a, const char* what) {
+    int value = 0;
+    check(api, api.cuDeviceGetAttribute(&value, a, device), "cuDeviceGetAttribute", what);
+    return value;
+  };
+  char name[256] = {};
+  check(api, api.cuDeviceGetName(name, sizeof name - 1, device), "cuDeviceGetName");
+
+  DeviceSpec s;
+  s.name = name;
+  s.computeCapability =
+      attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "COMPUTE_CAPABILITY_MAJOR") * 10 +
+      attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "COMPUTE_CAPABILITY_MINOR");
+  s.smCount = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "MULTIPROCESSOR_COUNT");
+  s.warpSize = attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE, "WARP_SIZE");
+  s.maxThreadsPerBlock =
+      attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "MAX_THREADS_PER_BLOCK");
+  s.maxThreadsPerSM = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+                                "MAX_THREADS_PER_MULTIPROCESSOR");
+  s.maxBlocksPerSM =
+      attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, "MAX_BLOCKS_PER_MULTIPROCESSOR");
+  s.registersPerSM = attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
+                               "MAX_REGISTERS_PER_MULTIPROCESSOR");
+  // No attribute says this; it has been 255 since compute capability 3.5.
+  s.maxRegistersPerThread = 255;
+  s.sharedMemoryPerSM = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+                                  "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR");
+  s.sharedMemoryPerBlock = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                     "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN");
+  s.sharedMemoryPerBlockDefault =
+      attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, "MAX_SHARED_MEMORY_PER_BLOCK");
+  int clockKHz = attribute(CU_DEVICE_ATTRIBUTE_CLOCK_RATE, "CLOCK_RATE");
+  if (clockKHz > 0) s.clockGHz = clockKHz / 1e6;
+  int busBits = attribute(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, "GLOBAL_MEMORY_BUS_WIDTH");
+  int memoryKHz = attribute(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, "MEMORY_CLOCK_RATE");
+  // bytes per transfer × transfers per second (two per clock: double data rate)
+  if (busBits > 0 && memoryKHz > 0)
+    s.memoryBandwidthGBs = busBits / 8.0 * memoryKHz * 1e3 * 2 / 1e9;
+  // Four warp schedulers per SM on every architecture since Volta (compute capability 7.0).
+  s.warpSchedulersPerSM = 4;
+  return s;
+}
+
+// --- setup and teardown ---
+
+CudaDevice::CudaDevice(std::shared_ptr<const DriverApi> api, int ordinal)
+    : api_(std::move(api)), ordinal_(ordinal),
+      allocator_(
+          [this](size_t bytes) -> DevicePtr {
+            CUdeviceptr p = 0;
+            CUresult r = api_->cuMemAlloc(&p, bytes);
+            if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+              // the allocator trims and retries: let cached blocks' pending work finish first
+              if (!capture_) check(api_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+              return 0;
+            }
+            check(r, "cuMemAlloc", fmt::format("{} bytes", bytes));
+            return p;
+          },
+          [this](DevicePtr p) {
+            check(api_->cuMemFree(p), "cuMemFree", fmt::format("0x{:x}", p));
+          }) {
+  check(api_->cuInit(0), "cuInit");
+  int version = 0;
+  check(api_->cuDriverGetVersion(&version), "cuDriverGetVersion");
+  if (version < kDriverAbiVersion)
+    throw DeviceError(fmt::format(
+        "the CUDA driver supports CUDA {}.{}; weft needs a driver for CUDA {}.{} or newer",
+        version / 1000, version % 1000 / 10, kDriverAbiVersion / 1000,
+        kDriverAbiVersion % 1000 / 10));
+  int count = 0;
+  check(api_->cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (ordinal < 0 || ordinal >= count)
+    throw DeviceError(
+        count == 0
+            ? std::string("the CUDA driver sees no GPU")
+            : fmt::format("there is no cuda:{}; this machine has {} GPU(s), cuda:0 to cuda:{}",
+                          ordinal, count, count - 1));
+  check(api_->cuDeviceGet(&device_, ordinal), "cuDeviceGet");
+  spec_ = readDeviceSpec(*api_, device_);
+  int cooperative = 0;
+  check(api_->cuDeviceGetAttribute(&cooperative, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, device_),
+        "cuDeviceGetAttribute", "COOPERATIVE_LAUNCH");
+  cooperativeLaunch_ = cooperative != 0;
+  check(api_->cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
+  try {
+    makeCurrent();
+    check(api_->cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  } catch (...) {
+    api_->cuDevicePrimaryCtxRelease(device_);
+    throw;
+  }
+  name_ =
+      fmt::format("cuda:{} ({}, {}, {} SMs)", ordinal, spec_.name, spec_.smName(), spec_.smCount);
+  spdlog::debug("{}: driver {}.{} from {}{}", name_, version / 1000, version % 1000 / 10,
+                api_->library, api_->viaGetProcAddress ? " (cuGetProcAddress)" : " (dlsym)");
+}
+
+CudaDevice::~CudaDevice() {
+  // Teardown never throws: each step is tried and its failure ignored, so one broken
+  // resource does not leak the others.
+  const DriverApi& a = *api_;
+  a.cuCtxSetCurrent(context_);
+  if (capture_) {
+    CUgraph partial = nullptr;
+    if (a.cuStreamEndCapture(stream_, &partial) == CUDA_SUCCESS && partial)
+      a.cuGraphDestroy(partial);
+  }
+  a.cuStreamSynchronize(stream_);
+  for (Graph& g : graphs_) {
+    if (g.exec) a.cuGraphExecDestroy(g.exec);
+    if (g.graph) a.cuGraphDestroy(g.graph);
+  }
+  if (timerStart_) a.cuEventDestroy(timerStart_);
+  if (timerStop_) a.cuEventDestroy(timerStop_);
+  for (CUmodule m : modules_)
+    a.cuModuleUnload(m);
+  try {
+    allocator_.releaseAll();
+  } catch (const std::exception& e) {
+    spdlog::warn("{}: releasing device memory: {}", name_, e.what());
+  }
+  a.cuStreamDestroy(stream_);
+  a.cuDevicePrimaryCtxRelease(device_);
+}
+
+void CudaDevice::check(CUresult result, const char* call, const std::string& detail) const {
+  cuda::check(*api_, result, call, detail);
+}
+
+void CudaDevice::makeCurrent() const {
+  // Cheap, and it lets a device created on one thread be used from another.
+  check(api_->cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+}
+
+void CudaDevice::refuseWhileCapturing(const char* what) const {
+  if (capture_)
+    throw DeviceError(
+        fmt::format("{} during a graph capture: only launches can be captured; call it before "
+                    "beginCapture() or after endCapture()",
+                    what));
+}
+
+// --- memory ---
+
+DevicePtr CudaDevice::allocate(size_t bytes) {
+  makeCurrent();
+  return allocator_.allocate(bytes);
+}
+
+void CudaDevice::free(DevicePtr p) {
+  allocator_.free(p);
+}
+
+size_t CudaDevice::trimMemoryCache() {
+  refuseWhileCapturing("trimMemoryCache");
+  makeCurrent();
+  check(api_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  return allocator_.trim();
+}
+
+void CudaDevice::copyToDevice(DevicePtr dst, const void* src, size_t bytes) {
+  refuseWhileCapturing("copyToDevice");
+  if (bytes == 0) return;
+  makeCurrent();
+  check(api_->cuMemcpyHtoDAsync(dst, src, bytes, stream_), "cuMemcpyHtoDAsync",
+        fmt::format("{} bytes to 0x{:x}", bytes, dst));
+  // the caller may reuse `src` as soon as we return
+  check(api_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
+
+void CudaDevice::copyToHost(void* dst, DevicePtr src, size_t bytes) {
+  refuseWhileCapturing("copyToHost");
+  if (bytes == 0) return;
+  makeCurrent();
+  check(api_->cuMemcpyDtoHAsync(dst, src, bytes, stream_), "cuMemcpyDtoHAsync",
+        fmt::format("{} bytes from 0x{:x}", bytes, src));
+  check(api_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
+
+void CudaDevice::memset(DevicePtr dst, uint8_t value, size_t bytes) {
+  refuseWhileCapturing("memset");
+  if (bytes == 0) return;
+  makeCurrent();
+  check(api_->cuMemsetD8Async(dst, value, bytes, stream_), "cuMemsetD8Async",
+        fmt::format("{} bytes at 0x{:x}", bytes, dst));
+}
+
+// --- modules and kernels ---
+
+ModuleHandle CudaDevice::loadModule(const std::string& ptx) {
+  makeCurrent();
+  constexpr size_t kLogBytes = 64 * 1024;
+  std::vector<char> errorLog(kLogBytes, '\0'), infoLog(kLogBytes, '\0');
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  // The size options are passed by value in the pointer and come back as the bytes written.
+  void* values[] = {errorLog.data(), reinterpret_cast<void*>(uintptr_t(kLogBytes)), infoLog.data(),
+                    reinterpret_cast<void*>(uintptr_t(kLogBytes))};
+  CUmodule module = nullptr;
+  CUresult r = api_->cuModuleLoadDataEx(&module, ptx.c_str(), 4, options, values);
+  std::string errorText = logText(errorLog, reinterpret_cast<uintptr_t>(values[1]));
+  std::string infoText = logText(infoLog, reinterpret_cast<uintptr_t>(values[3]));
+  if (r != CUDA_SUCCESS) {
+    std::string log = errorText.empty() ? infoText : errorText;
+    check(r, "cuModuleLoadDataEx", log.empty() ? "the PTX JIT left no log" : log);
+  }
+  if (!infoText.empty()) spdlog::debug("{}: PTX JIT: {}", name_, infoText);
+  modules_.push_back(module);
+  return ModuleHandle(modules_.size() - 1);
+}
+
+KernelHandle CudaDevice::getKernel(ModuleHandle module, const std::string& name) {
+  if (module < 0 || size_t(module) >= modules_.size())
+    throw DeviceError(fmt::format("getKernel: no module {}", module));
+  makeCurrent();
+  Kernel k;
+  k.name = name;
+  check(api_->cuModuleGetFunction(&k.function, modules_[size_t(module)], name.c_str()),
+        "cuModuleGetFunction", fmt::format("kernel '{}' in module {}", name, module));
+  check(api_->cuFuncGetAttribute(&k.staticSharedBytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                 k.function),
+        "cuFuncGetAttribute", fmt::format("SHARED_SIZE_BYTES of kernel '{}'", name));
+  kernels_.push_back(std::move(k));
+  return KernelHandle(kernels_.size() - 1);
+}
+
+CudaDevice::Kernel& CudaDevice::kernelOf(KernelHandle kernel) {
+  if (kernel < 0 || size_t(kernel) >= kernels_.size())
+    throw DeviceError(fmt::format("no kernel handle {}", kernel));
+  return kernels_[size_t(kernel)];
+}
+
+void CudaDevice::allowDynamicShared(Kernel& k, size_t dynamicBytes) {
+  int64_t total = int64_t(k.staticSharedBytes) + int64_t(dynamicBytes);
+  if (total > spec_.sharedMemoryPerBlock)
+    throw DeviceError(fmt::format(
+        "kernel '{}' needs {} bytes of shared memory per block ({} static + {} dynamic) "
+        "but {} allows at most {}",
+        k.name, total, k.staticSharedBytes, dynamicBytes, name_, spec_.sharedMemoryPerBlock));
+  if (total <= spec_.sharedMemoryPerBlockDefault || dynamicBytes <= k.dynamicSharedOptIn) return;
+  check(api_->cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 int(dynamicBytes)),
+        "cuFuncSetAttribute",
+        fmt::format("MAX_DYNAMIC_SHARED_SIZE_BYTES = {} for kernel '{}'", dynamicBytes, k.name));
+  k.dynamicSharedOptIn = uint32_t(dynamicBytes);
+}
+
+std::string CudaDevice::describeLaunch(const Kernel& k, const LaunchConfig& c) const {
+  return fmt::format("kernel '{}', grid {}, block {}, {} bytes dynamic shared memory{}", k.name,
+                     dim3Text(c.grid), dim3Text(c.block), c.dynamicSharedBytes,
+                     c.cooperative ? ", cooperative" : "");
+}
+
+void CudaDevice::launch(KernelHandle kernel, const LaunchConfig& c,
+                        const std::vector<KernelArg>& args) {
+  makeCurrent();
+  Kernel& k = kernelOf(kernel);
+  allowDynamicShared(k, c.dynamicSharedBytes);
+  // the driver copies the parameter values out of these pointers before returning
+  std::vector<void*> params;
+  params.reserve(args.size());
+  for (const KernelArg& a : args)
+    params.push_back(const_cast<uint8_t*>(a.bytes.data()));
+  if (c.cooperative) {
+    if (!cooperativeLaunch_)
+      throw DeviceError(
+          fmt::format("{} does not support cooperative launches, which {} needs (grid barrier)",
+                      name_, describeLaunch(k, c)));
+    check(api_->cuLaunchCooperativeKernel(k.function, c.grid.x, c.grid.y, c.grid.z, c.block.x,
+                                          c.block.y, c.block.z, c.dynamicSharedBytes, stream_,
+                                          params.data()),
+          "cuLaunchCooperativeKernel", describeLaunch(k, c));
+  } else {
+    check(api_->cuLaunchKernel(k.function, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y,
+                               c.block.z, c.dynamicSharedBytes, stream_, params.data(), nullptr),
+          "cuLaunchKernel", describeLaunch(k, c));
+  }
+  if (capture_) {
+    CapturedLaunch l{kernel, {}};
+    for (const KernelArg& a : args)
+      l.argSizes.push_back(a.bytes.size());
+    capture_->push_back(std::move(l));
+  }
+}
+
+void CudaDevice::synchronize() {
+  refuseWhileCapturing("synchronize");
+  makeCurrent();
+  check(api_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
+
+int CudaDevice::maxActiveBlocksPerSM(KernelHandle kernel, int blockSize,
+                                     size_t dynamicSharedBytes) {
+  makeCurrent();
+  Kernel& k = kernelOf(kernel);
+  allowDynamicShared(k, dynamicSharedBytes); // occupancy counts only what the kernel may use
+  int blocks = 0;
+  check(api_->cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k.function, blockSize,
+                                                          dynamicSharedBytes),
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+        fmt::format("kernel '{}', {} threads per block, {} bytes dynamic shared memory", k.name,
+                    blockSize, dynamicSharedBytes));
+  return blocks;
+}
+
+// --- CUDA graphs ---
+
+void CudaDevice::beginCapture() {
+  if (capture_) throw DeviceError("beginCapture: a capture is already in progress");
+  makeCurrent();
+  // thread-local: only this thread's unsafe calls (cuMemAlloc, a synchronisation) would
+  // invalidate the capture; other threads may use the driver meanwhile
+  check(api_->cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+        "cuStreamBeginCapture");
+  capture_.emplace();
+}
+
+std::vector<CUgraphNode> CudaDevice::kernelNodesOf(CUgraph graph) {
+  size_t count = 0;
+  check(api_->cuGraphGetNodes(graph, nullptr, &count), "cuGraphGetNodes");
+  std::vector<CUgraphNode> nodes(count);
+  if (count) check(api_->cuGraphGetNodes(graph, nodes.data(), &count), "cuGraphGetNodes");
+  nodes.resize(count);
+  std::vector<CUgraphNode> kernels;
+  for (CUgraphNode n : nodes) {
+    CUgraphNodeType type{};
+    check(api_->cuGraphNodeGetType(n, &type), "cuGraphNodeGetType");
+    if (type == CU_GRAPH_NODE_TYPE_KERNEL) kernels.push_back(n);
+  }
+  return kernels;
+}
+
+GraphHandle CudaDevice::endCapture() {
+  if (!capture_) throw DeviceError("endCapture: no capture in progress");
+  std::vector<CapturedLaunch> launches = std::move(*capture_);
+  capture_.reset();
+  makeCurrent();
+  Graph g;
+  check(api_->cuStreamEndCapture(stream_, &g.graph), "cuStreamEndCapture");
+  try {
+    g.kernelNodes = kernelNodesOf(g.graph);
+    if (g.kernelNodes.size() != launches.size())
+      throw DeviceError(
+          fmt::format("endCapture: the captured graph has {} kernel node(s) but {} launch(es) were "
+                      "captured",
+                      g.kernelNodes.size(), launches.size()));
+    g.params.resize(g.kernelNodes.size());
+    for (size_t i = 0; i < g.kernelNodes.size(); ++i) {
+      check(api_->cuGraphKernelNodeGetParams(g.kernelNodes[i], &g.params[i]),
+            "cuGraphKernelNodeGetParams");
+      // updateGraphKernelArgs addresses nodes by capture order: make sure that is the order we hold
+      const Kernel& k = kernels_[size_t(launches[i].kernel)];
+      if (g.params[i].func && g.params[i].func != k.function)
+        throw DeviceError(
+            fmt::format("endCapture: kernel node {} of the captured graph is not launch {} (kernel "
+                        "'{}'); the driver did not list the nodes in capture order",
+                        i, i, k.name));
+    }
+    g.launches = std::move(launches);
+    check(api_->cuGraphInstantiateWithFlags(&g.exec, g.graph, 0), "cuGraphInstantiateWithFlags");
+  } catch (...) {
+    api_->cuGraphDestroy(g.graph);
+    throw;
+  }
+  graphs_.push_back(std::move(g));
+  return GraphHandle(graphs_.size() - 1);
+}
+
+CudaDevice::Graph& CudaDevice::graphOf(GraphHandle graph) {
+  if (graph < 0 || size_t(graph) >= graphs_.size())
+    throw DeviceError(fmt::format("no captured graph {}", graph));
+  return graphs_[size_t(graph)];
+}
+
+void CudaDevice::replay(GraphHandle graph) {
+  Graph& g = graphOf(graph);
+  makeCurrent();
+  check(api_->cuGraphLaunch(g.exec, stream_), "cuGraphLaunch", fmt::format("graph {}", graph));
+}
+
+void CudaDevice::updateGraphKernelArgs(GraphHandle graph, size_t node,
+                                       const std::vector<KernelArg>& args) {
+  Graph& g = graphOf(graph);
+  if (node >= g.kernelNodes.size())
+    throw DeviceError(fmt::format("updateGraphKernelArgs: graph {} has {} nodes, no node {}", graph,
+                                  g.kernelNodes.size(), node));
+  const CapturedLaunch& captured = g.launches[node];
+  std::vector<size_t> sizes;
+  for (const KernelArg& a : args)
+    sizes.push_back(a.bytes.size());
+  if (sizes != captured.argSizes)
+    throw DeviceError(
+        fmt::format("updateGraphKernelArgs: node {} of graph {} (kernel '{}') was captured with "
+                    "argument sizes [{}], not [{}]",
+                    node, graph, kernels_[size_t(captured.kernel)].name,
+                    fmt::join(captured.argSizes, ", "), fmt::join(sizes, ", ")));
+  makeCurrent();
+  std::vector<void*> params;
+  for (const KernelArg& a : args)
+    params.push_back(const_cast<uint8_t*>(a.bytes.data()));
+  CUDA_KERNEL_NODE_PARAMS p = g.params[node]; // the captured launch, with new argument values
+  p.kernelParams = params.data();
+  p.extra = nullptr;
+  check(api_->cuGraphExecKernelNodeSetParams(g.exec, g.kernelNodes[node], &p),
+        "cuGraphExecKernelNodeSetParams",
+        fmt::format("node {} of graph {} (kernel '{}')", node, graph,
+                    kernels_[size_t(captured.kernel)].name));
+}
+
+// --- timing ---
+
+void CudaDevice::startTimer() {
+  refuseWhileCapturing("startTimer");
+  makeCurrent();
+  if (!timerStart_) check(api_->cuEventCreate(&timerStart_, CU_EVENT_DEFAULT), "cuEventCreate");
+  if (!timerStop_) check(api_->cuEventCreate(&timerStop_, CU_EVENT_DEFAULT), "cuEventCreate");
+  check(api_->cuEventRecord(timerStart_, stream_), "cuEventRecord");
+  timerRunning_ = true;
+}
+
+std::optional<double> CudaDevice::stopTimer() {
+  refuseWhileCapturing("stopTimer");
+  if (!timerRunning_) throw DeviceError("stopTimer: no timer running; call startTimer() first");
+  timerRunning_ = false;
+  makeCurrent();
+  check(api_->cuEventRecord(timerStop_, stream_), "cuEventRecord");
+  check(api_->cuEventSynchronize(timerStop_), "cuEventSynchronize");
+  float ms = 0;
+  check(api_->cuEventElapsedTime(&ms, timerStart_, timerStop_), "cuEventElapsedTime");
+  return double(ms);
+}
+
+// --- the public entry points ---
+
+std::unique_ptr<Device> makeCudaDevice(int ordinal, const std::string& driverLibrary) {
+  return std::make_unique<CudaDevice>(loadDriverApi(driverLibrary), ordinal);
+}
+
+std::unique_ptr<Device> makeCudaDevice(int ordinal) {
+  return makeCudaDevice(ordinal, kDriverLibrary);
+}
+
+bool cudaDriverAvailable(std::string* why, const std::string& driverLibrary) {
+  try {
+    auto api = loadDriverApi(driverLibrary);
+    check(*api, api->cuInit(0), "cuInit");
+    int count = 0;
+    check(*api, api->cuDeviceGetCount(&count), "cuDeviceGetCount");
+    if (count > 0) return true;
+    if (why) *why = "the CUDA driver sees no GPU";
+  } catch (const std::exception& e) {
+    if (why) *why = e.what();
+  }
+  return false;
+}
+
+bool cudaDriverAvailable(std::string* why) {
+  return cudaDriverAvailable(why, kDriverLibrary);
+}
+
+size_t trimDeviceMemoryCache(Device& device) {
+  auto* cuda = dynamic_cast<CudaDevice*>(&device);
+  return cuda ? cuda->trimMemoryCache() : 0;
+}
+
+} // namespace weft::runtime::cuda

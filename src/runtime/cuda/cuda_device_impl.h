@@ -1,0 +1,105 @@
+#pragma once
+// CudaDevice: the Device interface implemented on a DriverApi table. makeCudaDevice() builds
+// one on the real driver; tests build one on a table of fakes and check what it calls.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/cuda/caching_allocator.h"
+#include "runtime/cuda/driver_api.h"
+#include "weft/device.h"
+
+namespace weft::runtime::cuda {
+
+/// The DeviceSpec of `device`, from its attributes: SM count, threads, blocks and registers
+/// per SM, shared memory per SM and per block (default and opt-in), compute capability,
+/// clock, and DRAM bandwidth = bus width × memory clock × 2 (double data rate).
+DeviceSpec readDeviceSpec(const DriverApi& api, CUdevice device);
+
+class CudaDevice final : public Device {
+public:
+  /// cuInit, the device, its primary context (made current) and a non-blocking stream.
+  CudaDevice(std::shared_ptr<const DriverApi> api, int ordinal);
+  ~CudaDevice() override;
+  CudaDevice(const CudaDevice&) = delete;
+  CudaDevice& operator=(const CudaDevice&) = delete;
+
+  std::string name() const override { return name_; }
+  const DeviceSpec& spec() const override { return spec_; }
+
+  DevicePtr allocate(size_t bytes) override;
+  void free(DevicePtr p) override;
+  void copyToDevice(DevicePtr dst, const void* src, size_t bytes) override;
+  void copyToHost(void* dst, DevicePtr src, size_t bytes) override;
+  void memset(DevicePtr dst, uint8_t value, size_t bytes) override;
+
+  ModuleHandle loadModule(const std::string& ptx) override;
+  KernelHandle getKernel(ModuleHandle module, const std::string& name) override;
+  void launch(KernelHandle kernel, const LaunchConfig& config,
+              const std::vector<KernelArg>& args) override;
+  void synchronize() override;
+  int maxActiveBlocksPerSM(KernelHandle kernel, int blockSize, size_t dynamicSharedBytes) override;
+
+  void beginCapture() override;
+  GraphHandle endCapture() override;
+  void replay(GraphHandle graph) override;
+  void updateGraphKernelArgs(GraphHandle graph, size_t node,
+                             const std::vector<KernelArg>& args) override;
+
+  void startTimer() override;
+  std::optional<double> stopTimer() override;
+
+  /// Cached free blocks back to the driver (after synchronising); the bytes released.
+  size_t trimMemoryCache();
+  const CachingAllocator::Stats& memoryStats() const { return allocator_.stats(); }
+
+private:
+  struct Kernel {
+    CUfunction function = nullptr;
+    std::string name;
+    int staticSharedBytes = 0;
+    uint32_t dynamicSharedOptIn = 0; // MAX_DYNAMIC_SHARED_SIZE_BYTES set so far
+  };
+  struct CapturedLaunch {
+    KernelHandle kernel;
+    std::vector<size_t> argSizes;
+  };
+  struct Graph {
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    std::vector<CUgraphNode> kernelNodes;        // in capture order
+    std::vector<CUDA_KERNEL_NODE_PARAMS> params; // each node's launch, as captured
+    std::vector<CapturedLaunch> launches;
+  };
+
+  void check(CUresult result, const char* call, const std::string& detail = {}) const;
+  void makeCurrent() const;
+  void refuseWhileCapturing(const char* what) const;
+  Kernel& kernelOf(KernelHandle kernel);
+  Graph& graphOf(GraphHandle graph);
+  /// Opts the kernel in to `dynamicBytes` of dynamic shared memory when static + dynamic
+  /// exceeds the default per-block limit; refuses more than the device allows.
+  void allowDynamicShared(Kernel& kernel, size_t dynamicBytes);
+  std::string describeLaunch(const Kernel& kernel, const LaunchConfig& config) const;
+  std::vector<CUgraphNode> kernelNodesOf(CUgraph graph);
+
+  std::shared_ptr<const DriverApi> api_;
+  int ordinal_ = 0;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CUstream stream_ = nullptr;
+  DeviceSpec spec_;
+  std::string name_;
+  bool cooperativeLaunch_ = false;
+  CachingAllocator allocator_;
+  std::vector<CUmodule> modules_;
+  std::vector<Kernel> kernels_;
+  std::vector<Graph> graphs_;
+  std::optional<std::vector<CapturedLaunch>> capture_; // set while capturing
+  CUevent timerStart_ = nullptr;
+  CUevent timerStop_ = nullptr;
+  bool timerRunning_ = false;
+};
+
+} // namespace weft::runtime::cuda
