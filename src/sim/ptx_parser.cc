@@ -512,6 +512,19 @@ PInstr Parser::parseInstruction(uint32_t line) {
     p.guard = ident();
   }
   p.opcode = ident();
+  {
+    static const char* known[] = {
+        "mov", "add", "sub", "addc", "subc", "mul", "mul24", "mad", "madc", "fma", "div", "rem", "abs",
+        "neg", "not", "cnot", "popc", "clz", "brev", "min", "max", "and", "or", "xor", "shl", "shr",
+        "bfe", "bfi", "prmt", "selp", "slct", "setp", "set", "cvt", "cvta", "rcp", "sqrt", "rsqrt",
+        "ex2", "lg2", "sin", "cos", "tanh", "copysign", "testp", "ld", "ldu", "st", "atom", "red",
+        "membar", "fence", "bar", "barrier", "shfl", "vote", "activemask", "bra", "brx", "call", "ret",
+        "exit", "trap", "nanosleep", "pmevent"};
+    std::string base = p.opcode.substr(0, p.opcode.find('.'));
+    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return base == k; }) ==
+        std::end(known))
+      fail(line, fmt::format("unsupported instruction '{}'", p.opcode));
+  }
   if (p.opcode.rfind("call", 0) == 0) {
     // call[.uni] (rets), fn, (args);   |   call fn, (args);   |  call (rets), fn;
     if (accept("(")) {
@@ -532,11 +545,15 @@ PInstr Parser::parseInstruction(uint32_t line) {
     expect(";");
     return p;
   }
-  if (!isPunct(";")) {
-    do p.ops.push_back(parseOperand());
-    while (accept(","));
+  try {
+    if (!isPunct(";")) {
+      do p.ops.push_back(parseOperand());
+      while (accept(","));
+    }
+    if (!accept(";")) fail(peek().line, fmt::format("expected ';' but found '{}'", peek().text));
+  } catch (const DeviceError& e) {
+    throw DeviceError(fmt::format("{} (in the operands of '{}')", e.what(), p.opcode));
   }
-  if (!accept(";")) fail(peek().line, fmt::format("'{}': expected ';' but found '{}'", p.opcode, peek().text));
   return p;
 }
 
