@@ -1,0 +1,967 @@
+#include "frontend/json_reader.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <queue>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "weft/error.h"
+
+namespace weft::frontend {
+namespace {
+
+using json = nlohmann::json;
+using ir::DType;
+using ir::NodeId;
+using ir::OpKind;
+using ir::Shape;
+
+[[noreturn]] void fail(const std::string& message) {
+  throw InputError(message);
+}
+
+/// nlohmann reports a byte offset; users want a line and a column (both 1-based).
+std::pair<size_t, size_t> lineAndColumn(const std::string& text, size_t byte) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < text.size() && i + 1 < byte; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+size_t editDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] =
+          std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+/// "; did you mean "x" or "y"?" for the candidates closest to `word`, or "" when none is close.
+std::string didYouMean(const std::string& word, const std::vector<std::string>& candidates) {
+  std::vector<std::string> close;
+  size_t limit = std::max<size_t>(2, word.size() / 3);
+  for (const auto& c : candidates)
+    if (editDistance(word, c) <= limit || (word.size() >= 3 && c.find(word) != std::string::npos))
+      close.push_back(c);
+  if (close.empty() || close.size() > 5) return "";
+  std::string out = "; did you mean ";
+  for (size_t i = 0; i < close.size(); ++i)
+    out += fmt::format("{}\"{}\"", i == 0 ? "" : (i + 1 == close.size() ? " or " : ", "), close[i]);
+  return out + "?";
+}
+
+std::string jsonTypeName(const json& j) {
+  if (j.is_number_integer()) return "an integer";
+  if (j.is_number_float()) return "a number";
+  if (j.is_string()) return fmt::format("the string {}", j.dump());
+  if (j.is_boolean()) return j.get<bool>() ? "true" : "false";
+  if (j.is_null()) return "null";
+  if (j.is_array()) return "an array";
+  if (j.is_object()) return "an object";
+  return "a value";
+}
+
+std::optional<int64_t> asInt64(const json& j) {
+  if (j.is_number_unsigned()) {
+    uint64_t v = j.get<uint64_t>();
+    if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    return static_cast<int64_t>(v);
+  }
+  if (j.is_number_integer()) return j.get<int64_t>();
+  return std::nullopt;
+}
+
+/// Reads the fields of one JSON object, remembering which ones the reader knows so that a
+/// misspelt field is reported instead of silently ignored.
+class Fields {
+public:
+  Fields(const json& object, std::string where) : object_(object), where_(std::move(where)) {}
+
+  const std::string& where() const { return where_; }
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    frontend::fail(fmt::format("{}: field \"{}\": {}", where_, field, what));
+  }
+
+  const json* find(const std::string& key) {
+    known_.push_back(key);
+    auto it = object_.find(key);
+    return it == object_.end() ? nullptr : &*it;
+  }
+  const json& require(const std::string& key, const std::string& what) {
+    const json* j = find(key);
+    if (!j)
+      frontend::fail(fmt::format("{}: field \"{}\" is missing; it must be {}", where_, key, what));
+    return *j;
+  }
+
+  std::string string(const std::string& key) {
+    const json& j = require(key, "a string");
+    if (!j.is_string()) fail(key, fmt::format("expected a string, got {}", jsonTypeName(j)));
+    return j.get<std::string>();
+  }
+  int64_t integer(const std::string& key, std::optional<int64_t> byDefault = std::nullopt) {
+    const json* j = byDefault ? find(key) : &require(key, "an integer");
+    if (!j) return *byDefault;
+    auto v = asInt64(*j);
+    if (!v) fail(key, fmt::format("expected an integer, got {}", jsonTypeName(*j)));
+    return *v;
+  }
+  std::vector<int64_t> integers(const std::string& key,
+                                std::optional<std::vector<int64_t>> byDefault = std::nullopt) {
+    const json* j = byDefault ? find(key) : &require(key, "an array of integers");
+    if (!j) return *byDefault;
+    if (!j->is_array())
+      fail(key, fmt::format("expected an array of integers, got {}", jsonTypeName(*j)));
+    std::vector<int64_t> out;
+    for (size_t i = 0; i < j->size(); ++i) {
+      auto v = asInt64((*j)[i]);
+      if (!v)
+        fail(key, fmt::format("element {} is {}; expected an integer", i, jsonTypeName((*j)[i])));
+      out.push_back(*v);
+    }
+    return out;
+  }
+  double number(const std::string& key, std::optional<double> byDefault = std::nullopt) {
+    const json* j = byDefault ? find(key) : &require(key, "a number");
+    if (!j) return *byDefault;
+    return numberOf(key, *j);
+  }
+  /// A number, a bool (1/0) or one of the strings "inf", "-inf", "nan" (JSON has no spelling
+  /// for those).
+  double numberOf(const std::string& key, const json& j) const {
+    if (j.is_number()) return j.get<double>();
+    if (j.is_boolean()) return j.get<bool>() ? 1.0 : 0.0;
+    if (j.is_string()) {
+      const auto& s = j.get_ref<const std::string&>();
+      if (s == "inf" || s == "+inf") return std::numeric_limits<double>::infinity();
+      if (s == "-inf") return -std::numeric_limits<double>::infinity();
+      if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    }
+    fail(key,
+         fmt::format("expected a number (or \"inf\", \"-inf\", \"nan\"), got {}", jsonTypeName(j)));
+  }
+  DType dtype(const std::string& key) {
+    std::string s = string(key);
+    auto t = ir::parseDType(s);
+    if (!t)
+      fail(key, fmt::format(
+                    "unknown dtype \"{}\"; use one of f32, f16, bf16, f64, i8, i32, i64, bool", s));
+    return *t;
+  }
+  Shape shape(const std::string& key) {
+    const json& j = require(key, "an array of sizes");
+    if (!j.is_array())
+      fail(key, fmt::format("expected an array of sizes, got {}", jsonTypeName(j)));
+    Shape out;
+    for (size_t i = 0; i < j.size(); ++i) {
+      const json& d = j[i];
+      if (auto v = asInt64(d); v && *v >= 0) {
+        out.push_back(ir::Dim(*v));
+        continue;
+      }
+      std::optional<ir::Dim> parsed;
+      if (d.is_string()) parsed = ir::Dim::parse(d.get<std::string>());
+      if (!parsed)
+        fail(key, fmt::format(
+                      "dim {} is {}; a dim is a non-negative integer or a symbol product such as "
+                      "\"B\", \"B*S\" or \"2*B\"",
+                      i, jsonTypeName(d)));
+      out.push_back(*parsed);
+    }
+    return out;
+  }
+
+  /// Throws on a field nobody asked for (a typo, or an attribute the op does not take).
+  void rejectUnknown() const {
+    for (auto it = object_.begin(); it != object_.end(); ++it) {
+      if (std::find(known_.begin(), known_.end(), it.key()) != known_.end()) continue;
+      std::vector<std::string> allowed = known_;
+      std::sort(allowed.begin(), allowed.end());
+      allowed.erase(std::unique(allowed.begin(), allowed.end()), allowed.end());
+      std::string list;
+      for (const auto& a : allowed)
+        list += fmt::format("{}\"{}\"", list.empty() ? "" : ", ", a);
+      frontend::fail(fmt::format("{}: unknown field \"{}\"; the fields allowed here are {}", where_,
+                                 it.key(), list));
+    }
+  }
+
+private:
+  const json& object_;
+  std::string where_;
+  std::vector<std::string> known_;
+};
+
+/// One entry of "ops" before it is built.
+struct OpEntry {
+  size_t index = 0;
+  const json* object = nullptr;
+  std::string name, op;
+  std::vector<std::string> inputs;
+};
+
+class GraphBuilder;
+
+/// What a lowering sees of the op it lowers.
+struct OpContext {
+  GraphBuilder& builder;
+  ir::Graph& g;
+  const OpEntry& entry;
+  Fields fields;
+  std::vector<NodeId> in;
+
+  const std::string& name() const { return entry.name; }
+  const std::string& where() const { return fields.where(); }
+  [[noreturn]] void fail(const std::string& what) const {
+    frontend::fail(fmt::format("{}: {}", where(), what));
+  }
+  const ir::TensorType& type(NodeId id) const { return g.node(id).type; }
+  size_t rank(NodeId id) const { return type(id).shape.size(); }
+
+  void expectInputs(size_t lo, size_t hi, const char* what) const {
+    if (in.size() < lo || in.size() > hi)
+      fail(fmt::format("field \"inputs\": {} takes {}, got {}", entry.op, what, in.size()));
+  }
+  /// A Python-style axis (negative counts from the end) checked against `rank`.
+  int64_t axis(int64_t a, size_t rank, const std::string& field) const {
+    int64_t r = static_cast<int64_t>(rank);
+    if (a < -r || a >= r)
+      fields.fail(field, fmt::format("axis {} is out of range for rank {} (allowed: {}..{})", a,
+                                     rank, -r, r - 1));
+    return a < 0 ? a + r : a;
+  }
+  std::vector<int64_t> axes(const std::vector<int64_t>& raw, size_t rank,
+                            const std::string& field) const {
+    std::vector<int64_t> out;
+    for (int64_t a : raw)
+      out.push_back(axis(a, rank, field));
+    std::sort(out.begin(), out.end());
+    if (std::adjacent_find(out.begin(), out.end()) != out.end())
+      fields.fail(field, fmt::format("axes [{}] name an axis twice", fmt::join(raw, ", ")));
+    return out;
+  }
+  std::string sub(const std::string& suffix) const { return entry.name + "." + suffix; }
+
+  // --- helpers for expansions ---
+  NodeId splat(NodeId like, double v, const std::string& suffix) {
+    return g.constant(type(like).dtype, type(like).shape, {v}, sub(suffix));
+  }
+  NodeId broadcastBack(NodeId reduced, NodeId like, const std::vector<int64_t>& axes,
+                       const std::string& suffix) {
+    std::vector<int64_t> dims;
+    for (int64_t d = 0; d < static_cast<int64_t>(rank(like)); ++d)
+      if (!std::binary_search(axes.begin(), axes.end(), d)) dims.push_back(d);
+    return g.broadcastInDim(reduced, type(like).shape, dims, sub(suffix));
+  }
+  /// Number of elements reduced over `axes`, which must be static to become a constant.
+  double countOver(NodeId x, const std::vector<int64_t>& axes) const {
+    int64_t n = 1;
+    for (int64_t a : axes) {
+      const ir::Dim& d = type(x).shape[static_cast<size_t>(a)];
+      if (!d.isStatic())
+        fail(fmt::format(
+            "axis {} of inputs[0] has symbolic size {}; {} divides by the axis size, which must "
+            "be static",
+            a, d.str(), entry.op));
+      n *= d.size();
+    }
+    return static_cast<double>(n);
+  }
+};
+
+using Lowering = std::function<NodeId(OpContext&)>;
+
+// --- implicit broadcasting (numpy rules), made explicit with broadcast_in_dim ---
+
+Shape broadcastShape(const OpContext& c) {
+  size_t rank = 0;
+  for (NodeId id : c.in)
+    rank = std::max(rank, c.rank(id));
+  Shape out(rank, ir::Dim(1));
+  for (size_t i = 0; i < c.in.size(); ++i) {
+    const Shape& s = c.type(c.in[i]).shape;
+    for (size_t k = 0; k < s.size(); ++k) {
+      ir::Dim& o = out[rank - s.size() + k];
+      const ir::Dim& d = s[k];
+      bool oneO = o.isStatic() && o.size() == 1, oneD = d.isStatic() && d.size() == 1;
+      if (o == d || oneD) continue;
+      if (oneO) {
+        o = d;
+        continue;
+      }
+      std::string shapes;
+      for (size_t j = 0; j < c.in.size(); ++j)
+        shapes += fmt::format("{}{}", j ? ", " : "", ir::shapeStr(c.type(c.in[j]).shape));
+      c.fail(fmt::format(
+          "inputs[{}] \"{}\" has shape {} which does not broadcast with the other inputs ({}); "
+          "sizes must match or be 1 (numpy rules), right-aligned",
+          i, c.entry.inputs[i], ir::shapeStr(s), shapes));
+    }
+  }
+  return out;
+}
+
+void broadcastInputs(OpContext& c) {
+  Shape target = broadcastShape(c);
+  for (size_t i = 0; i < c.in.size(); ++i) {
+    const Shape& s = c.type(c.in[i]).shape;
+    if (s == target) continue;
+    std::vector<int64_t> dims;
+    for (size_t k = 0; k < s.size(); ++k)
+      dims.push_back(static_cast<int64_t>(target.size() - s.size() + k));
+    c.in[i] = c.g.broadcastInDim(c.in[i], target, dims, c.sub(fmt::format("broadcast{}", i)));
+  }
+}
+
+// --- IR primitives ---
+
+Lowering unaryOp(OpKind k) {
+  return [k](OpContext& c) {
+    c.expectInputs(1, 1, "one input");
+    return c.g.unary(k, c.in[0], c.name());
+  };
+}
+
+Lowering binaryOp(OpKind k) {
+  return [k](OpContext& c) {
+    c.expectInputs(2, 2, "two inputs");
+    broadcastInputs(c);
+    return c.g.binary(k, c.in[0], c.in[1], c.name());
+  };
+}
+
+NodeId lowerCompare(OpContext& c) {
+  c.expectInputs(2, 2, "two inputs");
+  std::string dir = c.fields.string("direction");
+  std::string lower = dir;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char ch) { return std::tolower(ch); });
+  auto d = ir::parseCompareDir(lower);
+  if (!d)
+    c.fields.fail("direction",
+                  fmt::format("unknown direction \"{}\"; use one of eq, ne, lt, le, gt, ge", dir));
+  broadcastInputs(c);
+  return c.g.compare(*d, c.in[0], c.in[1], c.name());
+}
+
+NodeId lowerSelect(OpContext& c) {
+  c.expectInputs(3, 3, "three inputs (predicate, on_true, on_false)");
+  broadcastInputs(c);
+  return c.g.select(c.in[0], c.in[1], c.in[2], c.name());
+}
+
+NodeId lowerClamp(OpContext& c) {
+  c.expectInputs(3, 3, "three inputs (lo, x, hi)");
+  broadcastInputs(c);
+  return c.g.clamp(c.in[0], c.in[1], c.in[2], c.name());
+}
+
+NodeId lowerConvert(OpContext& c) {
+  c.expectInputs(1, 1, "one input");
+  return c.g.convert(c.in[0], c.fields.dtype("dtype"), c.name());
+}
+
+NodeId lowerConstant(OpContext& c) {
+  c.expectInputs(0, 0, "no inputs");
+  DType t = c.fields.dtype("dtype");
+  Shape shape = c.fields.shape("shape");
+  const json* one = c.fields.find("value");
+  const json* many = c.fields.find("values");
+  if ((one != nullptr) == (many != nullptr))
+    c.fail("a constant needs exactly one of \"value\" (one number, splat over the shape) and "
+           "\"values\" (all "
+           "elements, row-major)");
+  std::vector<double> values;
+  if (one) {
+    values.push_back(c.fields.numberOf("value", *one));
+  } else {
+    if (!many->is_array())
+      c.fields.fail("values",
+                    fmt::format("expected an array of numbers, got {}", jsonTypeName(*many)));
+    for (const json& v : *many)
+      values.push_back(c.fields.numberOf("values", v));
+    if (values.empty()) c.fields.fail("values", "needs at least one number");
+  }
+  return c.g.constant(t, std::move(shape), std::move(values), c.name());
+}
+
+NodeId lowerIota(OpContext& c) {
+  c.expectInputs(0, 0, "no inputs");
+  DType t = c.fields.dtype("dtype");
+  Shape shape = c.fields.shape("shape");
+  int64_t axis = c.axis(c.fields.integer("axis"), shape.size(), "axis");
+  return c.g.iota(t, std::move(shape), axis, c.name());
+}
+
+NodeId lowerBroadcastInDim(OpContext& c) {
+  c.expectInputs(1, 1, "one input");
+  Shape shape = c.fields.shape("shape");
+  return c.g.broadcastInDim(c.in[0], std::move(shape), c.fields.integers("dims"), c.name());
+}
+
+NodeId lowerReshape(OpContext& c) {
+  c.expectInputs(1, 1, "one input");
+  return c.g.reshape(c.in[0], c.fields.shape("shape"), c.name());
+}
+
+NodeId lowerTranspose(OpContext& c) {
+  c.expectInputs(1, 1, "one input");
+  return c.g.transpose(c.in[0], c.fields.integers("perm"), c.name());
+}
+
+NodeId lowerSlice(OpContext& c) {
+  c.expectInputs(1, 1, "one input");
+  std::vector<int64_t> starts = c.fields.integers("starts");
+  std::vector<int64_t> limits = c.fields.integers("limits");
+  std::vector<int64_t> strides =
+      c.fields.integers("strides", std::vector<int64_t>(starts.size(), 1));
+  return c.g.slice(c.in[0], std::move(starts), std::move(limits), std::move(strides), c.name());
+}
+
+NodeId lowerConcatenate(OpContext& c) {
+  c.expectInputs(1, std::numeric_limits<size_t>::max(), "at least one input");
+  int64_t axis = c.axis(c.fields.integer("axis"), c.rank(c.in[0]), "axis");
+  return c.g.concatenate(c.in, axis, c.name());
+}
+
+NodeId lowerPad(OpContext& c) {
+  c.expectInputs(1, 1, "one input");
+  std::vector<int64_t> low = c.fields.integers("low");
+  std::vector<int64_t> high = c.fields.integers("high");
+  return c.g.pad(c.in[0], std::move(low), std::move(high), c.fields.number("value", 0.0), c.name());
+}
+
+NodeId lowerReduce(OpContext& c) {
+  c.expectInputs(1, 1, "one input");
+  std::string kind = c.fields.string("kind");
+  auto k = ir::parseReduceKind(kind);
+  if (!k)
+    c.fields.fail(
+        "kind",
+        fmt::format("unknown reduction \"{}\"; use one of sum, max, min, prod, any, all", kind));
+  auto axes = c.axes(c.fields.integers("axes"), c.rank(c.in[0]), "axes");
+  return c.g.reduce(*k, c.in[0], std::move(axes), c.name());
+}
+
+NodeId lowerDot(OpContext& c) {
+  c.expectInputs(2, 2, "two inputs");
+  return c.g.dot(c.in[0], c.in[1], c.name());
+}
+
+// --- convenience ops, expanded into primitives ---
+
+/// Reduces `x` over `axes` and divides by the count: the mean, with the reduced axes dropped.
+NodeId meanOver(OpContext& c, NodeId x, const std::vector<int64_t>& axes, const std::string& suffix,
+                const std::string& resultName) {
+  NodeId sum = c.g.reduce(ir::ReduceKind::Sum, x, axes, c.sub(suffix + "_sum"));
+  NodeId n = c.splat(sum, c.countOver(x, axes), suffix + "_count");
+  return c.g.binary(OpKind::Div, sum, n, resultName);
+}
+
+std::vector<int64_t> axesField(OpContext& c, size_t rank) {
+  const json* j = c.fields.find("axes");
+  if (!j) c.fail("field \"axes\" is missing; it must be an array of the axes to reduce, e.g. [-1]");
+  return c.axes(c.fields.integers("axes"), rank, "axes");
+}
+
+NodeId lowerMean(OpContext& c) {
+  c.expectInputs(1, 1, "one input");
+  auto axes = axesField(c, c.rank(c.in[0]));
+  return meanOver(c, c.in[0], axes, "mean", c.name());
+}
+
+/// Population variance: mean((x - mean(x))^2) over `axes`; returns the variance (axes
+/// dropped) and, through `centered`, x - mean(x) at x's shape.
+NodeId varianceOver(OpContext& c, NodeId x, const std::vector<int64_t>& axes, NodeId* centered,
+                    const std::string& resultName) {
+  NodeId mean = meanOver(c, x, axes, "mean", c.sub("mean"));
+  NodeId meanB = c.broadcastBack(mean, x, axes, "mean_broadcast");
+  NodeId xc = c.g.binary(OpKind::Sub, x, meanB, c.sub("centered"));
+  NodeId sq = c.g.binary(OpKind::Mul, xc, xc, c.sub("squared"));
+  if (centered) *centered = xc;
+  return meanOver(c, sq, axes, "var", resultName);
+}
+
+NodeId lowerVariance(OpContext& c) {
+  c.expectInputs(1, 1, "one input");
+  auto axes = axesField(c, c.rank(c.in[0]));
+  return varianceOver(c, c.in[0], axes, nullptr, c.name());
+}
+
+int64_t lastAxisOrFail(OpContext& c) {
+  if (c.rank(c.in[0]) == 0)
+    c.fail(fmt::format("inputs[0] is a scalar; {} needs an axis to work over", c.entry.op));
+  return static_cast<int64_t>(c.rank(c.in[0])) - 1;
+}
+
+NodeId softmaxCore(OpContext& c, bool logarithm) {
+  c.expectInputs(1, 1, "one input");
+  NodeId x = c.in[0];
+  if (c.rank(x) == 0) c.fail(fmt::format("inputs[0] is a scalar; {} needs an axis", c.entry.op));
+  std::vector<int64_t> axes{c.axis(c.fields.integer("axis", -1), c.rank(x), "axis")};
+  NodeId max = c.g.reduce(ir::ReduceKind::Max, x, axes, c.sub("max"));
+  NodeId shifted =
+      c.g.binary(OpKind::Sub, x, c.broadcastBack(max, x, axes, "max_broadcast"), c.sub("shifted"));
+  NodeId e = c.g.unary(OpKind::Exp, shifted, c.sub("exp"));
+  NodeId sum = c.g.reduce(ir::ReduceKind::Sum, e, axes, c.sub("sum"));
+  if (!logarithm)
+    return c.g.binary(OpKind::Div, e, c.broadcastBack(sum, x, axes, "sum_broadcast"), c.name());
+  NodeId logSum = c.g.unary(OpKind::Log, sum, c.sub("log_sum"));
+  return c.g.binary(OpKind::Sub, shifted, c.broadcastBack(logSum, x, axes, "log_sum_broadcast"),
+                    c.name());
+}
+
+/// gamma or beta of a norm: shape [C] where C is x's last dim, broadcast over x.
+NodeId perChannel(OpContext& c, size_t input, const std::string& role) {
+  NodeId x = c.in[0], p = c.in[input];
+  const Shape& xs = c.type(x).shape;
+  Shape want{xs.back()};
+  if (c.type(p).shape != want)
+    c.fail(fmt::format(
+        "inputs[{}] \"{}\" ({}) has shape {} but {} needs {} (the last axis of inputs[0], {})",
+        input, c.entry.inputs[input], role, ir::shapeStr(c.type(p).shape), c.entry.op,
+        ir::shapeStr(want), ir::shapeStr(xs)));
+  return c.g.broadcastInDim(p, xs, {static_cast<int64_t>(xs.size()) - 1},
+                            c.sub(role + "_broadcast"));
+}
+
+NodeId lowerLayerNorm(OpContext& c) {
+  c.expectInputs(1, 3, "one to three inputs (x, gamma, beta)");
+  double eps = c.fields.number("epsilon", 1e-5);
+  NodeId x = c.in[0];
+  std::vector<int64_t> axes{lastAxisOrFail(c)};
+  NodeId xc = -1;
+  NodeId var = varianceOver(c, x, axes, &xc, c.sub("var"));
+  NodeId rstd = c.g.unary(
+      OpKind::Rsqrt, c.g.binary(OpKind::Add, var, c.splat(var, eps, "epsilon"), c.sub("var_eps")),
+      c.sub("rstd"));
+  bool last = c.in.size() == 1;
+  NodeId y = c.g.binary(OpKind::Mul, xc, c.broadcastBack(rstd, x, axes, "rstd_broadcast"),
+                        last ? c.name() : c.sub("normalized"));
+  if (c.in.size() >= 2)
+    y = c.g.binary(OpKind::Mul, y, perChannel(c, 1, "gamma"),
+                   c.in.size() == 2 ? c.name() : c.sub("scaled"));
+  if (c.in.size() == 3) y = c.g.binary(OpKind::Add, y, perChannel(c, 2, "beta"), c.name());
+  return y;
+}
+
+NodeId lowerRmsNorm(OpContext& c) {
+  c.expectInputs(1, 2, "one or two inputs (x, gamma)");
+  double eps = c.fields.number("epsilon", 1e-6);
+  NodeId x = c.in[0];
+  std::vector<int64_t> axes{lastAxisOrFail(c)};
+  NodeId sq = c.g.binary(OpKind::Mul, x, x, c.sub("squared"));
+  NodeId ms = meanOver(c, sq, axes, "mean_square", c.sub("mean_square"));
+  NodeId rms = c.g.unary(OpKind::Rsqrt,
+                         c.g.binary(OpKind::Add, ms, c.splat(ms, eps, "epsilon"), c.sub("ms_eps")),
+                         c.sub("rrms"));
+  NodeId y = c.g.binary(OpKind::Mul, x, c.broadcastBack(rms, x, axes, "rrms_broadcast"),
+                        c.in.size() == 1 ? c.name() : c.sub("normalized"));
+  if (c.in.size() == 2) y = c.g.binary(OpKind::Mul, y, perChannel(c, 1, "gamma"), c.name());
+  return y;
+}
+
+NodeId lowerGelu(OpContext& c) { // 0.5 * x * (1 + erf(x / sqrt(2)))
+  c.expectInputs(1, 1, "one input");
+  NodeId x = c.in[0];
+  NodeId scaled =
+      c.g.binary(OpKind::Mul, x, c.splat(x, 0.70710678118654752440, "rsqrt2"), c.sub("scaled"));
+  NodeId e = c.g.unary(OpKind::Erf, scaled, c.sub("erf"));
+  NodeId onePlus = c.g.binary(OpKind::Add, e, c.splat(x, 1.0, "one"), c.sub("one_plus"));
+  NodeId half = c.g.binary(OpKind::Mul, x, c.splat(x, 0.5, "half"), c.sub("half_x"));
+  return c.g.binary(OpKind::Mul, half, onePlus, c.name());
+}
+
+NodeId lowerGeluTanh(OpContext& c) { // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
+  c.expectInputs(1, 1, "one input");
+  NodeId x = c.in[0];
+  NodeId x2 = c.g.binary(OpKind::Mul, x, x, c.sub("x2"));
+  NodeId x3 = c.g.binary(OpKind::Mul, x2, x, c.sub("x3"));
+  NodeId inner = c.g.binary(
+      OpKind::Add, x, c.g.binary(OpKind::Mul, x3, c.splat(x, 0.044715, "coeff"), c.sub("cubic")),
+      c.sub("inner"));
+  NodeId arg = c.g.binary(OpKind::Mul, inner, c.splat(x, 0.79788456080286535588, "sqrt_2_over_pi"),
+                          c.sub("arg"));
+  NodeId t = c.g.unary(OpKind::Tanh, arg, c.sub("tanh"));
+  NodeId onePlus = c.g.binary(OpKind::Add, t, c.splat(x, 1.0, "one"), c.sub("one_plus"));
+  NodeId half = c.g.binary(OpKind::Mul, x, c.splat(x, 0.5, "half"), c.sub("half_x"));
+  return c.g.binary(OpKind::Mul, half, onePlus, c.name());
+}
+
+NodeId lowerSilu(OpContext& c) {
+  c.expectInputs(1, 1, "one input");
+  NodeId s = c.g.unary(OpKind::Sigmoid, c.in[0], c.sub("sigmoid"));
+  return c.g.binary(OpKind::Mul, c.in[0], s, c.name());
+}
+
+NodeId lowerBiasAdd(OpContext& c) {
+  c.expectInputs(2, 2, "two inputs (x, bias)");
+  NodeId x = c.in[0], b = c.in[1];
+  if (c.rank(x) == 0) c.fail("inputs[0] is a scalar; bias_add needs an axis for the bias");
+  int64_t axis = c.axis(c.fields.integer("axis", -1), c.rank(x), "axis");
+  const Shape& xs = c.type(x).shape;
+  Shape want{xs[static_cast<size_t>(axis)]};
+  if (c.type(b).shape != want)
+    c.fail(fmt::format(
+        "inputs[1] \"{}\" (bias) has shape {} but bias_add needs {} (axis {} of inputs[0], {})",
+        c.entry.inputs[1], ir::shapeStr(c.type(b).shape), ir::shapeStr(want), axis,
+        ir::shapeStr(xs)));
+  NodeId bb = c.g.broadcastInDim(b, xs, {axis}, c.sub("bias_broadcast"));
+  return c.g.binary(OpKind::Add, x, bb, c.name());
+}
+
+const std::map<std::string, Lowering>& lowerings() {
+  static const std::map<std::string, Lowering> table = [] {
+    std::map<std::string, Lowering> t;
+    for (int i = 0; i < ir::kNumOpKinds; ++i) {
+      auto k = static_cast<OpKind>(i);
+      std::string name(ir::opName(k));
+      if (ir::isUnary(k) && k != OpKind::Convert) t[name] = unaryOp(k);
+      if (ir::isBinary(k) && k != OpKind::Compare) t[name] = binaryOp(k);
+    }
+    t["compare"] = lowerCompare;
+    t["select"] = lowerSelect;
+    t["clamp"] = lowerClamp;
+    t["convert"] = lowerConvert;
+    t["constant"] = lowerConstant;
+    t["iota"] = lowerIota;
+    t["broadcast_in_dim"] = lowerBroadcastInDim;
+    t["reshape"] = lowerReshape;
+    t["transpose"] = lowerTranspose;
+    t["slice"] = lowerSlice;
+    t["concatenate"] = lowerConcatenate;
+    t["pad"] = lowerPad;
+    t["reduce"] = lowerReduce;
+    t["dot"] = lowerDot;
+    // The names XLA's HLO uses for the same primitives (the AStitch paper's figures use them).
+    t["negate"] = t["neg"];
+    t["exponential"] = t["exp"];
+    t["subtract"] = t["sub"];
+    t["multiply"] = t["mul"];
+    t["divide"] = t["div"];
+    t["power"] = t["pow"];
+    t["maximum"] = t["max"];
+    t["minimum"] = t["min"];
+    t["remainder"] = t["rem"];
+    t["logistic"] = t["sigmoid"];
+    // Convenience ops.
+    t["softmax"] = [](OpContext& c) { return softmaxCore(c, false); };
+    t["log_softmax"] = [](OpContext& c) { return softmaxCore(c, true); };
+    t["layer_norm"] = lowerLayerNorm;
+    t["rms_norm"] = lowerRmsNorm;
+    t["gelu"] = lowerGelu;
+    t["gelu_tanh"] = lowerGeluTanh;
+    t["silu"] = lowerSilu;
+    t["mean"] = lowerMean;
+    t["variance"] = lowerVariance;
+    t["bias_add"] = lowerBiasAdd;
+    return t;
+  }();
+  return table;
+}
+
+std::string opWhere(const std::string& name, const std::string& op) {
+  return op.empty() ? fmt::format("op \"{}\"", name) : fmt::format("op \"{}\" ({})", name, op);
+}
+
+class GraphBuilder {
+public:
+  ParsedGraph build(const json& doc, const std::string& defaultName) {
+    if (!doc.is_object())
+      fail(fmt::format(
+          "the graph must be a JSON object with \"inputs\", \"ops\" and \"outputs\", got {}",
+          jsonTypeName(doc)));
+    Fields top(doc, "graph");
+    ParsedGraph out;
+    out.name = defaultName;
+    if (top.find("name")) out.name = top.string("name");
+    top.find("doc");
+    readInputs(top.require("inputs", "an array of {\"name\", \"dtype\", \"shape\"} objects"));
+    std::vector<OpEntry> entries = readOps(top.require("ops", "an array of ops"));
+    const json& outputs = top.require("outputs", "an array of value names");
+    top.rejectUnknown();
+    for (size_t i : topologicalOrder(entries))
+      buildOp(entries[i]);
+    setOutputs(outputs);
+    ir::verify(g_);
+    out.graph = std::move(g_);
+    return out;
+  }
+
+private:
+  void declare(const std::string& name, const std::string& where) {
+    if (declared_.count(name))
+      fail(fmt::format(
+          "{}: the name \"{}\" is already used by {}; every input and op needs its own name", where,
+          name, declared_[name]));
+    declared_[name] = where;
+  }
+
+  void readInputs(const json& inputs) {
+    if (!inputs.is_array())
+      fail(fmt::format("graph: field \"inputs\": expected an array, got {}", jsonTypeName(inputs)));
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const json& in = inputs[i];
+      if (!in.is_object())
+        fail(fmt::format("graph: field \"inputs\": element {} is {}; expected an object with "
+                         "\"name\", \"dtype\", "
+                         "\"shape\"",
+                         i, jsonTypeName(in)));
+      Fields f(in, fmt::format("inputs[{}]", i));
+      std::string name = f.string("name");
+      Fields named(in, fmt::format("input \"{}\"", name));
+      named.find("name");
+      named.find("doc");
+      DType t = named.dtype("dtype");
+      Shape shape = named.shape("shape");
+      named.rejectUnknown();
+      declare(name, fmt::format("input \"{}\"", name));
+      try {
+        values_[name] = g_.parameter(name, {t, shape});
+      } catch (const InputError& e) {
+        fail(fmt::format("input \"{}\": {}", name, e.what()));
+      }
+    }
+  }
+
+  std::vector<OpEntry> readOps(const json& ops) {
+    if (!ops.is_array())
+      fail(fmt::format("graph: field \"ops\": expected an array, got {}", jsonTypeName(ops)));
+    if (ops.empty())
+      fail("graph: field \"ops\" is empty; a graph needs at least one op to compute its outputs");
+    std::vector<OpEntry> entries;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const json& o = ops[i];
+      if (!o.is_object())
+        fail(fmt::format(
+            "graph: field \"ops\": element {} is {}; expected an object with \"name\", \"op\" and "
+            "\"inputs\"",
+            i, jsonTypeName(o)));
+      OpEntry e;
+      e.index = i;
+      e.object = &o;
+      e.name = Fields(o, fmt::format("ops[{}]", i)).string("name");
+      if (e.name.empty())
+        fail(fmt::format("ops[{}]: field \"name\" is empty; give the op a name", i));
+      Fields f(o, opWhere(e.name, ""));
+      e.op = f.string("op");
+      std::string where = opWhere(e.name, e.op);
+      if (!lowerings().count(e.op)) {
+        if (e.op == "parameter")
+          fail(fmt::format("{}: field \"op\": graph inputs are declared in \"inputs\", not as ops",
+                           where));
+        fail(
+            fmt::format("{}: field \"op\": unknown op \"{}\"{}; docs/graph-format.md lists the ops",
+                        where, e.op, didYouMean(e.op, knownOpNames())));
+      }
+      if (const json* in = f.find("inputs")) {
+        if (!in->is_array())
+          fail(fmt::format("{}: field \"inputs\": expected an array of value names, got {}", where,
+                           jsonTypeName(*in)));
+        for (size_t k = 0; k < in->size(); ++k) {
+          if (!(*in)[k].is_string())
+            fail(fmt::format(
+                "{}: field \"inputs\": element {} is {}; expected the name of an input or op",
+                where, k, jsonTypeName((*in)[k])));
+          e.inputs.push_back((*in)[k].get<std::string>());
+        }
+      }
+      declare(e.name, where);
+      entries.push_back(std::move(e));
+    }
+    return entries;
+  }
+
+  /// Ops in an order where each comes after the ops it uses; among ready ops, file order.
+  std::vector<size_t> topologicalOrder(const std::vector<OpEntry>& entries) {
+    std::unordered_map<std::string, size_t> byName;
+    for (const auto& e : entries)
+      byName[e.name] = e.index;
+    std::vector<std::vector<size_t>> users(entries.size());
+    std::vector<size_t> pending(entries.size(), 0);
+    std::vector<std::vector<size_t>> deps(entries.size());
+    for (const auto& e : entries) {
+      for (size_t k = 0; k < e.inputs.size(); ++k) {
+        const std::string& in = e.inputs[k];
+        if (values_.count(in)) continue;
+        auto it = byName.find(in);
+        if (it == byName.end()) {
+          std::vector<std::string> names;
+          for (const auto& [n, _] : declared_)
+            names.push_back(n);
+          fail(fmt::format("{}: field \"inputs\": inputs[{}] \"{}\" is not defined{}; it must name "
+                           "a graph input or "
+                           "an op",
+                           opWhere(e.name, e.op), k, in, didYouMean(in, names)));
+        }
+        deps[e.index].push_back(it->second);
+        users[it->second].push_back(e.index);
+        ++pending[e.index];
+      }
+    }
+    std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+    for (size_t i = 0; i < entries.size(); ++i)
+      if (pending[i] == 0) ready.push(i);
+    std::vector<size_t> order;
+    while (!ready.empty()) {
+      size_t i = ready.top();
+      ready.pop();
+      order.push_back(i);
+      for (size_t u : users[i])
+        if (--pending[u] == 0) ready.push(u);
+    }
+    if (order.size() != entries.size()) reportCycle(entries, deps, pending);
+    return order;
+  }
+
+  [[noreturn]] void reportCycle(const std::vector<OpEntry>& entries,
+                                const std::vector<std::vector<size_t>>& deps,
+                                const std::vector<size_t>& pending) {
+    // Every op left pending is on a cycle or downstream of one; walk dependencies from the first
+    // such op until an op repeats: the ops from its first visit on form a cycle.
+    size_t start = 0;
+    while (pending[start] == 0)
+      ++start;
+    std::vector<size_t> path;
+    std::vector<int> seenAt(entries.size(), -1);
+    size_t cur = start;
+    while (seenAt[cur] < 0) {
+      seenAt[cur] = static_cast<int>(path.size());
+      path.push_back(cur);
+      for (size_t d : deps[cur])
+        if (pending[d] != 0) {
+          cur = d;
+          break;
+        }
+    }
+    std::vector<size_t> cycle(path.begin() + seenAt[cur], path.end());
+    std::reverse(cycle.begin(), cycle.end()); // producer -> consumer order
+    std::string text;
+    for (size_t i : cycle)
+      text += fmt::format("\"{}\" -> ", entries[i].name);
+    text += fmt::format("\"{}\"", entries[cycle.front()].name);
+    fail(fmt::format(
+        "{}: the ops form a cycle: {} (each feeds the next); an op cannot use its own result",
+        opWhere(entries[cycle.front()].name, entries[cycle.front()].op), text));
+  }
+
+  void buildOp(const OpEntry& e) {
+    OpContext c{*this, g_, e, Fields(*e.object, opWhere(e.name, e.op)), {}};
+    c.fields.find("name");
+    c.fields.find("op");
+    c.fields.find("inputs");
+    c.fields.find("doc");
+    for (const auto& in : e.inputs)
+      c.in.push_back(values_.at(in));
+    NodeId id;
+    try {
+      id = lowerings().at(e.op)(c);
+    } catch (const InputError& ex) {
+      // The builder names the IR op ("op \"y.sum\" (reduce): ..."); name the file's op when
+      // the failing node was one of its expansion's intermediates.
+      std::string msg = ex.what();
+      if (msg.rfind(c.where(), 0) == 0 || msg.rfind(fmt::format("op \"{}\" ", e.name), 0) == 0)
+        throw;
+      fail(fmt::format("{}: {}", c.where(), msg));
+    }
+    c.fields.rejectUnknown();
+    values_[e.name] = id;
+  }
+
+  void setOutputs(const json& outputs) {
+    if (!outputs.is_array())
+      fail(fmt::format("graph: field \"outputs\": expected an array of value names, got {}",
+                       jsonTypeName(outputs)));
+    if (outputs.empty())
+      fail("graph: field \"outputs\" is empty; name at least one input or op whose value the graph "
+           "returns");
+    std::vector<std::string> names;
+    for (const auto& [n, _] : values_)
+      names.push_back(n);
+    std::set<std::string> seen;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const json& o = outputs[i];
+      if (!o.is_string())
+        fail(fmt::format(
+            "graph: field \"outputs\": element {} is {}; expected the name of an input or op", i,
+            jsonTypeName(o)));
+      std::string name = o.get<std::string>();
+      auto it = values_.find(name);
+      if (it == values_.end())
+        fail(fmt::format("graph: field \"outputs\": outputs[{}] \"{}\" is not defined{}; it must "
+                         "name a graph input "
+                         "or an op",
+                         i, name, didYouMean(name, names)));
+      if (!seen.insert(name).second)
+        fail(fmt::format("graph: field \"outputs\": \"{}\" is listed twice; list each output once",
+                         name));
+      g_.addOutput(it->second);
+    }
+  }
+
+  ir::Graph g_;
+  std::unordered_map<std::string, NodeId> values_; // file names of inputs and ops -> nodes
+  std::map<std::string, std::string> declared_;    // name -> what declared it
+};
+
+} // namespace
+
+std::vector<std::string> knownOpNames() {
+  std::vector<std::string> out;
+  for (const auto& [name, _] : lowerings())
+    out.push_back(name);
+  return out;
+}
+
+ParsedGraph readGraphJson(const std::string& text, const std::string& fileName) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    auto [line, column] = lineAndColumn(text, e.byte);
+    std::string what = e.what();
+    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 1, column 5: syntax
+    // error ..."
+    if (auto colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
+    throw InputError(fmt::format("{}:{}:{}: invalid JSON: {}", fileName, line, column, what));
+  }
+  std::string stem = std::filesystem::path(fileName).stem().string();
+  try {
+    return GraphBuilder().build(doc, stem.empty() ? "main" : stem);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", fileName, e.what()));
+  }
+}
+
+ParsedGraph readGraphFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw InputError(
+        fmt::format("{}: cannot open the graph file (does it exist and is it readable?)", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw InputError(fmt::format("{}: cannot read the graph file", path));
+  return readGraphJson(buffer.str(), path);
+}
+
+} // namespace weft::frontend

@@ -1,0 +1,94 @@
+#include "cli_support.h"
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <set>
+#include <spdlog/spdlog.h>
+
+#include "frontend/npy.h"
+#include "weft/error.h"
+
+namespace weft::tools {
+
+frontend::ParsedGraph loadGraph(const std::string& path) {
+  frontend::ParsedGraph g = frontend::readGraphFile(path);
+  spdlog::debug("read {}: graph \"{}\" with {} values", path, g.name, g.graph.size());
+  return g;
+}
+
+ir::Binding parseBindOption(const std::string& text) {
+  if (text.empty()) return {};
+  try {
+    return ir::parseBinding(text);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("--bind: {}", e.what()));
+  }
+}
+
+ir::Binding completeBinding(const frontend::ParsedGraph& g, const std::string& file,
+                            ir::Binding binding, const std::vector<HostTensor>* inputs) {
+  if (inputs) {
+    for (size_t k = 0; k < g.graph.inputs().size() && k < inputs->size(); ++k) {
+      const ir::Shape& shape = g.graph.node(g.graph.inputs()[k]).type.shape;
+      const auto& actual = (*inputs)[k].shape;
+      for (size_t d = 0; d < shape.size() && d < actual.size(); ++d) {
+        const ir::Dim& dim = shape[d];
+        if (dim.symbols().size() == 1 && dim.factor() == 1 && !binding.count(dim.symbols()[0]))
+          binding[dim.symbols()[0]] = actual[d];
+      }
+    }
+  }
+  std::vector<std::string> unbound;
+  for (const auto& s : g.graph.symbols())
+    if (!binding.count(s)) unbound.push_back(s);
+  if (!unbound.empty()) {
+    std::string example;
+    for (const auto& s : unbound)
+      example += fmt::format("{}{}=16", example.empty() ? "" : ",", s);
+    throw InputError(fmt::format("{}: symbol{} {} {} not bound; give {} a size with --bind {}",
+                                 file, unbound.size() > 1 ? "s" : "", fmt::join(unbound, ", "),
+                                 unbound.size() > 1 ? "are" : "is",
+                                 unbound.size() > 1 ? "them" : "it", example));
+  }
+  std::set<std::string> used;
+  for (const auto& s : g.graph.symbols())
+    used.insert(s);
+  for (const auto& [s, v] : binding)
+    if (!used.count(s)) spdlog::warn("--bind {}={}: the graph has no symbol \"{}\"", s, v, s);
+  return binding;
+}
+
+std::vector<HostTensor> readInputsDir(const ir::Graph& g, const std::string& dir) {
+  if (!std::filesystem::is_directory(dir))
+    throw InputError(fmt::format(
+        "--inputs {}: not a directory; it must hold one <input name>.npy per graph input", dir));
+  std::vector<HostTensor> out;
+  for (ir::NodeId id : g.inputs()) {
+    const ir::Node& n = g.node(id);
+    std::filesystem::path p = std::filesystem::path(dir) / (n.name + ".npy");
+    if (!std::filesystem::exists(p))
+      throw InputError(fmt::format("--inputs {}: no {} for graph input \"{}\" ({})", dir,
+                                   p.filename().string(), n.name, n.type.str()));
+    out.push_back(frontend::readNpy(p.string(), n.type.dtype));
+  }
+  return out;
+}
+
+void saveOutputs(const ir::Graph& g, const std::vector<HostTensor>& outputs,
+                 const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    throw InputError(
+        fmt::format("--save-outputs {}: cannot create the directory: {}", dir, ec.message()));
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    std::string name = g.node(g.outputs()[k]).name;
+    for (char& c : name)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+    std::filesystem::path p = std::filesystem::path(dir) / (name + ".npy");
+    frontend::writeNpy(p.string(), outputs[k]);
+    spdlog::info("wrote {}", p.string());
+  }
+}
+
+} // namespace weft::tools

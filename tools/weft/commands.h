@@ -1,0 +1,22 @@
+#pragma once
+// The subcommands of `weft`, one file each (weft/<name>_command.cc). To add one: define
+// `void add<Name>Command(CLI::App&)` in its own file (it adds a subcommand with its options and
+// a callback), declare it here, call it from main.cc and list the file in tools/CMakeLists.txt.
+// Callbacks report through exceptions: weft::InputError (exit 2) for anything the user gave,
+// other weft::Error (exit 1), or ExitCode to end with a chosen status after printing.
+namespace CLI {
+class App;
+}
+
+namespace weft::tools {
+
+void addCheckCommand(CLI::App& app); // weft check G.json
+void addEvalCommand(CLI::App& app);  // weft eval G.json [--bind] [--inputs DIR | --random --seed N]
+
+/// Thrown by a command that has printed its result and wants weft to exit with `code`
+/// (e.g. 1 when `weft run --check` finds a mismatch).
+struct ExitCode {
+  int code;
+};
+
+} // namespace weft::tools

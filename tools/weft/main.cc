@@ -1,0 +1,48 @@
+// weft: the command line. Builds the CLI11 app from the subcommands of commands.h and maps
+// errors to exit codes: 2 for errors in what the user gave (weft::InputError, bad flags),
+// 1 for other failures. Nothing escapes as an uncaught exception.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "frontend/logging.h"
+#include "weft/error.h"
+#include "weft/version.h"
+
+int main(int argc, char** argv) {
+  try {
+    weft::frontend::setupLogging();
+    CLI::App app{"weft: a JIT fusion compiler for GPUs (AStitch-style operator stitching)", "weft"};
+    app.set_version_flag("--version", std::string("weft ") + WEFT_VERSION);
+    app.require_subcommand(1);
+    app.footer("Logging: set WEFT_LOG to error, warn (default), info, debug or trace.");
+    weft::tools::addCheckCommand(app);
+    weft::tools::addEvalCommand(app);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::Success& e) {
+      return app.exit(e); // --help, --version
+    } catch (const CLI::ParseError& e) {
+      std::fprintf(stderr,
+                   "weft: error: %s\nRun 'weft --help' (or 'weft COMMAND --help') for usage.\n",
+                   e.what());
+      return 2;
+    }
+    return 0;
+  } catch (const weft::tools::ExitCode& e) {
+    return e.code;
+  } catch (const weft::InputError& e) {
+    std::fprintf(stderr, "weft: error: %s\n", e.what());
+    return 2;
+  } catch (const weft::Error& e) {
+    std::fprintf(stderr, "weft: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "weft: internal error: %s\n", e.what());
+    return 1;
+  } catch (...) {
+    std::fprintf(stderr, "weft: internal error: unknown exception\n");
+    return 1;
+  }
+}
