@@ -1,0 +1,136 @@
+#pragma once
+// Internals of the ONNX importer shared by the operator lowerings (ops_*.cc): the values the
+// importer tracks, the per-node context a lowering works through, and the operator table.
+// Not a public header: it exposes the ONNX protobuf types.
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontend/onnx/onnx_proto.h"
+#include "frontend/onnx/onnx_import.h"
+#include "ir/graph.h"
+
+namespace weft::onnx {
+
+/// A tensor whose elements are known at import time (initializers, Constant, folded shape
+/// computations). Values are doubles, as in ir::ConstantAttrs.
+struct Literal {
+  ir::DType dtype = ir::DType::f32;
+  std::vector<int64_t> shape;
+  std::vector<double> values; // numElements(shape) of them, row-major
+
+  int64_t numElements() const;
+  ir::TensorType type() const;
+  std::vector<int64_t> ints() const; // values as integers (shape operands)
+};
+
+/// An ONNX value as the importer knows it: a node of the graph being built, a literal, or
+/// both once the literal was materialized as a constant node.
+struct Value {
+  std::string name; // the ONNX value name (names a materialized literal)
+  ir::NodeId node = -1;
+  std::optional<Literal> literal;
+  bool graphInput = false; // a parameter of the model (a frozen one too)
+};
+
+/// ONNX element type (TensorProto.DataType) → IR dtype, widening those the IR lacks.
+/// Nullopt for string, complex and unknown types.
+std::optional<ir::DType> irDTypeOf(int onnxType);
+std::string onnxTypeName(int onnxType);
+Literal literalFromTensorProto(const ::onnx::TensorProto& t, const std::string& where);
+
+class NodeContext;
+/// Lowers one ONNX node into IR primitives through the context.
+using Lowering = std::function<void(NodeContext&)>;
+using OperatorTable = std::map<std::string, Lowering>;
+/// Operator table: op type → lowering, filled once by the ops_*.cc files' functions below
+/// (explicit calls rather than static registrars, which a static library would drop).
+const OperatorTable& operatorTable();
+void addElementwiseOps(OperatorTable& table); // ops_elementwise.cc
+void addLayoutOps(OperatorTable& table);      // ops_layout.cc
+void addReduceOps(OperatorTable& table);      // ops_reduce.cc
+void addNNOps(OperatorTable& table);          // ops_nn.cc
+
+/// What a lowering sees: the node, its inputs (materialized on demand into `graph`), its
+/// attributes, and where its outputs go. Errors name the model file, the node and the opset.
+class NodeContext {
+public:
+  NodeContext(ir::Graph& graph, const ::onnx::NodeProto& node, int opset, std::string source,
+              std::vector<Value*> inputs);
+
+  ir::Graph& g;
+  const ::onnx::NodeProto& node;
+  const int opset;
+
+  // --- inputs ---
+  size_t numInputs() const { return inputs_.size(); }
+  /// Input i is given (ONNX marks an omitted optional input with an empty name).
+  bool has(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
+  /// Input i as a node of g (a literal becomes a constant node the first time).
+  ir::NodeId in(size_t i);
+  /// Input i's literal, or nullptr when it is only known at run time.
+  const Literal* literal(size_t i) const;
+  /// Input i's literal; throws ImportTimeValueError (naming the graph input when input i is
+  /// one) or UnsupportedError when it is computed at run time. `what` names the operand.
+  const Literal& requireLiteral(size_t i, const std::string& what) const;
+  /// Input i's literal as integers; fails naming `what` when it is not known at import time.
+  std::vector<int64_t> constInts(size_t i, const std::string& what) const;
+  double constScalar(size_t i, const std::string& what) const;
+  ir::TensorType type(size_t i) const;
+  size_t rank(size_t i) const { return type(i).shape.size(); }
+
+  // --- attributes ---
+  bool hasAttr(const std::string& name) const;
+  int64_t attrInt(const std::string& name, int64_t dflt) const;
+  float attrFloat(const std::string& name, float dflt) const;
+  std::string attrString(const std::string& name, const std::string& dflt) const;
+  std::optional<std::vector<int64_t>> attrInts(const std::string& name) const;
+  std::optional<std::vector<float>> attrFloats(const std::string& name) const;
+  const ::onnx::TensorProto* attrTensor(const std::string& name) const;
+
+  // --- outputs ---
+  size_t numOutputs() const { return static_cast<size_t>(node.output_size()); }
+  bool wantsOutput(size_t i) const { return i < numOutputs() && !node.output(static_cast<int>(i)).empty(); }
+  /// A fresh graph name for output i (the ONNX value name, made unique), for its last op.
+  std::string name(size_t i = 0) const;
+  void setOutput(size_t i, ir::NodeId id);
+  void setOutput(size_t i, Literal lit);
+  const std::vector<Value>& outputs() const { return outputs_; }
+
+  // --- building helpers ---
+  /// A constant of x's dtype and shape (a splat; works for symbolic shapes).
+  ir::NodeId splatLike(ir::NodeId x, double v);
+  ir::NodeId splat(ir::DType t, const ir::Shape& shape, double v);
+  ir::NodeId constant(const Literal& lit, const std::string& name = "");
+  /// Numpy (multidirectional) broadcast of shapes; fails naming both when incompatible.
+  ir::Shape broadcastShape(const ir::Shape& a, const ir::Shape& b) const;
+  /// x broadcast (numpy rules: trailing alignment) to `shape`; x itself when already there.
+  ir::NodeId broadcastTo(ir::NodeId x, const ir::Shape& shape, const std::string& name = "");
+  /// Both operands broadcast to their common shape.
+  std::pair<ir::NodeId, ir::NodeId> broadcastPair(ir::NodeId a, ir::NodeId b);
+  /// x with dtype `t` (x itself when it has it already).
+  ir::NodeId convertTo(ir::NodeId x, ir::DType t, const std::string& name = "");
+  /// Reshape that is skipped when the shape already matches.
+  ir::NodeId reshapeTo(ir::NodeId x, const ir::Shape& shape, const std::string& name = "");
+  /// Reduce with ONNX keepdims: axes must be normalized, sorted, unique and non-empty.
+  ir::NodeId reduceKeep(ir::ReduceKind kind, ir::NodeId x, const std::vector<int64_t>& axes,
+                        bool keepdims, const std::string& name = "");
+  /// Normalizes a possibly negative axis for rank r; fails naming `what` when out of range.
+  int64_t axis(int64_t a, size_t r, const std::string& what) const;
+  ir::TensorType typeOf(ir::NodeId id) const { return g.node(id).type; } // a copy: adding nodes moves them
+
+  // --- errors ---
+  /// "model.onnx: node "name" (OpType, opset N): " — the prefix of every error.
+  std::string where() const;
+  [[noreturn]] void fail(const std::string& what) const;
+  [[noreturn]] void unsupported(const std::string& what) const;
+
+private:
+  std::string source_;
+  std::vector<Value*> inputs_;
+  std::vector<Value> outputs_;
+};
+
+} // namespace weft::onnx

@@ -1,0 +1,258 @@
+// Elementwise ONNX operators: arithmetic, math functions, activations, comparisons, logic,
+// Cast, Clip, Where, the variadic Max/Min/Sum/Mean, Identity and (inference) Dropout.
+// Implicit broadcasting becomes broadcast_in_dim; activations become a few IR primitives.
+#include <fmt/format.h>
+#include <limits>
+
+#include "frontend/onnx/importer.h"
+
+namespace weft::onnx {
+namespace {
+
+using ir::NodeId;
+using ir::OpKind;
+
+/// The two operands of a binary op broadcast to one shape. Before opset 7, ONNX broadcast
+/// only with broadcast=1, aligning B at `axis` (default: trailing), never A.
+std::pair<NodeId, NodeId> binaryOperands(NodeContext& c) {
+  NodeId a = c.in(0), b = c.in(1);
+  if (c.opset >= 7) return c.broadcastPair(a, b);
+  ir::Shape sa = c.typeOf(a).shape;
+  ir::Shape sb = c.typeOf(b).shape;
+  if (!c.attrInt("broadcast", 0)) {
+    if (sa != sb)
+      c.fail(fmt::format("operands have shapes {} and {}; before opset 7 they must match unless broadcast=1",
+                         ir::shapeStr(sa), ir::shapeStr(sb)));
+    return {a, b};
+  }
+  if (!c.hasAttr("axis")) return {a, c.broadcastTo(b, sa)};
+  int64_t axis = c.axis(c.attrInt("axis", 0), sa.size(), "axis");
+  if (axis + static_cast<int64_t>(sb.size()) > static_cast<int64_t>(sa.size()))
+    c.fail(fmt::format("operand B {} does not fit into A {} at axis {}", ir::shapeStr(sb), ir::shapeStr(sa), axis));
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < sb.size(); ++i) dims.push_back(axis + static_cast<int64_t>(i));
+  return {a, c.g.broadcastInDim(b, sa, dims)};
+}
+
+void requireSameDType(NodeContext& c, NodeId a, NodeId b) {
+  if (c.typeOf(a).dtype != c.typeOf(b).dtype)
+    c.fail(fmt::format("operands have dtypes {} and {}; ONNX requires one type (insert a Cast)",
+                       ir::dtypeName(c.typeOf(a).dtype), ir::dtypeName(c.typeOf(b).dtype)));
+}
+
+Lowering binary(OpKind kind) {
+  return [kind](NodeContext& c) {
+    auto [a, b] = binaryOperands(c);
+    requireSameDType(c, a, b);
+    c.setOutput(0, c.g.binary(kind, a, b, c.name()));
+  };
+}
+
+Lowering compare(ir::CompareDir dir) {
+  return [dir](NodeContext& c) {
+    auto [a, b] = binaryOperands(c);
+    requireSameDType(c, a, b);
+    c.setOutput(0, c.g.compare(dir, a, b, c.name()));
+  };
+}
+
+Lowering unary(OpKind kind) {
+  return [kind](NodeContext& c) { c.setOutput(0, c.g.unary(kind, c.in(0), c.name())); };
+}
+
+/// Pow: the exponent takes the base's dtype; integer bases are computed in f64 (exact for the
+/// results an integer holds) and converted back, since the IR's pow takes floats.
+void lowerPow(NodeContext& c) {
+  auto [x, y] = binaryOperands(c);
+  ir::DType t = c.typeOf(x).dtype;
+  if (ir::isFloat(t)) {
+    c.setOutput(0, c.g.binary(OpKind::Pow, x, c.convertTo(y, t), c.name()));
+    return;
+  }
+  NodeId p = c.g.binary(OpKind::Pow, c.convertTo(x, ir::DType::f64), c.convertTo(y, ir::DType::f64));
+  c.setOutput(0, c.g.convert(p, t, c.name()));
+}
+
+void lowerRelu(NodeContext& c) {
+  NodeId x = c.in(0);
+  c.setOutput(0, c.g.binary(OpKind::Max, x, c.splatLike(x, 0.0), c.name()));
+}
+
+// x < 0 ? alpha * x : x
+void lowerLeakyRelu(NodeContext& c) {
+  NodeId x = c.in(0);
+  double alpha = c.attrFloat("alpha", 0.01f);
+  NodeId neg = c.g.compare(ir::CompareDir::LT, x, c.splatLike(x, 0.0));
+  NodeId scaled = c.g.binary(OpKind::Mul, x, c.splatLike(x, alpha));
+  c.setOutput(0, c.g.select(neg, scaled, x, c.name()));
+}
+
+// x < 0 ? alpha * (exp(x) - 1) : x
+void lowerElu(NodeContext& c) {
+  NodeId x = c.in(0);
+  double alpha = c.attrFloat("alpha", 1.0f);
+  NodeId neg = c.g.compare(ir::CompareDir::LT, x, c.splatLike(x, 0.0));
+  NodeId em1 = c.g.binary(OpKind::Sub, c.g.unary(OpKind::Exp, x), c.splatLike(x, 1.0));
+  NodeId scaled = c.g.binary(OpKind::Mul, em1, c.splatLike(x, alpha));
+  c.setOutput(0, c.g.select(neg, scaled, x, c.name()));
+}
+
+// gamma * (x > 0 ? x : alpha * exp(x) - alpha)
+void lowerSelu(NodeContext& c) {
+  NodeId x = c.in(0);
+  double alpha = c.attrFloat("alpha", 1.67326319217681884765625f);
+  double gamma = c.attrFloat("gamma", 1.05070102214813232421875f);
+  NodeId pos = c.g.compare(ir::CompareDir::GT, x, c.splatLike(x, 0.0));
+  NodeId ae = c.g.binary(OpKind::Mul, c.g.unary(OpKind::Exp, x), c.splatLike(x, alpha));
+  NodeId negPart = c.g.binary(OpKind::Sub, ae, c.splatLike(x, alpha));
+  NodeId y = c.g.select(pos, x, negPart);
+  c.setOutput(0, c.g.binary(OpKind::Mul, y, c.splatLike(x, gamma), c.name()));
+}
+
+// clamp(alpha * x + beta, 0, 1)
+void lowerHardSigmoid(NodeContext& c) {
+  NodeId x = c.in(0);
+  double alpha = c.attrFloat("alpha", 0.2f), beta = c.attrFloat("beta", 0.5f);
+  NodeId lin = c.g.binary(OpKind::Add, c.g.binary(OpKind::Mul, x, c.splatLike(x, alpha)), c.splatLike(x, beta));
+  c.setOutput(0, c.g.clamp(c.splatLike(x, 0.0), lin, c.splatLike(x, 1.0), c.name()));
+}
+
+// log(exp(x) + 1), as ONNX defines it
+void lowerSoftplus(NodeContext& c) {
+  NodeId x = c.in(0);
+  NodeId e1 = c.g.binary(OpKind::Add, c.g.unary(OpKind::Exp, x), c.splatLike(x, 1.0));
+  c.setOutput(0, c.g.unary(OpKind::Log, e1, c.name()));
+}
+
+/// Max, Min, Sum (and Mean): a left fold over any number of inputs, all broadcast together.
+Lowering variadic(OpKind kind, bool mean = false) {
+  return [kind, mean](NodeContext& c) {
+    if (c.numInputs() == 0) c.fail("needs at least one input");
+    ir::Shape shape = c.type(0).shape;
+    for (size_t i = 1; i < c.numInputs(); ++i) shape = c.broadcastShape(shape, c.type(i).shape);
+    NodeId acc = c.broadcastTo(c.in(0), shape);
+    for (size_t i = 1; i < c.numInputs(); ++i) {
+      NodeId x = c.broadcastTo(c.in(i), shape);
+      requireSameDType(c, acc, x);
+      bool last = i + 1 == c.numInputs() && !mean;
+      acc = c.g.binary(kind, acc, x, last ? c.name() : "");
+    }
+    if (mean) acc = c.g.binary(OpKind::Div, acc, c.splatLike(acc, static_cast<double>(c.numInputs())), c.name());
+    c.setOutput(0, acc); // with one input (and not Mean), the input itself
+  };
+}
+
+void lowerWhere(NodeContext& c) {
+  NodeId cond = c.in(0), x = c.in(1), y = c.in(2);
+  if (c.typeOf(cond).dtype != ir::DType::boolean) c.fail("input 0 (condition) must be bool");
+  ir::Shape shape = c.broadcastShape(c.broadcastShape(c.typeOf(cond).shape, c.typeOf(x).shape), c.typeOf(y).shape);
+  requireSameDType(c, x, y);
+  c.setOutput(0, c.g.select(c.broadcastTo(cond, shape), c.broadcastTo(x, shape), c.broadcastTo(y, shape), c.name()));
+}
+
+void lowerCast(NodeContext& c) {
+  int to = static_cast<int>(c.attrInt("to", 0));
+  auto t = irDTypeOf(to);
+  if (!t) c.unsupported(fmt::format("Cast to {} is not supported (weft has no such dtype)", onnxTypeName(to)));
+  c.setOutput(0, c.g.convert(c.in(0), *t, c.name()));
+}
+
+/// Clip: min/max are attributes before opset 11 and optional inputs from 11 on. An absent
+/// bound is no bound at all, so the result is max(x, min) then min(.., max) as given.
+void lowerClip(NodeContext& c) {
+  NodeId x = c.in(0);
+  std::optional<NodeId> lo, hi;
+  if (c.opset < 11) {
+    if (c.hasAttr("min")) lo = c.splatLike(x, c.attrFloat("min", 0));
+    if (c.hasAttr("max")) hi = c.splatLike(x, c.attrFloat("max", 0));
+  } else {
+    auto bound = [&](size_t i) -> std::optional<NodeId> {
+      if (!c.has(i)) return std::nullopt;
+      if (c.type(i).shape.size() != 0) c.fail(fmt::format("input {} must be a scalar", i));
+      NodeId b = c.in(i);
+      if (c.typeOf(b).dtype != c.typeOf(x).dtype) c.fail(fmt::format("input {} must have the dtype of input 0", i));
+      return c.broadcastTo(b, c.typeOf(x).shape);
+    };
+    lo = bound(1);
+    hi = bound(2);
+  }
+  if (lo && hi) {
+    c.setOutput(0, c.g.clamp(*lo, x, *hi, c.name()));
+    return;
+  }
+  NodeId y = x;
+  if (lo) y = c.g.binary(OpKind::Max, y, *lo, c.name());
+  if (hi) y = c.g.binary(OpKind::Min, y, *hi, c.name());
+  c.setOutput(0, y);
+}
+
+void lowerIdentity(NodeContext& c) { c.setOutput(0, c.in(0)); }
+
+/// Dropout in inference: the identity, with an all-true mask. Training mode is random and
+/// is rejected unless the ratio is a known 0.
+void lowerDropout(NodeContext& c) {
+  if (c.opset >= 12 && c.has(2)) {
+    const Literal* training = &c.requireLiteral(2, "training_mode");
+    if (training->values.at(0) != 0.0) {
+      bool zeroRatio = c.has(1) && c.requireLiteral(1, "ratio").values.at(0) == 0.0;
+      if (!zeroRatio) c.unsupported("Dropout in training mode is random and not supported");
+    }
+  }
+  if (c.opset < 7 && c.attrInt("is_test", 0) == 0)
+    c.unsupported("Dropout with is_test=0 (training mode) is random and not supported");
+  NodeId x = c.in(0);
+  c.setOutput(0, x);
+  if (c.wantsOutput(1)) {
+    ir::DType maskType = c.opset >= 10 ? ir::DType::boolean : c.typeOf(x).dtype;
+    c.setOutput(1, c.splat(maskType, c.typeOf(x).shape, 1.0));
+  }
+}
+
+} // namespace
+
+void addElementwiseOps(OperatorTable& t) {
+  t["Add"] = binary(OpKind::Add);
+  t["Sub"] = binary(OpKind::Sub);
+  t["Mul"] = binary(OpKind::Mul);
+  t["Div"] = binary(OpKind::Div);
+  t["Pow"] = lowerPow;
+  t["And"] = binary(OpKind::And);
+  t["Or"] = binary(OpKind::Or);
+  t["Equal"] = compare(ir::CompareDir::EQ);
+  t["Less"] = compare(ir::CompareDir::LT);
+  t["Greater"] = compare(ir::CompareDir::GT);
+  t["LessOrEqual"] = compare(ir::CompareDir::LE);
+  t["GreaterOrEqual"] = compare(ir::CompareDir::GE);
+  t["Neg"] = unary(OpKind::Neg);
+  t["Abs"] = unary(OpKind::Abs);
+  t["Exp"] = unary(OpKind::Exp);
+  t["Log"] = unary(OpKind::Log);
+  t["Sqrt"] = unary(OpKind::Sqrt);
+  t["Reciprocal"] = unary(OpKind::Reciprocal);
+  t["Tanh"] = unary(OpKind::Tanh);
+  t["Sigmoid"] = unary(OpKind::Sigmoid);
+  t["Erf"] = unary(OpKind::Erf);
+  t["Sin"] = unary(OpKind::Sin);
+  t["Cos"] = unary(OpKind::Cos);
+  t["Floor"] = unary(OpKind::Floor);
+  t["Ceil"] = unary(OpKind::Ceil);
+  t["Sign"] = unary(OpKind::Sign);
+  t["Not"] = unary(OpKind::Not);
+  t["Relu"] = lowerRelu;
+  t["LeakyRelu"] = lowerLeakyRelu;
+  t["Elu"] = lowerElu;
+  t["Selu"] = lowerSelu;
+  t["HardSigmoid"] = lowerHardSigmoid;
+  t["Softplus"] = lowerSoftplus;
+  t["Max"] = variadic(OpKind::Max);
+  t["Min"] = variadic(OpKind::Min);
+  t["Sum"] = variadic(OpKind::Add);
+  t["Mean"] = variadic(OpKind::Add, /*mean=*/true);
+  t["Where"] = lowerWhere;
+  t["Cast"] = lowerCast;
+  t["Clip"] = lowerClip;
+  t["Identity"] = lowerIdentity;
+  t["Dropout"] = lowerDropout;
+}
+
+} // namespace weft::onnx

@@ -1,0 +1,475 @@
+// Layout and shape ONNX operators: Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Expand,
+// Concat, Slice, Pad, Gather, and the import-time shape computations Shape, Constant and
+// ConstantOfShape (whose results are literals, so Reshape and friends see static shapes).
+#include <algorithm>
+#include <fmt/format.h>
+#include <limits>
+#include <numeric>
+
+#include "frontend/onnx/importer.h"
+
+namespace weft::onnx {
+namespace {
+
+using ir::Dim;
+using ir::NodeId;
+using ir::OpKind;
+using ir::Shape;
+
+/// Element counts above this are not unrolled into per-element slices (negative-step Slice,
+/// reflect Pad, Gather by constant indices).
+constexpr int64_t kMaxUnrolled = 1024;
+
+std::string listStr(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+
+Dim product(const Shape& s, size_t begin, size_t end) {
+  Dim p(1);
+  for (size_t i = begin; i < end; ++i) p = p * s[i];
+  return p;
+}
+
+/// Reshape's target: 0 copies the input dim (unless allowzero), -1 takes what is left.
+void lowerReshape(NodeContext& c) {
+  std::vector<int64_t> target = c.opset < 5 ? c.attrInts("shape").value_or(std::vector<int64_t>{})
+                                            : c.constInts(1, "shape");
+  bool allowZero = c.opset >= 14 && c.attrInt("allowzero", 0) != 0;
+  NodeId x = c.in(0);
+  Shape in = c.typeOf(x).shape;
+  Shape out;
+  int inferred = -1;
+  Dim known(1);
+  for (size_t i = 0; i < target.size(); ++i) {
+    int64_t t = target[i];
+    if (t == -1) {
+      if (inferred >= 0) c.fail(fmt::format("shape {} has more than one -1", listStr(target)));
+      inferred = static_cast<int>(i);
+      out.push_back(Dim(1));
+      continue;
+    }
+    if (t < -1) c.fail(fmt::format("shape {} has a negative size {}", listStr(target), t));
+    if (t == 0 && !allowZero) {
+      if (i >= in.size()) c.fail(fmt::format("shape {}: a 0 at position {} copies no input dim (input rank {})",
+                                             listStr(target), i, in.size()));
+      out.push_back(in[i]);
+    } else {
+      out.push_back(Dim(t));
+    }
+    known = known * out.back();
+  }
+  if (inferred >= 0) {
+    auto rest = ir::numElements(in).dividedBy(known);
+    if (!rest) c.fail(fmt::format("cannot infer the -1 of shape {}: {} elements of {} do not divide by {}",
+                                  listStr(target), ir::numElements(in).str(), ir::shapeStr(in), known.str()));
+    out[static_cast<size_t>(inferred)] = *rest;
+  }
+  if (ir::numElements(out) != ir::numElements(in))
+    c.fail(fmt::format("cannot reshape {} into {} (shape input {})", ir::shapeStr(in), ir::shapeStr(out), listStr(target)));
+  c.setOutput(0, c.g.reshape(x, out, c.name()));
+}
+
+void lowerFlatten(NodeContext& c) {
+  NodeId x = c.in(0);
+  Shape in = c.typeOf(x).shape;
+  int64_t r = static_cast<int64_t>(in.size());
+  int64_t a = c.attrInt("axis", 1);
+  if (a < 0) a += r;
+  if (a < 0 || a > r) c.fail(fmt::format("axis {} is out of range for rank {}", c.attrInt("axis", 1), r));
+  size_t axis = static_cast<size_t>(a);
+  c.setOutput(0, c.g.reshape(x, {product(in, 0, axis), product(in, axis, in.size())}, c.name()));
+}
+
+std::vector<int64_t> normalizedAxes(NodeContext& c, std::vector<int64_t> axes, size_t rank, const char* what) {
+  for (int64_t& a : axes) a = c.axis(a, rank, what);
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    c.fail(fmt::format("{}s {} repeat an axis", what, listStr(axes)));
+  return axes;
+}
+
+/// Axes from the attribute (before `inputOpset`) or from input 1 (from it on); nullopt when
+/// absent.
+std::optional<std::vector<int64_t>> axesOf(NodeContext& c, int inputOpset) {
+  if (c.opset < inputOpset) return c.attrInts("axes");
+  if (!c.has(1)) return std::nullopt;
+  return c.constInts(1, "axes");
+}
+
+void lowerSqueeze(NodeContext& c) {
+  NodeId x = c.in(0);
+  Shape in = c.typeOf(x).shape;
+  auto given = axesOf(c, 13);
+  std::vector<int64_t> axes;
+  if (given) {
+    axes = normalizedAxes(c, *given, in.size(), "axis");
+  } else {
+    for (size_t i = 0; i < in.size(); ++i)
+      if (in[i].isStatic() && in[i].size() == 1) axes.push_back(static_cast<int64_t>(i));
+  }
+  Shape out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    bool squeezed = std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(i));
+    if (!squeezed) {
+      out.push_back(in[i]);
+      continue;
+    }
+    if (!(in[i].isStatic() && in[i].size() == 1))
+      c.fail(fmt::format("cannot squeeze axis {} of {}: its size is {}, not 1", i, ir::shapeStr(in), in[i].str()));
+  }
+  c.setOutput(0, c.reshapeTo(x, out, c.name()));
+}
+
+void lowerUnsqueeze(NodeContext& c) {
+  NodeId x = c.in(0);
+  Shape in = c.typeOf(x).shape;
+  auto given = axesOf(c, 13);
+  if (!given) c.fail("needs axes");
+  size_t outRank = in.size() + given->size();
+  std::vector<int64_t> axes = normalizedAxes(c, *given, outRank, "axis");
+  Shape out;
+  size_t next = 0;
+  for (size_t i = 0; i < outRank; ++i) {
+    if (std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(i))) out.push_back(Dim(1));
+    else out.push_back(in[next++]);
+  }
+  c.setOutput(0, c.g.reshape(x, out, c.name()));
+}
+
+void lowerTranspose(NodeContext& c) {
+  NodeId x = c.in(0);
+  size_t r = c.typeOf(x).shape.size();
+  std::vector<int64_t> perm(r);
+  std::iota(perm.rbegin(), perm.rend(), 0);
+  if (auto p = c.attrInts("perm")) perm = *p;
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
+  if (identity && perm.size() == r) {
+    c.setOutput(0, x);
+    return;
+  }
+  c.setOutput(0, c.g.transpose(x, perm, c.name()));
+}
+
+void lowerExpand(NodeContext& c) {
+  NodeId x = c.in(0);
+  std::vector<int64_t> target = c.constInts(1, "shape");
+  Shape t;
+  for (int64_t d : target) {
+    if (d < 0) c.fail(fmt::format("shape {} has a negative size", listStr(target)));
+    t.push_back(Dim(d));
+  }
+  Shape out = c.broadcastShape(c.typeOf(x).shape, t);
+  NodeId y = c.broadcastTo(x, out, c.name());
+  c.setOutput(0, y);
+}
+
+void lowerConcat(NodeContext& c) {
+  if (c.numInputs() == 0) c.fail("needs at least one input");
+  size_t r = c.type(0).shape.size();
+  int64_t axis = c.axis(c.attrInt("axis", 1), r, "axis");
+  std::vector<NodeId> xs;
+  for (size_t i = 0; i < c.numInputs(); ++i) {
+    if (!c.has(i)) continue;
+    xs.push_back(c.in(i));
+  }
+  if (xs.size() == 1) {
+    c.setOutput(0, xs[0]);
+    return;
+  }
+  c.setOutput(0, c.g.concatenate(xs, axis, c.name()));
+}
+
+/// x[index] along `axis`, keeping the axis (size 1).
+NodeId unitSlice(NodeContext& c, NodeId x, size_t axis, int64_t index) {
+  Shape s = c.typeOf(x).shape;
+  std::vector<int64_t> starts(s.size(), 0), limits(s.size(), -1), strides(s.size(), 1);
+  starts[axis] = index;
+  limits[axis] = index + 1;
+  return c.g.slice(x, starts, limits, strides);
+}
+
+/// The elements of x at `indices` along `axis`, in that order (concatenated unit slices).
+NodeId takeAlong(NodeContext& c, NodeId x, size_t axis, const std::vector<int64_t>& indices,
+                 const std::string& name = "") {
+  if (static_cast<int64_t>(indices.size()) > kMaxUnrolled)
+    c.unsupported(fmt::format("taking {} single elements along an axis is more than weft unrolls ({})",
+                              indices.size(), kMaxUnrolled));
+  Shape s = c.typeOf(x).shape;
+  if (indices.empty()) {
+    std::vector<int64_t> starts(s.size(), 0), limits(s.size(), -1), strides(s.size(), 1);
+    limits[axis] = 0;
+    return c.g.slice(x, starts, limits, strides, name);
+  }
+  std::vector<NodeId> parts;
+  for (int64_t i : indices) parts.push_back(unitSlice(c, x, axis, i));
+  if (parts.size() == 1) return parts[0];
+  return c.g.concatenate(parts, static_cast<int64_t>(axis), name);
+}
+
+void lowerSlice(NodeContext& c) {
+  NodeId x = c.in(0);
+  Shape in = c.typeOf(x).shape;
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (c.opset < 10) {
+    starts = c.attrInts("starts").value_or(std::vector<int64_t>{});
+    ends = c.attrInts("ends").value_or(std::vector<int64_t>{});
+    if (auto a = c.attrInts("axes")) axes = *a;
+  } else {
+    starts = c.constInts(1, "starts");
+    ends = c.constInts(2, "ends");
+    if (c.has(3)) axes = c.constInts(3, "axes");
+    if (c.has(4)) steps = c.constInts(4, "steps");
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    c.fail(fmt::format("starts {}, ends {}, axes {} and steps {} need one entry per sliced axis", listStr(starts),
+                       listStr(ends), listStr(axes), listStr(steps)));
+  size_t r = in.size();
+  std::vector<int64_t> lo(r, 0), hi(r, -1), st(r, 1);
+  std::vector<std::pair<size_t, std::vector<int64_t>>> reversed; // negative steps: explicit indices
+  std::vector<bool> seen(r, false);
+  for (size_t k = 0; k < starts.size(); ++k) {
+    size_t a = static_cast<size_t>(c.axis(axes[k], r, "axis"));
+    if (seen[a]) c.fail(fmt::format("axis {} is sliced twice", a));
+    seen[a] = true;
+    int64_t step = steps[k];
+    if (step == 0) c.fail("a step of 0 is not allowed");
+    if (!in[a].isStatic()) {
+      bool whole = step == 1 && (starts[k] == 0) && ends[k] >= std::numeric_limits<int32_t>::max();
+      if (!whole) c.unsupported(fmt::format("slicing axis {} of symbolic size {} other than whole", a, in[a].str()));
+      continue;
+    }
+    int64_t n = in[a].size();
+    int64_t s = starts[k], e = ends[k];
+    if (s < 0) s += n;
+    if (e < 0) e += n;
+    if (step > 0) {
+      s = std::clamp<int64_t>(s, 0, n);
+      e = std::clamp<int64_t>(e, 0, n);
+      lo[a] = s;
+      hi[a] = std::max(s, e);
+      st[a] = step;
+    } else {
+      s = std::clamp<int64_t>(s, 0, n - 1);
+      e = std::clamp<int64_t>(e, -1, n - 1);
+      std::vector<int64_t> idx;
+      for (int64_t i = s; i > e; i += step) idx.push_back(i);
+      reversed.push_back({a, idx});
+    }
+  }
+  bool plain = std::all_of(lo.begin(), lo.end(), [](int64_t v) { return v == 0; }) &&
+               std::all_of(st.begin(), st.end(), [](int64_t v) { return v == 1; });
+  for (size_t a = 0; a < r && plain; ++a) plain = hi[a] == -1 || (in[a].isStatic() && hi[a] == in[a].size());
+  NodeId y = x;
+  if (!plain) y = c.g.slice(x, lo, hi, st, reversed.empty() ? c.name() : "");
+  for (size_t k = 0; k < reversed.size(); ++k)
+    y = takeAlong(c, y, reversed[k].first, reversed[k].second, k + 1 == reversed.size() ? c.name() : "");
+  c.setOutput(0, y);
+}
+
+/// Pad in constant, edge or reflect mode; negative pads crop.
+void lowerPad(NodeContext& c) {
+  NodeId x = c.in(0);
+  Shape in = c.typeOf(x).shape;
+  size_t r = in.size();
+  std::vector<int64_t> pads;
+  double value = 0;
+  std::string mode = c.attrString("mode", "constant");
+  if (c.opset < 11) {
+    pads = c.attrInts(c.opset < 2 ? "paddings" : "pads").value_or(std::vector<int64_t>{});
+    value = c.attrFloat("value", 0.0f);
+  } else {
+    pads = c.constInts(1, "pads");
+    if (c.has(2)) value = c.constScalar(2, "constant_value");
+  }
+  std::vector<int64_t> axes(r);
+  std::iota(axes.begin(), axes.end(), 0);
+  if (c.opset >= 18 && c.has(3)) axes = normalizedAxes(c, c.constInts(3, "axes"), r, "axis");
+  if (pads.size() != 2 * axes.size())
+    c.fail(fmt::format("pads {} needs {} entries (begin and end for each of {} axes)", listStr(pads), 2 * axes.size(),
+                       axes.size()));
+  std::vector<int64_t> low(r, 0), high(r, 0);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    low[static_cast<size_t>(axes[k])] = pads[k];
+    high[static_cast<size_t>(axes[k])] = pads[k + axes.size()];
+  }
+  // crop first (negative pads)
+  std::vector<int64_t> cropLo(r, 0), cropHi(r, -1), one(r, 1);
+  bool crop = false;
+  for (size_t a = 0; a < r; ++a) {
+    if (low[a] >= 0 && high[a] >= 0) continue;
+    if (!in[a].isStatic()) c.unsupported(fmt::format("cropping axis {} of symbolic size {}", a, in[a].str()));
+    crop = true;
+    cropLo[a] = std::max<int64_t>(0, -low[a]);
+    cropHi[a] = in[a].size() - std::max<int64_t>(0, -high[a]);
+    if (cropHi[a] < cropLo[a]) c.fail(fmt::format("pads crop axis {} below zero elements", a));
+    low[a] = std::max<int64_t>(0, low[a]);
+    high[a] = std::max<int64_t>(0, high[a]);
+  }
+  if (crop) x = c.g.slice(x, cropLo, cropHi, one);
+  bool any = std::any_of(low.begin(), low.end(), [](int64_t v) { return v > 0; }) ||
+             std::any_of(high.begin(), high.end(), [](int64_t v) { return v > 0; });
+  if (!any) {
+    c.setOutput(0, x);
+    return;
+  }
+  if (mode == "constant") {
+    c.setOutput(0, c.g.pad(x, low, high, value, c.name()));
+    return;
+  }
+  if (mode != "edge" && mode != "reflect") c.unsupported(fmt::format("Pad mode \"{}\"", mode));
+  for (size_t a = 0; a < r; ++a) {
+    if (low[a] == 0 && high[a] == 0) continue;
+    Shape s = c.typeOf(x).shape;
+    if (!s[a].isStatic()) c.unsupported(fmt::format("{} padding of axis {} of symbolic size {}", mode, a, s[a].str()));
+    int64_t n = s[a].size();
+    std::vector<int64_t> before, after;
+    for (int64_t i = low[a]; i >= 1; --i) before.push_back(mode == "edge" ? 0 : i);
+    for (int64_t i = 1; i <= high[a]; ++i) after.push_back(mode == "edge" ? n - 1 : n - 1 - i);
+    for (int64_t i : before)
+      if (i >= n) c.fail(fmt::format("reflect padding {} on axis {} needs more than {} elements", low[a], a, n));
+    for (int64_t i : after)
+      if (i < 0) c.fail(fmt::format("reflect padding {} on axis {} needs more than {} elements", high[a], a, n));
+    std::vector<NodeId> parts;
+    if (!before.empty()) parts.push_back(takeAlong(c, x, a, before));
+    parts.push_back(x);
+    if (!after.empty()) parts.push_back(takeAlong(c, x, a, after));
+    x = c.g.concatenate(parts, static_cast<int64_t>(a));
+  }
+  c.setOutput(0, x);
+}
+
+void lowerShape(NodeContext& c) {
+  Shape s = c.type(0).shape;
+  int64_t r = static_cast<int64_t>(s.size());
+  int64_t start = c.attrInt("start", 0), end = c.attrInt("end", r);
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  start = std::clamp<int64_t>(start, 0, r);
+  end = std::clamp<int64_t>(end, 0, r);
+  Literal lit{ir::DType::i64, {std::max<int64_t>(0, end - start)}, {}};
+  for (int64_t i = start; i < end; ++i) {
+    const Dim& d = s[static_cast<size_t>(i)];
+    if (!d.isStatic())
+      c.unsupported(fmt::format("Shape of {} has the symbolic dim {}, which cannot be folded at import time",
+                                ir::shapeStr(s), d.str()));
+    lit.values.push_back(static_cast<double>(d.size()));
+  }
+  c.setOutput(0, std::move(lit));
+}
+
+void lowerConstant(NodeContext& c) {
+  std::string where = c.where();
+  if (const auto* t = c.attrTensor("value")) {
+    c.setOutput(0, literalFromTensorProto(*t, where));
+    return;
+  }
+  if (c.hasAttr("value_float")) {
+    c.setOutput(0, Literal{ir::DType::f32, {}, {c.attrFloat("value_float", 0)}});
+    return;
+  }
+  if (auto v = c.attrFloats("value_floats"); v && c.hasAttr("value_floats")) {
+    c.setOutput(0, Literal{ir::DType::f32, {static_cast<int64_t>(v->size())}, std::vector<double>(v->begin(), v->end())});
+    return;
+  }
+  if (c.hasAttr("value_int")) {
+    c.setOutput(0, Literal{ir::DType::i64, {}, {static_cast<double>(c.attrInt("value_int", 0))}});
+    return;
+  }
+  if (auto v = c.attrInts("value_ints")) {
+    Literal lit{ir::DType::i64, {static_cast<int64_t>(v->size())}, {}};
+    for (int64_t i : *v) lit.values.push_back(static_cast<double>(i));
+    c.setOutput(0, std::move(lit));
+    return;
+  }
+  c.unsupported("Constant without a value, value_float(s) or value_int(s) attribute (sparse and string constants "
+                "are not supported)");
+}
+
+void lowerConstantOfShape(NodeContext& c) {
+  std::vector<int64_t> shape = c.constInts(0, "shape");
+  Literal lit{ir::DType::f32, shape, {}};
+  double v = 0;
+  if (const auto* t = c.attrTensor("value")) {
+    Literal value = literalFromTensorProto(*t, c.where());
+    if (value.values.size() != 1) c.fail("attribute value must hold exactly one element");
+    lit.dtype = value.dtype;
+    v = value.values[0];
+  }
+  for (int64_t d : shape)
+    if (d < 0) c.fail(fmt::format("shape {} has a negative size", listStr(shape)));
+  lit.values.assign(static_cast<size_t>(lit.numElements()), v);
+  c.setOutput(0, std::move(lit));
+}
+
+/// Gather along `axis`. Known indices become slices; run-time indices a one-hot selection
+/// summed over the gathered axis (exact: every other term is zero).
+void lowerGather(NodeContext& c) {
+  NodeId data = c.in(0);
+  Shape ds = c.typeOf(data).shape;
+  size_t axis = static_cast<size_t>(c.axis(c.attrInt("axis", 0), ds.size(), "axis"));
+  if (!ds[axis].isStatic()) c.unsupported(fmt::format("Gather along axis {} of symbolic size {}", axis, ds[axis].str()));
+  int64_t n = ds[axis].size();
+  Shape is = c.type(1).shape;
+  Shape out(ds.begin(), ds.begin() + static_cast<std::ptrdiff_t>(axis));
+  out.insert(out.end(), is.begin(), is.end());
+  out.insert(out.end(), ds.begin() + static_cast<std::ptrdiff_t>(axis) + 1, ds.end());
+  if (const Literal* idx = c.literal(1); idx && idx->numElements() <= kMaxUnrolled) {
+    std::vector<int64_t> indices = idx->ints();
+    for (int64_t& i : indices) {
+      if (i < -n || i >= n) c.fail(fmt::format("index {} is out of range for axis {} of size {}", i, axis, n));
+      if (i < 0) i += n;
+    }
+    NodeId taken = takeAlong(c, data, axis, indices);
+    c.setOutput(0, c.reshapeTo(taken, out, c.name()));
+    return;
+  }
+  NodeId idx = c.convertTo(c.in(1), ir::DType::i64);
+  if (!ir::isInteger(c.typeOf(c.in(1)).dtype)) c.fail("indices must be integers");
+  idx = c.g.select(c.g.compare(ir::CompareDir::LT, idx, c.splatLike(idx, 0)),
+                   c.g.binary(OpKind::Add, idx, c.splatLike(idx, static_cast<double>(n))), idx);
+  // one-hot[I..., n] = (idx[I...] == iota n), laid out in the result order with n at `pos`
+  size_t q = is.size();
+  Shape wide(ds.begin(), ds.begin() + static_cast<std::ptrdiff_t>(axis));
+  wide.insert(wide.end(), is.begin(), is.end());
+  size_t pos = wide.size();
+  wide.push_back(Dim(n));
+  wide.insert(wide.end(), ds.begin() + static_cast<std::ptrdiff_t>(axis) + 1, ds.end());
+  std::vector<int64_t> idxDims, dataDims;
+  for (size_t i = 0; i < q; ++i) idxDims.push_back(static_cast<int64_t>(axis + i));
+  NodeId idxWide = c.g.broadcastInDim(idx, wide, idxDims);
+  NodeId iota = c.g.iota(ir::DType::i64, wide, static_cast<int64_t>(pos));
+  NodeId hot = c.g.compare(ir::CompareDir::EQ, idxWide, iota);
+  for (size_t i = 0; i < ds.size(); ++i)
+    dataDims.push_back(static_cast<int64_t>(i < axis ? i : i == axis ? pos : pos + (i - axis)));
+  NodeId dataWide = c.g.broadcastInDim(data, wide, dataDims);
+  ir::DType t = c.typeOf(data).dtype;
+  if (ir::isBool(t)) {
+    NodeId picked = c.g.binary(OpKind::And, hot, dataWide);
+    c.setOutput(0, c.g.reduce(ir::ReduceKind::Any, picked, {static_cast<int64_t>(pos)}, c.name()));
+    return;
+  }
+  NodeId picked = c.g.select(hot, dataWide, c.splatLike(dataWide, 0));
+  c.setOutput(0, c.g.reduce(ir::ReduceKind::Sum, picked, {static_cast<int64_t>(pos)}, c.name()));
+}
+
+} // namespace
+
+void addLayoutOps(OperatorTable& t) {
+  t["Reshape"] = lowerReshape;
+  t["Flatten"] = lowerFlatten;
+  t["Squeeze"] = lowerSqueeze;
+  t["Unsqueeze"] = lowerUnsqueeze;
+  t["Transpose"] = lowerTranspose;
+  t["Expand"] = lowerExpand;
+  t["Concat"] = lowerConcat;
+  t["Slice"] = lowerSlice;
+  t["Pad"] = lowerPad;
+  t["Shape"] = lowerShape;
+  t["Constant"] = lowerConstant;
+  t["ConstantOfShape"] = lowerConstantOfShape;
+  t["Gather"] = lowerGather;
+}
+
+} // namespace weft::onnx
