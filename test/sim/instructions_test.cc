@@ -174,7 +174,9 @@ TEST_CASE("setp: every comparison, unordered floats, .and/.or and the second pre
   }
   // integers: -1 vs 1 signed and unsigned
   for (const char* c : {"lt.s32", "lt.u32", "lo.u32", "hs.u32", "ge.s64", "eq.b32"}) cmp(c, "-1", "1");
-  body += "  setp.lt.and.f32 %p2|%p3, %f2, %f3, %p1;\n" + stPred("%p2", k++) + stPred("%p3", k++);
+  body += "  setp.lt.and.f32 %p2|%p3, %f2, %f3, %p1;\n" + stPred("%p2", k);
+  body += stPred("%p3", k + 1);
+  k += 2;
   body += "  setp.gt.or.s32 %p4, 1, 2, !%p1;\n" + stPred("%p4", k++);
   auto r = runScalar(body, k);
   const int want[] = {
