@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <array>
 #include <map>
 #include <mutex>
 
@@ -79,11 +80,34 @@ std::shared_ptr<const DriverApi> loadDriverApi(const std::string& library) {
   return api;
 }
 
+namespace {
+/// Names for the codes of a driver that cannot name them itself: the ones a stub, missing
+/// or mismatched driver answers with before anything else works.
+const char* const* unusableDriverCode(CUresult result) {
+  static const std::map<CUresult, std::array<const char*, 2>> codes = {
+      {CUDA_ERROR_STUB_LIBRARY, {"CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"}},
+      {CUDA_ERROR_NO_DEVICE, {"CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"}},
+      {CUDA_ERROR_NOT_INITIALIZED, {"CUDA_ERROR_NOT_INITIALIZED", "initialization error"}},
+      {CUDA_ERROR_SYSTEM_DRIVER_MISMATCH,
+       {"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+        "system has unsupported display driver / cuda driver combination"}},
+      {CUDA_ERROR_DEVICE_UNAVAILABLE,
+       {"CUDA_ERROR_DEVICE_UNAVAILABLE", "CUDA-capable device(s) is/are busy or "
+                                         "unavailable"}},
+  };
+  auto it = codes.find(result);
+  return it == codes.end() ? nullptr : it->second.data();
+}
+} // namespace
+
 std::string describeResult(const DriverApi& api, CUresult result) {
   const char* name = nullptr;
   const char* text = nullptr;
-  if (!api.cuGetErrorName || api.cuGetErrorName(result, &name) != CUDA_SUCCESS || !name)
+  if (!api.cuGetErrorName || api.cuGetErrorName(result, &name) != CUDA_SUCCESS || !name) {
+    if (const char* const* known = unusableDriverCode(result))
+      return fmt::format("{} ({})", known[0], known[1]);
     return fmt::format("CUresult {}", static_cast<int>(result));
+  }
   if (!api.cuGetErrorString || api.cuGetErrorString(result, &text) != CUDA_SUCCESS || !text)
     return name;
   return fmt::format("{} ({})", name, text);

@@ -1,0 +1,257 @@
+// What the cuda device asks of the driver, in order, for each thing weft does: set up, load
+// and launch, cooperative launch, the shared-memory opt-in, graph capture, replay and
+// argument update, timers, copies and teardown. Checked against a fake driver.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "fake_driver.h"
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/cuda_device_impl.h"
+
+using namespace weft;
+using namespace weft::runtime::cuda;
+using namespace weft::runtime::cuda::testing;
+using Calls = std::vector<std::string>;
+
+namespace {
+/// The calls with runs of one call collapsed ("cuDeviceGetAttribute" × 15 → once).
+Calls collapsed(const Calls& calls) {
+  Calls out;
+  for (const std::string& c : calls)
+    if (out.empty() || out.back() != c) out.push_back(c);
+  return out;
+}
+
+std::vector<uint8_t> bytesOf(uint64_t v) {
+  std::vector<uint8_t> b(8);
+  std::memcpy(b.data(), &v, 8);
+  return b;
+}
+} // namespace
+
+TEST_CASE("the device is set up on the primary context with a stream, and reads its spec",
+          "[cuda]") {
+  auto api = fakeDriverApi();
+  CudaDevice device(api, 0);
+  CHECK(collapsed(fakeDriver().calls) ==
+        Calls{"cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName",
+              "cuDeviceGetAttribute", "cuDevicePrimaryCtxRetain", "cuStreamCreate"});
+  const DeviceSpec& s = device.spec();
+  CHECK(device.name() == "cuda:0 (Fake H100, sm_90, 132 SMs)");
+  CHECK(s.name == "Fake H100");
+  CHECK(s.computeCapability == 90);
+  CHECK(s.smCount == 132);
+  CHECK(s.maxThreadsPerSM == 2048);
+  CHECK(s.maxBlocksPerSM == 32);
+  CHECK(s.registersPerSM == 65536);
+  CHECK(s.sharedMemoryPerSM == 228 * 1024);
+  CHECK(s.sharedMemoryPerBlock == 227 * 1024);
+  CHECK(s.sharedMemoryPerBlockDefault == 48 * 1024);
+  CHECK(s.clockGHz == Approx(1.98));
+  // 5120-bit bus × 2619 MHz × 2 transfers per clock
+  CHECK(s.memoryBandwidthGBs == Approx(5120 / 8.0 * 2.619e9 * 2 / 1e9));
+}
+
+TEST_CASE("teardown waits for the stream and frees everything before releasing the context",
+          "[cuda]") {
+  auto api = fakeDriverApi();
+  {
+    CudaDevice device(api, 0);
+    device.getKernel(device.loadModule("ptx"), "k");
+    device.allocate(100);
+    device.free(device.allocate(5000));
+    device.beginCapture();
+    device.endCapture();
+    device.startTimer();
+    device.stopTimer();
+    fakeDriver().calls.clear();
+  }
+  CHECK(collapsed(fakeDriver().calls) ==
+        Calls{"cuStreamSynchronize", "cuGraphExecDestroy", "cuGraphDestroy", "cuEventDestroy",
+              "cuModuleUnload", "cuMemFree", "cuStreamDestroy", "cuDevicePrimaryCtxRelease"});
+  CHECK(fakeDriver().allocations.empty());
+}
+
+TEST_CASE("load, look up and launch a kernel", "[cuda]") {
+  auto api = fakeDriverApi();
+  CudaDevice device(api, 0);
+  fakeDriver().paramSizes["scale"] = {8, 4};
+  fakeDriver().jitInfoLog = "ptxas info    : Used 8 registers";
+  ModuleHandle m = device.loadModule(".version 8.0 ...");
+  KernelHandle k = device.getKernel(m, "scale");
+  LaunchConfig c;
+  c.grid = {4, 2, 1};
+  c.block = {128, 1, 1};
+  device.launch(k, c, {KernelArg::pointer(0xabc0), KernelArg::of<float>(2.0f)});
+  device.synchronize();
+  CHECK(callsSince("cuModuleLoadDataEx") == Calls{"cuModuleLoadDataEx", "cuModuleGetFunction",
+                                                  "cuFuncGetAttribute", "cuLaunchKernel",
+                                                  "cuStreamSynchronize"});
+  REQUIRE(fakeDriver().launches.size() == 1);
+  const FakeLaunch& l = fakeDriver().launches[0];
+  CHECK(l.kernel == "scale");
+  CHECK(l.grid[0] == 4);
+  CHECK(l.grid[1] == 2);
+  CHECK(l.block[0] == 128);
+  CHECK_FALSE(l.cooperative);
+  CHECK(l.args[0] == bytesOf(0xabc0));
+  float scale = 0;
+  std::memcpy(&scale, l.args[1].data(), 4);
+  CHECK(scale == 2.0f);
+}
+
+TEST_CASE("a cooperative launch goes through cuLaunchCooperativeKernel", "[cuda]") {
+  auto api = fakeDriverApi();
+  CudaDevice device(api, 0);
+  KernelHandle k = device.getKernel(device.loadModule("ptx"), "grid_sync");
+  LaunchConfig c;
+  c.grid = {264, 1, 1};
+  c.block = {256, 1, 1};
+  c.cooperative = true;
+  fakeDriver().calls.clear();
+  device.launch(k, c, {});
+  CHECK(fakeDriver().calls == Calls{"cuLaunchCooperativeKernel"});
+  REQUIRE(fakeDriver().launches.size() == 1);
+  CHECK(fakeDriver().launches[0].cooperative);
+  CHECK(fakeDriver().launches[0].grid[0] == 264);
+}
+
+TEST_CASE("dynamic shared memory above 48 KiB is opted in once per kernel and size", "[cuda]") {
+  auto api = fakeDriverApi();
+  CudaDevice device(api, 0);
+  fakeDriver().staticSharedBytes["with_static"] = 16 * 1024;
+  ModuleHandle m = device.loadModule("ptx");
+  KernelHandle k = device.getKernel(m, "k");
+  KernelHandle s = device.getKernel(m, "with_static");
+  LaunchConfig c;
+  fakeDriver().calls.clear();
+
+  c.dynamicSharedBytes = 40 * 1024; // fits the default 48 KiB: no opt-in
+  device.launch(k, c, {});
+  CHECK(fakeDriver().calls == Calls{"cuLaunchKernel"});
+
+  c.dynamicSharedBytes = 64 * 1024;
+  device.launch(k, c, {});
+  device.launch(k, c, {});
+  c.dynamicSharedBytes = 60 * 1024; // below what was opted in
+  device.launch(k, c, {});
+  CHECK(callsSince("cuFuncSetAttribute") ==
+        Calls{"cuFuncSetAttribute", "cuLaunchKernel", "cuLaunchKernel", "cuLaunchKernel"});
+  CHECK(fakeDriver().dynamicSharedOptIn["k"] == 64 * 1024);
+
+  // 16 KiB static + 40 KiB dynamic exceeds 48 KiB in total: opted in
+  c.dynamicSharedBytes = 40 * 1024;
+  fakeDriver().calls.clear();
+  device.launch(s, c, {});
+  CHECK(fakeDriver().calls == Calls{"cuFuncSetAttribute", "cuLaunchKernel"});
+  CHECK(fakeDriver().dynamicSharedOptIn["with_static"] == 40 * 1024);
+
+  // occupancy is asked with the opt-in in place
+  fakeDriver().calls.clear();
+  CHECK(device.maxActiveBlocksPerSM(k, 256, 100 * 1024) == 8);
+  CHECK(fakeDriver().calls ==
+        Calls{"cuFuncSetAttribute", "cuOccupancyMaxActiveBlocksPerMultiprocessor"});
+}
+
+TEST_CASE("graph capture records launches, replays them and updates one node's arguments",
+          "[cuda]") {
+  auto api = fakeDriverApi();
+  CudaDevice device(api, 0);
+  fakeDriver().paramSizes["first"] = {8};
+  fakeDriver().paramSizes["second"] = {8, 8};
+  ModuleHandle m = device.loadModule("ptx");
+  KernelHandle first = device.getKernel(m, "first");
+  KernelHandle second = device.getKernel(m, "second");
+  LaunchConfig plain;
+  plain.grid = {8, 1, 1};
+  LaunchConfig cooperative = plain;
+  cooperative.cooperative = true;
+
+  fakeDriver().calls.clear();
+  device.beginCapture();
+  device.launch(first, plain, {KernelArg::pointer(0x100)});
+  device.launch(second, cooperative, {KernelArg::pointer(0x200), KernelArg::pointer(0x300)});
+  GraphHandle g = device.endCapture();
+  CHECK(g == 0);
+  CHECK(collapsed(fakeDriver().calls) ==
+        Calls{"cuStreamBeginCapture", "cuLaunchKernel", "cuLaunchCooperativeKernel",
+              "cuStreamEndCapture", "cuGraphGetNodes", "cuGraphNodeGetType",
+              "cuGraphKernelNodeGetParams", "cuGraphInstantiateWithFlags"});
+  CHECK(fakeDriver().launches.empty()); // captured, not run
+
+  fakeDriver().calls.clear();
+  device.replay(g);
+  CHECK(fakeDriver().calls == Calls{"cuGraphLaunch"});
+  REQUIRE(fakeDriver().graphLaunches.size() == 2);
+  CHECK(fakeDriver().graphLaunches[0].kernel == "first");
+  CHECK(fakeDriver().graphLaunches[1].kernel == "second");
+  CHECK(fakeDriver().graphLaunches[1].cooperative);
+
+  // node 1 (in capture order) gets new pointers; node 0 keeps its own
+  fakeDriver().calls.clear();
+  fakeDriver().graphLaunches.clear();
+  device.updateGraphKernelArgs(g, 1, {KernelArg::pointer(0x2000), KernelArg::pointer(0x3000)});
+  device.replay(g);
+  CHECK(fakeDriver().calls == Calls{"cuGraphExecKernelNodeSetParams", "cuGraphLaunch"});
+  REQUIRE(fakeDriver().graphLaunches.size() == 2);
+  CHECK(fakeDriver().graphLaunches[0].args[0] == bytesOf(0x100));
+  CHECK(fakeDriver().graphLaunches[1].args[0] == bytesOf(0x2000));
+  CHECK(fakeDriver().graphLaunches[1].args[1] == bytesOf(0x3000));
+  CHECK(fakeDriver().graphLaunches[1].grid[0] == 8); // the launch shape is the captured one
+}
+
+TEST_CASE("a timer records two events on the stream and reads the time between them", "[cuda]") {
+  auto api = fakeDriverApi();
+  CudaDevice device(api, 0);
+  fakeDriver().calls.clear();
+  device.startTimer();
+  std::optional<double> ms = device.stopTimer();
+  REQUIRE(ms.has_value());
+  CHECK(*ms == Approx(1.5));
+  CHECK(fakeDriver().calls == Calls{"cuEventCreate", "cuEventCreate", "cuEventRecord",
+                                    "cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime"});
+  fakeDriver().calls.clear();
+  device.startTimer(); // events are made once
+  device.stopTimer();
+  CHECK(fakeDriver().calls ==
+        Calls{"cuEventRecord", "cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime"});
+}
+
+TEST_CASE("copies are ordered on the device's stream and complete before returning", "[cuda]") {
+  auto api = fakeDriverApi();
+  CudaDevice device(api, 0);
+  DevicePtr p = device.allocate(16);
+  float host[4] = {};
+  fakeDriver().calls.clear();
+  device.copyToDevice(p, host, sizeof host);
+  device.memset(p, 0, sizeof host);
+  device.copyToHost(host, p, sizeof host);
+  device.copyToHost(host, p, 0); // nothing to do
+  CHECK(fakeDriver().calls == Calls{"cuMemcpyHtoDAsync", "cuStreamSynchronize", "cuMemsetD8Async",
+                                    "cuMemcpyDtoHAsync", "cuStreamSynchronize"});
+}
+
+TEST_CASE("freed device memory is reused from the cache and given back by a trim", "[cuda]") {
+  auto api = fakeDriverApi();
+  CudaDevice device(api, 0);
+  DevicePtr a = device.allocate(1000);
+  device.free(a);
+  DevicePtr b = device.allocate(900); // the same 1 KiB size class
+  CHECK(b == a);
+  CHECK(fakeDriver().memAllocCalls == 1);
+  device.free(b);
+  fakeDriver().calls.clear();
+  CHECK(trimDeviceMemoryCache(device) == 1024);
+  CHECK(fakeDriver().calls == Calls{"cuStreamSynchronize", "cuMemFree"});
+  CHECK(fakeDriver().allocations.empty());
+
+  SECTION("out of memory: the cache is trimmed and the allocation retried") {
+    DevicePtr c = device.allocate(4096);
+    device.free(c);
+    fakeDriver().failures["cuMemAlloc"] = CUDA_ERROR_OUT_OF_MEMORY;
+    CHECK_THROWS_WITH(device.allocate(1 << 20), "out of device memory allocating 1048576 bytes (0 "
+                                                "bytes live in weft's allocator, cache trimmed)");
+    CHECK(fakeDriver().allocations.empty()); // the cached 4 KiB went back to the driver
+  }
+}
