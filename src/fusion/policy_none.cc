@@ -32,13 +32,6 @@ ir::Dim ceilDiv(const ir::Dim& d, int64_t per, bool* exact) {
   return d;
 }
 
-ir::Dim product(const ir::Shape& s, size_t from, size_t to) {
-  ir::Dim p = 1;
-  for (size_t i = from; i < to; ++i)
-    p = p * s[i];
-  return p;
-}
-
 int vectorWidthFor(ir::DType t, const ir::Dim& inner, const ir::Dim& elements) {
   int w = ir::dtypeBytes(t) >= 8 ? 2 : 4;
   if (inner.isStatic() && inner.size() == 0) return 1;
@@ -161,7 +154,7 @@ FusionPlan planNone(const ir::Graph& graph, const DeviceSpec& device) {
       for (ir::NodeId o : n.operands)
         bufferFor(o);
       bufferFor(n.id);
-      plan.steps.push_back(LibraryCall{n.id});
+      plan.steps.emplace_back(std::in_place_type<LibraryCall>, LibraryCall{n.id});
       continue;
     }
     KernelPlan k;
@@ -204,7 +197,7 @@ FusionPlan planNone(const ir::Graph& graph, const DeviceSpec& device) {
     k.launch.blockSize = m.blockSize;
     k.launch.tiles = m.tiles;
     k.launch.maxBlocks = m.maxBlocks;
-    plan.steps.push_back(std::move(k));
+    plan.steps.emplace_back(std::in_place_type<KernelPlan>, std::move(k));
   }
   return plan;
 }

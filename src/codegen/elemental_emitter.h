@@ -1,0 +1,53 @@
+#pragma once
+// Element generators (XLA's elemental IR emitter): emit(value, index) produces the code for one
+// element of a value at a multi-index (LLVM values of the kernel's index type), composing the
+// generators of its operands. A value the plan placed in memory (an input buffer, shared
+// memory, global scratch, an output already written) gets a generator that loads it instead:
+// the kernel emitter installs those with setGenerator, and so do reduction emitters for a
+// reduce's result in registers.
+//
+// Generated values are cached per (value, index) until clearCache(): callers clear it at the
+// start of every element they emit, so shared subexpressions (x * x) are emitted once without
+// ever reusing a value that does not dominate its use.
+#include <functional>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "codegen/emitter_context.h"
+
+namespace weft::codegen {
+
+class ElementalEmitter {
+public:
+  using Generator = std::function<llvm::Value*(const Index&)>;
+  explicit ElementalEmitter(KernelContext& k) : k_(k) {}
+
+  /// The element of `value` at `index` (rank of the value's shape), in its compute type.
+  llvm::Value* emit(ir::NodeId value, const Index& index);
+  void setGenerator(ir::NodeId value, Generator g) { overrides_[value] = std::move(g); }
+  void clearGenerator(ir::NodeId value) { overrides_.erase(value); }
+  bool hasGenerator(ir::NodeId value) const { return overrides_.count(value) > 0; }
+  void clearCache() { cache_.clear(); }
+
+private:
+  llvm::Value* compute(const ir::Node& n, const Index& index);
+  llvm::Value* unary(const ir::Node& n, const Index& index);
+  llvm::Value* binary(const ir::Node& n, const Index& index);
+  llvm::Value* constant(const ir::Node& n, const Index& index);
+  llvm::Value* concatenate(const ir::Node& n, const Index& index);
+  llvm::Value* pad(const ir::Node& n, const Index& index);
+  llvm::Value* reduceInline(const ir::Node& n, const Index& index);
+  /// The operand's index for an elementwise op: the same index, or none for a scalar operand.
+  Index operandIndex(const ir::Node& operand, const Index& index) const;
+
+  KernelContext& k_;
+  std::map<ir::NodeId, Generator> overrides_;
+  std::map<std::pair<ir::NodeId, std::vector<llvm::Value*>>, llvm::Value*> cache_;
+};
+
+/// NaN-propagating max/min of the reference interpreter, integer max/min, bool or/and.
+llvm::Value* emitMax(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, ir::DType t);
+llvm::Value* emitMin(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, ir::DType t);
+
+} // namespace weft::codegen

@@ -1,0 +1,91 @@
+#pragma once
+// What every emitter of one kernel shares: the LLVM builder and function, the plan being
+// emitted, the kernel's parameters (buffer pointers, symbol sizes, barrier state), the index
+// type, and small IR helpers (thread ids, barriers, loops, element loads and stores).
+//
+// Conventions: element values are held in their compute type (f16/bf16/f32 → float, f64 →
+// double, integers as themselves, bool → i1); memory holds the storage type (bool as i8,
+// f16 as half, bf16 as bfloat). Indices are `indexTy`: i32 when every size of the kernel is
+// static and below 2^31, i64 otherwise.
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include "codegen/compile.h"
+#include "fusion/fusion_plan.h"
+#include "ir/graph.h"
+
+namespace weft::codegen {
+
+struct KernelContext {
+  llvm::Module* module = nullptr;
+  llvm::IRBuilder<>* b = nullptr;
+  llvm::Function* fn = nullptr;
+  const fusion::FusionPlan* plan = nullptr;
+  const fusion::KernelPlan* kernel = nullptr; // null for library kernels
+  std::string kernelName;
+  const ir::Graph* graph = nullptr;
+  bool useLibdevice = false;
+  llvm::IntegerType* indexTy = nullptr;
+  int blockSize = 256;
+  std::map<int, llvm::Value*> bufferArg;         // FusionPlan buffer → ptr addrspace(1)
+  std::map<std::string, llvm::Value*> symbolArg; // symbol → i64 size
+  llvm::Value* barrierState = nullptr;           // ptr addrspace(1), when the kernel needs one
+  llvm::GlobalVariable* dynamicShared = nullptr; // extern shared [0 x i8]
+  llvm::GlobalVariable* reduceScratch = nullptr; // static shared, for cross-warp combines
+  /// Multi-indices made by delinearize, with the shape and flat index they came from, so that
+  /// linearizing them again over the same shape is free (and loads stay provably contiguous,
+  /// which lets LLVM's load/store vectoriser form ld.global.v4).
+  std::map<std::vector<llvm::Value*>, std::pair<ir::Shape, llvm::Value*>> flatOfIndex;
+
+  llvm::LLVMContext& ctx() const { return module->getContext(); }
+  /// "kernel \"k\": op \"x\" (add)" — the prefix of every error about one op of this kernel.
+  std::string where(ir::NodeId op) const;
+  [[noreturn]] void fail(ir::NodeId op, const std::string& what) const;
+
+  llvm::Value* index(int64_t v) const { return llvm::ConstantInt::get(indexTy, v, true); }
+  llvm::Value* dim(const ir::Dim& d) const;          // a size in indexTy
+  llvm::Value* elements(const ir::Shape& s) const;   // product of dims, indexTy
+  llvm::Value* toIndex(llvm::Value* v) const;        // sext/trunc an integer to indexTy
+
+  // thread geometry
+  llvm::Value* threadId();
+  llvm::Value* blockId();
+  llvm::Value* gridSize();
+  llvm::Value* laneId() { return b->CreateAnd(threadId(), 31); } // i32
+  void blockBarrier();
+
+  // control flow
+  llvm::AllocaInst* entryAlloca(llvm::Type* t, const std::string& name);
+  /// for (iv = start; iv < end; iv += step) body(iv)   (signed compare, indexTy or i32)
+  void loop(const std::string& name, llvm::Value* start, llvm::Value* end, llvm::Value* step,
+            const std::function<void(llvm::Value*)>& body);
+  void ifThen(llvm::Value* cond, const std::function<void()>& then);
+
+  // memory
+  llvm::Value* bufferPointer(int buffer, ir::NodeId forValue) const;
+  llvm::Value* sharedPointer(int64_t byteOffset);
+  llvm::Value* loadElement(llvm::Value* base, ir::DType t, llvm::Value* flat, unsigned align = 0);
+  void storeElement(llvm::Value* base, ir::DType t, llvm::Value* flat, llvm::Value* value,
+                    unsigned align = 0);
+};
+
+llvm::Type* computeType(llvm::LLVMContext& c, ir::DType t);
+llvm::Type* memoryType(llvm::LLVMContext& c, ir::DType t);
+/// Compute value → the dtype's precision and back (f16/bf16 round to nearest even).
+llvm::Value* roundToDType(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t);
+/// Converts a compute value of dtype `from` to a compute value of dtype `to`, as the
+/// reference interpreter does (float→int truncates toward zero and saturates, NaN → 0;
+/// anything→bool is != 0).
+llvm::Value* convertValue(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType from, ir::DType to);
+llvm::Constant* constantOf(llvm::LLVMContext& c, ir::DType t, double v); // compute type
+
+using Index = std::vector<llvm::Value*>;
+Index delinearize(KernelContext& k, const ir::Shape& s, llvm::Value* flat);
+llvm::Value* linearize(KernelContext& k, const ir::Shape& s, const Index& idx);
+
+} // namespace weft::codegen

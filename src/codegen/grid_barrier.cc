@@ -1,0 +1,60 @@
+#include "codegen/grid_barrier.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+namespace weft::codegen {
+
+llvm::Function* getOrEmitGridBarrier(llvm::Module& m) {
+  if (llvm::Function* f = m.getFunction(kGridBarrierName)) return f;
+  llvm::LLVMContext& c = m.getContext();
+  llvm::Type* ptr = llvm::PointerType::get(c, 1);
+  auto* fty = llvm::FunctionType::get(llvm::Type::getVoidTy(c), {ptr, llvm::Type::getInt32Ty(c)}, false);
+  auto* f = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, kGridBarrierName, m);
+  f->addFnAttr(llvm::Attribute::NoInline);
+  f->addFnAttr(llvm::Attribute::Convergent);
+  llvm::Value* state = f->getArg(0);
+  llvm::Value* blocks = f->getArg(1);
+
+  auto* entry = llvm::BasicBlock::Create(c, "entry", f);
+  auto* leader = llvm::BasicBlock::Create(c, "leader", f);
+  auto* last = llvm::BasicBlock::Create(c, "last", f);
+  auto* spin = llvm::BasicBlock::Create(c, "spin", f);
+  auto* done = llvm::BasicBlock::Create(c, "done", f);
+  llvm::IRBuilder<> b(entry);
+  auto i32 = b.getInt32Ty();
+  auto* ldAcquire = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {ptr}, false),
+                                         "ld.acquire.gpu.global.u32 $0, [$1];", "=r,l,~{memory}", true);
+  auto* atomAdd = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {ptr, i32}, false),
+                                       "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;", "=r,l,r,~{memory}", true);
+  auto* stRelease = llvm::InlineAsm::get(llvm::FunctionType::get(b.getVoidTy(), {ptr, i32}, false),
+                                         "st.release.gpu.global.u32 [$0], $1;", "l,r,~{memory}", true);
+
+  b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+  llvm::Value* tid = b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
+  b.CreateCondBr(b.CreateICmpEQ(tid, b.getInt32(0)), leader, done);
+
+  b.SetInsertPoint(leader);
+  llvm::Value* genPtr = b.CreateConstInBoundsGEP1_32(i32, state, 1);
+  llvm::Value* gen = b.CreateCall(ldAcquire, {genPtr});
+  llvm::Value* old = b.CreateCall(atomAdd, {state, b.getInt32(1)});
+  b.CreateCondBr(b.CreateICmpEQ(old, b.CreateSub(blocks, b.getInt32(1))), last, spin);
+
+  b.SetInsertPoint(last);
+  b.CreateAlignedStore(b.getInt32(0), state, llvm::Align(4), /*isVolatile=*/true);
+  b.CreateCall(stRelease, {genPtr, b.CreateAdd(gen, b.getInt32(1))});
+  b.CreateBr(done);
+
+  b.SetInsertPoint(spin);
+  llvm::Value* now = b.CreateCall(ldAcquire, {genPtr});
+  b.CreateCondBr(b.CreateICmpEQ(now, gen), spin, done);
+
+  b.SetInsertPoint(done);
+  b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+  b.CreateRetVoid();
+  return f;
+}
+
+} // namespace weft::codegen

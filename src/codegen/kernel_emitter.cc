@@ -1,0 +1,678 @@
+#include "codegen/kernel_emitter.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <limits>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Metadata.h>
+#include <set>
+
+#include "codegen/elemental_emitter.h"
+#include "codegen/grid_barrier.h"
+#include "codegen/reduction_emitter.h"
+#include "weft/error.h"
+
+namespace weft::codegen {
+
+using fusion::Storage;
+
+namespace {
+
+constexpr int64_t kMaxGrid = std::numeric_limits<int32_t>::max();
+
+void annotate(llvm::Module& m, llvm::Function* f, const char* key, int value) {
+  llvm::LLVMContext& c = m.getContext();
+  llvm::NamedMDNode* md = m.getOrInsertNamedMetadata("nvvm.annotations");
+  llvm::Metadata* ops[] = {llvm::ValueAsMetadata::get(f), llvm::MDString::get(c, key),
+                           llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(llvm::Type::getInt32Ty(c), value))};
+  md->addOperand(llvm::MDNode::get(c, ops));
+}
+
+/// How a phase's tile loop cuts its index space.
+struct TileSpace {
+  enum class Kind { Flat, Rows, Columns };
+  Kind kind = Kind::Flat;
+  ir::Dim units = 1;         // rows, columns or flat elements
+  int64_t unitsPerTile = 1;
+  int split = 1;
+  ir::NodeId anchor = -1;    // the dominant the space comes from
+  // the current tile, valid inside the tile loop
+  llvm::Value* u0 = nullptr;
+  llvm::Value* u1 = nullptr;
+  llvm::Value* part = nullptr;
+};
+
+/// The function builder for one KernelPlan.
+class KernelEmitter {
+public:
+  KernelEmitter(llvm::Module& m, const fusion::FusionPlan& plan, int step, bool useLibdevice)
+      : m_(m), plan_(plan), kp_(std::get<fusion::KernelPlan>(plan.steps[size_t(step)])), step_(step),
+        b_(m.getContext()) {
+    k_.module = &m;
+    k_.b = &b_;
+    k_.plan = &plan;
+    k_.kernel = &kp_;
+    k_.kernelName = kp_.name;
+    k_.graph = &plan.graph;
+    k_.useLibdevice = useLibdevice;
+    k_.blockSize = kp_.launch.blockSize;
+  }
+
+  EmittedKernel run();
+
+private:
+  const ir::Node& node(ir::NodeId id) const { return plan_.graph.node(id); }
+  const fusion::ValuePlacement& placement(ir::NodeId id) const;
+  void validate();
+  void declareFunction();
+  TileSpace spaceOf(const std::vector<const fusion::Stage*>& phase);
+  ir::Dim innerOf(const TileSpace& s, ir::NodeId value) const; // elements per unit
+  llvm::Value* localIndex(const TileSpace& s, ir::NodeId value, llvm::Value* flat);
+  void installLoad(ir::NodeId value, const TileSpace* space);
+  void store(const TileSpace& s, ir::NodeId value, llvm::Value* flat, llvm::Value* v);
+  void emitPhase(const std::vector<const fusion::Stage*>& phase);
+  void emitStage(TileSpace& s, const fusion::Stage& st);
+  void emitElementwiseStage(TileSpace& s, const fusion::Group& g, const std::vector<ir::NodeId>& values);
+  void emitReduceStage(TileSpace& s, const fusion::Group& g, const fusion::Stage& st);
+  bool isSplit(const fusion::Group& g) const;
+  void emitSplitInit();
+  void gridBarrier();
+
+  llvm::Module& m_;
+  const fusion::FusionPlan& plan_;
+  const fusion::KernelPlan& kp_;
+  int step_;
+  llvm::IRBuilder<> b_;
+  KernelContext k_;
+  std::unique_ptr<ElementalEmitter> gen_;
+  CompiledKernel info_;
+  std::set<ir::NodeId> written_;     // values materialised by an earlier stage
+  std::set<ir::NodeId> sharedThisPhase_;
+  bool sharedDirty_ = false;         // shared memory written since the last block barrier
+  int64_t dynamicShared_ = 0;
+  bool needsBarrierState_ = false;
+};
+
+const fusion::ValuePlacement& KernelEmitter::placement(ir::NodeId id) const {
+  auto it = kp_.placement.find(id);
+  if (it == kp_.placement.end()) k_.fail(id, "has no placement in the kernel plan");
+  return it->second;
+}
+
+bool KernelEmitter::isSplit(const fusion::Group& g) const {
+  if (const auto* r = std::get_if<fusion::RowReduceMapping>(&g.mapping)) return r->splitFactor > 1;
+  if (const auto* c = std::get_if<fusion::ColumnReduceMapping>(&g.mapping)) return c->splitFactor > 1;
+  return false;
+}
+
+void KernelEmitter::validate() {
+  const DeviceSpec& d = plan_.device;
+  const fusion::LaunchPlan& l = kp_.launch;
+  ir::NodeId first = kp_.stages.empty() ? -1 : kp_.groups.at(size_t(kp_.stages[0].group)).dominant;
+  if (kp_.stages.empty()) throw Error(k_.where(-1) + ": the plan has no stages");
+  if (l.blockSize < 1 || l.blockSize > d.maxThreadsPerBlock)
+    k_.fail(first, fmt::format("block size {} is outside [1, {}] for {}", l.blockSize, d.maxThreadsPerBlock, d.name));
+  if (l.tiles.isStatic()) {
+    int64_t grid = l.maxBlocks > 0 ? std::min(l.tiles.size(), l.maxBlocks) : l.tiles.size();
+    if (grid > kMaxGrid)
+      k_.fail(first, fmt::format("the mapping needs a grid of {} blocks but a launch holds at most 2^31-1; "
+                                 "use more elements per thread or cap the grid (maxBlocks)",
+                                 grid));
+  }
+  for (ir::NodeId op : kp_.ops) {
+    const ir::Node& n = node(op);
+    if (n.kind == ir::OpKind::Dot || n.kind == ir::OpKind::Parameter)
+      k_.fail(op, "cannot be computed inside a stitched kernel (parameters are inputs; dots are library calls)");
+  }
+  for (const fusion::Group& g : kp_.groups) {
+    if (!isSplit(g)) continue;
+    const ir::Node& r = node(g.dominant);
+    ir::DType t = r.type.dtype;
+    auto kind = r.kind == ir::OpKind::Reduce ? r.attr<ir::ReduceAttrs>().kind : ir::ReduceKind::Prod;
+    bool typeOk = t == ir::DType::f32 || t == ir::DType::f64 || t == ir::DType::i32 || t == ir::DType::i64;
+    bool kindOk = kind == ir::ReduceKind::Sum || kind == ir::ReduceKind::Max || kind == ir::ReduceKind::Min;
+    if (r.kind != ir::OpKind::Reduce || !typeOk || !kindOk)
+      k_.fail(g.dominant, fmt::format("a split reduce combines partials with atomics, which exist for sum/max/min "
+                                      "of f32, f64, i32 and i64 only, not {} of {}; use splitFactor 1",
+                                      r.kind == ir::OpKind::Reduce ? ir::reduceKindName(kind) : "a non-reduce",
+                                      ir::dtypeName(t)));
+    Storage s = placement(g.dominant).storage;
+    if (s != Storage::Global && s != Storage::Output)
+      k_.fail(g.dominant, "a split reduce must be placed in global or output storage (its partials meet there)");
+    if (!l.cooperative)
+      k_.fail(g.dominant, "a split reduce initialises its result before a grid barrier, so the kernel must be "
+                          "cooperative");
+    needsBarrierState_ = true;
+  }
+  if (kp_.hasGridBarrier() && !l.cooperative)
+    k_.fail(first, "the plan has a grid barrier but the launch is not cooperative");
+}
+
+void KernelEmitter::declareFunction() {
+  llvm::LLVMContext& c = m_.getContext();
+  // Buffers (by buffer index), then symbols (sorted), then the barrier state.
+  std::map<int, bool> buffers; // buffer → read-only in this kernel
+  for (const auto& [id, p] : kp_.placement) {
+    if (p.storage == Storage::Register || p.storage == Storage::Shared) continue;
+    if (p.buffer < 0) k_.fail(id, fmt::format("is placed in {} storage without a buffer", int(p.storage)));
+    bool readOnly = p.storage == Storage::Input;
+    auto [it, inserted] = buffers.emplace(p.buffer, readOnly);
+    if (!inserted) it->second = it->second && readOnly;
+  }
+  std::set<std::string> symbols;
+  int64_t largest = 0;
+  auto noteShape = [&](const ir::Shape& s) {
+    for (const std::string& sym : ir::symbolsOf(s))
+      symbols.insert(sym);
+    ir::Dim e = ir::numElements(s);
+    if (e.isStatic()) largest = std::max(largest, e.size());
+  };
+  for (const auto& [id, p] : kp_.placement)
+    noteShape(node(id).type.shape);
+  for (ir::NodeId op : kp_.ops) {
+    noteShape(node(op).type.shape);
+    for (ir::NodeId o : node(op).operands)
+      noteShape(node(o).type.shape);
+  }
+  k_.indexTy = symbols.empty() && largest < (int64_t(1) << 30) ? llvm::Type::getInt32Ty(c) : llvm::Type::getInt64Ty(c);
+  needsBarrierState_ = needsBarrierState_ || kp_.hasGridBarrier();
+
+  std::vector<llvm::Type*> types;
+  llvm::Type* gptr = llvm::PointerType::get(c, 1);
+  for (const auto& [buf, ro] : buffers) {
+    (void)ro;
+    types.push_back(gptr);
+    info_.params.push_back({KernelParam::Kind::Buffer, buf, ""});
+  }
+  for (const std::string& s : symbols) {
+    types.push_back(llvm::Type::getInt64Ty(c));
+    info_.params.push_back({KernelParam::Kind::Symbol, -1, s});
+  }
+  if (needsBarrierState_) {
+    types.push_back(gptr);
+    info_.params.push_back({KernelParam::Kind::BarrierState, -1, ""});
+  }
+  auto* fty = llvm::FunctionType::get(llvm::Type::getVoidTy(c), types, false);
+  if (m_.getFunction(kp_.name)) throw Error(k_.where(-1) + ": two kernels of the plan have this name");
+  k_.fn = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, kp_.name, m_);
+  unsigned i = 0;
+  for (const auto& [buf, ro] : buffers) {
+    llvm::Argument* a = k_.fn->getArg(i++);
+    a->setName(fmt::format("b{}", buf));
+    a->addAttr(llvm::Attribute::getWithAlignment(c, llvm::Align(16)));
+    if (ro) {
+      a->addAttr(llvm::Attribute::NoAlias);
+      a->addAttr(llvm::Attribute::ReadOnly);
+    }
+    k_.bufferArg[buf] = a;
+  }
+  for (const std::string& s : symbols) {
+    llvm::Argument* a = k_.fn->getArg(i++);
+    a->setName(s);
+    k_.symbolArg[s] = a;
+  }
+  if (needsBarrierState_) {
+    k_.barrierState = k_.fn->getArg(i++);
+    k_.barrierState->setName("barrier_state");
+  }
+  annotate(m_, k_.fn, "kernel", 1);
+  annotate(m_, k_.fn, "maxntidx", kp_.launch.blockSize);
+  if (kp_.launch.maxRegisters > 0) annotate(m_, k_.fn, "maxnreg", kp_.launch.maxRegisters);
+
+  // Shared memory: the plan's values in one dynamic array, reduction scratch static.
+  for (const auto& [id, p] : kp_.placement)
+    if (p.storage == Storage::Shared) {
+      if (p.sharedOffset < 0 || p.sharedOffset % ir::dtypeBytes(node(id).type.dtype) != 0)
+        k_.fail(id, fmt::format("shared offset {} is not aligned for its dtype", p.sharedOffset));
+      dynamicShared_ = std::max(dynamicShared_, p.sharedOffset + p.sharedBytes);
+    }
+  if (dynamicShared_ > 0) {
+    k_.dynamicShared = m_.getNamedGlobal("weft_dynamic_shared");
+    if (!k_.dynamicShared) {
+      auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(c), 0);
+      k_.dynamicShared = new llvm::GlobalVariable(m_, at, false, llvm::GlobalValue::ExternalLinkage, nullptr,
+                                                  "weft_dynamic_shared", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+      k_.dynamicShared->setAlignment(llvm::Align(16));
+    }
+  }
+  int64_t scratch = 0;
+  for (const fusion::Group& g : kp_.groups)
+    scratch = std::max(scratch, reduceScratchBytes(g.mapping));
+  if (scratch > 0) {
+    auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(c), uint64_t(scratch));
+    k_.reduceScratch = new llvm::GlobalVariable(m_, at, false, llvm::GlobalValue::InternalLinkage,
+                                                llvm::UndefValue::get(at), kp_.name + "_reduce_scratch", nullptr,
+                                                llvm::GlobalValue::NotThreadLocal, 3);
+    k_.reduceScratch->setAlignment(llvm::Align(16));
+  }
+  const DeviceSpec& d = plan_.device;
+  if (dynamicShared_ + scratch > d.sharedMemoryPerBlock)
+    k_.fail(kp_.groups.at(size_t(kp_.stages[0].group)).dominant,
+            fmt::format("needs {} B of shared memory per block ({} B planned + {} B reduction scratch) but {} "
+                        "allows {} B",
+                        dynamicShared_ + scratch, dynamicShared_, scratch, d.name, d.sharedMemoryPerBlock));
+}
+
+TileSpace KernelEmitter::spaceOf(const std::vector<const fusion::Stage*>& phase) {
+  TileSpace s;
+  for (const fusion::Stage* st : phase) {
+    const fusion::Group& g = kp_.groups.at(size_t(st->group));
+    if (const auto* r = std::get_if<fusion::RowReduceMapping>(&g.mapping)) {
+      if (node(g.dominant).kind != ir::OpKind::Reduce) k_.fail(g.dominant, "has a row-reduce mapping but is not a reduce");
+      s.kind = TileSpace::Kind::Rows;
+      s.units = reduceGeometry(plan_.graph, node(g.dominant)).kept;
+      s.unitsPerTile = std::max(1, r->rowsPerBlock);
+      s.split = std::max(1, r->splitFactor);
+      s.anchor = g.dominant;
+      break;
+    }
+    if (const auto* c = std::get_if<fusion::ColumnReduceMapping>(&g.mapping)) {
+      if (node(g.dominant).kind != ir::OpKind::Reduce) k_.fail(g.dominant, "has a column-reduce mapping but is not a reduce");
+      s.kind = TileSpace::Kind::Columns;
+      s.units = reduceGeometry(plan_.graph, node(g.dominant)).kept;
+      s.unitsPerTile = c->tileColumns;
+      s.split = std::max(1, c->splitFactor);
+      s.anchor = g.dominant;
+      break;
+    }
+  }
+  if (s.anchor < 0) {
+    const fusion::Group& g = kp_.groups.at(size_t(phase.front()->group));
+    const auto& e = std::get<fusion::ElementwiseMapping>(g.mapping);
+    s.kind = TileSpace::Kind::Flat;
+    s.units = ir::numElements(node(g.dominant).type.shape);
+    s.unitsPerTile = int64_t(kp_.launch.blockSize) * std::max(1, e.elementsPerThread);
+    s.anchor = g.dominant;
+  }
+  if (s.split > 1 && phase.size() > 1)
+    k_.fail(s.anchor, "a split reduce must be the only stage of its phase");
+  return s;
+}
+
+ir::Dim KernelEmitter::innerOf(const TileSpace& s, ir::NodeId value) const {
+  ir::Dim e = ir::numElements(node(value).type.shape);
+  if (e == s.units) return 1;
+  auto q = e.dividedBy(s.units);
+  if (!q)
+    k_.fail(value, fmt::format("has {} elements, which the phase's index space of {} {} does not divide; "
+                               "it cannot share the tile loop of {}",
+                               e.str(), s.units.str(),
+                               s.kind == TileSpace::Kind::Rows ? "rows" : s.kind == TileSpace::Kind::Columns ? "columns" : "elements",
+                               ir::describe(node(s.anchor))));
+  if (s.kind == TileSpace::Kind::Flat)
+    k_.fail(value, fmt::format("has {} elements but the phase's elementwise space has {}", e.str(), s.units.str()));
+  return *q;
+}
+
+llvm::Value* KernelEmitter::localIndex(const TileSpace& s, ir::NodeId value, llvm::Value* flat) {
+  llvm::IRBuilder<>& b = b_;
+  ir::Dim inner = innerOf(s, value);
+  switch (s.kind) {
+  case TileSpace::Kind::Flat:
+    return b.CreateSub(flat, s.u0);
+  case TileSpace::Kind::Rows:
+    return b.CreateSub(flat, b.CreateMul(s.u0, k_.dim(inner)));
+  case TileSpace::Kind::Columns: {
+    llvm::Value* units = k_.dim(s.units);
+    llvm::Value* r = b.CreateUDiv(flat, units);
+    llvm::Value* c = b.CreateURem(flat, units);
+    return b.CreateAdd(b.CreateMul(r, k_.index(s.unitsPerTile)), b.CreateSub(c, s.u0));
+  }
+  }
+  return nullptr;
+}
+
+void KernelEmitter::installLoad(ir::NodeId value, const TileSpace* space) {
+  const fusion::ValuePlacement& p = placement(value);
+  const ir::Node& n = node(value);
+  if (p.storage == Storage::Shared) {
+    gen_->setGenerator(value, [this, value, space, off = p.sharedOffset, &n](const Index& idx) {
+      if (!space) k_.fail(value, "is read from shared memory outside the phase that wrote it; use global storage");
+      llvm::Value* flat = linearize(k_, n.type.shape, idx);
+      return k_.loadElement(k_.sharedPointer(off), n.type.dtype, localIndex(*space, value, flat));
+    });
+    return;
+  }
+  llvm::Value* base = k_.bufferPointer(p.buffer, value);
+  gen_->setGenerator(value, [this, base, &n](const Index& idx) {
+    return k_.loadElement(base, n.type.dtype, linearize(k_, n.type.shape, idx));
+  });
+}
+
+void KernelEmitter::store(const TileSpace& s, ir::NodeId value, llvm::Value* flat, llvm::Value* v) {
+  const fusion::ValuePlacement& p = placement(value);
+  const ir::Node& n = node(value);
+  switch (p.storage) {
+  case Storage::Register:
+    return;
+  case Storage::Input:
+    k_.fail(value, "is an input of the kernel but a stage materialises it");
+  case Storage::Shared: {
+    k_.storeElement(k_.sharedPointer(p.sharedOffset), n.type.dtype, localIndex(s, value, flat), v);
+    sharedDirty_ = true;
+    return;
+  }
+  case Storage::Global:
+  case Storage::Output:
+    k_.storeElement(k_.bufferPointer(p.buffer, value), n.type.dtype, flat, v);
+    return;
+  }
+}
+
+void KernelEmitter::gridBarrier() {
+  llvm::Function* f = getOrEmitGridBarrier(m_);
+  b_.CreateCall(f, {k_.barrierState, k_.gridSize()});
+}
+
+void KernelEmitter::emitSplitInit() {
+  // Split reduces meet in their buffer through atomics: fill it with the identity first.
+  bool any = false;
+  for (const fusion::Group& g : kp_.groups) {
+    if (!isSplit(g)) continue;
+    any = true;
+    const ir::Node& r = node(g.dominant);
+    llvm::Value* base = k_.bufferPointer(placement(g.dominant).buffer, g.dominant);
+    llvm::Value* start = b_.CreateAdd(b_.CreateMul(k_.toIndex(k_.blockId()), k_.index(k_.blockSize)),
+                                      k_.toIndex(k_.threadId()));
+    llvm::Value* stride = b_.CreateMul(k_.toIndex(k_.gridSize()), k_.index(k_.blockSize));
+    k_.loop(r.name + ".init", start, k_.elements(r.type.shape), stride, [&](llvm::Value* i) {
+      k_.storeElement(base, r.type.dtype, i, reductionIdentity(k_.ctx(), r.attr<ir::ReduceAttrs>().kind, r.type.dtype));
+    });
+  }
+  if (any) gridBarrier();
+}
+
+void KernelEmitter::emitElementwiseStage(TileSpace& s, const fusion::Group& g, const std::vector<ir::NodeId>& values) {
+  llvm::IRBuilder<>& b = b_;
+  int vector = 1;
+  if (const auto* e = std::get_if<fusion::ElementwiseMapping>(&g.mapping)) vector = std::max(1, e->vectorWidth);
+  // One loop per distinct element count (usually one: the group's dominant's).
+  std::map<ir::Dim, std::vector<ir::NodeId>> byCount;
+  for (ir::NodeId v : values)
+    byCount[ir::numElements(node(v).type.shape)].push_back(v);
+  for (const auto& [count, vs] : byCount) {
+    ir::Dim inner = innerOf(s, vs.front());
+    llvm::Value* width = b.CreateSub(s.u1, s.u0);
+    llvm::Value* localCount = b.CreateMul(width, k_.dim(inner)); // Flat/Rows: width * inner
+    llvm::Value* base = s.kind == TileSpace::Kind::Rows ? b.CreateMul(s.u0, k_.dim(inner)) : s.u0;
+    auto flatOf = [&](llvm::Value* l) -> llvm::Value* {
+      if (s.kind != TileSpace::Kind::Columns) return b.CreateAdd(base, l);
+      llvm::Value* r = b.CreateUDiv(l, width);
+      llvm::Value* c = b.CreateURem(l, width);
+      return b.CreateAdd(b.CreateMul(r, k_.dim(s.units)), b.CreateAdd(s.u0, c));
+    };
+    auto element = [&](llvm::Value* l) {
+      gen_->clearCache();
+      llvm::Value* flat = flatOf(l);
+      for (ir::NodeId v : vs) {
+        const ir::Shape& shape = node(v).type.shape;
+        store(s, v, flat, gen_->emit(v, delinearize(k_, shape, flat)));
+      }
+    };
+    int vw = s.kind == TileSpace::Kind::Columns ? 1 : vector;
+    llvm::Value* tid = k_.toIndex(k_.threadId());
+    llvm::Value* start = b.CreateMul(tid, k_.index(vw));
+    llvm::Value* stride = k_.index(int64_t(k_.blockSize) * vw);
+    if (vw == 1) {
+      k_.loop("ew", start, localCount, stride, element);
+    } else {
+      k_.loop("ewv", start, b.CreateSub(localCount, k_.index(vw - 1)), stride, [&](llvm::Value* l) {
+        for (int j = 0; j < vw; ++j)
+          element(b.CreateAdd(l, k_.index(j)));
+      });
+      llvm::Value* tail = b.CreateMul(b.CreateSDiv(localCount, k_.index(vw)), k_.index(vw));
+      k_.loop("ewtail", b.CreateAdd(tail, tid), localCount, k_.index(k_.blockSize), element);
+    }
+    gen_->clearCache();
+  }
+}
+
+void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, const fusion::Stage& st) {
+  llvm::IRBuilder<>& b = b_;
+  const ir::Node& r = node(g.dominant);
+  ReduceGeometry geo = reduceGeometry(plan_.graph, r);
+  bool split = isSplit(g);
+  bool rows = std::holds_alternative<fusion::RowReduceMapping>(g.mapping);
+  if ((rows && s.kind != TileSpace::Kind::Rows) || (!rows && s.kind != TileSpace::Kind::Columns))
+    k_.fail(g.dominant, "its mapping differs in kind from the phase's first reduce; put it in a phase of its own");
+  if (!(geo.kept == s.units))
+    k_.fail(g.dominant, fmt::format("reduces to {} results but the phase's tiles cover {}", geo.kept.str(), s.units.str()));
+  for (ir::NodeId v : st.materialized)
+    if (!(ir::numElements(node(v).type.shape) == geo.kept))
+      k_.fail(v, fmt::format("is materialised by the stage of reduce \"{}\" but has {} elements, not one per result "
+                             "({}); give it a stage of its own",
+                             r.name, ir::numElements(node(v).type.shape).str(), geo.kept.str()));
+  if (split && (st.materialized.size() != 1 || st.materialized[0] != g.dominant))
+    k_.fail(g.dominant, "a split reduce's stage may materialise only the reduce itself");
+
+  llvm::Value* reducedBegin = k_.index(0);
+  llvm::Value* reducedEnd = k_.dim(geo.reduced);
+  if (split) {
+    int vw = 1;
+    if (const auto* rm = std::get_if<fusion::RowReduceMapping>(&g.mapping)) vw = std::max(1, rm->vectorWidth);
+    llvm::Value* chunk = b.CreateUDiv(b.CreateAdd(reducedEnd, k_.index(int64_t(s.split) * vw - 1)), k_.index(int64_t(s.split) * vw));
+    chunk = b.CreateMul(chunk, k_.index(vw));
+    reducedBegin = b.CreateMul(s.part, chunk);
+    reducedEnd = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(reducedBegin, chunk), reducedEnd);
+  }
+  ReduceResult onResult = [&](llvm::Value* kept, llvm::Value* value) {
+    gen_->clearCache();
+    if (split) {
+      llvm::Value* base = k_.bufferPointer(placement(g.dominant).buffer, g.dominant);
+      llvm::Value* p = b.CreateInBoundsGEP(memoryType(k_.ctx(), r.type.dtype), base, kept);
+      bool fp = ir::isFloat(r.type.dtype);
+      llvm::AtomicRMWInst::BinOp op;
+      switch (r.attr<ir::ReduceAttrs>().kind) {
+      case ir::ReduceKind::Sum:
+        op = fp ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
+        break;
+      case ir::ReduceKind::Max:
+        op = fp ? llvm::AtomicRMWInst::FMax : llvm::AtomicRMWInst::Max;
+        break;
+      default:
+        op = fp ? llvm::AtomicRMWInst::FMin : llvm::AtomicRMWInst::Min;
+        break;
+      }
+      b.CreateAtomicRMW(op, p, value, llvm::MaybeAlign(ir::dtypeBytes(r.type.dtype)), llvm::AtomicOrdering::Monotonic);
+      return;
+    }
+    llvm::Value* result = ir::isFloat(r.type.dtype) ? roundToDType(b, value, r.type.dtype) : value;
+    gen_->setGenerator(g.dominant, [result](const Index&) { return result; });
+    for (ir::NodeId v : st.materialized)
+      store(s, v, kept, gen_->emit(v, delinearize(k_, node(v).type.shape, kept)));
+    gen_->clearGenerator(g.dominant);
+    gen_->clearCache();
+  };
+  if (const auto* rm = std::get_if<fusion::RowReduceMapping>(&g.mapping))
+    emitRowReduce(k_, *gen_, r, *rm, s.u0, s.u1, reducedBegin, reducedEnd, onResult);
+  else
+    emitColumnReduce(k_, *gen_, r, std::get<fusion::ColumnReduceMapping>(g.mapping), s.u0, s.u1, reducedBegin,
+                     reducedEnd, onResult);
+  gen_->clearCache();
+}
+
+void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
+  const fusion::Group& g = kp_.groups.at(size_t(st.group));
+  if (st.barrierBefore == fusion::Barrier::Block || sharedDirty_) {
+    k_.blockBarrier();
+    sharedDirty_ = false;
+  }
+  // Values materialised by earlier stages are loaded from their storage from now on.
+  for (ir::NodeId v : written_)
+    if (!gen_->hasGenerator(v)) installLoad(v, placement(v).storage == Storage::Shared ? &s : nullptr);
+  bool reduceMapped = !std::holds_alternative<fusion::ElementwiseMapping>(g.mapping);
+  if (reduceMapped)
+    emitReduceStage(s, g, st);
+  else if (!st.materialized.empty())
+    emitElementwiseStage(s, g, st.materialized);
+}
+
+void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
+  llvm::IRBuilder<>& b = b_;
+  TileSpace s = spaceOf(phase);
+  llvm::Value* units = k_.dim(s.units);
+  llvm::Value* unitTiles = b.CreateUDiv(b.CreateAdd(units, k_.index(s.unitsPerTile - 1)), k_.index(s.unitsPerTile));
+  llvm::Value* tiles = b.CreateMul(unitTiles, k_.index(s.split));
+  sharedDirty_ = false;
+  std::vector<ir::NodeId> phaseShared; // shared values of this phase: valid per tile only
+  for (const fusion::Stage* st : phase)
+    for (ir::NodeId v : st->materialized)
+      if (placement(v).storage == Storage::Shared) phaseShared.push_back(v);
+  k_.loop("tile", k_.toIndex(k_.blockId()), tiles, k_.toIndex(k_.gridSize()), [&](llvm::Value* tile) {
+    llvm::Value* unitTile = s.split > 1 ? b.CreateUDiv(tile, k_.index(s.split)) : tile;
+    s.part = s.split > 1 ? b.CreateURem(tile, k_.index(s.split)) : k_.index(0);
+    s.u0 = b.CreateMul(unitTile, k_.index(s.unitsPerTile));
+    s.u1 = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(s.u0, k_.index(s.unitsPerTile)), units);
+    for (const fusion::Stage* st : phase) {
+      emitStage(s, *st);
+      for (ir::NodeId v : st->materialized)
+        written_.insert(v);
+    }
+    if (!phaseShared.empty()) k_.blockBarrier(); // the next tile overwrites this tile's shared values
+    sharedDirty_ = false;
+  });
+  // Later phases cannot read this phase's shared values (their generators captured `s`).
+  for (ir::NodeId v : phaseShared)
+    gen_->setGenerator(v, [this, v](const Index&) -> llvm::Value* {
+      k_.fail(v, "is read from shared memory in a later phase than the one that wrote it; use global storage");
+    });
+}
+
+EmittedKernel KernelEmitter::run() {
+  validate();
+  declareFunction();
+  auto* entry = llvm::BasicBlock::Create(m_.getContext(), "entry", k_.fn);
+  b_.SetInsertPoint(entry);
+  gen_ = std::make_unique<ElementalEmitter>(k_);
+  for (const auto& [id, p] : kp_.placement)
+    if (p.storage == Storage::Input) installLoad(id, nullptr);
+  emitSplitInit();
+  std::vector<const fusion::Stage*> phase;
+  for (const fusion::Stage& st : kp_.stages) {
+    if (st.barrierBefore == fusion::Barrier::Grid && !phase.empty()) {
+      emitPhase(phase);
+      phase.clear();
+      gridBarrier();
+    }
+    phase.push_back(&st);
+  }
+  if (!phase.empty()) emitPhase(phase);
+  b_.CreateRetVoid();
+
+  info_.name = kp_.name;
+  info_.launch = kp_.launch;
+  info_.dynamicSharedBytes = uint32_t(dynamicShared_);
+  info_.planStep = step_;
+  return {k_.fn, info_};
+}
+
+} // namespace
+
+EmittedKernel emitKernel(llvm::Module& module, const fusion::FusionPlan& plan, int step, bool useLibdevice) {
+  return KernelEmitter(module, plan, step, useLibdevice).run();
+}
+
+// ---- library kernels ------------------------------------------------------------------------
+
+EmittedKernel emitLibraryKernel(llvm::Module& module, const fusion::FusionPlan& plan, int step, bool useLibdevice) {
+  const auto& call = std::get<fusion::LibraryCall>(plan.steps[size_t(step)]);
+  const ir::Graph& g = plan.graph;
+  const ir::Node& n = g.node(call.op);
+  llvm::LLVMContext& c = module.getContext();
+  llvm::IRBuilder<> b(c);
+  KernelContext k;
+  k.module = &module;
+  k.b = &b;
+  k.plan = &plan;
+  k.graph = &g;
+  k.useLibdevice = useLibdevice;
+  k.blockSize = 256;
+  std::string name = fmt::format("lib{}_", step);
+  for (char ch : n.name)
+    name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  k.kernelName = name;
+  if (n.kind != ir::OpKind::Dot) k.fail(n.id, "only dot has a library kernel");
+
+  const ir::Node& a = g.node(n.operands[0]);
+  const ir::Node& bm = g.node(n.operands[1]);
+  std::vector<ir::NodeId> values = {a.id, bm.id, n.id};
+  CompiledKernel info;
+  std::set<std::string> symbols;
+  bool big = false;
+  for (ir::NodeId v : values) {
+    for (const std::string& s : ir::symbolsOf(g.node(v).type.shape))
+      symbols.insert(s);
+    ir::Dim e = ir::numElements(g.node(v).type.shape);
+    big = big || !e.isStatic() || e.size() >= (int64_t(1) << 30);
+  }
+  k.indexTy = big ? b.getInt64Ty() : b.getInt32Ty();
+  std::vector<llvm::Type*> types;
+  std::vector<int> bufs;
+  for (ir::NodeId v : values) {
+    int buf = plan.bufferOfValue.at(size_t(v));
+    if (buf < 0) k.fail(v, "a library call's operands and result need buffers");
+    if (std::find(bufs.begin(), bufs.end(), buf) != bufs.end()) continue;
+    bufs.push_back(buf);
+    types.push_back(llvm::PointerType::get(c, 1));
+    info.params.push_back({KernelParam::Kind::Buffer, buf, ""});
+  }
+  for (const std::string& s : symbols) {
+    types.push_back(b.getInt64Ty());
+    info.params.push_back({KernelParam::Kind::Symbol, -1, s});
+  }
+  k.fn = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), types, false),
+                                llvm::GlobalValue::ExternalLinkage, name, module);
+  unsigned i = 0;
+  for (int buf : bufs)
+    k.bufferArg[buf] = k.fn->getArg(i++);
+  for (const std::string& s : symbols)
+    k.symbolArg[s] = k.fn->getArg(i++);
+  annotate(module, k.fn, "kernel", 1);
+  annotate(module, k.fn, "maxntidx", k.blockSize);
+  b.SetInsertPoint(llvm::BasicBlock::Create(c, "entry", k.fn));
+
+  // out[..., m, n] = sum_k a[..., m, k] * b[..., k, n], accumulated in the compute type.
+  const ir::Shape& os = n.type.shape;
+  size_t r = os.size();
+  ir::Dim kDim = a.type.shape[r - 1];
+  ir::DType t = n.type.dtype;
+  llvm::Value* total = k.elements(os);
+  llvm::Value* start = b.CreateAdd(b.CreateMul(k.toIndex(k.blockId()), k.index(k.blockSize)), k.toIndex(k.threadId()));
+  llvm::Value* stride = b.CreateMul(k.toIndex(k.gridSize()), k.index(k.blockSize));
+  llvm::AllocaInst* acc = k.entryAlloca(computeType(c, t), "acc");
+  llvm::Value* pa = k.bufferArg[plan.bufferOfValue[size_t(a.id)]];
+  llvm::Value* pb = k.bufferArg[plan.bufferOfValue[size_t(bm.id)]];
+  llvm::Value* po = k.bufferArg[plan.bufferOfValue[size_t(n.id)]];
+  k.loop("out", start, total, stride, [&](llvm::Value* flat) {
+    Index idx = delinearize(k, os, flat);
+    b.CreateStore(constantOf(c, t, 0.0), acc);
+    k.loop("k", k.index(0), k.dim(kDim), k.index(1), [&](llvm::Value* kk) {
+      Index ai = idx, bi = idx;
+      ai[r - 1] = kk;
+      bi[r - 2] = kk;
+      llvm::Value* x = k.loadElement(pa, t, linearize(k, a.type.shape, ai));
+      llvm::Value* y = k.loadElement(pb, t, linearize(k, bm.type.shape, bi));
+      llvm::Value* cur = b.CreateLoad(acc->getAllocatedType(), acc);
+      llvm::Value* sum = ir::isFloat(t) ? b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {x, y, cur})
+                                        : b.CreateAdd(cur, b.CreateMul(x, y));
+      b.CreateStore(sum, acc);
+    });
+    llvm::Value* v = b.CreateLoad(acc->getAllocatedType(), acc);
+    k.storeElement(po, t, flat, ir::isFloat(t) ? roundToDType(b, v, t) : v);
+  });
+  b.CreateRetVoid();
+
+  info.name = name;
+  info.planStep = step;
+  info.launch.blockSize = k.blockSize;
+  ir::Dim elems = ir::numElements(os);
+  if (elems.isStatic()) {
+    info.launch.tiles = std::max<int64_t>(1, (elems.size() + k.blockSize - 1) / k.blockSize);
+  } else {
+    info.launch.tiles = elems;
+    info.launch.maxBlocks = int64_t(plan.device.smCount) * std::max(1, plan.device.maxThreadsPerSM / k.blockSize) * 4;
+  }
+  return {k.fn, info};
+}
+
+} // namespace weft::codegen

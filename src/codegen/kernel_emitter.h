@@ -1,0 +1,35 @@
+#pragma once
+// The kernel emitter: one KernelPlan → one `.entry` function in an LLVM module.
+//
+// Walks the plan: phases separated by grid barriers (calls of weft_grid_barrier), each phase a
+// tile loop (tile = blockIdx.x; tile < tiles; tile += gridDim.x) whose index space comes from
+// the phase's first reduce group (rows of a row reduce, columns of a column reduce) or, with
+// none, from the first stage's dominant (flat elements). Inside a tile the stages run in order,
+// separated by the plan's block barriers (one is added where a stage follows a stage that wrote
+// shared memory and the plan has none), each emitting its group with the emitter of its thread
+// mapping and storing the values it materialises to their storage. A reduce with splitFactor > 1
+// combines its partials with atomics into its Global/Output buffer, initialised to the identity
+// before a grid barrier of its own (so the kernel must be cooperative).
+//
+// Library steps (dot) become simple generated kernels: one output element per thread.
+#include <cstdint>
+#include <vector>
+
+#include <llvm/IR/Module.h>
+
+#include "codegen/compile.h"
+#include "fusion/fusion_plan.h"
+
+namespace weft::codegen {
+
+struct EmittedKernel {
+  llvm::Function* function = nullptr;
+  CompiledKernel info; // name, params, launch, dynamic shared bytes, plan step
+};
+
+/// Throws weft::Error naming the kernel and op for plans it cannot emit.
+EmittedKernel emitKernel(llvm::Module& module, const fusion::FusionPlan& plan, int step, bool useLibdevice);
+EmittedKernel emitLibraryKernel(llvm::Module& module, const fusion::FusionPlan& plan, int step,
+                                bool useLibdevice);
+
+} // namespace weft::codegen

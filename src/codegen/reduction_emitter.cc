@@ -1,0 +1,253 @@
+#include "codegen/reduction_emitter.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <limits>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include "weft/error.h"
+
+namespace weft::codegen {
+
+using ir::DType;
+using ir::ReduceKind;
+
+llvm::Value* reductionIdentity(llvm::LLVMContext& c, ReduceKind kind, DType t) {
+  llvm::Type* ty = computeType(c, t);
+  switch (kind) {
+  case ReduceKind::Sum:
+    return constantOf(c, t, 0.0);
+  case ReduceKind::Prod:
+    return constantOf(c, t, 1.0);
+  case ReduceKind::Any:
+    return llvm::ConstantInt::getFalse(c);
+  case ReduceKind::All:
+    return llvm::ConstantInt::getTrue(c);
+  case ReduceKind::Max:
+    if (ir::isFloat(t)) return llvm::ConstantFP::getInfinity(ty, /*Negative=*/true);
+    if (ir::isBool(t)) return llvm::ConstantInt::getFalse(c);
+    return llvm::ConstantInt::get(c, llvm::APInt::getSignedMinValue(ty->getIntegerBitWidth()));
+  case ReduceKind::Min:
+    if (ir::isFloat(t)) return llvm::ConstantFP::getInfinity(ty, /*Negative=*/false);
+    if (ir::isBool(t)) return llvm::ConstantInt::getTrue(c);
+    return llvm::ConstantInt::get(c, llvm::APInt::getSignedMaxValue(ty->getIntegerBitWidth()));
+  }
+  return nullptr;
+}
+
+llvm::Value* reductionCombine(llvm::IRBuilder<>& b, ReduceKind kind, DType t, llvm::Value* x, llvm::Value* y) {
+  bool fp = ir::isFloat(t);
+  switch (kind) {
+  case ReduceKind::Sum:
+    return fp ? b.CreateFAdd(x, y) : b.CreateAdd(x, y);
+  case ReduceKind::Prod:
+    return fp ? b.CreateFMul(x, y) : b.CreateMul(x, y);
+  case ReduceKind::Max:
+    return emitMax(b, x, y, t);
+  case ReduceKind::Min:
+    return emitMin(b, x, y, t);
+  case ReduceKind::Any:
+    return b.CreateOr(x, y);
+  case ReduceKind::All:
+    return b.CreateAnd(x, y);
+  }
+  return nullptr;
+}
+
+namespace {
+
+llvm::Value* shuffleXor32(KernelContext& k, llvm::Value* v32, int offset) {
+  llvm::IRBuilder<>& b = *k.b;
+  return b.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {},
+                           {b.getInt32(0xffffffffu), v32, b.getInt32(uint32_t(offset)), b.getInt32(0x1f)});
+}
+
+/// shfl.sync.bfly of any compute type (split into 32-bit halves where wider).
+llvm::Value* shuffleXor(KernelContext& k, llvm::Value* v, int offset) {
+  llvm::IRBuilder<>& b = *k.b;
+  llvm::Type* t = v->getType();
+  if (t->isFloatTy()) return b.CreateBitCast(shuffleXor32(k, b.CreateBitCast(v, b.getInt32Ty()), offset), t);
+  if (t->isIntegerTy(32)) return shuffleXor32(k, v, offset);
+  if (t->isIntegerTy() && t->getIntegerBitWidth() < 32)
+    return b.CreateTrunc(shuffleXor32(k, b.CreateZExt(v, b.getInt32Ty()), offset), t);
+  // 64-bit: two halves.
+  llvm::Value* bits = t->isDoubleTy() ? b.CreateBitCast(v, b.getInt64Ty()) : v;
+  llvm::Value* lo = shuffleXor32(k, b.CreateTrunc(bits, b.getInt32Ty()), offset);
+  llvm::Value* hi = shuffleXor32(k, b.CreateTrunc(b.CreateLShr(bits, 32), b.getInt32Ty()), offset);
+  llvm::Value* r = b.CreateOr(b.CreateZExt(lo, b.getInt64Ty()), b.CreateShl(b.CreateZExt(hi, b.getInt64Ty()), 32));
+  return t->isDoubleTy() ? b.CreateBitCast(r, t) : r;
+}
+
+/// Shared-memory scratch slots hold accumulators; i1 is kept as i8 there.
+llvm::Type* slotType(llvm::Type* acc) { return acc->isIntegerTy(1) ? llvm::Type::getInt8Ty(acc->getContext()) : acc; }
+
+void storeSlot(KernelContext& k, llvm::Value* slot, llvm::Value* v) {
+  llvm::IRBuilder<>& b = *k.b;
+  llvm::Type* st = slotType(v->getType());
+  llvm::Value* p = b.CreateInBoundsGEP(st, k.reduceScratch, slot);
+  b.CreateStore(v->getType()->isIntegerTy(1) ? b.CreateZExt(v, st) : v, p);
+}
+
+llvm::Value* loadSlot(KernelContext& k, llvm::Type* acc, llvm::Value* slot) {
+  llvm::IRBuilder<>& b = *k.b;
+  llvm::Type* st = slotType(acc);
+  llvm::Value* v = b.CreateLoad(st, b.CreateInBoundsGEP(st, k.reduceScratch, slot));
+  return acc->isIntegerTy(1) ? b.CreateTrunc(v, acc) : v;
+}
+
+/// acc ⊕= operand[kept, r] for r = start, start + step, ... while r < end, with `vector`
+/// consecutive elements per step (then a scalar tail) so that loads can be vectorised.
+void accumulate(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce, const ReduceGeometry& geo,
+                llvm::AllocaInst* acc, llvm::Value* kept, llvm::Value* first, llvm::Value* end, int lane0Step,
+                int vector, llvm::Value* laneOffset) {
+  llvm::IRBuilder<>& b = *k.b;
+  ReduceKind kind = reduce.attr<ir::ReduceAttrs>().kind;
+  DType t = reduce.type.dtype;
+  llvm::Type* at = acc->getAllocatedType();
+  auto add = [&](llvm::Value* r) {
+    gen.clearCache();
+    llvm::Value* v = gen.emit(reduce.operands[0], reduceOperandIndex(k, geo, kept, r));
+    b.CreateStore(reductionCombine(b, kind, t, b.CreateLoad(at, acc), v), acc);
+  };
+  llvm::Value* start = b.CreateAdd(first, b.CreateMul(laneOffset, k.index(vector)));
+  llvm::Value* step = k.index(int64_t(lane0Step) * vector);
+  if (vector <= 1) {
+    k.loop(reduce.name + ".acc", start, end, step, add);
+    return;
+  }
+  llvm::Value* vecEnd = b.CreateSub(end, k.index(vector - 1));
+  k.loop(reduce.name + ".vacc", start, vecEnd, step, [&](llvm::Value* r) {
+    for (int v = 0; v < vector; ++v)
+      add(b.CreateAdd(r, k.index(v)));
+  });
+  // Tail: the last (end - first) % vector elements, one per lane.
+  llvm::Value* len = b.CreateSub(end, first);
+  llvm::Value* tailStart = b.CreateAdd(first, b.CreateMul(b.CreateSDiv(len, k.index(vector)), k.index(vector)));
+  k.loop(reduce.name + ".tail", b.CreateAdd(tailStart, laneOffset), end, k.index(lane0Step), add);
+}
+
+} // namespace
+
+llvm::Value* warpReduce(KernelContext& k, ReduceKind kind, DType t, llvm::Value* v, int width) {
+  for (int off = width / 2; off >= 1; off /= 2)
+    v = reductionCombine(*k.b, kind, t, v, shuffleXor(k, v, off));
+  return v;
+}
+
+ReduceGeometry reduceGeometry(const ir::Graph& g, const ir::Node& reduce) {
+  ReduceGeometry geo;
+  const ir::Shape& s = g.node(reduce.operands[0]).type.shape;
+  const auto& axes = reduce.attr<ir::ReduceAttrs>().axes;
+  for (size_t i = 0; i < s.size(); ++i) {
+    bool r = std::find(axes.begin(), axes.end(), int64_t(i)) != axes.end();
+    (r ? geo.reducedAxes : geo.keptAxes).push_back(int64_t(i));
+    (r ? geo.reducedShape : geo.keptShape).push_back(s[i]);
+    (r ? geo.reduced : geo.kept) = (r ? geo.reduced : geo.kept) * s[i];
+  }
+  return geo;
+}
+
+Index reduceOperandIndex(KernelContext& k, const ReduceGeometry& geo, llvm::Value* keptFlat, llvm::Value* reducedFlat) {
+  Index kept = delinearize(k, geo.keptShape, keptFlat);
+  Index red = delinearize(k, geo.reducedShape, reducedFlat);
+  Index idx(geo.keptAxes.size() + geo.reducedAxes.size());
+  for (size_t i = 0; i < geo.keptAxes.size(); ++i)
+    idx[size_t(geo.keptAxes[i])] = kept[i];
+  for (size_t i = 0; i < geo.reducedAxes.size(); ++i)
+    idx[size_t(geo.reducedAxes[i])] = red[i];
+  return idx;
+}
+
+int64_t reduceScratchBytes(const fusion::ThreadMapping& mapping) {
+  if (const auto* r = std::get_if<fusion::RowReduceMapping>(&mapping))
+    return r->kind == fusion::RowReduceMapping::Kind::BlockPerRow ? 32 * 8 : 0;
+  if (const auto* c = std::get_if<fusion::ColumnReduceMapping>(&mapping))
+    return int64_t(c->tileColumns) * c->tileRows * 8;
+  return 0;
+}
+
+void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce, const fusion::RowReduceMapping& m,
+                   llvm::Value* begin, llvm::Value* end, llvm::Value* reducedBegin, llvm::Value* reducedEnd,
+                   const ReduceResult& onResult) {
+  llvm::IRBuilder<>& b = *k.b;
+  bool warpPerRow = m.kind == fusion::RowReduceMapping::Kind::WarpPerRow;
+  int tpr = warpPerRow ? m.threadsPerRow : k.blockSize;
+  if (warpPerRow && (tpr < 1 || tpr > 32 || (tpr & (tpr - 1)) != 0 || k.blockSize % tpr != 0))
+    k.fail(reduce.id, fmt::format("warp-per-row needs threadsPerRow a power of two <= 32 dividing the block "
+                                  "size {}, got {}",
+                                  k.blockSize, tpr));
+  if (!warpPerRow && k.blockSize % 32 != 0)
+    k.fail(reduce.id, fmt::format("block-per-row needs a block size that is a multiple of 32, got {}", k.blockSize));
+  int vector = std::max(1, m.vectorWidth);
+  ReduceGeometry geo = reduceGeometry(*k.graph, reduce);
+  ReduceKind kind = reduce.attr<ir::ReduceAttrs>().kind;
+  DType t = reduce.type.dtype;
+  llvm::Type* at = computeType(k.ctx(), t);
+  int rowsPerPass = k.blockSize / tpr;
+  llvm::Value* tid = k.toIndex(k.threadId());
+  llvm::Value* rowInPass = b.CreateUDiv(tid, k.index(tpr));
+  llvm::Value* lane = b.CreateURem(tid, k.index(tpr));
+  llvm::AllocaInst* acc = k.entryAlloca(at, reduce.name + ".acc");
+
+  k.loop(reduce.name + ".rows", begin, end, k.index(rowsPerPass), [&](llvm::Value* pass) {
+    llvm::Value* row = b.CreateAdd(pass, rowInPass);
+    llvm::Value* valid = b.CreateICmpSLT(row, end);
+    b.CreateStore(reductionIdentity(k.ctx(), kind, t), acc);
+    // Lanes of a row past the end accumulate nothing but still take part in the shuffles.
+    llvm::Value* rowEnd = b.CreateSelect(valid, reducedEnd, reducedBegin);
+    accumulate(k, gen, reduce, geo, acc, row, reducedBegin, rowEnd, tpr, vector, lane);
+    llvm::Value* v = b.CreateLoad(at, acc);
+    if (warpPerRow) {
+      v = warpReduce(k, kind, t, v, tpr);
+      k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(lane, k.index(0))), [&] { onResult(row, v); });
+      return;
+    }
+    v = warpReduce(k, kind, t, v, 32);
+    llvm::Value* warp = b.CreateUDiv(tid, k.index(32));
+    llvm::Value* lane32 = b.CreateURem(tid, k.index(32));
+    k.ifThen(b.CreateICmpEQ(lane32, k.index(0)), [&] { storeSlot(k, warp, v); });
+    k.blockBarrier();
+    k.ifThen(b.CreateICmpEQ(warp, k.index(0)), [&] {
+      llvm::Value* partial = b.CreateSelect(b.CreateICmpSLT(lane32, k.index(k.blockSize / 32)),
+                                            loadSlot(k, at, b.CreateSelect(b.CreateICmpSLT(lane32, k.index(k.blockSize / 32)), lane32, k.index(0))),
+                                            reductionIdentity(k.ctx(), kind, t));
+      llvm::Value* total = warpReduce(k, kind, t, partial, 32);
+      k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(lane32, k.index(0))), [&] { onResult(row, total); });
+    });
+    k.blockBarrier(); // the scratch is reused by the next row
+  });
+}
+
+void emitColumnReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
+                      const fusion::ColumnReduceMapping& m, llvm::Value* begin, llvm::Value* end,
+                      llvm::Value* reducedBegin, llvm::Value* reducedEnd, const ReduceResult& onResult) {
+  llvm::IRBuilder<>& b = *k.b;
+  int tc = m.tileColumns, tr = m.tileRows;
+  if (tc < 1 || tr < 1 || int64_t(tc) * tr != k.blockSize)
+    k.fail(reduce.id, fmt::format("column reduce needs tileColumns x tileRows = block size, got {} x {} for {}", tc,
+                                  tr, k.blockSize));
+  ReduceGeometry geo = reduceGeometry(*k.graph, reduce);
+  ReduceKind kind = reduce.attr<ir::ReduceAttrs>().kind;
+  DType t = reduce.type.dtype;
+  llvm::Type* at = computeType(k.ctx(), t);
+  llvm::Value* tid = k.toIndex(k.threadId());
+  llvm::Value* tx = b.CreateURem(tid, k.index(tc));
+  llvm::Value* ty = b.CreateUDiv(tid, k.index(tc));
+  llvm::Value* col = b.CreateAdd(begin, tx);
+  llvm::Value* valid = b.CreateICmpSLT(col, end);
+  llvm::AllocaInst* acc = k.entryAlloca(at, reduce.name + ".acc");
+  b.CreateStore(reductionIdentity(k.ctx(), kind, t), acc);
+  accumulate(k, gen, reduce, geo, acc, col, reducedBegin, b.CreateSelect(valid, reducedEnd, reducedBegin), tr, 1, ty);
+  storeSlot(k, tid, b.CreateLoad(at, acc));
+  k.blockBarrier();
+  k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(ty, k.index(0))), [&] {
+    llvm::Value* v = loadSlot(k, at, tx);
+    for (int j = 1; j < tr; ++j)
+      v = reductionCombine(b, kind, t, v, loadSlot(k, at, b.CreateAdd(tx, k.index(int64_t(j) * tc))));
+    onResult(col, v);
+  });
+  k.blockBarrier(); // the scratch is reused by the next tile
+}
+
+} // namespace weft::codegen
