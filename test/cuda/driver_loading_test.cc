@@ -30,15 +30,17 @@ template <class F> std::string deviceErrorOf(F&& f) {
   }
   return "";
 }
+} // namespace
 
+#ifdef WEFT_HAVE_CUDA_TOOLKIT
+
+namespace {
 bool libcudaLoads() {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (h) dlclose(h);
   return h != nullptr;
 }
 } // namespace
-
-#ifdef WEFT_HAVE_CUDA_TOOLKIT
 
 TEST_CASE("a missing driver library is reported in one line naming it", "[cuda]") {
   const std::string expected =
