@@ -78,11 +78,37 @@ using ThreadMapping = std::variant<ElementwiseMapping, RowReduceMapping, ColumnR
 
 // ---- the kernel ----
 
+/// Where an op of a group lives after schedule propagation (src/fusion/schedule.h).
+enum class OpSpace : uint8_t {
+  Loop,  // the group's loop space (Group::loopShape): one element per (row, column)
+  Row,   // the group's row space (loopShape restricted to tileDims): one element per row,
+         // e.g. a reduce's result and the elementwise ops between it and a broadcast
+  Other, // neither (layout ops feeding the loop through an index map): generated inline
+         // at whatever index its consumer asks for, never materialised by this group
+};
+
 struct Group {
   ir::NodeId dominant = -1;
   std::vector<ir::NodeId> subDominants; // merged candidates materialised for one-to-many uses
   std::vector<ir::NodeId> ops;          // every op scheduled by this group, topological order
   ThreadMapping mapping;
+
+  // ---- schedule (added by the planner, additive; see src/fusion/thread_mapping.h) ----
+  // The group's loop space. For a reduce dominant it is the reduce's operand shape and
+  // tileDims are its kept (non-reduced) dims; for an elementwise dominant it is the
+  // dominant's shape and tileDims are all its dims (each element is a "row" of length 1),
+  // unless the group follows another group (proactive re-mapping), in which case it copies
+  // that group's rows. rows = product of loopShape[tileDims], rowLength = the rest: the
+  // [rows, rowLength] view the mappings above describe (for a ColumnReduceMapping "rows"
+  // are its columns and rowLength its reduced length). A tile is `rowsPerTile` rows; block
+  // b handles tiles b, b + gridDim, ... (times splitFactor parts when a reduce is split).
+  ir::Shape loopShape;
+  std::vector<int64_t> tileDims;
+  ir::Dim rows = 1;
+  ir::Dim rowLength = 1;
+  int64_t rowsPerTile = 1;
+  int follows = -1;                     // proactive re-mapping: runs in the tiles of this group
+  std::map<ir::NodeId, OpSpace> space;  // every op of the group
 };
 
 struct ValuePlacement {
@@ -90,8 +116,22 @@ struct ValuePlacement {
   int buffer = -1;          // FusionPlan buffer index for Global / Output / Input
   int64_t sharedOffset = 0; // byte offset in the kernel's shared memory for Shared
   int64_t sharedBytes = 0;
+  // Operator-level reuse (AStitch §3.2.1), added by the planner: the value (an Input or a
+  // Register op) is read by several stages of one phase that share the same thread mapping,
+  // so each thread loads/computes its elements once per tile and keeps them in registers
+  // for all of those stages instead of reloading them.
+  bool registerReuse = false;
+  // Task splitting: a Scratch buffer of splitFactor x (result elements) for the per-block
+  // partials of a split reduce, combined across blocks inside the reduce's stage (grid
+  // barrier or atomics); -1 when the value is not a split reduce.
+  int partialsBuffer = -1;
 };
 
+/// A stage whose barrierBefore is Grid starts a new phase. All stages of a phase run in the
+/// tiles of the phase's first group (the planner guarantees every group of a phase has the
+/// same rows and rowsPerTile). A stage that materialises a split reduce (splitFactor > 1)
+/// combines its partials across blocks itself, so its kernel is cooperative even without a
+/// Grid stage barrier, and every consumer of that reduce sits behind a Grid barrier.
 struct Stage {
   int group = 0;                        // index into KernelPlan::groups
   Barrier barrierBefore = Barrier::None;

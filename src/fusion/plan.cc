@@ -2,7 +2,9 @@
 
 #include <string>
 
+#include "fusion/policy_astitch.h"
 #include "fusion/policy_none.h"
+#include "fusion/policy_xla.h"
 #include "weft/error.h"
 
 namespace weft::fusion {
@@ -12,8 +14,9 @@ FusionPlan plan(const ir::Graph& graph, const DeviceSpec& device, Policy policy)
   case Policy::None:
     return planNone(graph, device);
   case Policy::Xla:
+    return planXla(graph, device);
   case Policy::AStitch:
-    break;
+    return planAStitch(graph, device);
   }
   throw Error("fusion policy \"" + std::string(policyName(policy)) +
               "\" is not implemented yet; use --policy none");

@@ -1,0 +1,130 @@
+#include "fusion/kernel_builder.h"
+
+#include <algorithm>
+#include <set>
+
+#include "fusion/graph_queries.h"
+#include "fusion/launch_config.h"
+#include "fusion/schedule.h"
+#include "fusion/stitching_scheme.h"
+#include "fusion/thread_mapping.h"
+
+namespace weft::fusion {
+namespace {
+
+int splitOf(const ThreadMapping& m) {
+  if (auto* r = std::get_if<RowReduceMapping>(&m)) return r->splitFactor;
+  if (auto* c = std::get_if<ColumnReduceMapping>(&m)) return c->splitFactor;
+  return 1;
+}
+
+void applyChoice(Group& group, const LoopSpace& space, const MappingChoice& c) {
+  group.loopShape = space.shape;
+  group.tileDims = space.tileDims;
+  group.rows = space.rows;
+  group.rowLength = space.rowLength;
+  group.rowsPerTile = c.rowsPerTile;
+  group.mapping = c.mapping;
+}
+
+/// The group (reduce-dominated, or following one) whose tiles an elementwise group can run in:
+/// it produces a value the group reads and the group's dominant lies in its loop or row space.
+int producerToFollow(const ir::Graph& g, const KernelPlan& k, size_t gi, const std::vector<int>& groupOfOp,
+                     const std::vector<bool>& mapped) {
+  const Group& group = k.groups[gi];
+  const ir::Shape& shape = g.node(group.dominant).type.shape;
+  for (ir::NodeId op : group.ops)
+    for (ir::NodeId o : g.node(op).operands) {
+      int p = o < static_cast<ir::NodeId>(groupOfOp.size()) ? groupOfOp[static_cast<size_t>(o)] : -1;
+      if (p < 0 || p == static_cast<int>(gi) || !mapped[static_cast<size_t>(p)]) continue;
+      const Group& producer = k.groups[static_cast<size_t>(p)];
+      if (splitOf(producer.mapping) > 1 || std::holds_alternative<ElementwiseMapping>(producer.mapping)) {
+        if (producer.follows < 0) continue;
+      }
+      if (shape == producer.loopShape || shape == rowShapeOf(producer.loopShape, producer.tileDims)) return p;
+    }
+  return -1;
+}
+
+} // namespace
+
+KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops, std::vector<ir::NodeId> outputs,
+                       const std::vector<GroupSeed>& seeds, const DeviceSpec& spec, std::string name) {
+  KernelPlan k;
+  k.name = std::move(name);
+  k.ops = std::move(ops);
+  std::sort(k.ops.begin(), k.ops.end());
+  k.outputs = std::move(outputs);
+  std::sort(k.outputs.begin(), k.outputs.end());
+  std::set<ir::NodeId> inKernel(k.ops.begin(), k.ops.end()), inputs;
+  for (ir::NodeId op : k.ops)
+    for (ir::NodeId o : g.node(op).operands)
+      if (!inKernel.count(o)) inputs.insert(o);
+  k.inputs.assign(inputs.begin(), inputs.end());
+
+  std::vector<int> groupOfOp(g.size(), -1);
+  std::vector<LoopSpace> spaces;
+  for (const GroupSeed& s : seeds) {
+    Group group;
+    group.dominant = s.dominant;
+    group.subDominants = s.subDominants;
+    group.ops = s.ops;
+    for (ir::NodeId op : s.ops) groupOfOp[static_cast<size_t>(op)] = static_cast<int>(k.groups.size());
+    k.groups.push_back(std::move(group));
+    spaces.push_back(loopSpaceOf(g, s.dominant));
+  }
+
+  // The heaviest group (a reduce before an elementwise group, then the biggest loop) picks
+  // the block size the whole kernel shares.
+  size_t heaviest = 0;
+  auto weight = [&](size_t i) {
+    bool reduce = spaces[i].kind != LoopSpace::Kind::Elementwise;
+    return std::pair<int, int64_t>(reduce, staticElementsOr(spaces[i].shape, int64_t(1) << 40));
+  };
+  for (size_t i = 1; i < spaces.size(); ++i)
+    if (weight(i) > weight(heaviest)) heaviest = i;
+  MappingChoice first = chooseThreadMapping(spaces[heaviest], spec);
+  int blockSize = first.blockSize;
+  k.launch.blockSize = blockSize;
+
+  std::vector<bool> mapped(k.groups.size(), false);
+  for (size_t i = 0; i < k.groups.size(); ++i) { // reduce groups first: elementwise ones may follow them
+    if (spaces[i].kind == LoopSpace::Kind::Elementwise) continue;
+    applyChoice(k.groups[i], spaces[i], i == heaviest ? first : chooseThreadMapping(spaces[i], spec, blockSize));
+    mapped[i] = true;
+  }
+  for (size_t i = 0; i < k.groups.size(); ++i) {
+    if (mapped[i]) continue;
+    Group& group = k.groups[i];
+    int p = producerToFollow(g, k, i, groupOfOp, mapped);
+    if (p < 0) {
+      applyChoice(group, spaces[i], chooseThreadMapping(spaces[i], spec, blockSize));
+    } else { // proactive re-mapping into the producer's tiles
+      const Group& producer = k.groups[static_cast<size_t>(p)];
+      const ir::Shape& shape = g.node(group.dominant).type.shape;
+      group.follows = producer.follows >= 0 ? producer.follows : p;
+      group.loopShape = shape;
+      if (shape == producer.loopShape) {
+        group.tileDims = producer.tileDims;
+        group.rowLength = producer.rowLength;
+      } else {
+        group.tileDims.clear();
+        for (size_t d = 0; d < shape.size(); ++d) group.tileDims.push_back(static_cast<int64_t>(d));
+        group.rowLength = 1;
+      }
+      group.rows = producer.rows;
+      group.rowsPerTile = producer.rowsPerTile;
+      group.mapping =
+          elementwiseInTiles(group.rowsPerTile, group.rowLength, g.node(group.dominant).type.dtype, blockSize, spec)
+              .mapping;
+    }
+    mapped[i] = true;
+  }
+
+  for (Group& group : k.groups) propagateSchedule(g, group);
+  planStitching(g, spec, k);
+  configureLaunch(k, spec);
+  return k;
+}
+
+} // namespace weft::fusion

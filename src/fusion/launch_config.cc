@@ -1,0 +1,73 @@
+#include "fusion/launch_config.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "fusion/graph_queries.h"
+
+namespace weft::fusion {
+namespace {
+
+int warpsOf(const DeviceSpec& spec, int blockSize) { return (blockSize + spec.warpSize - 1) / spec.warpSize; }
+int roundUp(int x, int m) { return (x + m - 1) / m * m; }
+
+int splitFactorOf(const ThreadMapping& m) {
+  if (auto* r = std::get_if<RowReduceMapping>(&m)) return r->splitFactor;
+  if (auto* c = std::get_if<ColumnReduceMapping>(&m)) return c->splitFactor;
+  return 1;
+}
+
+} // namespace
+
+int blocksPerSM(const DeviceSpec& spec, int blockSize, int registersPerThread, int64_t sharedBytes) {
+  assert(blockSize > 0 && "blocksPerSM needs a block size");
+  if (blockSize > spec.maxThreadsPerBlock || sharedBytes > spec.sharedMemoryPerBlock) return 0;
+  int byThreads = spec.maxThreadsPerSM / blockSize;
+  int regsPerWarp = roundUp(roundUp(std::max(registersPerThread, 1), 8) * spec.warpSize, 256);
+  int byRegisters = spec.registersPerSM / (regsPerWarp * warpsOf(spec, blockSize));
+  int bySmem = sharedBytes > 0 ? static_cast<int>(spec.sharedMemoryPerSM / sharedBytes) : spec.maxBlocksPerSM;
+  return std::max(0, std::min({spec.maxBlocksPerSM, byThreads, byRegisters, bySmem}));
+}
+
+int64_t blocksPerWave(const DeviceSpec& spec, int blockSize, int registersPerThread, int64_t sharedBytes) {
+  return int64_t(spec.smCount) * blocksPerSM(spec, blockSize, registersPerThread, sharedBytes);
+}
+
+RegisterBound relaxRegisterBound(const DeviceSpec& spec, int blockSize, int64_t sharedBytes, int assumed) {
+  RegisterBound r;
+  r.blocksPerSM = blocksPerSM(spec, blockSize, assumed, sharedBytes);
+  if (r.blocksPerSM == 0) return r;
+  int64_t perThread = spec.registersPerSM / (int64_t(r.blocksPerSM) * warpsOf(spec, blockSize) * spec.warpSize);
+  int relaxed = static_cast<int>(std::min<int64_t>(perThread, spec.maxRegistersPerThread)) / 8 * 8;
+  r.maxRegisters = std::max(relaxed, assumed);
+  assert(blocksPerSM(spec, blockSize, r.maxRegisters, sharedBytes) == r.blocksPerSM &&
+         "relaxing the register bound must keep the planned blocks per SM");
+  return r;
+}
+
+void configureLaunch(KernelPlan& kernel, const DeviceSpec& spec) {
+  LaunchPlan& launch = kernel.launch;
+  assert(launch.blockSize > 0 && "the thread mapping sets the block size before launch configuration");
+  RegisterBound bound = relaxRegisterBound(spec, launch.blockSize, launch.sharedBytes);
+  launch.maxRegisters = bound.maxRegisters;
+  launch.maxBlocks = int64_t(spec.smCount) * bound.blocksPerSM;
+
+  bool gridBarrier = std::any_of(kernel.stages.begin(), kernel.stages.end(),
+                                 [](const Stage& s) { return s.barrierBefore == Barrier::Grid; });
+  bool split = std::any_of(kernel.groups.begin(), kernel.groups.end(),
+                           [](const Group& g) { return splitFactorOf(g.mapping) > 1; });
+  launch.cooperative = gridBarrier || split;
+
+  if (kernel.stages.empty()) return;
+  const Group& first = kernel.groups[static_cast<size_t>(kernel.stages.front().group)];
+  int64_t split1 = splitFactorOf(first.mapping);
+  if (first.rows.isStatic()) {
+    launch.tiles = ((first.rows.size() + first.rowsPerTile - 1) / first.rowsPerTile) * split1;
+  } else {
+    // Symbolic rows: rows / rowsPerTile when exact, otherwise rows (an upper bound).
+    auto exact = first.rows.dividedBy(ir::Dim(first.rowsPerTile));
+    launch.tiles = (exact ? *exact : first.rows) * ir::Dim(split1);
+  }
+}
+
+} // namespace weft::fusion

@@ -1,0 +1,40 @@
+#pragma once
+// Step 7 of the AStitch planner (AStitch §4.5): resource-aware launch configuration by
+// assume-relax-apply. Assume a register bound (32 per thread), compute how many blocks one SM
+// holds with the kernel's block size and planned shared memory, relax the register bound as far
+// as that block count still fits, and apply it (LaunchPlan::maxRegisters → .maxnreg).
+// Guarantees: a kernel with a grid barrier (or a split reduce) is cooperative and its grid never
+// exceeds one wave (maxBlocks = blocks per wave); every kernel is capped at one wave, the tile
+// loop covering the rest (vertical packing).
+#include <cstdint>
+
+#include "fusion/kernel_plan.h"
+#include "weft/device_spec.h"
+
+namespace weft::fusion {
+
+inline constexpr int kAssumedRegisters = 32;
+
+/// Blocks of `blockSize` threads one SM holds at once, given registers per thread and shared
+/// memory per block (CUDA's occupancy rules: registers per thread rounded up to 8 and allocated
+/// per warp; thread, block, register and shared-memory limits). 0 when one block does not fit.
+int blocksPerSM(const DeviceSpec& spec, int blockSize, int registersPerThread, int64_t sharedBytes);
+
+/// smCount × blocksPerSM: the blocks that run concurrently — the most a grid barrier allows.
+int64_t blocksPerWave(const DeviceSpec& spec, int blockSize, int registersPerThread = kAssumedRegisters,
+                      int64_t sharedBytes = 0);
+
+struct RegisterBound {
+  int blocksPerSM = 0;  // under the assumed bound
+  int maxRegisters = 0; // the relaxed bound that still keeps blocksPerSM blocks resident
+};
+/// Assume `assumed` registers, then relax: the largest multiple of 8 (≤ the device maximum)
+/// with which blocksPerSM blocks of blockSize threads still fit in the register file.
+RegisterBound relaxRegisterBound(const DeviceSpec& spec, int blockSize, int64_t sharedBytes,
+                                 int assumed = kAssumedRegisters);
+
+/// Fills kernel.launch from its groups, stages and placements. kernel.launch.blockSize must be
+/// set (the thread mapping chose it); sharedBytes is the kernel's planned shared memory.
+void configureLaunch(KernelPlan& kernel, const DeviceSpec& spec);
+
+} // namespace weft::fusion

@@ -1,0 +1,320 @@
+#include "fusion/stitching_scheme.h"
+
+#include <algorithm>
+#include <cassert>
+#include <map>
+#include <set>
+
+#include "fusion/graph_queries.h"
+#include "fusion/launch_config.h"
+#include "fusion/schedule.h"
+
+namespace weft::fusion {
+namespace {
+
+constexpr int64_t kNotShareable = int64_t(1) << 50;
+constexpr int64_t kSharedAlign = 16;
+constexpr int64_t kMaxReusedPerThread = 32; // registers one reused value may take per thread
+
+int splitOf(const Group& g) {
+  if (auto* r = std::get_if<RowReduceMapping>(&g.mapping)) return r->splitFactor;
+  if (auto* c = std::get_if<ColumnReduceMapping>(&g.mapping)) return c->splitFactor;
+  return 1;
+}
+
+bool tileCompatible(const Group& a, const Group& b) {
+  if (&a == &b) return true;
+  return splitOf(a) == 1 && splitOf(b) == 1 && a.rowsPerTile == b.rowsPerTile &&
+         rowShapeOf(a.loopShape, a.tileDims) == rowShapeOf(b.loopShape, b.tileDims);
+}
+
+/// A materialised value read by a stage, and whether the reader asks for it at its own loop
+/// rows (aligned) and in which space of the reader's group.
+struct Read {
+  ir::NodeId value;
+  OpSpace frame;
+  bool aligned;
+};
+/// A local op or input a stage generates or loads.
+struct Touch {
+  ir::NodeId value;
+  OpSpace frame;
+  bool aligned;
+};
+
+class Planner {
+public:
+  Planner(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& k) : g_(g), spec_(spec), k_(k) {
+    for (ir::NodeId op : k.ops) inKernel_.insert(op);
+    for (size_t gi = 0; gi < k.groups.size(); ++gi) {
+      for (ir::NodeId op : k.groups[gi].ops) groupOf_[op] = static_cast<int>(gi);
+      materialised_.insert(k.groups[gi].dominant);
+      for (ir::NodeId s : k.groups[gi].subDominants) materialised_.insert(s);
+    }
+    for (ir::NodeId o : k.outputs) materialised_.insert(o);
+    outputs_.insert(k.outputs.begin(), k.outputs.end());
+  }
+
+  void run() {
+    formStages();
+    for (ir::NodeId u : materialised_)
+      if (sharedBytesOf(u) >= kNotShareable) demoted_.insert(u);
+    for (;;) {
+      assignPhases();
+      assignStorage();
+      int64_t bytes = layoutShared();
+      if (bytes <= spec_.sharedMemoryPerBlock) break;
+      ir::NodeId largest = -1;
+      for (auto& [v, p] : k_.placement)
+        if (p.storage == Storage::Shared && (largest < 0 || p.sharedBytes > k_.placement[largest].sharedBytes))
+          largest = v;
+      assert(largest >= 0 && "shared memory over budget with nothing left to demote");
+      demoted_.insert(largest);
+    }
+    markRegisterReuse();
+  }
+
+private:
+  const Group& groupOfValue(ir::NodeId v) const { return k_.groups[static_cast<size_t>(groupOf_.at(v))]; }
+
+  /// Walks from `node` (read in `frame` of group `gc`) down to materialised values and inputs.
+  void walk(ir::NodeId node, OpSpace frame, bool aligned, const Group& gc, std::vector<Read>& reads,
+            std::vector<Touch>& touches, std::set<std::tuple<ir::NodeId, int, bool>>& seen) const {
+    if (!seen.insert({node, static_cast<int>(frame), aligned}).second) return;
+    if (inKernel_.count(node) && materialised_.count(node)) {
+      reads.push_back({node, frame, aligned});
+      return;
+    }
+    touches.push_back({node, frame, aligned});
+    if (!inKernel_.count(node)) return; // an input
+    const ir::Node& n = g_.node(node);
+    for (ir::NodeId o : n.operands) {
+      auto [f, a] = operandFrame(n, o, frame, aligned, gc);
+      walk(o, f, a, gc, reads, touches, seen);
+    }
+  }
+
+  /// How the index of operand `o` of `n` relates to the reader group's loop (schedule.h rules).
+  std::pair<OpSpace, bool> operandFrame(const ir::Node& n, ir::NodeId o, OpSpace frame, bool aligned,
+                                        const Group& gc) const {
+    const ir::Shape& os = g_.node(o).type.shape;
+    if (!aligned || frame == OpSpace::Other) return {OpSpace::Other, false};
+    if (ir::isElementwise(n.kind) && os == n.type.shape) return {frame, true};
+    if (n.kind == ir::OpKind::BroadcastInDim) {
+      const auto& dims = n.attr<ir::BroadcastAttrs>().dims;
+      if (frame == OpSpace::Loop && os == rowShapeOf(gc.loopShape, gc.tileDims) && dims == gc.tileDims)
+        return {OpSpace::Row, true};
+      if (os == n.type.shape) return {frame, true};
+      return {OpSpace::Other, false};
+    }
+    if (n.kind == ir::OpKind::Reduce && frame == OpSpace::Row && os == gc.loopShape) {
+      // The group's own reduce: its row r reads row r of the loop.
+      std::vector<int64_t> kept;
+      const auto& axes = n.attr<ir::ReduceAttrs>().axes;
+      for (int64_t d = 0; d < static_cast<int64_t>(os.size()); ++d)
+        if (std::find(axes.begin(), axes.end(), d) == axes.end()) kept.push_back(d);
+      if (kept == gc.tileDims) return {OpSpace::Loop, true};
+    }
+    if (n.kind == ir::OpKind::Reshape && os == n.type.shape) return {frame, true};
+    return {OpSpace::Other, false};
+  }
+
+  void readsOf(ir::NodeId v, std::vector<Read>& reads, std::vector<Touch>& touches) const {
+    const Group& gc = groupOfValue(v);
+    OpSpace frame = spaceOf(g_, gc, v);
+    std::set<std::tuple<ir::NodeId, int, bool>> seen;
+    for (ir::NodeId o : g_.node(v).operands) {
+      auto [f, a] = operandFrame(g_.node(v), o, frame, frame != OpSpace::Other, gc);
+      walk(o, f, a, gc, reads, touches, seen);
+    }
+  }
+
+  bool local(const Read& r, const Group& reader) const {
+    const Group& producer = groupOfValue(r.value);
+    return r.aligned && r.frame == spaceOf(g_, producer, r.value) && tileCompatible(producer, reader) &&
+           splitOf(producer) == 1;
+  }
+
+  void formStages() {
+    std::vector<ir::NodeId> values(materialised_.begin(), materialised_.end()); // ids: topological
+    for (ir::NodeId v : values) {
+      std::vector<Read> reads;
+      std::vector<Touch> touches;
+      readsOf(v, reads, touches);
+      reads_[v] = reads;
+      touches_[v] = touches;
+      int group = groupOf_.at(v);
+      int last = -1;
+      for (int s = static_cast<int>(stages_.size()) - 1; s >= 0; --s)
+        if (stages_[static_cast<size_t>(s)].group == group) {
+          last = s;
+          break;
+        }
+      bool canJoin = last >= 0 && std::none_of(reads.begin(), reads.end(), [&](const Read& r) {
+                       return stageOf_.at(r.value) >= last;
+                     });
+      if (!canJoin) {
+        stages_.push_back({group, {}});
+        last = static_cast<int>(stages_.size()) - 1;
+      }
+      stages_[static_cast<size_t>(last)].values.push_back(v);
+      stageOf_[v] = last;
+    }
+  }
+
+  void assignPhases() {
+    phaseOfStage_.assign(stages_.size(), 0);
+    barriers_.assign(stages_.size(), Barrier::None);
+    int phase = 0;
+    int phaseGroup = stages_.empty() ? 0 : stages_.front().group;
+    for (size_t s = 0; s < stages_.size(); ++s) {
+      const Group& gc = k_.groups[static_cast<size_t>(stages_[s].group)];
+      if (s == 0) continue;
+      bool grid = !tileCompatible(k_.groups[static_cast<size_t>(phaseGroup)], gc);
+      bool readsPhase = false;
+      for (ir::NodeId v : stages_[s].values)
+        for (const Read& r : reads_.at(v)) {
+          if (phaseOfStage_[static_cast<size_t>(stageOf_.at(r.value))] != phase) continue;
+          readsPhase = true;
+          if (!local(r, gc) || demoted_.count(r.value)) grid = true;
+        }
+      if (grid) {
+        ++phase;
+        phaseGroup = stages_[s].group;
+        barriers_[s] = Barrier::Grid;
+      } else if (readsPhase) {
+        barriers_[s] = Barrier::Block;
+      }
+      phaseOfStage_[s] = phase;
+    }
+  }
+
+  int64_t sharedBytesOf(ir::NodeId v) const {
+    const Group& gp = groupOfValue(v);
+    int64_t bytes = ir::dtypeBytes(g_.node(v).type.dtype);
+    switch (spaceOf(g_, gp, v)) {
+    case OpSpace::Row: return gp.rowsPerTile * bytes;
+    case OpSpace::Loop:
+      return gp.rowLength.isStatic() ? gp.rowsPerTile * gp.rowLength.size() * bytes : kNotShareable;
+    case OpSpace::Other: return kNotShareable;
+    }
+    return kNotShareable;
+  }
+
+  void assignStorage() {
+    k_.placement.clear();
+    for (ir::NodeId in : k_.inputs) k_.placement[in].storage = Storage::Input;
+    for (ir::NodeId op : k_.ops) k_.placement[op].storage = Storage::Register;
+    std::map<ir::NodeId, bool> allLocalSamePhase;
+    for (ir::NodeId u : materialised_) allLocalSamePhase[u] = true;
+    for (size_t s = 0; s < stages_.size(); ++s) {
+      const Group& gc = k_.groups[static_cast<size_t>(stages_[s].group)];
+      for (ir::NodeId v : stages_[s].values)
+        for (const Read& r : reads_.at(v))
+          if (!local(r, gc) || phaseOfStage_[static_cast<size_t>(stageOf_.at(r.value))] != phaseOfStage_[s])
+            allLocalSamePhase[r.value] = false;
+    }
+    for (ir::NodeId u : materialised_) {
+      ValuePlacement& p = k_.placement[u];
+      if (outputs_.count(u)) p.storage = Storage::Output;
+      else if (allLocalSamePhase[u] && !demoted_.count(u)) p.storage = Storage::Shared, p.sharedBytes = sharedBytesOf(u);
+      else p.storage = Storage::Global;
+    }
+  }
+
+  /// Offsets per phase after the reductions' own scratch; returns the kernel's shared bytes.
+  int64_t layoutShared() {
+    int64_t reserve = 0;
+    for (const Group& gr : k_.groups)
+      reserve = std::max(reserve, reductionScratchBytes(g_, gr, spec_, k_.launch.blockSize));
+    reserve = (reserve + kSharedAlign - 1) / kSharedAlign * kSharedAlign;
+    std::map<int, int64_t> top;
+    int64_t total = reserve;
+    for (ir::NodeId u : materialised_) {
+      ValuePlacement& p = k_.placement[u];
+      if (p.storage != Storage::Shared) continue;
+      int phase = phaseOfStage_[static_cast<size_t>(stageOf_.at(u))];
+      int64_t& at = top.try_emplace(phase, reserve).first->second;
+      p.sharedOffset = at;
+      at += (p.sharedBytes + kSharedAlign - 1) / kSharedAlign * kSharedAlign;
+      total = std::max(total, at);
+    }
+    k_.launch.sharedBytes = total;
+    return total;
+  }
+
+  void markRegisterReuse() {
+    std::map<ir::NodeId, std::set<size_t>> stagesTouching;
+    for (size_t s = 0; s < stages_.size(); ++s)
+      for (ir::NodeId v : stages_[s].values)
+        for (const Touch& t : touches_.at(v))
+          if (t.aligned && t.frame != OpSpace::Other) stagesTouching[t.value].insert(s);
+    for (auto& [value, stages] : stagesTouching) {
+      if (stages.size() < 2) continue;
+      size_t first = *stages.begin();
+      bool sameGroup = std::all_of(stages.begin(), stages.end(),
+                                   [&](size_t s) { return stages_[s].group == stages_[first].group; });
+      bool samePhase = std::all_of(stages.begin(), stages.end(),
+                                   [&](size_t s) { return phaseOfStage_[s] == phaseOfStage_[first]; });
+      if (!sameGroup) continue;
+      const Group& gr = k_.groups[static_cast<size_t>(stages_[first].group)];
+      int64_t split = splitOf(gr);
+      int64_t perTile = spaceOf(g_, gr, value) == OpSpace::Loop
+                            ? gr.rowsPerTile * ((staticOr(gr.rowLength, kNotShareable) + split - 1) / split)
+                            : gr.rowsPerTile;
+      // Across a grid barrier a thread must hold its elements of every tile it handles: only
+      // possible when one wave covers all tiles (one tile per block).
+      int64_t tiles = (staticOr(gr.rows, kNotShareable) + gr.rowsPerTile - 1) / gr.rowsPerTile * split;
+      if (!samePhase && tiles > blocksPerWave(spec_, k_.launch.blockSize, kAssumedRegisters, k_.launch.sharedBytes))
+        continue;
+      if ((perTile + k_.launch.blockSize - 1) / k_.launch.blockSize > kMaxReusedPerThread) continue;
+      k_.placement[value].registerReuse = true;
+    }
+    k_.stages.clear();
+    for (size_t s = 0; s < stages_.size(); ++s) {
+      Stage st;
+      st.group = stages_[s].group;
+      st.barrierBefore = barriers_[s];
+      st.materialized = stages_[s].values;
+      ir::NodeId dom = k_.groups[static_cast<size_t>(st.group)].dominant;
+      std::stable_partition(st.materialized.begin(), st.materialized.end(), [&](ir::NodeId v) { return v == dom; });
+      k_.stages.push_back(std::move(st));
+    }
+  }
+
+  struct StageInfo {
+    int group;
+    std::vector<ir::NodeId> values;
+  };
+
+  const ir::Graph& g_;
+  const DeviceSpec& spec_;
+  KernelPlan& k_;
+  std::set<ir::NodeId> inKernel_, materialised_, outputs_, demoted_;
+  std::map<ir::NodeId, int> groupOf_, stageOf_;
+  std::map<ir::NodeId, std::vector<Read>> reads_;
+  std::map<ir::NodeId, std::vector<Touch>> touches_;
+  std::vector<StageInfo> stages_;
+  std::vector<int> phaseOfStage_;
+  std::vector<Barrier> barriers_;
+};
+
+} // namespace
+
+int64_t reductionScratchBytes(const ir::Graph& g, const Group& group, const DeviceSpec& spec, int blockSize) {
+  int64_t bytes = 0, reduces = 0;
+  for (ir::NodeId op : group.ops)
+    if (g.node(op).kind == ir::OpKind::Reduce) bytes = std::max<int64_t>(bytes, ir::dtypeBytes(g.node(op).type.dtype)), ++reduces;
+  if (reduces == 0) return 0;
+  if (auto* r = std::get_if<RowReduceMapping>(&group.mapping))
+    return r->kind == RowReduceMapping::Kind::BlockPerRow ? (blockSize / spec.warpSize) * bytes : 0;
+  if (auto* c = std::get_if<ColumnReduceMapping>(&group.mapping))
+    return int64_t(c->tileRows) * (c->tileColumns + 1) * bytes;
+  return 0;
+}
+
+void planStitching(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel) {
+  Planner(g, spec, kernel).run();
+}
+
+} // namespace weft::fusion

@@ -1,0 +1,170 @@
+#include "fusion/thread_mapping.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "fusion/graph_queries.h"
+#include "fusion/launch_config.h"
+
+namespace weft::fusion {
+namespace {
+
+constexpr int64_t kUnknownSize = int64_t(1) << 20; // what a symbolic dim is assumed to be
+constexpr int kBlockSizes[] = {1024, 512, 256, 128};
+constexpr double kUtilizationSlack = 0.05; // prefer bigger blocks within this of the best
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int pow2Ceil(int64_t x) {
+  int p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+int vectorWidthFor(ir::DType t, int64_t contiguous, int64_t lanes) {
+  if (ir::dtypeBytes(t) > 4 || contiguous % 4 != 0 || contiguous < 4 * lanes) return 1;
+  return 4;
+}
+
+double utilization(const DeviceSpec& spec, int64_t tiles, int64_t bpw, int blockSize, double laneUse) {
+  if (bpw == 0) return 0;
+  return double(std::min(tiles, bpw)) * blockSize * std::min(laneUse, 1.0) / double(spec.threadSlots());
+}
+
+MappingChoice mapRowReduce(const LoopSpace& s, const DeviceSpec& spec, int blockSize) {
+  MappingChoice c;
+  c.blockSize = blockSize;
+  c.blocksPerWave = blocksPerWave(spec, blockSize);
+  int64_t rows = staticOr(s.rows, kUnknownSize), len = staticOr(s.rowLength, kUnknownSize);
+  RowReduceMapping m;
+  double laneUse = 1;
+  if (len <= kWarpRowLimit) { // warp (or part of one) per row, rows packed into the block
+    m.kind = RowReduceMapping::Kind::WarpPerRow;
+    m.threadsPerRow = std::min(spec.warpSize, pow2Ceil(len));
+    m.rowsPerBlock = blockSize / m.threadsPerRow;
+    c.tiles = ceilDiv(rows, m.rowsPerBlock);
+    laneUse = double(len) / m.threadsPerRow;
+  } else { // a block per row; few long rows are split across blocks to fill the wave
+    m.kind = RowReduceMapping::Kind::BlockPerRow;
+    m.threadsPerRow = blockSize;
+    m.rowsPerBlock = 1;
+    if (rows < c.blocksPerWave)
+      m.splitFactor = static_cast<int>(std::clamp<int64_t>(c.blocksPerWave / rows, 1, ceilDiv(len, blockSize)));
+    c.tiles = rows * m.splitFactor;
+    laneUse = double(ceilDiv(len, m.splitFactor)) / blockSize;
+  }
+  m.vectorWidth = s.contiguousRows ? vectorWidthFor(s.dtype, len, m.threadsPerRow) : 1;
+  c.rowsPerTile = m.rowsPerBlock;
+  c.mapping = m;
+  c.waveUtilization = utilization(spec, c.tiles, c.blocksPerWave, blockSize, laneUse);
+  return c;
+}
+
+MappingChoice mapColumnReduce(const LoopSpace& s, const DeviceSpec& spec, int blockSize) {
+  MappingChoice c;
+  c.blockSize = blockSize;
+  c.blocksPerWave = blocksPerWave(spec, blockSize);
+  int64_t columns = staticOr(s.rows, kUnknownSize), reduced = staticOr(s.rowLength, kUnknownSize);
+  ColumnReduceMapping m;
+  m.tileColumns = std::min(spec.warpSize, pow2Ceil(columns));
+  m.tileRows = blockSize / m.tileColumns;
+  int64_t columnTiles = ceilDiv(columns, m.tileColumns);
+  if (columnTiles < c.blocksPerWave && reduced > m.tileRows)
+    m.splitFactor =
+        static_cast<int>(std::clamp<int64_t>(c.blocksPerWave / columnTiles, 1, ceilDiv(reduced, m.tileRows)));
+  c.tiles = columnTiles * m.splitFactor;
+  c.rowsPerTile = m.tileColumns;
+  c.mapping = m;
+  double laneUse = std::min(1.0, double(columns) / m.tileColumns) *
+                   std::min(1.0, double(ceilDiv(reduced, m.splitFactor)) / m.tileRows);
+  c.waveUtilization = utilization(spec, c.tiles, c.blocksPerWave, blockSize, laneUse);
+  return c;
+}
+
+MappingChoice mapElementwise(const LoopSpace& s, const DeviceSpec& spec, int blockSize) {
+  MappingChoice c;
+  c.blockSize = blockSize;
+  c.blocksPerWave = blocksPerWave(spec, blockSize);
+  int64_t n = staticOr(s.rows, kUnknownSize) * staticOr(s.rowLength, 1);
+  int64_t inner = s.shape.empty() ? 1 : staticOr(s.shape.back(), 1);
+  ElementwiseMapping m;
+  m.vectorWidth = vectorWidthFor(s.dtype, inner, 1);
+  m.elementsPerThread = m.vectorWidth;
+  c.rowsPerTile = int64_t(blockSize) * m.elementsPerThread;
+  c.tiles = ceilDiv(n, c.rowsPerTile);
+  c.mapping = m;
+  c.waveUtilization = utilization(spec, c.tiles, c.blocksPerWave, blockSize, double(n) / c.rowsPerTile);
+  return c;
+}
+
+MappingChoice mapFor(const LoopSpace& s, const DeviceSpec& spec, int blockSize) {
+  switch (s.kind) {
+  case LoopSpace::Kind::RowReduce: return mapRowReduce(s, spec, blockSize);
+  case LoopSpace::Kind::ColumnReduce: return mapColumnReduce(s, spec, blockSize);
+  case LoopSpace::Kind::Elementwise: return mapElementwise(s, spec, blockSize);
+  }
+  return mapElementwise(s, spec, blockSize);
+}
+
+} // namespace
+
+LoopSpace loopSpaceOf(const ir::Graph& g, ir::NodeId dominant) {
+  const ir::Node& n = g.node(dominant);
+  LoopSpace s;
+  s.dtype = n.type.dtype;
+  if (n.kind != ir::OpKind::Reduce) {
+    s.kind = LoopSpace::Kind::Elementwise;
+    s.shape = n.type.shape;
+    for (size_t i = 0; i < s.shape.size(); ++i) s.tileDims.push_back(static_cast<int64_t>(i));
+    s.rows = ir::numElements(s.shape);
+    return s;
+  }
+  s.shape = g.node(n.operands[0]).type.shape;
+  const auto& axes = n.attr<ir::ReduceAttrs>().axes;
+  std::vector<bool> reduced(s.shape.size(), false);
+  for (int64_t a : axes) reduced[static_cast<size_t>(a)] = true;
+  ir::Dim rowLength = 1;
+  for (size_t i = 0; i < s.shape.size(); ++i) {
+    if (reduced[i]) rowLength = rowLength * s.shape[i];
+    else s.tileDims.push_back(static_cast<int64_t>(i));
+  }
+  s.rows = ir::numElements(rowShapeOf(s.shape, s.tileDims));
+  s.rowLength = rowLength;
+  bool leadingPrefix = !axes.empty() && axes.front() == 0 && axes.back() == int64_t(axes.size()) - 1;
+  bool trailingSuffix = !axes.empty() && axes.back() == int64_t(s.shape.size()) - 1 &&
+                        axes.front() == int64_t(s.shape.size() - axes.size());
+  if (leadingPrefix && !s.tileDims.empty()) s.kind = LoopSpace::Kind::ColumnReduce;
+  else s.kind = LoopSpace::Kind::RowReduce;
+  s.contiguousRows = trailingSuffix;
+  return s;
+}
+
+MappingChoice chooseThreadMapping(const LoopSpace& space, const DeviceSpec& spec, int blockSize) {
+  if (blockSize > 0) return mapFor(space, spec, blockSize);
+  std::vector<MappingChoice> choices;
+  for (int b : kBlockSizes)
+    if (b <= spec.maxThreadsPerBlock) choices.push_back(mapFor(space, spec, b));
+  assert(!choices.empty() && "the device allows no candidate block size");
+  double best = 0;
+  for (const MappingChoice& c : choices) best = std::max(best, c.waveUtilization);
+  for (const MappingChoice& c : choices) // largest first
+    if (c.waveUtilization >= best - kUtilizationSlack) return c;
+  return choices.front();
+}
+
+MappingChoice elementwiseInTiles(int64_t rowsPerTile, const ir::Dim& rowLength, ir::DType dtype, int blockSize,
+                                 const DeviceSpec& spec) {
+  MappingChoice c;
+  c.blockSize = blockSize;
+  c.blocksPerWave = blocksPerWave(spec, blockSize);
+  c.rowsPerTile = rowsPerTile;
+  int64_t len = staticOr(rowLength, kUnknownSize);
+  int64_t tileElements = rowsPerTile * len;
+  ElementwiseMapping m;
+  m.vectorWidth = tileElements >= 4 * int64_t(blockSize) ? vectorWidthFor(dtype, len, 1) : 1;
+  m.elementsPerThread =
+      static_cast<int>(ceilDiv(ceilDiv(tileElements, blockSize), m.vectorWidth) * m.vectorWidth);
+  c.mapping = m;
+  return c;
+}
+
+} // namespace weft::fusion

@@ -1,0 +1,56 @@
+#pragma once
+// Step 3 of the AStitch planner (AStitch §3.3 and §4.3 "Tensor Shape Adaptation"): adaptive
+// thread mapping of a dominant op from its shape and the DeviceSpec. Takes the dominant's loop
+// space; returns a ThreadMapping, the block size, the tile size and the fraction of the
+// device's thread slots one wave keeps busy. Guarantees: short rows are packed into big blocks
+// (horizontal packing), many tiles are covered by at most one wave of blocks (vertical packing,
+// see launch_config.h), and rows that are few and long are split across blocks (task
+// splitting) so that one wave is filled; among block sizes that fill the wave about equally
+// well the largest is chosen (fewer, bigger blocks make grid barriers cheaper, AStitch §4.5).
+#include <cstdint>
+#include <vector>
+
+#include "fusion/kernel_plan.h"
+#include "ir/graph.h"
+#include "weft/device_spec.h"
+
+namespace weft::fusion {
+
+/// The index space a dominant's thread mapping covers (see Group::loopShape).
+struct LoopSpace {
+  enum class Kind : uint8_t { RowReduce, ColumnReduce, Elementwise };
+  Kind kind = Kind::Elementwise;
+  ir::Shape shape;               // reduce: its operand's shape; otherwise the op's shape
+  std::vector<int64_t> tileDims; // reduce: kept dims; elementwise: all dims
+  ir::Dim rows = 1;              // product of shape[tileDims]
+  ir::Dim rowLength = 1;         // product of the other dims
+  ir::DType dtype = ir::DType::f32;
+  bool contiguousRows = true;    // the row's elements are contiguous (reduced dims innermost)
+};
+
+/// Row reduce when the kept dims are not a leading prefix (reduced dims innermost or mixed:
+/// mixed ones are correct but uncoalesced), column reduce when the reduced dims are a proper
+/// leading prefix, elementwise otherwise.
+LoopSpace loopSpaceOf(const ir::Graph& g, ir::NodeId dominant);
+
+struct MappingChoice {
+  ThreadMapping mapping;
+  int blockSize = 0;
+  int64_t rowsPerTile = 1;
+  int64_t tiles = 1;          // tiles of work (static estimate; symbolic dims count as large)
+  int64_t blocksPerWave = 0;  // with the assumed register bound and no shared memory
+  double waveUtilization = 0; // busy thread slots in the first wave / device thread slots
+};
+
+/// Rows longer than this are reduced by a whole block (and split across blocks when few).
+inline constexpr int64_t kWarpRowLimit = 1024;
+
+/// blockSize 0: choose it (1024, 512, 256, 128); otherwise map for that block size.
+MappingChoice chooseThreadMapping(const LoopSpace& space, const DeviceSpec& spec, int blockSize = 0);
+
+/// Proactive re-mapping: an elementwise group that runs in another group's tiles of
+/// `rowsPerTile` rows, each row `rowLength` elements long.
+MappingChoice elementwiseInTiles(int64_t rowsPerTile, const ir::Dim& rowLength, ir::DType dtype, int blockSize,
+                                 const DeviceSpec& spec);
+
+} // namespace weft::fusion

@@ -1,0 +1,166 @@
+#include <catch2/catch.hpp>
+
+#include "fusion/launch_config.h"
+#include "fusion/plan.h"
+#include "plan_queries.h"
+#include "test_graphs.h"
+
+using namespace weft;
+using namespace weft::fusion;
+using namespace weft::fusion::testing;
+
+namespace {
+DeviceSpec profile(const std::string& name) { return *deviceSpecProfile(name); }
+int64_t blocksPerWaveOf(const DeviceSpec& spec, const KernelPlan& k) {
+  return blocksPerWave(spec, k.launch.blockSize, k.launch.maxRegisters, k.launch.sharedBytes);
+}
+} // namespace
+
+TEST_CASE("stitching: AStitch Figure 7 — reduce.1 regional, power.1 and reduce.2 global, one kernel",
+          "[planner][stitching][fig7]") {
+  for (std::string dev : {"v100", "a100", "h100"}) {
+    DYNAMIC_SECTION(dev) {
+      FusionPlan p = plan(astitchFig7(), profile(dev), Policy::AStitch);
+      const ir::Graph& g = p.graph;
+      REQUIRE(p.kernelCount() == 1);
+      const KernelPlan& k = *kernelsOf(p)[0];
+      CHECK(dominants(g, k) == std::vector<std::string>{"reduce.1", "reduce.2"});
+      CHECK(names(g, groupDominatedBy(g, k, "reduce.1").subDominants) == std::vector<std::string>{"power.1"});
+      CHECK(names(g, groupDominatedBy(g, k, "reduce.2").subDominants) == std::vector<std::string>{"multiply.1"});
+
+      CHECK(storageOf(g, k, "reduce.1") == Storage::Shared);
+      CHECK(storageOf(g, k, "power.1") == Storage::Global);
+      CHECK(storageOf(g, k, "reduce.2") == Storage::Global);
+      CHECK(storageOf(g, k, "multiply.1") == Storage::Output); // "independent": nothing reads it here
+      for (std::string local : {"broadcast.1", "add.1", "divide.1", "broadcast.2", "broadcast.3", "add.2", "broadcast.4"})
+        CHECK(storageOf(g, k, local) == Storage::Register);
+
+      // reduce.1's rows are read in the block that reduced them; the column reduce runs in
+      // other tiles (and is split), so power.1 and reduce.2 cross grid barriers
+      CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Block, Barrier::Grid, Barrier::Grid});
+      CHECK(names(g, k.stages[0].materialized) == std::vector<std::string>{"reduce.1"});
+      CHECK(names(g, k.stages[1].materialized) == std::vector<std::string>{"power.1"});
+      CHECK(names(g, k.stages[2].materialized) == std::vector<std::string>{"reduce.2"});
+      CHECK(names(g, k.stages[3].materialized) == std::vector<std::string>{"multiply.1"});
+      CHECK(k.launch.cooperative);
+      CHECK(k.launch.maxBlocks > 0);
+
+      // operator-level reuse: parameter.2 and broadcast.2 are loaded once, kept in registers
+      CHECK(k.placement.at(id(g, "parameter.2")).registerReuse);
+      CHECK(k.placement.at(id(g, "broadcast.2")).registerReuse);
+
+      // schedule propagation: which space each op lives in
+      const Group& g1 = groupDominatedBy(g, k, "reduce.1");
+      CHECK(g1.space.at(id(g, "add.1")) == OpSpace::Loop);
+      CHECK(g1.space.at(id(g, "reduce.1")) == OpSpace::Row);
+      CHECK(g1.space.at(id(g, "divide.1")) == OpSpace::Row);
+      CHECK(g1.space.at(id(g, "power.1")) == OpSpace::Row);
+      const Group& g2 = groupDominatedBy(g, k, "reduce.2");
+      CHECK(std::holds_alternative<ColumnReduceMapping>(g2.mapping));
+      CHECK(g2.space.at(id(g, "multiply.1")) == OpSpace::Loop);
+      CHECK(g2.space.at(id(g, "reduce.2")) == OpSpace::Row);
+    }
+  }
+}
+
+TEST_CASE("stitching: layer norm is one kernel with block barriers only", "[planner][stitching]") {
+  FusionPlan p = plan(layerNorm(16384, 768), profile("a100"), Policy::AStitch);
+  const ir::Graph& g = p.graph;
+  REQUIRE(p.kernelCount() == 1);
+  const KernelPlan& k = *kernelsOf(p)[0];
+  CHECK(dominants(g, k) == std::vector<std::string>{"sum", "mean", "rstd"});
+  // the statistics' groups run in the rows of the reduce group (proactive re-mapping)
+  CHECK(groupDominatedBy(g, k, "mean").follows == 0);
+  CHECK(groupDominatedBy(g, k, "rstd").follows == 0);
+  CHECK(storageOf(g, k, "sum") == Storage::Shared);
+  CHECK(storageOf(g, k, "mean") == Storage::Shared);
+  CHECK(storageOf(g, k, "sqsum") == Storage::Shared);
+  CHECK(storageOf(g, k, "rstd") == Storage::Shared);
+  CHECK(storageOf(g, k, "out") == Storage::Output);
+  CHECK(storageOf(g, k, "centered") == Storage::Register);
+  CHECK(barriers(k) ==
+        std::vector<Barrier>{Barrier::None, Barrier::Block, Barrier::Block, Barrier::Block, Barrier::Block});
+  CHECK_FALSE(hasGrid(k));
+  CHECK_FALSE(k.launch.cooperative);
+  // x is read by three stages of the same group: loaded once, kept in registers
+  CHECK(k.placement.at(id(g, "x")).registerReuse);
+  auto m = std::get<RowReduceMapping>(groupDominatedBy(g, k, "sum").mapping);
+  CHECK(m.kind == RowReduceMapping::Kind::WarpPerRow);
+  CHECK(k.launch.sharedBytes < 4096); // a few floats per row of the tile
+}
+
+TEST_CASE("stitching: each workload becomes exactly one kernel under astitch", "[planner][stitching]") {
+  struct Case {
+    std::string name;
+    ir::Graph graph;
+    bool gridBarrier;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"softmax", softmax(), false});
+  cases.push_back({"residual layer norm", residualLayerNorm(), false});
+  cases.push_back({"gelu bias", geluBias(), false});
+  cases.push_back({"rms norm", rmsNorm(), false});
+  cases.push_back({"column reduce", columnReduce(), true});
+  cases.push_back({"layer norm backward", layerNormBackward(), true});
+  for (const Case& c : cases) {
+    for (std::string dev : {"v100", "a100", "h100"}) {
+      DYNAMIC_SECTION(c.name << " on " << dev) {
+        FusionPlan p = plan(c.graph, profile(dev), Policy::AStitch);
+        CHECK(p.kernelCount() == 1);
+        const KernelPlan& k = *kernelsOf(p)[0];
+        CHECK(k.launch.cooperative == c.gridBarrier);
+        CHECK(k.outputs.size() == c.graph.outputs().size());
+      }
+    }
+  }
+}
+
+TEST_CASE("stitching: softmax keeps both reductions on chip", "[planner][stitching]") {
+  FusionPlan p = plan(softmax(4096, 1024), profile("h100"), Policy::AStitch);
+  const ir::Graph& g = p.graph;
+  const KernelPlan& k = *kernelsOf(p)[0];
+  CHECK(dominants(g, k) == std::vector<std::string>{"max"});
+  CHECK(names(g, k.groups[0].subDominants) == std::vector<std::string>{"sum", "out"});
+  CHECK(storageOf(g, k, "max") == Storage::Shared);
+  CHECK(storageOf(g, k, "sum") == Storage::Shared);
+  CHECK(storageOf(g, k, "exp") == Storage::Register); // recomputed per stage: exp is one-to-one
+  CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Block, Barrier::Block});
+}
+
+TEST_CASE("stitching: layer norm backward — sibling reduces share a pass, column reduces another phase",
+          "[planner][stitching]") {
+  FusionPlan p = plan(layerNormBackward(16384, 768), profile("v100"), Policy::AStitch);
+  const ir::Graph& g = p.graph;
+  REQUIRE(p.kernelCount() == 1);
+  const KernelPlan& k = *kernelsOf(p)[0];
+  CHECK(dominants(g, k) == std::vector<std::string>{"dgamma", "sum_dxhat"});
+  REQUIRE(k.stages.size() == 3);
+  CHECK(names(g, k.stages[0].materialized) == std::vector<std::string>{"dgamma", "dbeta"});
+  CHECK(names(g, k.stages[1].materialized) == std::vector<std::string>{"sum_dxhat", "sum_dxhat_xhat", "scale"});
+  CHECK(names(g, k.stages[2].materialized) == std::vector<std::string>{"dx"});
+  CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Grid, Barrier::Block});
+  CHECK(storageOf(g, k, "dgamma") == Storage::Output);
+  CHECK(storageOf(g, k, "sum_dxhat") == Storage::Shared);
+  CHECK(storageOf(g, k, "scale") == Storage::Shared);
+}
+
+TEST_CASE("stitching: regional values over the shared-memory budget are demoted to global one at a time",
+          "[planner][stitching]") {
+  // layer norm's four row statistics take 32 rows x 4 bytes each per tile; a budget of 200
+  // bytes holds one of them: demote sum, then mean, then sqsum, and stop
+  DeviceSpec spec = profile("a100");
+  spec.sharedMemoryPerBlock = 200;
+  FusionPlan p = plan(layerNorm(16384, 768), spec, Policy::AStitch);
+  const ir::Graph& g = p.graph;
+  REQUIRE(p.kernelCount() == 1);
+  const KernelPlan& k = *kernelsOf(p)[0];
+  CHECK(storageOf(g, k, "sum") == Storage::Global);
+  CHECK(storageOf(g, k, "mean") == Storage::Global);
+  CHECK(storageOf(g, k, "sqsum") == Storage::Global);
+  CHECK(storageOf(g, k, "rstd") == Storage::Shared);
+  CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Grid, Barrier::Grid, Barrier::Grid, Barrier::Block});
+  CHECK(k.launch.sharedBytes == 128);
+  CHECK(k.launch.sharedBytes <= spec.sharedMemoryPerBlock);
+  CHECK(k.launch.cooperative);
+  CHECK(k.launch.maxBlocks <= blocksPerWaveOf(spec, k));
+}

@@ -1,0 +1,31 @@
+#pragma once
+// Graphs the planner tests assert plans for, built with the IR builder. Names follow the
+// papers' figures where there is one (AStitch Figure 7).
+#include <cstdint>
+
+#include "ir/graph.h"
+
+namespace weft::fusion::testing {
+
+/// AStitch Figure 7(a), as reconstructed from §3.2.2 and §4.3 (rows A, columns B):
+///   broadcast.1 = bcast(parameter.2[A]); add.1 = parameter.1[A,B] + broadcast.1
+///   reduce.1 = row-sum(add.1); divide.1 = reduce.1 / parameter.2; power.1 = divide.1 ^ 2
+///   broadcast.3 = bcast(power.1); broadcast.2 = bcast(parameter.3[B])
+///   add.2 = broadcast.3 + broadcast.2; reduce.2 = column-sum(add.2)
+///   multiply.1 = broadcast.2 * bcast(reduce.2)   (the output)
+ir::Graph astitchFig7(int64_t rows = 2048, int64_t cols = 1024);
+
+ir::Graph layerNorm(int64_t rows = 16384, int64_t hidden = 768);
+ir::Graph softmax(int64_t rows = 4096, int64_t length = 1024);
+ir::Graph residualLayerNorm(int64_t rows = 16384, int64_t hidden = 768);
+ir::Graph geluBias(int64_t rows = 16384, int64_t hidden = 3072);
+ir::Graph rmsNorm(int64_t rows = 16384, int64_t hidden = 4096);
+ir::Graph columnReduce(int64_t rows = 65536, int64_t cols = 256);
+/// Outputs dx, dgamma, dbeta from dy, x, mean, rstd, gamma (saved statistics).
+ir::Graph layerNormBackward(int64_t rows = 16384, int64_t hidden = 768);
+/// One row reduce of a [rows, length] parameter.
+ir::Graph rowReduce(int64_t rows, int64_t length);
+/// layer norm → dot → gelu: two stitched regions around a compute-intensive op.
+ir::Graph layerNormDotGelu(int64_t rows = 1024, int64_t hidden = 768);
+
+} // namespace weft::fusion::testing

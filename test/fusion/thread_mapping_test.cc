@@ -1,0 +1,130 @@
+#include <catch2/catch.hpp>
+
+#include "fusion/launch_config.h"
+#include "fusion/plan.h"
+#include "fusion/thread_mapping.h"
+#include "plan_queries.h"
+#include "test_graphs.h"
+
+using namespace weft;
+using namespace weft::fusion;
+using namespace weft::fusion::testing;
+
+namespace {
+DeviceSpec profile(const std::string& name) {
+  auto s = deviceSpecProfile(name);
+  REQUIRE(s.has_value());
+  return *s;
+}
+MappingChoice mapRowReduce(int64_t rows, int64_t length, const DeviceSpec& spec) {
+  ir::Graph g = rowReduce(rows, length);
+  return chooseThreadMapping(loopSpaceOf(g, id(g, "row_sum")), spec);
+}
+} // namespace
+
+TEST_CASE("thread mapping: Figure 6(a) <750000,32> packs rows into 1024-thread blocks and one wave",
+          "[planner][mapping][fig6]") {
+  for (std::string dev : {"v100", "a100", "h100"}) {
+    DYNAMIC_SECTION(dev) {
+      DeviceSpec spec = profile(dev);
+      MappingChoice c = mapRowReduce(750000, 32, spec);
+      auto m = std::get<RowReduceMapping>(c.mapping);
+      CHECK(m.kind == RowReduceMapping::Kind::WarpPerRow);
+      CHECK(m.threadsPerRow == 32);
+      CHECK(c.blockSize == 1024);
+      CHECK(m.rowsPerBlock == 32); // horizontal packing: 32 rows per block, not 750000 blocks of 32
+      CHECK(m.splitFactor == 1);
+      CHECK(c.tiles == 23438);
+      CHECK(c.blocksPerWave == 2 * spec.smCount);
+      CHECK(c.waveUtilization >= 0.9);
+      CHECK(c.waveUtilization == Approx(1.0));
+
+      // the kernel itself: vertical packing caps the grid at one wave
+      FusionPlan p = plan(rowReduce(750000, 32), spec, Policy::AStitch);
+      auto ks = kernelsOf(p);
+      REQUIRE(ks.size() == 1);
+      CHECK(ks[0]->launch.blockSize == 1024);
+      CHECK(ks[0]->launch.maxBlocks == 2 * spec.smCount);
+      CHECK(ks[0]->launch.tiles == ir::Dim(23438));
+    }
+  }
+}
+
+TEST_CASE("thread mapping: Figure 6(b) <64,30000> splits each row across blocks to fill one wave",
+          "[planner][mapping][fig6]") {
+  // expected: block size, split factor, utilisation (docs/planner.md has the same table)
+  struct Want {
+    std::string dev;
+    int block;
+    int split;
+    double utilization;
+  };
+  for (Want w : {Want{"v100", 512, 5, 1.0}, Want{"a100", 256, 13, 832.0 * 256 / (108 * 2048)},
+                 Want{"h100", 1024, 4, 256.0 * 1024 / (132 * 2048)}}) {
+    DYNAMIC_SECTION(w.dev) {
+      DeviceSpec spec = profile(w.dev);
+      MappingChoice c = mapRowReduce(64, 30000, spec);
+      auto m = std::get<RowReduceMapping>(c.mapping);
+      CHECK(m.kind == RowReduceMapping::Kind::BlockPerRow);
+      CHECK(c.blockSize == w.block);
+      CHECK(m.splitFactor == w.split); // not 64 blocks: 64 x split
+      CHECK(c.tiles == 64 * w.split);
+      CHECK(c.tiles <= c.blocksPerWave);
+      CHECK(c.waveUtilization >= 0.9);
+      CHECK(c.waveUtilization == Approx(w.utilization));
+
+      FusionPlan p = plan(rowReduce(64, 30000), spec, Policy::AStitch);
+      auto ks = kernelsOf(p);
+      REQUIRE(ks.size() == 1);
+      CHECK(ks[0]->launch.cooperative); // partials combined across blocks
+      CHECK(ks[0]->launch.tiles == ir::Dim(64 * w.split));
+      CHECK(ks[0]->launch.tiles.size() <= ks[0]->launch.maxBlocks);
+      CHECK(ks[0]->placement.at(id(p.graph, "row_sum")).partialsBuffer >= 0);
+    }
+  }
+}
+
+TEST_CASE("thread mapping: the naive mappings XLA uses for Figure 6 waste the wave", "[planner][mapping][fig6]") {
+  DeviceSpec v100 = profile("v100");
+  // (a) 750000 blocks of 32 threads: 32 blocks per SM at most → 32 x 32 threads of 2048
+  double a = double(std::min<int64_t>(750000, blocksPerWave(v100, 32))) * 32 / double(v100.threadSlots());
+  CHECK(a == Approx(0.5));
+  // (b) 64 blocks of 1024 threads on a device that holds 160
+  double b = 64.0 * 1024 / double(v100.threadSlots());
+  CHECK(b == Approx(0.4));
+}
+
+TEST_CASE("thread mapping: row lengths pick warp-per-row or block-per-row", "[planner][mapping]") {
+  DeviceSpec spec = profile("a100");
+  auto warp = std::get<RowReduceMapping>(mapRowReduce(16384, 768, spec).mapping);
+  CHECK(warp.kind == RowReduceMapping::Kind::WarpPerRow);
+  CHECK(warp.threadsPerRow == 32);
+  CHECK(warp.vectorWidth == 4);
+  auto small = std::get<RowReduceMapping>(mapRowReduce(100000, 8, spec).mapping);
+  CHECK(small.threadsPerRow == 8); // sub-warp rows: 8 lanes each
+  auto block = std::get<RowReduceMapping>(mapRowReduce(16384, 8192, spec).mapping);
+  CHECK(block.kind == RowReduceMapping::Kind::BlockPerRow);
+  CHECK(block.splitFactor == 1); // plenty of rows: no splitting
+}
+
+TEST_CASE("thread mapping: column reduce tiles 32 columns and splits the reduced dim when columns are few",
+          "[planner][mapping]") {
+  DeviceSpec spec = profile("v100");
+  ir::Graph g = columnReduce(65536, 256);
+  MappingChoice c = chooseThreadMapping(loopSpaceOf(g, id(g, "colsum")), spec);
+  auto m = std::get<ColumnReduceMapping>(c.mapping);
+  CHECK(m.tileColumns == 32);
+  CHECK(m.tileRows == c.blockSize / 32);
+  CHECK(m.splitFactor > 1);
+  CHECK(c.tiles == 8 * m.splitFactor);
+  CHECK(c.waveUtilization >= 0.9);
+}
+
+TEST_CASE("thread mapping: elementwise is vectorised by 4 when the innermost dim allows", "[planner][mapping]") {
+  DeviceSpec spec = profile("h100");
+  ir::Graph g = geluBias(256, 1024);
+  MappingChoice c = chooseThreadMapping(loopSpaceOf(g, id(g, "gelu")), spec);
+  auto m = std::get<ElementwiseMapping>(c.mapping);
+  CHECK(m.vectorWidth == 4);
+  CHECK(c.rowsPerTile == int64_t(c.blockSize) * m.elementsPerThread);
+}
