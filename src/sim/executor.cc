@@ -96,8 +96,11 @@ struct Warp {
   std::vector<uint64_t> regs; // slot s of lane l at regs[s * 32 + l]
   uint32_t mask = 0, gpc = 0, gbase = 0, mergePc = ~0u;
   uint32_t gridBarrierCalls = 0;
+  uint32_t backEdges = 0; // taken back edges while other lanes of the warp wait
   bool done = false;
 };
+
+constexpr uint32_t kYieldBackEdges = 1u << 16;
 
 struct Block {
   uint32_t id[3] = {0, 0, 0};
@@ -120,8 +123,8 @@ public:
     const Dim3& bd = rq.config.block;
     threadsPerBlock_ = uint32_t(bd.count());
     warpsPerBlock_ = (threadsPerBlock_ + 31) / 32;
-    sharedBytes_ = prog_.dynamicSharedOffset + rq.config.dynamicSharedBytes;
-    if (rq.config.dynamicSharedBytes == 0) sharedBytes_ = std::max<uint64_t>(prog_.staticSharedBytes, 0);
+    sharedBytes_ = rq.config.dynamicSharedBytes ? fn_.dynamicSharedOffset + rq.config.dynamicSharedBytes
+                                                : fn_.staticSharedBytes;
     counters_.kernel = fn_.name;
   }
 
@@ -134,7 +137,9 @@ private:
   void ensureLocal(Warp& w, int l, uint64_t bytes);
 
   // scheduling
-  bool schedule(Warp& w);
+  /// Picks the next group: the ready lanes with the lowest pc (and the same frame), never
+  /// from `exclude` unless no other lane is ready.
+  bool schedule(Warp& w, uint32_t exclude = 0);
   void flush(Warp& w) {
     forLanes(w.mask, [&](int l) { w.pc[l] = w.gpc; });
     w.mask = 0;
@@ -211,6 +216,7 @@ void Executor::initBlock(Block& b, uint64_t linear) {
     w.mask = 0;
     w.mergePc = ~0u;
     w.gridBarrierCalls = 0;
+    w.backEdges = 0;
     w.done = false;
     ensureRegs(w, fn_.numRegs);
     for (int l = 0; l < 32; ++l) {
@@ -226,10 +232,10 @@ void Executor::initBlock(Block& b, uint64_t linear) {
 
 // ---------------------------------------------------------------- scheduling
 
-bool Executor::schedule(Warp& w) {
+bool Executor::schedule(Warp& w, uint32_t exclude) {
   uint32_t best = ~0u, base = 0, mask = 0;
   for (int l = 0; l < 32; ++l) {
-    if (w.state[l] != Ready) continue;
+    if (w.state[l] != Ready || (exclude >> l & 1)) continue;
     if (w.pc[l] < best) {
       best = w.pc[l];
       base = w.regBase[l];
@@ -238,7 +244,7 @@ bool Executor::schedule(Warp& w) {
       mask |= 1u << l;
     }
   }
-  if (!mask) return false;
+  if (!mask) return exclude ? schedule(w, 0) : false;
   uint32_t merge = ~0u;
   for (int l = 0; l < 32; ++l)
     if (w.state[l] == Ready && !(mask >> l & 1)) merge = std::min(merge, w.pc[l]);
@@ -396,6 +402,7 @@ void Executor::execMem(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* 
   const uint32_t size = elem * nvec;
   const bool sync = I.flags & kSync;
   const uint64_t* base = (I.flags & kAddrReg) ? R + size_t(I.addr.reg) * 32 : nullptr;
+  const uint64_t immOff = I.addr.imm + ((I.flags & kDynShared) ? fn_.dynamicSharedOffset : 0);
   uint64_t sectors[32];
   int nGlobal = 0;
   bool anyShared = false;
@@ -403,7 +410,7 @@ void Executor::execMem(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* 
   if (!isLd)
     for (uint32_t i = 0; i < nvec; ++i) vals[i] = src(I.s[i], R);
   forLanes(m, [&](int l) {
-    uint64_t addr = (base ? base[l] : 0) + I.addr.imm;
+    uint64_t addr = (base ? base[l] : 0) + immOff;
     if (I.flags & kFrameRel) addr += w.localBase[l];
     MemClass cls;
     uint8_t* p = resolve(b, w, l, I, I.space, addr, size, !isLd, cls);
@@ -466,12 +473,13 @@ void Executor::execAtom(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t*
   const uint32_t size = uint32_t(tyBytes(I.ty));
   const bool sync = I.flags & kSync;
   const uint64_t* base = (I.flags & kAddrReg) ? R + size_t(I.addr.reg) * 32 : nullptr;
+  const uint64_t immOff = I.addr.imm + ((I.flags & kDynShared) ? fn_.dynamicSharedOffset : 0);
   const AtomOp op = AtomOp(I.mode);
   Src a = src(I.s[0], R), bsrc = I.ns > 1 ? src(I.s[1], R) : Src{nullptr, 0};
   uint64_t sectors[32];
   int nGlobal = 0;
   forLanes(m, [&](int l) {
-    uint64_t addr = (base ? base[l] : 0) + I.addr.imm;
+    uint64_t addr = (base ? base[l] : 0) + immOff;
     MemClass cls;
     uint8_t* p = resolve(b, w, l, I, I.space, addr, size, true, cls);
     if (cls != MGlobal && cls != MShared) fault(b, w, l, I, "atomic on a state space other than global or shared");
@@ -1020,6 +1028,16 @@ void Executor::execCvt(const Instr& I, uint32_t m, uint64_t* R) {
   const Ty dt = I.ty, st = I.ty2;
   const bool sat = I.flags & kSat, ftz = I.flags & kFtz;
   const bool dF = tyIsFloat(dt), sF = tyIsFloat(st);
+  if (dt == Ty::F16x2 || dt == Ty::BF16x2) {
+    Src b = src(I.s[1], R);
+    const Round r = I.round == Round::None ? Round::Rn : I.round;
+    auto one = [&](uint64_t v) -> uint64_t {
+      double x = f32(v);
+      return dt == Ty::F16x2 ? toHalf(x, r) : toBF16(x, r);
+    };
+    forLanes(m, [&](int l) { d[l] = (one(a[l]) << 16) | one(b[l]); });
+    return;
+  }
   auto readInt = [&](uint64_t v) -> __int128 {
     switch (st) {
     case Ty::S8: return int8_t(v);
@@ -1287,6 +1305,11 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
       forLanes(m, [&](int l) { d[l] = sreg(I, b, w, l); });
       break;
     }
+    case Op::MovDynShared: {
+      uint64_t* d = R + size_t(I.d[0].reg) * 32;
+      forLanes(m, [&](int l) { d[l] = fn_.dynamicSharedOffset + I.s[0].imm; });
+      break;
+    }
     case Op::MovDepot: {
       uint64_t* d = R + size_t(I.d[0].reg) * 32;
       forLanes(m, [&](int l) { d[l] = w.localBase[l] + I.s[0].imm; });
@@ -1428,6 +1451,18 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
     case Op::Bra: {
       const uint32_t target = I.target;
       if (m == w.mask) {
+        // A group that keeps looping while other lanes of its warp wait may be spinning on
+        // them (independent thread scheduling guarantees those lanes progress): after many
+        // back edges, let the waiting lanes run.
+        if (target <= w.gpc && w.mergePc != ~0u && ++w.backEdges > kYieldBackEdges) {
+          w.backEdges = 0;
+          w.gpc = target;
+          const uint32_t spinning = w.mask;
+          flush(w);
+          schedule(w, spinning);
+          w.mergePc = ~0u; // run the others until they branch, wait or leave
+          continue;
+        }
         w.gpc = target;
         if (w.gpc >= w.mergePc) resched = true;
         goto next; // pc already set
@@ -1548,7 +1583,7 @@ LaunchCounters Executor::run() {
                                   fn_.name, fn_.maxntid, threadsPerBlock_));
   if (int64_t(sharedBytes_) > spec.sharedMemoryPerBlock)
     throw DeviceError(fmt::format("kernel '{}': {} bytes of static and {} bytes of dynamic shared memory exceed "
-                                  "the {} bytes a block may use", fn_.name, prog_.dynamicSharedOffset,
+                                  "the {} bytes a block may use", fn_.name, fn_.staticSharedBytes,
                                   cfg.dynamicSharedBytes, spec.sharedMemoryPerBlock));
   if (rq_.params.size() < fn_.paramsSize)
     throw DeviceError(fmt::format("kernel '{}': parameter buffer of {} bytes, the kernel declares {}", fn_.name,
@@ -1667,8 +1702,8 @@ int blocksPerSM(const Program& program, const Function& fn, const DeviceSpec& sp
   n = std::min(n, spec.maxThreadsPerSM / (warps * spec.warpSize));
   const int regsPerWarp = (estimatedRegisters(fn) * spec.warpSize + 255) / 256 * 256;
   n = std::min(n, spec.registersPerSM / (regsPerWarp * warps));
-  const uint64_t smem = (dynamicSharedBytes ? program.dynamicSharedOffset + dynamicSharedBytes
-                                            : program.staticSharedBytes);
+  (void)program;
+  const uint64_t smem = dynamicSharedBytes ? fn.dynamicSharedOffset + dynamicSharedBytes : fn.staticSharedBytes;
   if (int64_t(smem) > spec.sharedMemoryPerBlock) return 0;
   if (smem) n = std::min<int64_t>(n, spec.sharedMemoryPerSM / int64_t(smem));
   return std::max(n, 0);

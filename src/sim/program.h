@@ -11,7 +11,7 @@ namespace weft::sim {
 
 enum class Op : uint8_t {
   // data movement
-  Mov, MovSreg, MovDepot, Pack, Unpack, Cvta, Cvt,
+  Mov, MovSreg, MovDepot, MovDynShared, Pack, Unpack, Cvta, Cvt,
   // integer and float arithmetic
   Add, Sub, AddCC, AddC, SubCC, SubC, MulLo, MulHi, MulWide, MadLo, MadHi, MadWide, MadCLo,
   MadCHi, Mul, Mad, Fma, Div, Rem, Abs, Neg, Min, Max, And, Or, Xor, Not, CNot, Shl, Shr, Popc,
@@ -71,6 +71,7 @@ enum : uint16_t {
   kAddrReg = 1 << 11,  // address operand has a base register (else absolute)
   kFrameRel = 1 << 12, // address is relative to the thread's local frame (func params)
   kSinkD0 = 1 << 13,   // first destination is the sink "_"
+  kDynShared = 1 << 14, // address is relative to the kernel's dynamic shared memory base
 };
 
 struct Instr {
@@ -132,6 +133,10 @@ struct Function {
   int maxnreg = 0;
   int reqntid = 0, maxntid = 0;
   uint32_t ccReg = 0;          // hidden carry-flag register
+  // Kernels: shared memory of the variables this kernel and the functions it calls use.
+  // Variables that no kernel uses together may share addresses.
+  uint64_t staticSharedBytes = 0;
+  uint64_t dynamicSharedOffset = 0; // where .extern .shared arrays start for this kernel
 };
 
 struct Program {
@@ -139,9 +144,8 @@ struct Program {
   std::vector<Function> functions;
   std::unordered_map<std::string, uint32_t> functionIndex;
   std::vector<Variable> variables;  // module-scope (and demoted function-scope) variables
-  uint64_t staticSharedBytes = 0;   // all .shared variables of the module, laid out
+  uint64_t staticSharedBytes = 0;   // the largest Function::staticSharedBytes of a kernel
   uint32_t dynamicSharedAlign = 16;
-  uint64_t dynamicSharedOffset = 0; // where .extern .shared arrays start (after static)
   std::vector<uint8_t> constData;   // .const space image
   std::vector<std::string> sourceLines;
 };

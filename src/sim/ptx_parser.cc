@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <optional>
 
 #include <fmt/format.h>
@@ -228,12 +229,24 @@ private:
   void decode(Function& f, uint32_t fidx, const PInstr& p);
   void finish();
 
+  // A parsed function body waiting to be decoded. Decoding happens once the whole module
+  // is read, because shared memory is laid out per kernel over the call graph.
+  struct Body {
+    uint32_t fidx;
+    std::unordered_map<std::string, RegInfo> regs;
+    std::unordered_map<std::string, uint32_t> labels; // label → index in pending
+    std::string depotName;
+    uint32_t outgoingBase;
+    std::vector<PInstr> pending;
+  };
+  std::vector<Body> bodies_;
+  void layoutShared();
+
   // per-function decode state
   std::unordered_map<std::string, RegInfo> regs_;
   std::unordered_map<std::string, uint32_t> labels_;
   std::vector<std::pair<uint32_t, std::string>> branchFixups_; // pc → label
   std::vector<std::pair<uint32_t, std::string>> callFixups_;   // pc → callee
-  std::vector<uint32_t> dynFixups_; // pcs whose address must add the dynamic shared offset
   std::vector<Scope> scopes_;
   uint32_t outgoingBase_ = 0, outgoingTop_ = 0, outgoingMax_ = 0;
   std::string depotName_;
@@ -337,13 +350,9 @@ void Parser::parseVariable(Space space, bool external, Function* inFunc) {
   expect(";");
   (void)inFunc;
   // lay out
-  if (space == Space::Shared && !v.external) {
-    uint64_t a = v.align;
-    prog_.staticSharedBytes = (prog_.staticSharedBytes + a - 1) / a * a;
-    v.address = prog_.staticSharedBytes;
-    prog_.staticSharedBytes += v.size;
-  } else if (space == Space::Shared) {
-    prog_.dynamicSharedAlign = std::max(prog_.dynamicSharedAlign, v.align);
+  if (space == Space::Shared) {
+    // laid out in layoutShared() once every kernel's use is known
+    if (v.external) prog_.dynamicSharedAlign = std::max(prog_.dynamicSharedAlign, v.align);
   } else if (space == Space::Const) {
     uint64_t a = v.align, off = (prog_.constData.size() + a - 1) / a * a;
     prog_.constData.resize(off + v.size);
@@ -564,7 +573,6 @@ void Parser::parseBody(Function& f, uint32_t fidx) {
   scopes_.clear();
   depotName_.clear();
   f.defined = true;
-  f.entry = uint32_t(prog_.code.size());
   // Frame layout: depot first (sized when declared), params and returns after it. The
   // depot declaration comes first in NVPTX output; params are placed at finish of body.
   uint32_t regCount = 0;
@@ -591,7 +599,7 @@ void Parser::parseBody(Function& f, uint32_t fidx) {
     if (t.kind == Token::Ident && isPunct(":", 1)) {
       std::string l = next().text;
       next();
-      labels_[l] = f.entry + uint32_t(pending.size());
+      labels_[l] = uint32_t(pending.size());
       continue;
     }
     if (t.kind == Token::Ident && t.text == ".reg") {
@@ -722,20 +730,10 @@ void Parser::parseBody(Function& f, uint32_t fidx) {
   f.ccReg = regCount++;
   f.numRegs = regCount;
   f.reg32Equivalent = reg32;
-  for (auto& p : pending) decode(f, fidx, p);
-  f.end = uint32_t(prog_.code.size());
-  for (auto& [pc, label] : branchFixups_) {
-    auto it = labels_.find(label);
-    if (it == labels_.end()) fail(prog_.code[pc].line, fmt::format("unknown label '{}'", label));
-    prog_.code[pc].target = it->second;
-  }
-  if (f.end == f.entry) {
-    Instr r;
-    r.op = Op::Ret;
-    r.func = fidx;
-    prog_.code.push_back(r);
-    f.end = uint32_t(prog_.code.size());
-  }
+  // a redefinition after a declaration replaces the pending body
+  bodies_.erase(std::remove_if(bodies_.begin(), bodies_.end(), [&](const Body& b) { return b.fidx == fidx; }),
+                bodies_.end());
+  bodies_.push_back({fidx, std::move(regs_), std::move(labels_), depotName_, outgoingBase_, std::move(pending)});
 }
 
 // ---------------------------------------------------------------- decoding
@@ -904,7 +902,7 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
     if (it != varIndex_.end()) {
       const Variable& v = prog_.variables[it->second];
       sp = v.space;
-      if (v.external) return ~uint64_t(0); // patched: dynamic shared base
+      if (v.external) return ~uint64_t(0); // relative to the launch's dynamic shared base
       return v.address;
     }
     if (name == depotName_) {
@@ -973,7 +971,7 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
       Space sp = in.space;
       uint64_t a = symAddress(o.name, fl, sp);
       if (a == ~uint64_t(0)) {
-        dynFixups_.push_back(uint32_t(prog_.code.size()));
+        in.flags |= kDynShared;
         a = in.space == Space::Generic ? kSharedWindow : 0;
       }
       in.flags |= fl;
@@ -1080,12 +1078,11 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
       in.s[0].imm = uint64_t(s.value);
     } else if (s.kind == POperand::Sym && varIndex_.count(s.name) &&
                prog_.variables[varIndex_[s.name]].external) {
-      in.op = Op::Mov;
+      in.op = Op::MovDynShared;
       in.d[0] = dst(d);
       in.ns = 1;
       in.s[0].kind = Operand::Imm;
-      in.s[0].imm = ~uint64_t(0); // patched in finish(): dynamic shared base
-      in.aux = 1;
+      in.s[0].imm = uint64_t(s.value);
     } else {
       in.op = Op::Mov;
       in.d[0] = dst(d);
@@ -1203,6 +1200,21 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
       if (p.ops[3].negated) in.aux = 1;
     }
   } else if (b == "cvt") {
+    if (m.types.size() == 2 && (m.types[0] == Ty::F16x2 || m.types[0] == Ty::BF16x2) && m.types[1] == Ty::F32) {
+      // cvt.rn.f16x2.f32 d, a, b: d = {cvt(a) in the upper half, cvt(b) in the lower}
+      need(3);
+      if (m.has("relu") || m.has("satfinite")) bad("this cvt variant is not supported");
+      in.op = Op::Cvt;
+      in.ty = m.types[0];
+      in.ty2 = Ty::F32;
+      in.nd = 1;
+      in.ns = 2;
+      in.d[0] = dst(p.ops[0]);
+      in.s[0] = src(p.ops[1], Ty::F32);
+      in.s[1] = src(p.ops[2], Ty::F32);
+      prog_.code.push_back(in);
+      return;
+    }
     need(2);
     if (m.types.size() != 2) bad("cvt needs a destination and a source type");
     if (m.has("pack") || m.has("relu")) bad("this cvt variant is not supported");
@@ -1370,7 +1382,114 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
   prog_.code.push_back(in);
 }
 
+void Parser::layoutShared() {
+  // which functions each function calls, and which shared variables it names
+  const size_t nf = prog_.functions.size(), nv = prog_.variables.size();
+  std::vector<std::vector<uint32_t>> callees(nf), uses(nf);
+  for (const Body& b : bodies_)
+    for (const PInstr& p : b.pending) {
+      if (!p.callee.empty()) {
+        auto it = prog_.functionIndex.find(p.callee);
+        if (it != prog_.functionIndex.end()) callees[b.fidx].push_back(it->second);
+      }
+      std::function<void(const POperand&)> visit = [&](const POperand& o) {
+        for (auto& e : o.elems) visit(e);
+        if ((o.kind != POperand::Sym && o.kind != POperand::Addr) || o.baseIsReg) return;
+        auto it = varIndex_.find(o.name);
+        if (it != varIndex_.end() && prog_.variables[it->second].space == Space::Shared)
+          uses[b.fidx].push_back(uint32_t(it->second));
+      };
+      for (auto& o : p.ops) visit(o);
+    }
+  // kernels using each variable, through the call graph
+  std::vector<std::vector<uint32_t>> kernelsOf(nv);
+  std::vector<std::vector<uint32_t>> varsOf(nf);
+  for (uint32_t k = 0; k < nf; ++k) {
+    if (!prog_.functions[k].isKernel) continue;
+    std::vector<bool> seen(nf, false), vseen(nv, false);
+    std::vector<uint32_t> stack = {k};
+    seen[k] = true;
+    while (!stack.empty()) {
+      uint32_t f = stack.back();
+      stack.pop_back();
+      for (uint32_t v : uses[f])
+        if (!vseen[v]) {
+          vseen[v] = true;
+          kernelsOf[v].push_back(k);
+          varsOf[k].push_back(v);
+        }
+      for (uint32_t c : callees[f])
+        if (!seen[c]) seen[c] = true, stack.push_back(c);
+    }
+  }
+  auto shareKernel = [&](uint32_t a, uint32_t b) {
+    for (uint32_t x : kernelsOf[a])
+      if (std::find(kernelsOf[b].begin(), kernelsOf[b].end(), x) != kernelsOf[b].end()) return true;
+    return false;
+  };
+  // first fit: a variable never overlaps one that a common kernel also uses
+  std::vector<uint32_t> placed;
+  for (uint32_t v = 0; v < nv; ++v) {
+    Variable& var = prog_.variables[v];
+    if (var.space != Space::Shared || var.external) continue;
+    const uint64_t a = std::max<uint32_t>(var.align, 1);
+    uint64_t off = 0;
+    for (bool moved = true; moved;) {
+      moved = false;
+      off = (off + a - 1) / a * a;
+      for (uint32_t u : placed) {
+        const Variable& o = prog_.variables[u];
+        if (off < o.address + o.size && o.address < off + var.size && shareKernel(u, v)) {
+          off = o.address + o.size;
+          moved = true;
+        }
+      }
+    }
+    var.address = off;
+    placed.push_back(v);
+  }
+  for (uint32_t k = 0; k < nf; ++k) {
+    Function& f = prog_.functions[k];
+    if (!f.isKernel) continue;
+    uint64_t extent = 0;
+    uint32_t dynAlign = 16;
+    for (uint32_t v : varsOf[k]) {
+      const Variable& var = prog_.variables[v];
+      if (var.external) dynAlign = std::max(dynAlign, var.align);
+      else extent = std::max(extent, var.address + var.size);
+    }
+    f.staticSharedBytes = extent;
+    f.dynamicSharedOffset = (extent + dynAlign - 1) / dynAlign * dynAlign;
+    prog_.staticSharedBytes = std::max(prog_.staticSharedBytes, extent);
+  }
+}
+
 void Parser::finish() {
+  layoutShared();
+  for (Body& body : bodies_) {
+    Function& f = prog_.functions[body.fidx];
+    regs_ = std::move(body.regs);
+    labels_ = std::move(body.labels);
+    depotName_ = body.depotName;
+    outgoingBase_ = body.outgoingBase;
+    branchFixups_.clear();
+    f.entry = uint32_t(prog_.code.size());
+    for (auto& p : body.pending) decode(f, body.fidx, p);
+    f.end = uint32_t(prog_.code.size());
+    for (auto& [pc, label] : branchFixups_) {
+      auto it = labels_.find(label);
+      if (it == labels_.end()) fail(prog_.code[pc].line, fmt::format("unknown label '{}'", label));
+      prog_.code[pc].target = f.entry + it->second;
+    }
+    if (f.end == f.entry) {
+      Instr r;
+      r.op = Op::Ret;
+      r.func = body.fidx;
+      prog_.code.push_back(r);
+      f.end = uint32_t(prog_.code.size());
+    }
+  }
+  bodies_.clear();
   // resolve calls (callee may be defined after the caller)
   for (auto& [pc, callee] : callFixups_) {
     Instr& in = prog_.code[pc];
@@ -1387,14 +1506,6 @@ void Parser::finish() {
                                 callee, in.ns, in.nd, cf.params.size(), cf.returns.size()));
     in.target = it->second;
   }
-  // dynamic shared memory starts after all static shared variables
-  uint64_t a = prog_.dynamicSharedAlign;
-  prog_.dynamicSharedOffset = (prog_.staticSharedBytes + a - 1) / a * a;
-  for (auto& in : prog_.code)
-    if (in.op == Op::Mov && in.aux == 1 && in.s[0].imm == ~uint64_t(0)) in.s[0].imm = prog_.dynamicSharedOffset;
-  for (auto& v : prog_.variables)
-    if (v.external) v.address = prog_.dynamicSharedOffset;
-  for (uint32_t pc : dynFixups_) prog_.code[pc].addr.imm += prog_.dynamicSharedOffset;
   // the frame sizes recorded in Call instructions were provisional; refresh them
   for (auto& in : prog_.code)
     if (in.op == Op::Call) {

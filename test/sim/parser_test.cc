@@ -55,10 +55,23 @@ TEST_CASE("parser: declarations, ranges, directives and layout", "[sim][parser]"
 	.pragma "nounroll";
 	/* block comment */
 	mov.u32 %r1, %tid.x;
+	ld.shared.f32 %r2, [tile+4];
+	mov.u64 %rd1, dyn;
+	ret;
+}
+.visible .entry other()
+{
+	.shared .align 8 .b8 own[40];
+	.reg .b64 %rd<2>;
+	mov.u64 %rd1, own;
+	ret;
+}
+.visible .entry none()
+{
 	ret;
 }
 )");
-  REQUIRE(p.functions.size() == 1);
+  REQUIRE(p.functions.size() == 3);
   const Function& k = p.functions[0];
   CHECK(k.isKernel);
   CHECK(k.params.size() == 3);
@@ -70,11 +83,17 @@ TEST_CASE("parser: declarations, ranges, directives and layout", "[sim][parser]"
   CHECK(k.maxnreg == 40);
   CHECK(k.numRegs == 3 + 12 + 5 + 1); // + the hidden carry flag
   CHECK(k.reg32Equivalent == 12 + 2 * 5);
+  // shared memory is laid out per kernel: 'other' never runs with 'k', so its array may
+  // overlap k's tile; dynamic shared memory starts after the kernel's own static arrays
+  CHECK(k.staticSharedBytes == 33 * 4);
+  CHECK(k.dynamicSharedOffset == 144); // after the static tile, 16-aligned
+  CHECK(p.functions[1].staticSharedBytes == 40);
+  CHECK(p.functions[1].dynamicSharedOffset == 48);
+  CHECK(p.functions[2].staticSharedBytes == 0);
   CHECK(p.staticSharedBytes == 33 * 4);
-  CHECK(p.dynamicSharedOffset == 144); // after the static tile, 16-aligned
   REQUIRE(p.constData.size() == 12);
   CHECK(p.constData[11] == 12);
-  CHECK(p.code.size() == 2);
+  CHECK(p.code.size() == 4 + 2 + 1);
 }
 
 TEST_CASE("parser: unsupported instruction is rejected at load with its line", "[sim][parser]") {

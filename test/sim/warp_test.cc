@@ -155,3 +155,36 @@ DONE:
     CHECK_THAT(e.what(), Catch::Contains("deadlock") && Catch::Contains("kernel 't'"));
   }
 }
+
+TEST_CASE("a lane spinning on a flag set by another lane of its warp makes progress", "[sim][warp]") {
+  // lane 0 waits for lane 1 through shared memory; with lowest-pc-first scheduling alone
+  // lane 0 would spin forever (independent thread scheduling guarantees lane 1 runs)
+  auto r = runScalar(R"(
+  .shared .align 4 .b8 flag[4];
+  setp.ne.u32 %p1, %r0, 0;
+  @%p1 bra SKIP;
+  st.shared.u32 [flag], 0;
+SKIP:
+  bar.sync 0;
+  setp.eq.u32 %p2, %r0, 1;
+  @%p2 bra SETTER;
+  @%p1 bra DONE;
+SPIN:
+  ld.volatile.shared.u32 %r1, [flag];
+  setp.eq.u32 %p3, %r1, 0;
+  @%p3 bra SPIN;
+  bra.uni DONE;
+SETTER:
+  st.volatile.shared.u32 [flag], 42;
+DONE:
+  ld.volatile.shared.u32 %r2, [flag];
+  st.global.u32 [%rd2], %r2;
+)", 1, 2);
+  CHECK(r[0] == 42);
+  CHECK(r[1] == 42);
+}
+
+TEST_CASE("cvt.rn.f16x2.f32 packs two conversions", "[sim][warp]") {
+  auto r = runScalar("  cvt.rn.f16x2.f32 %r1, 0f3F800000, 0f40000000;\n  st.global.u32 [%rd2], %r1;\n", 1);
+  CHECK(r[0] == 0x3C004000u);
+}
