@@ -13,7 +13,8 @@ namespace {
 struct UnionFind {
   explicit UnionFind(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
   size_t find(size_t x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    while (parent[x] != x)
+      x = parent[x] = parent[parent[x]];
     return x;
   }
   void unite(size_t a, size_t b) { parent[find(a)] = find(b); }
@@ -32,6 +33,12 @@ bool fitsSchedule(const ir::Graph& g, const LoopSpace& d, ir::NodeId c) {
 }
 
 ir::NodeId pickDominant(const ir::Graph& g, const std::vector<ir::NodeId>& candidates) {
+  // A row reduce first: its consumers read its rows in the block that reduced them, which a
+  // column reduce's consumers cannot (a column is finished only when all rows are).
+  for (ir::NodeId c : candidates)
+    if (g.node(c).kind == ir::OpKind::Reduce &&
+        loopSpaceOf(g, c).kind == LoopSpace::Kind::RowReduce)
+      return c;
   for (ir::NodeId c : candidates)
     if (g.node(c).kind == ir::OpKind::Reduce) return c;
   ir::NodeId best = candidates.front();
@@ -53,15 +60,19 @@ bool isDominantCandidate(const ir::Graph& g, const Users& users, const std::vect
   return isExpensiveBroadcastSource(g, users, op);
 }
 
-std::vector<GroupSeed> identifyDominants(const ir::Graph& g, const std::vector<ir::NodeId>& scopeOps,
+std::vector<GroupSeed> identifyDominants(const ir::Graph& g,
+                                         const std::vector<ir::NodeId>& scopeOps,
                                          const std::vector<ir::NodeId>& scopeOutputs) {
   Users users = g.users();
   std::vector<bool> inScope(g.size(), false), output(g.size(), false), candidate(g.size(), false);
-  for (ir::NodeId op : scopeOps) inScope[static_cast<size_t>(op)] = true;
-  for (ir::NodeId op : scopeOutputs) output[static_cast<size_t>(op)] = true;
+  for (ir::NodeId op : scopeOps)
+    inScope[static_cast<size_t>(op)] = true;
+  for (ir::NodeId op : scopeOutputs)
+    output[static_cast<size_t>(op)] = true;
   std::vector<ir::NodeId> candidates;
   for (ir::NodeId op : scopeOps)
-    if (isDominantCandidate(g, users, inScope, output, op)) candidate[static_cast<size_t>(op)] = true, candidates.push_back(op);
+    if (isDominantCandidate(g, users, inScope, output, op))
+      candidate[static_cast<size_t>(op)] = true, candidates.push_back(op);
 
   // Connectivity through local ops: an edge out of a candidate is where a stitching scheme
   // applies, so it does not connect; values from outside the scope (parameters, dot results)
@@ -79,7 +90,8 @@ std::vector<GroupSeed> identifyDominants(const ir::Graph& g, const std::vector<i
 
   // Candidates per component → groups (dominant + the sub-dominants that fit its schedule).
   std::map<size_t, std::vector<ir::NodeId>> byComponent;
-  for (ir::NodeId c : candidates) byComponent[uf.find(static_cast<size_t>(c))].push_back(c);
+  for (ir::NodeId c : candidates)
+    byComponent[uf.find(static_cast<size_t>(c))].push_back(c);
   std::vector<GroupSeed> seeds;
   std::vector<int> groupOf(g.size(), -1);
   for (auto& [component, members] : byComponent) {
@@ -91,12 +103,15 @@ std::vector<GroupSeed> identifyDominants(const ir::Graph& g, const std::vector<i
       std::vector<ir::NodeId> rest;
       for (ir::NodeId c : left) {
         if (c == seed.dominant) continue;
-        if (fitsSchedule(g, space, c)) seed.subDominants.push_back(c);
-        else rest.push_back(c);
+        if (fitsSchedule(g, space, c))
+          seed.subDominants.push_back(c);
+        else
+          rest.push_back(c);
       }
       int index = static_cast<int>(seeds.size());
       groupOf[static_cast<size_t>(seed.dominant)] = index;
-      for (ir::NodeId s : seed.subDominants) groupOf[static_cast<size_t>(s)] = index;
+      for (ir::NodeId s : seed.subDominants)
+        groupOf[static_cast<size_t>(s)] = index;
       seeds.push_back(std::move(seed));
       left = std::move(rest);
     }
@@ -110,17 +125,21 @@ std::vector<GroupSeed> identifyDominants(const ir::Graph& g, const std::vector<i
     int group = -1;
     for (ir::NodeId u : users[static_cast<size_t>(op)]) {
       if (!inScope[static_cast<size_t>(u)] || groupOf[static_cast<size_t>(u)] < 0) continue;
-      if (group < 0 || u < seeds[static_cast<size_t>(group)].dominant) group = groupOf[static_cast<size_t>(u)];
+      if (group < 0 || u < seeds[static_cast<size_t>(group)].dominant)
+        group = groupOf[static_cast<size_t>(u)];
     }
     groupOf[static_cast<size_t>(op)] = group >= 0 ? group : 0;
   }
-  for (ir::NodeId op : scopeOps) seeds[static_cast<size_t>(groupOf[static_cast<size_t>(op)])].ops.push_back(op);
+  for (ir::NodeId op : scopeOps)
+    seeds[static_cast<size_t>(groupOf[static_cast<size_t>(op)])].ops.push_back(op);
 
   std::vector<size_t> order(seeds.size());
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return seeds[a].dominant < seeds[b].dominant; });
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return seeds[a].dominant < seeds[b].dominant; });
   std::vector<GroupSeed> sorted;
-  for (size_t i : order) sorted.push_back(std::move(seeds[i]));
+  for (size_t i : order)
+    sorted.push_back(std::move(seeds[i]));
   return sorted;
 }
 

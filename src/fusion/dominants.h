@@ -4,11 +4,11 @@
 // returns its groups. Candidates are reduces, expensive elementwise ops whose result is
 // broadcast, and the scope's outputs; everything else is local. Two candidates connected
 // through local ops only (a shared parameter counts, as in AStitch's Figure 9) merge into one
-// group whose dominant is a reduce when there is one (the first, topologically), otherwise the
-// candidate with the largest result. A merged candidate whose result is neither in the
-// dominant's loop space nor in its row space cannot take the dominant's schedule and becomes
-// the dominant of a group of its own. Guarantees: every op of the scope (sources included) is
-// in exactly one group; groups come in topological order of their dominants.
+// group whose dominant is a reduce when there is one (the first row reduce, else the first
+// reduce, topologically), otherwise the candidate with the largest result. A merged candidate whose
+// result is neither in the dominant's loop space nor in its row space cannot take the dominant's
+// schedule and becomes the dominant of a group of its own. Guarantees: every op of the scope
+// (sources included) is in exactly one group; groups come in topological order of their dominants.
 #include <vector>
 
 #include "ir/graph.h"
@@ -22,9 +22,11 @@ struct GroupSeed {
 };
 
 bool isDominantCandidate(const ir::Graph& g, const std::vector<std::vector<ir::NodeId>>& users,
-                         const std::vector<bool>& inScope, const std::vector<bool>& scopeOutput, ir::NodeId op);
+                         const std::vector<bool>& inScope, const std::vector<bool>& scopeOutput,
+                         ir::NodeId op);
 
-std::vector<GroupSeed> identifyDominants(const ir::Graph& g, const std::vector<ir::NodeId>& scopeOps,
+std::vector<GroupSeed> identifyDominants(const ir::Graph& g,
+                                         const std::vector<ir::NodeId>& scopeOps,
                                          const std::vector<ir::NodeId>& scopeOutputs);
 
 } // namespace weft::fusion

@@ -4,7 +4,9 @@
 
 namespace weft::fusion {
 
-bool isSource(const ir::Node& n) { return n.kind == ir::OpKind::Constant || n.kind == ir::OpKind::Iota; }
+bool isSource(const ir::Node& n) {
+  return n.kind == ir::OpKind::Constant || n.kind == ir::OpKind::Iota;
+}
 
 bool isExpensiveBroadcastSource(const ir::Graph& g, const Users& users, ir::NodeId op) {
   if (ir::opClass(g.node(op).kind) != ir::OpClass::ExpensiveElementwise) return false;
@@ -18,18 +20,22 @@ bool isExpensiveBroadcastSource(const ir::Graph& g, const Users& users, ir::Node
       if (ir::numElements(n.type.shape) != in) return true; // a real one-to-many expansion
     }
     if (n.kind == ir::OpKind::Reshape || n.kind == ir::OpKind::BroadcastInDim)
-      for (ir::NodeId w : users[static_cast<size_t>(u)]) work.push_back(w);
+      for (ir::NodeId w : users[static_cast<size_t>(u)])
+        work.push_back(w);
   }
   return false;
 }
 
 ir::Shape rowShapeOf(const ir::Shape& loopShape, const std::vector<int64_t>& tileDims) {
   ir::Shape rows;
-  for (int64_t d : tileDims) rows.push_back(loopShape[static_cast<size_t>(d)]);
+  for (int64_t d : tileDims)
+    rows.push_back(loopShape[static_cast<size_t>(d)]);
   return rows;
 }
 
-int64_t staticOr(const ir::Dim& d, int64_t fallback) { return d.isStatic() ? d.size() : fallback; }
+int64_t staticOr(const ir::Dim& d, int64_t fallback) {
+  return d.isStatic() ? d.size() : fallback;
+}
 
 int64_t staticElementsOr(const ir::Shape& s, int64_t fallback) {
   int64_t n = 1;
@@ -42,7 +48,8 @@ int64_t staticElementsOr(const ir::Shape& s, int64_t fallback) {
 
 std::string ptxIdentifier(const std::string& text) {
   std::string id;
-  for (char c : text) id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  for (char c : text)
+    id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   if (id.empty() || std::isdigit(static_cast<unsigned char>(id[0]))) id = "k_" + id;
   return id;
 }

@@ -28,28 +28,38 @@ void applyChoice(Group& group, const LoopSpace& space, const MappingChoice& c) {
 }
 
 /// The group (reduce-dominated, or following one) whose tiles an elementwise group can run in:
-/// it produces a value the group reads and the group's dominant lies in its loop or row space.
-int producerToFollow(const ir::Graph& g, const KernelPlan& k, size_t gi, const std::vector<int>& groupOfOp,
-                     const std::vector<bool>& mapped) {
+/// one that produces a value the group reads, else one that reads a value the group produces,
+/// and in whose loop or row space the group's dominant lies.
+int groupToFollow(const ir::Graph& g, const KernelPlan& k, size_t gi,
+                  const std::vector<int>& groupOfOp, const std::vector<bool>& mapped) {
   const Group& group = k.groups[gi];
   const ir::Shape& shape = g.node(group.dominant).type.shape;
-  for (ir::NodeId op : group.ops)
-    for (ir::NodeId o : g.node(op).operands) {
-      int p = o < static_cast<ir::NodeId>(groupOfOp.size()) ? groupOfOp[static_cast<size_t>(o)] : -1;
-      if (p < 0 || p == static_cast<int>(gi) || !mapped[static_cast<size_t>(p)]) continue;
-      const Group& producer = k.groups[static_cast<size_t>(p)];
-      if (splitOf(producer.mapping) > 1 || std::holds_alternative<ElementwiseMapping>(producer.mapping)) {
-        if (producer.follows < 0) continue;
-      }
-      if (shape == producer.loopShape || shape == rowShapeOf(producer.loopShape, producer.tileDims)) return p;
-    }
+  auto fits = [&](int p) {
+    if (p < 0 || p == static_cast<int>(gi) || !mapped[static_cast<size_t>(p)]) return false;
+    const Group& other = k.groups[static_cast<size_t>(p)];
+    bool tiled =
+        !std::holds_alternative<ElementwiseMapping>(other.mapping) && splitOf(other.mapping) == 1;
+    if (!tiled && other.follows < 0) return false;
+    return shape == other.loopShape || shape == rowShapeOf(other.loopShape, other.tileDims);
+  };
+  auto groupOf = [&](ir::NodeId v) { return groupOfOp[static_cast<size_t>(v)]; };
+  for (ir::NodeId op : group.ops) // producers
+    for (ir::NodeId o : g.node(op).operands)
+      if (fits(groupOf(o))) return groupOf(o);
+  std::set<ir::NodeId> produced(group.subDominants.begin(), group.subDominants.end());
+  produced.insert(group.dominant);
+  for (const Group& other : k.groups) // consumers
+    for (ir::NodeId op : other.ops)
+      for (ir::NodeId o : g.node(op).operands)
+        if (produced.count(o) && fits(groupOf(op))) return groupOf(op);
   return -1;
 }
 
 } // namespace
 
-KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops, std::vector<ir::NodeId> outputs,
-                       const std::vector<GroupSeed>& seeds, const DeviceSpec& spec, std::string name) {
+KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops,
+                       std::vector<ir::NodeId> outputs, const std::vector<GroupSeed>& seeds,
+                       const DeviceSpec& spec, std::string name) {
   KernelPlan k;
   k.name = std::move(name);
   k.ops = std::move(ops);
@@ -69,7 +79,8 @@ KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops, std::vec
     group.dominant = s.dominant;
     group.subDominants = s.subDominants;
     group.ops = s.ops;
-    for (ir::NodeId op : s.ops) groupOfOp[static_cast<size_t>(op)] = static_cast<int>(k.groups.size());
+    for (ir::NodeId op : s.ops)
+      groupOfOp[static_cast<size_t>(op)] = static_cast<int>(k.groups.size());
     k.groups.push_back(std::move(group));
     spaces.push_back(loopSpaceOf(g, s.dominant));
   }
@@ -88,18 +99,20 @@ KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops, std::vec
   k.launch.blockSize = blockSize;
 
   std::vector<bool> mapped(k.groups.size(), false);
-  for (size_t i = 0; i < k.groups.size(); ++i) { // reduce groups first: elementwise ones may follow them
+  for (size_t i = 0; i < k.groups.size();
+       ++i) { // reduce groups first: elementwise ones may follow them
     if (spaces[i].kind == LoopSpace::Kind::Elementwise) continue;
-    applyChoice(k.groups[i], spaces[i], i == heaviest ? first : chooseThreadMapping(spaces[i], spec, blockSize));
+    applyChoice(k.groups[i], spaces[i],
+                i == heaviest ? first : chooseThreadMapping(spaces[i], spec, blockSize));
     mapped[i] = true;
   }
   for (size_t i = 0; i < k.groups.size(); ++i) {
     if (mapped[i]) continue;
     Group& group = k.groups[i];
-    int p = producerToFollow(g, k, i, groupOfOp, mapped);
+    int p = groupToFollow(g, k, i, groupOfOp, mapped);
     if (p < 0) {
       applyChoice(group, spaces[i], chooseThreadMapping(spaces[i], spec, blockSize));
-    } else { // proactive re-mapping into the producer's tiles
+    } else { // proactive re-mapping into the tiles of the group it exchanges values with
       const Group& producer = k.groups[static_cast<size_t>(p)];
       const ir::Shape& shape = g.node(group.dominant).type.shape;
       group.follows = producer.follows >= 0 ? producer.follows : p;
@@ -109,19 +122,21 @@ KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops, std::vec
         group.rowLength = producer.rowLength;
       } else {
         group.tileDims.clear();
-        for (size_t d = 0; d < shape.size(); ++d) group.tileDims.push_back(static_cast<int64_t>(d));
+        for (size_t d = 0; d < shape.size(); ++d)
+          group.tileDims.push_back(static_cast<int64_t>(d));
         group.rowLength = 1;
       }
       group.rows = producer.rows;
       group.rowsPerTile = producer.rowsPerTile;
-      group.mapping =
-          elementwiseInTiles(group.rowsPerTile, group.rowLength, g.node(group.dominant).type.dtype, blockSize, spec)
-              .mapping;
+      group.mapping = elementwiseInTiles(group.rowsPerTile, group.rowLength,
+                                         g.node(group.dominant).type.dtype, blockSize, spec)
+                          .mapping;
     }
     mapped[i] = true;
   }
 
-  for (Group& group : k.groups) propagateSchedule(g, group);
+  for (Group& group : k.groups)
+    propagateSchedule(g, group);
   planStitching(g, spec, k);
   configureLaunch(k, spec);
   return k;

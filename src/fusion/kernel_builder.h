@@ -16,7 +16,8 @@ namespace weft::fusion {
 
 /// `ops` in topological order; `outputs` ⊆ ops are the values read after the kernel;
 /// `groups` cover `ops` exactly once (identifyDominants guarantees it).
-KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops, std::vector<ir::NodeId> outputs,
-                       const std::vector<GroupSeed>& groups, const DeviceSpec& spec, std::string name);
+KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops,
+                       std::vector<ir::NodeId> outputs, const std::vector<GroupSeed>& groups,
+                       const DeviceSpec& spec, std::string name);
 
 } // namespace weft::fusion

@@ -8,8 +8,12 @@
 namespace weft::fusion {
 namespace {
 
-int warpsOf(const DeviceSpec& spec, int blockSize) { return (blockSize + spec.warpSize - 1) / spec.warpSize; }
-int roundUp(int x, int m) { return (x + m - 1) / m * m; }
+int warpsOf(const DeviceSpec& spec, int blockSize) {
+  return (blockSize + spec.warpSize - 1) / spec.warpSize;
+}
+int roundUp(int x, int m) {
+  return (x + m - 1) / m * m;
+}
 
 int splitFactorOf(const ThreadMapping& m) {
   if (auto* r = std::get_if<RowReduceMapping>(&m)) return r->splitFactor;
@@ -19,25 +23,30 @@ int splitFactorOf(const ThreadMapping& m) {
 
 } // namespace
 
-int blocksPerSM(const DeviceSpec& spec, int blockSize, int registersPerThread, int64_t sharedBytes) {
+int blocksPerSM(const DeviceSpec& spec, int blockSize, int registersPerThread,
+                int64_t sharedBytes) {
   assert(blockSize > 0 && "blocksPerSM needs a block size");
   if (blockSize > spec.maxThreadsPerBlock || sharedBytes > spec.sharedMemoryPerBlock) return 0;
   int byThreads = spec.maxThreadsPerSM / blockSize;
   int regsPerWarp = roundUp(roundUp(std::max(registersPerThread, 1), 8) * spec.warpSize, 256);
   int byRegisters = spec.registersPerSM / (regsPerWarp * warpsOf(spec, blockSize));
-  int bySmem = sharedBytes > 0 ? static_cast<int>(spec.sharedMemoryPerSM / sharedBytes) : spec.maxBlocksPerSM;
+  int bySmem = sharedBytes > 0 ? static_cast<int>(spec.sharedMemoryPerSM / sharedBytes)
+                               : spec.maxBlocksPerSM;
   return std::max(0, std::min({spec.maxBlocksPerSM, byThreads, byRegisters, bySmem}));
 }
 
-int64_t blocksPerWave(const DeviceSpec& spec, int blockSize, int registersPerThread, int64_t sharedBytes) {
+int64_t blocksPerWave(const DeviceSpec& spec, int blockSize, int registersPerThread,
+                      int64_t sharedBytes) {
   return int64_t(spec.smCount) * blocksPerSM(spec, blockSize, registersPerThread, sharedBytes);
 }
 
-RegisterBound relaxRegisterBound(const DeviceSpec& spec, int blockSize, int64_t sharedBytes, int assumed) {
+RegisterBound relaxRegisterBound(const DeviceSpec& spec, int blockSize, int64_t sharedBytes,
+                                 int assumed) {
   RegisterBound r;
   r.blocksPerSM = blocksPerSM(spec, blockSize, assumed, sharedBytes);
   if (r.blocksPerSM == 0) return r;
-  int64_t perThread = spec.registersPerSM / (int64_t(r.blocksPerSM) * warpsOf(spec, blockSize) * spec.warpSize);
+  int64_t perThread =
+      spec.registersPerSM / (int64_t(r.blocksPerSM) * warpsOf(spec, blockSize) * spec.warpSize);
   int relaxed = static_cast<int>(std::min<int64_t>(perThread, spec.maxRegistersPerThread)) / 8 * 8;
   r.maxRegisters = std::max(relaxed, assumed);
   assert(blocksPerSM(spec, blockSize, r.maxRegisters, sharedBytes) == r.blocksPerSM &&
@@ -47,7 +56,8 @@ RegisterBound relaxRegisterBound(const DeviceSpec& spec, int blockSize, int64_t 
 
 void configureLaunch(KernelPlan& kernel, const DeviceSpec& spec) {
   LaunchPlan& launch = kernel.launch;
-  assert(launch.blockSize > 0 && "the thread mapping sets the block size before launch configuration");
+  assert(launch.blockSize > 0 &&
+         "the thread mapping sets the block size before launch configuration");
   RegisterBound bound = relaxRegisterBound(spec, launch.blockSize, launch.sharedBytes);
   launch.maxRegisters = bound.maxRegisters;
   launch.maxBlocks = int64_t(spec.smCount) * bound.blocksPerSM;

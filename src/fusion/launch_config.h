@@ -21,8 +21,8 @@ inline constexpr int kAssumedRegisters = 32;
 int blocksPerSM(const DeviceSpec& spec, int blockSize, int registersPerThread, int64_t sharedBytes);
 
 /// smCount × blocksPerSM: the blocks that run concurrently — the most a grid barrier allows.
-int64_t blocksPerWave(const DeviceSpec& spec, int blockSize, int registersPerThread = kAssumedRegisters,
-                      int64_t sharedBytes = 0);
+int64_t blocksPerWave(const DeviceSpec& spec, int blockSize,
+                      int registersPerThread = kAssumedRegisters, int64_t sharedBytes = 0);
 
 struct RegisterBound {
   int blocksPerSM = 0;  // under the assumed bound

@@ -17,13 +17,17 @@ std::vector<std::pair<int, int>> liveRanges(const FusionPlan& plan) {
     r.second = std::max(r.second, step);
   };
   auto bufferOf = [&](ir::NodeId v) {
-    return v >= 0 && static_cast<size_t>(v) < plan.bufferOfValue.size() ? plan.bufferOfValue[static_cast<size_t>(v)] : -1;
+    return v >= 0 && static_cast<size_t>(v) < plan.bufferOfValue.size()
+               ? plan.bufferOfValue[static_cast<size_t>(v)]
+               : -1;
   };
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     int step = static_cast<int>(s);
     if (auto* k = std::get_if<KernelPlan>(&plan.steps[s])) {
-      for (ir::NodeId v : k->inputs) touch(bufferOf(v), step);
-      for (ir::NodeId v : k->outputs) touch(bufferOf(v), step);
+      for (ir::NodeId v : k->inputs)
+        touch(bufferOf(v), step);
+      for (ir::NodeId v : k->outputs)
+        touch(bufferOf(v), step);
       for (auto& [v, p] : k->placement) {
         touch(p.buffer, step);
         touch(p.partialsBuffer, step);
@@ -31,13 +35,16 @@ std::vector<std::pair<int, int>> liveRanges(const FusionPlan& plan) {
     } else {
       const auto& call = std::get<LibraryCall>(plan.steps[s]);
       touch(bufferOf(call.op), step);
-      for (ir::NodeId o : plan.graph.node(call.op).operands) touch(bufferOf(o), step);
+      for (ir::NodeId o : plan.graph.node(call.op).operands)
+        touch(bufferOf(o), step);
     }
   }
   return range;
 }
 
-bool planned(const Buffer& b) { return b.kind == Buffer::Kind::Intermediate || b.kind == Buffer::Kind::Scratch; }
+bool planned(const Buffer& b) {
+  return b.kind == Buffer::Kind::Intermediate || b.kind == Buffer::Kind::Scratch;
+}
 
 } // namespace
 
@@ -86,7 +93,8 @@ MemoryReport planMemory(FusionPlan& plan, const ir::Binding& binding) {
     plan.buffers[b].slot = best;
   }
   report.slots = static_cast<int>(slots.size());
-  for (const Slot& s : slots) report.slotBytes += s.bytes;
+  for (const Slot& s : slots)
+    report.slotBytes += s.bytes;
   int steps = static_cast<int>(plan.steps.size());
   for (int t = 0; t < steps; ++t) {
     int64_t live = 0;

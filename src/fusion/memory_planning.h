@@ -13,8 +13,8 @@
 namespace weft::fusion {
 
 struct MemoryReport {
-  int64_t peakBytes = 0;   // most bytes of intermediate and scratch buffers live at one step
-  int64_t slotBytes = 0;   // bytes allocated: each slot sized for its largest buffer
+  int64_t peakBytes = 0;     // most bytes of intermediate and scratch buffers live at one step
+  int64_t slotBytes = 0;     // bytes allocated: each slot sized for its largest buffer
   int64_t unsharedBytes = 0; // what one allocation per buffer would take
   int slots = 0;
 };

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <queue>
-#include <stdexcept>
 #include <set>
+#include <stdexcept>
 
 #include "fusion/memory_planning.h"
 
@@ -25,7 +25,8 @@ std::vector<Step> orderSteps(const ir::Graph& g, std::vector<Step> steps) {
   std::vector<ir::NodeId> firstOp(steps.size());
   for (size_t s = 0; s < steps.size(); ++s) {
     if (auto* k = std::get_if<KernelPlan>(&steps[s])) {
-      for (ir::NodeId v : k->outputs) producer[v] = s;
+      for (ir::NodeId v : k->outputs)
+        producer[v] = s;
       reads[s] = k->inputs;
       firstOp[s] = k->ops.empty() ? 0 : k->ops.front();
     } else {
@@ -62,15 +63,18 @@ std::vector<Step> orderSteps(const ir::Graph& g, std::vector<Step> steps) {
 
 } // namespace
 
-FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy policy, std::vector<KernelPlan> kernels) {
+FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy policy,
+                        std::vector<KernelPlan> kernels) {
   FusionPlan plan;
   plan.policy = policy;
   plan.device = spec;
   plan.graph = g;
   std::vector<Step> steps;
-  for (KernelPlan& k : kernels) steps.emplace_back(std::move(k));
+  for (KernelPlan& k : kernels)
+    steps.emplace_back(std::move(k));
   for (const ir::Node& n : g.nodes())
-    if (!ir::isMemoryIntensive(n.kind) && n.kind != ir::OpKind::Parameter) steps.emplace_back(LibraryCall{n.id});
+    if (!ir::isMemoryIntensive(n.kind) && n.kind != ir::OpKind::Parameter)
+      steps.emplace_back(LibraryCall{n.id});
   plan.steps = orderSteps(g, std::move(steps));
 
   plan.bufferOfValue.assign(g.size(), -1);
@@ -88,12 +92,15 @@ FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy polic
     if (b < 0) b = addBuffer(kind, v, ir::numElements(g.node(v).type.shape));
     return b;
   };
-  for (ir::NodeId in : g.inputs()) valueBuffer(Buffer::Kind::Input, in);
-  for (ir::NodeId out : g.outputs()) valueBuffer(Buffer::Kind::Output, out);
+  for (ir::NodeId in : g.inputs())
+    valueBuffer(Buffer::Kind::Input, in);
+  for (ir::NodeId out : g.outputs())
+    valueBuffer(Buffer::Kind::Output, out);
   // Values crossing steps, in step order.
   for (const Step& step : plan.steps) {
     if (auto* k = std::get_if<KernelPlan>(&step)) {
-      for (ir::NodeId v : k->outputs) valueBuffer(Buffer::Kind::Intermediate, v);
+      for (ir::NodeId v : k->outputs)
+        valueBuffer(Buffer::Kind::Intermediate, v);
     } else {
       valueBuffer(Buffer::Kind::Intermediate, std::get<LibraryCall>(step).op);
     }
@@ -104,9 +111,14 @@ FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy polic
     for (auto& [v, p] : k->placement) {
       switch (p.storage) {
       case Storage::Input:
-      case Storage::Output: p.buffer = valueBuffer(Buffer::Kind::Intermediate, v); break;
-      case Storage::Global: p.buffer = addBuffer(Buffer::Kind::Scratch, v, ir::numElements(g.node(v).type.shape)); break;
-      default: break;
+      case Storage::Output:
+        p.buffer = valueBuffer(Buffer::Kind::Intermediate, v);
+        break;
+      case Storage::Global:
+        p.buffer = addBuffer(Buffer::Kind::Scratch, v, ir::numElements(g.node(v).type.shape));
+        break;
+      default:
+        break;
       }
     }
     for (const Group& group : k->groups) {
@@ -116,11 +128,13 @@ FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy polic
         if (g.node(op).kind != ir::OpKind::Reduce || !k->placement.count(op)) continue;
         ValuePlacement& p = k->placement[op];
         if (p.storage == Storage::Register) continue;
-        p.partialsBuffer = addBuffer(Buffer::Kind::Scratch, op, ir::numElements(g.node(op).type.shape) * ir::Dim(split));
+        p.partialsBuffer = addBuffer(Buffer::Kind::Scratch, op,
+                                     ir::numElements(g.node(op).type.shape) * ir::Dim(split));
       }
     }
   }
-  bool symbolic = std::any_of(plan.buffers.begin(), plan.buffers.end(), [](const Buffer& b) { return !b.elements.isStatic(); });
+  bool symbolic = std::any_of(plan.buffers.begin(), plan.buffers.end(),
+                              [](const Buffer& b) { return !b.elements.isStatic(); });
   if (!symbolic) planMemory(plan);
   return plan;
 }

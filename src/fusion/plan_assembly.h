@@ -11,6 +11,7 @@
 
 namespace weft::fusion {
 
-FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy policy, std::vector<KernelPlan> kernels);
+FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy policy,
+                        std::vector<KernelPlan> kernels);
 
 } // namespace weft::fusion

@@ -17,10 +17,13 @@ std::vector<ir::NodeId> scopeOutputs(const ir::Graph& g, const std::vector<ir::N
   std::vector<ir::NodeId> outputs;
   for (ir::NodeId op : scopeOps) {
     const auto& us = users[static_cast<size_t>(op)];
-    bool readOutside = std::any_of(us.begin(), us.end(), [&](ir::NodeId u) { return !in.count(u); });
+    bool readOutside =
+        std::any_of(us.begin(), us.end(), [&](ir::NodeId u) { return !in.count(u); });
     // A regenerated source read by another scope is regenerated there too, not passed on.
     bool regenerated = isSource(g.node(op)) && !g.isOutput(op) &&
-                       std::all_of(us.begin(), us.end(), [&](ir::NodeId u) { return ir::isMemoryIntensive(g.node(u).kind); });
+                       std::all_of(us.begin(), us.end(), [&](ir::NodeId u) {
+                         return ir::isMemoryIntensive(g.node(u).kind);
+                       });
     if (g.isOutput(op) || (readOutside && !regenerated)) outputs.push_back(op);
   }
   return outputs;
@@ -31,7 +34,8 @@ FusionPlan planAStitch(const ir::Graph& g, const DeviceSpec& spec) {
   for (const StitchScope& scope : findStitchScopes(g)) {
     std::vector<ir::NodeId> outputs = scopeOutputs(g, scope.ops);
     std::vector<GroupSeed> groups = identifyDominants(g, scope.ops, outputs);
-    std::string name = "stitch" + std::to_string(kernels.size()) + "_" + ptxIdentifier(g.node(groups.front().dominant).name);
+    std::string name = "stitch" + std::to_string(kernels.size()) + "_" +
+                       ptxIdentifier(g.node(groups.front().dominant).name);
     kernels.push_back(buildKernel(g, scope.ops, outputs, groups, spec, std::move(name)));
   }
   return assemblePlan(g, spec, Policy::AStitch, std::move(kernels));

@@ -14,9 +14,11 @@ namespace {
 bool isRoot(const ir::Graph& g, const Users& users, ir::NodeId op) {
   const ir::Node& n = g.node(op);
   if (!ir::isMemoryIntensive(n.kind)) return false;
-  if (g.isOutput(op) || n.kind == ir::OpKind::Reduce || isExpensiveBroadcastSource(g, users, op)) return true;
+  if (g.isOutput(op) || n.kind == ir::OpKind::Reduce || isExpensiveBroadcastSource(g, users, op))
+    return true;
   const auto& us = users[static_cast<size_t>(op)];
-  return std::any_of(us.begin(), us.end(), [&](ir::NodeId u) { return !ir::isMemoryIntensive(g.node(u).kind); });
+  return std::any_of(us.begin(), us.end(),
+                     [&](ir::NodeId u) { return !ir::isMemoryIntensive(g.node(u).kind); });
 }
 
 } // namespace
@@ -33,7 +35,8 @@ FusionPlan planXla(const ir::Graph& g, const DeviceSpec& spec) {
       ir::NodeId v = work.back();
       work.pop_back();
       for (ir::NodeId o : g.node(v).operands)
-        if (ir::isMemoryIntensive(g.node(o).kind) && !isRoot(g, users, o) && ops.insert(o).second) work.push_back(o);
+        if (ir::isMemoryIntensive(g.node(o).kind) && !isRoot(g, users, o) && ops.insert(o).second)
+          work.push_back(o);
     }
     GroupSeed seed;
     seed.dominant = root.id;

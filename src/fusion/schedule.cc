@@ -13,7 +13,8 @@ OpSpace spaceOf(const ir::Graph& g, const Group& group, ir::NodeId value) {
 
 void propagateSchedule(const ir::Graph& g, Group& group) {
   group.space.clear();
-  for (ir::NodeId op : group.ops) group.space[op] = spaceOf(g, group, op);
+  for (ir::NodeId op : group.ops)
+    group.space[op] = spaceOf(g, group, op);
 }
 
 } // namespace weft::fusion

@@ -15,21 +15,25 @@ namespace {
 class Clusters {
 public:
   Clusters(const ir::Graph& g, std::vector<bool> inCluster)
-      : g_(g), users_(g.users()), inCluster_(std::move(inCluster)), parent_(g.size()), members_(g.size()) {
+      : g_(g), users_(g.users()), inCluster_(std::move(inCluster)), parent_(g.size()),
+        members_(g.size()) {
     std::iota(parent_.begin(), parent_.end(), 0);
     for (size_t i = 0; i < g.size(); ++i)
       if (inCluster_[i]) members_[i] = {static_cast<ir::NodeId>(i)};
   }
 
   ir::NodeId find(ir::NodeId x) {
-    while (parent_[static_cast<size_t>(x)] != x) x = parent_[static_cast<size_t>(x)] = parent_[static_cast<size_t>(parent_[static_cast<size_t>(x)])];
+    while (parent_[static_cast<size_t>(x)] != x)
+      x = parent_[static_cast<size_t>(x)] =
+          parent_[static_cast<size_t>(parent_[static_cast<size_t>(x)])];
     return x;
   }
 
   void unite(ir::NodeId a, ir::NodeId b) {
     a = find(a), b = find(b);
     if (a == b) return;
-    if (members_[static_cast<size_t>(a)].size() < members_[static_cast<size_t>(b)].size()) std::swap(a, b);
+    if (members_[static_cast<size_t>(a)].size() < members_[static_cast<size_t>(b)].size())
+      std::swap(a, b);
     parent_[static_cast<size_t>(b)] = a;
     auto& ma = members_[static_cast<size_t>(a)];
     auto& mb = members_[static_cast<size_t>(b)];
@@ -51,16 +55,20 @@ public:
     };
     for (ir::NodeId m : members_[static_cast<size_t>(from)])
       for (ir::NodeId u : users_[static_cast<size_t>(m)])
-        if (!inCluster_[static_cast<size_t>(u)] || (find(u) != from && (directToo || find(u) != to))) push(u);
+        if (!inCluster_[static_cast<size_t>(u)] ||
+            (find(u) != from && (directToo || find(u) != to)))
+          push(u);
     while (!work.empty()) {
       ir::NodeId n = work.back();
       work.pop_back();
       if (inCluster_[static_cast<size_t>(n)]) {
         ir::NodeId c = find(n);
         if (c == to) return true;
-        for (ir::NodeId m : members_[static_cast<size_t>(c)]) push(m);
+        for (ir::NodeId m : members_[static_cast<size_t>(c)])
+          push(m);
       }
-      for (ir::NodeId u : users_[static_cast<size_t>(n)]) push(u);
+      for (ir::NodeId u : users_[static_cast<size_t>(n)])
+        push(u);
     }
     return false;
   }
@@ -69,7 +77,9 @@ public:
     return reachesThroughOthers(a, b, true) || reachesThroughOthers(b, a, true);
   }
 
-  const std::vector<ir::NodeId>& members(ir::NodeId root) { return members_[static_cast<size_t>(find(root))]; }
+  const std::vector<ir::NodeId>& members(ir::NodeId root) {
+    return members_[static_cast<size_t>(find(root))];
+  }
   const Users& users() const { return users_; }
 
 private:
@@ -128,7 +138,8 @@ std::vector<StitchScope> findStitchScopes(const ir::Graph& g, const StitchScopeO
         placed = true;
         break;
       }
-      for (ir::NodeId& m : merged) m = clusters.find(m);
+      for (ir::NodeId& m : merged)
+        m = clusters.find(m);
     }
     if (!placed) merged.push_back(clusters.find(r));
   }
@@ -145,9 +156,11 @@ std::vector<StitchScope> findStitchScopes(const ir::Graph& g, const StitchScopeO
     std::set<size_t> readers;
     for (ir::NodeId u : users[static_cast<size_t>(n.id)])
       if (inCluster[static_cast<size_t>(u)]) readers.insert(scopeOfRoot.at(clusters.find(u)));
-    for (size_t s : readers) scopes[s].ops.push_back(n.id);
+    for (size_t s : readers)
+      scopes[s].ops.push_back(n.id);
   }
-  for (StitchScope& s : scopes) std::sort(s.ops.begin(), s.ops.end());
+  for (StitchScope& s : scopes)
+    std::sort(s.ops.begin(), s.ops.end());
   return scopes;
 }
 

@@ -21,6 +21,7 @@ struct StitchScopeOptions {
   bool remoteStitching = true;
 };
 
-std::vector<StitchScope> findStitchScopes(const ir::Graph& g, const StitchScopeOptions& options = {});
+std::vector<StitchScope> findStitchScopes(const ir::Graph& g,
+                                          const StitchScopeOptions& options = {});
 
 } // namespace weft::fusion

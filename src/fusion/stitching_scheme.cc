@@ -45,13 +45,17 @@ struct Touch {
 class Planner {
 public:
   Planner(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& k) : g_(g), spec_(spec), k_(k) {
-    for (ir::NodeId op : k.ops) inKernel_.insert(op);
+    for (ir::NodeId op : k.ops)
+      inKernel_.insert(op);
     for (size_t gi = 0; gi < k.groups.size(); ++gi) {
-      for (ir::NodeId op : k.groups[gi].ops) groupOf_[op] = static_cast<int>(gi);
+      for (ir::NodeId op : k.groups[gi].ops)
+        groupOf_[op] = static_cast<int>(gi);
       materialised_.insert(k.groups[gi].dominant);
-      for (ir::NodeId s : k.groups[gi].subDominants) materialised_.insert(s);
+      for (ir::NodeId s : k.groups[gi].subDominants)
+        materialised_.insert(s);
     }
-    for (ir::NodeId o : k.outputs) materialised_.insert(o);
+    for (ir::NodeId o : k.outputs)
+      materialised_.insert(o);
     outputs_.insert(k.outputs.begin(), k.outputs.end());
   }
 
@@ -66,7 +70,8 @@ public:
       if (bytes <= spec_.sharedMemoryPerBlock) break;
       ir::NodeId largest = -1;
       for (auto& [v, p] : k_.placement)
-        if (p.storage == Storage::Shared && (largest < 0 || p.sharedBytes > k_.placement[largest].sharedBytes))
+        if (p.storage == Storage::Shared &&
+            (largest < 0 || p.sharedBytes > k_.placement[largest].sharedBytes))
           largest = v;
       assert(largest >= 0 && "shared memory over budget with nothing left to demote");
       demoted_.insert(largest);
@@ -75,7 +80,9 @@ public:
   }
 
 private:
-  const Group& groupOfValue(ir::NodeId v) const { return k_.groups[static_cast<size_t>(groupOf_.at(v))]; }
+  const Group& groupOfValue(ir::NodeId v) const {
+    return k_.groups[static_cast<size_t>(groupOf_.at(v))];
+  }
 
   /// Walks from `node` (read in `frame` of group `gc`) down to materialised values and inputs.
   void walk(ir::NodeId node, OpSpace frame, bool aligned, const Group& gc, std::vector<Read>& reads,
@@ -95,14 +102,15 @@ private:
   }
 
   /// How the index of operand `o` of `n` relates to the reader group's loop (schedule.h rules).
-  std::pair<OpSpace, bool> operandFrame(const ir::Node& n, ir::NodeId o, OpSpace frame, bool aligned,
-                                        const Group& gc) const {
+  std::pair<OpSpace, bool> operandFrame(const ir::Node& n, ir::NodeId o, OpSpace frame,
+                                        bool aligned, const Group& gc) const {
     const ir::Shape& os = g_.node(o).type.shape;
     if (!aligned || frame == OpSpace::Other) return {OpSpace::Other, false};
     if (ir::isElementwise(n.kind) && os == n.type.shape) return {frame, true};
     if (n.kind == ir::OpKind::BroadcastInDim) {
       const auto& dims = n.attr<ir::BroadcastAttrs>().dims;
-      if (frame == OpSpace::Loop && os == rowShapeOf(gc.loopShape, gc.tileDims) && dims == gc.tileDims)
+      if (frame == OpSpace::Loop && os == rowShapeOf(gc.loopShape, gc.tileDims) &&
+          dims == gc.tileDims)
         return {OpSpace::Row, true};
       if (os == n.type.shape) return {frame, true};
       return {OpSpace::Other, false};
@@ -129,10 +137,26 @@ private:
     }
   }
 
+  /// Dims of a value's index that hold its row coordinate when it lives in `space` of `group`.
+  static std::vector<int64_t> rowPositions(const Group& group, OpSpace space, size_t rank) {
+    if (space == OpSpace::Loop) return group.tileDims;
+    std::vector<int64_t> all(rank);
+    for (size_t i = 0; i < rank; ++i)
+      all[i] = static_cast<int64_t>(i);
+    return all;
+  }
+
+  /// Block-local: the reader reads the value at its own rows, the producer wrote those rows in
+  /// the same tile (same row shape and tile size, no split), and both agree on which index
+  /// dims are the row.
   bool local(const Read& r, const Group& reader) const {
     const Group& producer = groupOfValue(r.value);
-    return r.aligned && r.frame == spaceOf(g_, producer, r.value) && tileCompatible(producer, reader) &&
-           splitOf(producer) == 1;
+    OpSpace produced = spaceOf(g_, producer, r.value);
+    if (!r.aligned || produced == OpSpace::Other || !tileCompatible(producer, reader) ||
+        splitOf(producer) != 1)
+      return false;
+    size_t rank = g_.node(r.value).type.shape.size();
+    return rowPositions(reader, r.frame, rank) == rowPositions(producer, produced, rank);
   }
 
   void formStages() {
@@ -193,32 +217,41 @@ private:
     const Group& gp = groupOfValue(v);
     int64_t bytes = ir::dtypeBytes(g_.node(v).type.dtype);
     switch (spaceOf(g_, gp, v)) {
-    case OpSpace::Row: return gp.rowsPerTile * bytes;
+    case OpSpace::Row:
+      return gp.rowsPerTile * bytes;
     case OpSpace::Loop:
       return gp.rowLength.isStatic() ? gp.rowsPerTile * gp.rowLength.size() * bytes : kNotShareable;
-    case OpSpace::Other: return kNotShareable;
+    case OpSpace::Other:
+      return kNotShareable;
     }
     return kNotShareable;
   }
 
   void assignStorage() {
     k_.placement.clear();
-    for (ir::NodeId in : k_.inputs) k_.placement[in].storage = Storage::Input;
-    for (ir::NodeId op : k_.ops) k_.placement[op].storage = Storage::Register;
+    for (ir::NodeId in : k_.inputs)
+      k_.placement[in].storage = Storage::Input;
+    for (ir::NodeId op : k_.ops)
+      k_.placement[op].storage = Storage::Register;
     std::map<ir::NodeId, bool> allLocalSamePhase;
-    for (ir::NodeId u : materialised_) allLocalSamePhase[u] = true;
+    for (ir::NodeId u : materialised_)
+      allLocalSamePhase[u] = true;
     for (size_t s = 0; s < stages_.size(); ++s) {
       const Group& gc = k_.groups[static_cast<size_t>(stages_[s].group)];
       for (ir::NodeId v : stages_[s].values)
         for (const Read& r : reads_.at(v))
-          if (!local(r, gc) || phaseOfStage_[static_cast<size_t>(stageOf_.at(r.value))] != phaseOfStage_[s])
+          if (!local(r, gc) ||
+              phaseOfStage_[static_cast<size_t>(stageOf_.at(r.value))] != phaseOfStage_[s])
             allLocalSamePhase[r.value] = false;
     }
     for (ir::NodeId u : materialised_) {
       ValuePlacement& p = k_.placement[u];
-      if (outputs_.count(u)) p.storage = Storage::Output;
-      else if (allLocalSamePhase[u] && !demoted_.count(u)) p.storage = Storage::Shared, p.sharedBytes = sharedBytesOf(u);
-      else p.storage = Storage::Global;
+      if (outputs_.count(u))
+        p.storage = Storage::Output;
+      else if (allLocalSamePhase[u] && !demoted_.count(u))
+        p.storage = Storage::Shared, p.sharedBytes = sharedBytesOf(u);
+      else
+        p.storage = Storage::Global;
     }
   }
 
@@ -252,20 +285,25 @@ private:
     for (auto& [value, stages] : stagesTouching) {
       if (stages.size() < 2) continue;
       size_t first = *stages.begin();
-      bool sameGroup = std::all_of(stages.begin(), stages.end(),
-                                   [&](size_t s) { return stages_[s].group == stages_[first].group; });
-      bool samePhase = std::all_of(stages.begin(), stages.end(),
-                                   [&](size_t s) { return phaseOfStage_[s] == phaseOfStage_[first]; });
+      bool sameGroup = std::all_of(stages.begin(), stages.end(), [&](size_t s) {
+        return stages_[s].group == stages_[first].group;
+      });
+      bool samePhase = std::all_of(stages.begin(), stages.end(), [&](size_t s) {
+        return phaseOfStage_[s] == phaseOfStage_[first];
+      });
       if (!sameGroup) continue;
       const Group& gr = k_.groups[static_cast<size_t>(stages_[first].group)];
       int64_t split = splitOf(gr);
-      int64_t perTile = spaceOf(g_, gr, value) == OpSpace::Loop
-                            ? gr.rowsPerTile * ((staticOr(gr.rowLength, kNotShareable) + split - 1) / split)
-                            : gr.rowsPerTile;
+      int64_t perTile =
+          spaceOf(g_, gr, value) == OpSpace::Loop
+              ? gr.rowsPerTile * ((staticOr(gr.rowLength, kNotShareable) + split - 1) / split)
+              : gr.rowsPerTile;
       // Across a grid barrier a thread must hold its elements of every tile it handles: only
       // possible when one wave covers all tiles (one tile per block).
-      int64_t tiles = (staticOr(gr.rows, kNotShareable) + gr.rowsPerTile - 1) / gr.rowsPerTile * split;
-      if (!samePhase && tiles > blocksPerWave(spec_, k_.launch.blockSize, kAssumedRegisters, k_.launch.sharedBytes))
+      int64_t tiles =
+          (staticOr(gr.rows, kNotShareable) + gr.rowsPerTile - 1) / gr.rowsPerTile * split;
+      if (!samePhase && tiles > blocksPerWave(spec_, k_.launch.blockSize, kAssumedRegisters,
+                                              k_.launch.sharedBytes))
         continue;
       if ((perTile + k_.launch.blockSize - 1) / k_.launch.blockSize > kMaxReusedPerThread) continue;
       k_.placement[value].registerReuse = true;
@@ -277,7 +315,8 @@ private:
       st.barrierBefore = barriers_[s];
       st.materialized = stages_[s].values;
       ir::NodeId dom = k_.groups[static_cast<size_t>(st.group)].dominant;
-      std::stable_partition(st.materialized.begin(), st.materialized.end(), [&](ir::NodeId v) { return v == dom; });
+      std::stable_partition(st.materialized.begin(), st.materialized.end(),
+                            [&](ir::NodeId v) { return v == dom; });
       k_.stages.push_back(std::move(st));
     }
   }
@@ -301,10 +340,12 @@ private:
 
 } // namespace
 
-int64_t reductionScratchBytes(const ir::Graph& g, const Group& group, const DeviceSpec& spec, int blockSize) {
+int64_t reductionScratchBytes(const ir::Graph& g, const Group& group, const DeviceSpec& spec,
+                              int blockSize) {
   int64_t bytes = 0, reduces = 0;
   for (ir::NodeId op : group.ops)
-    if (g.node(op).kind == ir::OpKind::Reduce) bytes = std::max<int64_t>(bytes, ir::dtypeBytes(g.node(op).type.dtype)), ++reduces;
+    if (g.node(op).kind == ir::OpKind::Reduce)
+      bytes = std::max<int64_t>(bytes, ir::dtypeBytes(g.node(op).type.dtype)), ++reduces;
   if (reduces == 0) return 0;
   if (auto* r = std::get_if<RowReduceMapping>(&group.mapping))
     return r->kind == RowReduceMapping::Kind::BlockPerRow ? (blockSize / spec.warpSize) * bytes : 0;

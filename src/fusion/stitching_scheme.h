@@ -29,6 +29,7 @@ namespace weft::fusion {
 void planStitching(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel);
 
 /// Shared memory a group's reductions need for their own cross-warp combine.
-int64_t reductionScratchBytes(const ir::Graph& g, const Group& group, const DeviceSpec& spec, int blockSize);
+int64_t reductionScratchBytes(const ir::Graph& g, const Group& group, const DeviceSpec& spec,
+                              int blockSize);
 
 } // namespace weft::fusion

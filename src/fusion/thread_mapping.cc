@@ -13,10 +13,13 @@ constexpr int64_t kUnknownSize = int64_t(1) << 20; // what a symbolic dim is ass
 constexpr int kBlockSizes[] = {1024, 512, 256, 128};
 constexpr double kUtilizationSlack = 0.05; // prefer bigger blocks within this of the best
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceilDiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 int pow2Ceil(int64_t x) {
   int p = 1;
-  while (p < x) p *= 2;
+  while (p < x)
+    p *= 2;
   return p;
 }
 
@@ -25,9 +28,11 @@ int vectorWidthFor(ir::DType t, int64_t contiguous, int64_t lanes) {
   return 4;
 }
 
-double utilization(const DeviceSpec& spec, int64_t tiles, int64_t bpw, int blockSize, double laneUse) {
+double utilization(const DeviceSpec& spec, int64_t tiles, int64_t bpw, int blockSize,
+                   double laneUse) {
   if (bpw == 0) return 0;
-  return double(std::min(tiles, bpw)) * blockSize * std::min(laneUse, 1.0) / double(spec.threadSlots());
+  return double(std::min(tiles, bpw)) * blockSize * std::min(laneUse, 1.0) /
+         double(spec.threadSlots());
 }
 
 MappingChoice mapRowReduce(const LoopSpace& s, const DeviceSpec& spec, int blockSize) {
@@ -48,7 +53,8 @@ MappingChoice mapRowReduce(const LoopSpace& s, const DeviceSpec& spec, int block
     m.threadsPerRow = blockSize;
     m.rowsPerBlock = 1;
     if (rows < c.blocksPerWave)
-      m.splitFactor = static_cast<int>(std::clamp<int64_t>(c.blocksPerWave / rows, 1, ceilDiv(len, blockSize)));
+      m.splitFactor =
+          static_cast<int>(std::clamp<int64_t>(c.blocksPerWave / rows, 1, ceilDiv(len, blockSize)));
     c.tiles = rows * m.splitFactor;
     laneUse = double(ceilDiv(len, m.splitFactor)) / blockSize;
   }
@@ -69,8 +75,8 @@ MappingChoice mapColumnReduce(const LoopSpace& s, const DeviceSpec& spec, int bl
   m.tileRows = blockSize / m.tileColumns;
   int64_t columnTiles = ceilDiv(columns, m.tileColumns);
   if (columnTiles < c.blocksPerWave && reduced > m.tileRows)
-    m.splitFactor =
-        static_cast<int>(std::clamp<int64_t>(c.blocksPerWave / columnTiles, 1, ceilDiv(reduced, m.tileRows)));
+    m.splitFactor = static_cast<int>(
+        std::clamp<int64_t>(c.blocksPerWave / columnTiles, 1, ceilDiv(reduced, m.tileRows)));
   c.tiles = columnTiles * m.splitFactor;
   c.rowsPerTile = m.tileColumns;
   c.mapping = m;
@@ -92,15 +98,19 @@ MappingChoice mapElementwise(const LoopSpace& s, const DeviceSpec& spec, int blo
   c.rowsPerTile = int64_t(blockSize) * m.elementsPerThread;
   c.tiles = ceilDiv(n, c.rowsPerTile);
   c.mapping = m;
-  c.waveUtilization = utilization(spec, c.tiles, c.blocksPerWave, blockSize, double(n) / c.rowsPerTile);
+  c.waveUtilization =
+      utilization(spec, c.tiles, c.blocksPerWave, blockSize, double(n) / c.rowsPerTile);
   return c;
 }
 
 MappingChoice mapFor(const LoopSpace& s, const DeviceSpec& spec, int blockSize) {
   switch (s.kind) {
-  case LoopSpace::Kind::RowReduce: return mapRowReduce(s, spec, blockSize);
-  case LoopSpace::Kind::ColumnReduce: return mapColumnReduce(s, spec, blockSize);
-  case LoopSpace::Kind::Elementwise: return mapElementwise(s, spec, blockSize);
+  case LoopSpace::Kind::RowReduce:
+    return mapRowReduce(s, spec, blockSize);
+  case LoopSpace::Kind::ColumnReduce:
+    return mapColumnReduce(s, spec, blockSize);
+  case LoopSpace::Kind::Elementwise:
+    return mapElementwise(s, spec, blockSize);
   }
   return mapElementwise(s, spec, blockSize);
 }
@@ -114,26 +124,33 @@ LoopSpace loopSpaceOf(const ir::Graph& g, ir::NodeId dominant) {
   if (n.kind != ir::OpKind::Reduce) {
     s.kind = LoopSpace::Kind::Elementwise;
     s.shape = n.type.shape;
-    for (size_t i = 0; i < s.shape.size(); ++i) s.tileDims.push_back(static_cast<int64_t>(i));
+    for (size_t i = 0; i < s.shape.size(); ++i)
+      s.tileDims.push_back(static_cast<int64_t>(i));
     s.rows = ir::numElements(s.shape);
     return s;
   }
   s.shape = g.node(n.operands[0]).type.shape;
   const auto& axes = n.attr<ir::ReduceAttrs>().axes;
   std::vector<bool> reduced(s.shape.size(), false);
-  for (int64_t a : axes) reduced[static_cast<size_t>(a)] = true;
+  for (int64_t a : axes)
+    reduced[static_cast<size_t>(a)] = true;
   ir::Dim rowLength = 1;
   for (size_t i = 0; i < s.shape.size(); ++i) {
-    if (reduced[i]) rowLength = rowLength * s.shape[i];
-    else s.tileDims.push_back(static_cast<int64_t>(i));
+    if (reduced[i])
+      rowLength = rowLength * s.shape[i];
+    else
+      s.tileDims.push_back(static_cast<int64_t>(i));
   }
   s.rows = ir::numElements(rowShapeOf(s.shape, s.tileDims));
   s.rowLength = rowLength;
-  bool leadingPrefix = !axes.empty() && axes.front() == 0 && axes.back() == int64_t(axes.size()) - 1;
+  bool leadingPrefix =
+      !axes.empty() && axes.front() == 0 && axes.back() == int64_t(axes.size()) - 1;
   bool trailingSuffix = !axes.empty() && axes.back() == int64_t(s.shape.size()) - 1 &&
                         axes.front() == int64_t(s.shape.size() - axes.size());
-  if (leadingPrefix && !s.tileDims.empty()) s.kind = LoopSpace::Kind::ColumnReduce;
-  else s.kind = LoopSpace::Kind::RowReduce;
+  if (leadingPrefix && !s.tileDims.empty())
+    s.kind = LoopSpace::Kind::ColumnReduce;
+  else
+    s.kind = LoopSpace::Kind::RowReduce;
   s.contiguousRows = trailingSuffix;
   return s;
 }
@@ -145,14 +162,15 @@ MappingChoice chooseThreadMapping(const LoopSpace& space, const DeviceSpec& spec
     if (b <= spec.maxThreadsPerBlock) choices.push_back(mapFor(space, spec, b));
   assert(!choices.empty() && "the device allows no candidate block size");
   double best = 0;
-  for (const MappingChoice& c : choices) best = std::max(best, c.waveUtilization);
+  for (const MappingChoice& c : choices)
+    best = std::max(best, c.waveUtilization);
   for (const MappingChoice& c : choices) // largest first
     if (c.waveUtilization >= best - kUtilizationSlack) return c;
   return choices.front();
 }
 
-MappingChoice elementwiseInTiles(int64_t rowsPerTile, const ir::Dim& rowLength, ir::DType dtype, int blockSize,
-                                 const DeviceSpec& spec) {
+MappingChoice elementwiseInTiles(int64_t rowsPerTile, const ir::Dim& rowLength, ir::DType dtype,
+                                 int blockSize, const DeviceSpec& spec) {
   MappingChoice c;
   c.blockSize = blockSize;
   c.blocksPerWave = blocksPerWave(spec, blockSize);

@@ -25,7 +25,7 @@ struct LoopSpace {
   ir::Dim rows = 1;              // product of shape[tileDims]
   ir::Dim rowLength = 1;         // product of the other dims
   ir::DType dtype = ir::DType::f32;
-  bool contiguousRows = true;    // the row's elements are contiguous (reduced dims innermost)
+  bool contiguousRows = true; // the row's elements are contiguous (reduced dims innermost)
 };
 
 /// Row reduce when the kept dims are not a leading prefix (reduced dims innermost or mixed:
@@ -46,11 +46,12 @@ struct MappingChoice {
 inline constexpr int64_t kWarpRowLimit = 1024;
 
 /// blockSize 0: choose it (1024, 512, 256, 128); otherwise map for that block size.
-MappingChoice chooseThreadMapping(const LoopSpace& space, const DeviceSpec& spec, int blockSize = 0);
+MappingChoice chooseThreadMapping(const LoopSpace& space, const DeviceSpec& spec,
+                                  int blockSize = 0);
 
 /// Proactive re-mapping: an elementwise group that runs in another group's tiles of
 /// `rowsPerTile` rows, each row `rowLength` elements long.
-MappingChoice elementwiseInTiles(int64_t rowsPerTile, const ir::Dim& rowLength, ir::DType dtype, int blockSize,
-                                 const DeviceSpec& spec);
+MappingChoice elementwiseInTiles(int64_t rowsPerTile, const ir::Dim& rowLength, ir::DType dtype,
+                                 int blockSize, const DeviceSpec& spec);
 
 } // namespace weft::fusion

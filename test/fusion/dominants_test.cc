@@ -18,7 +18,8 @@ std::vector<GroupSeed> groupsOf(const ir::Graph& g) {
 }
 } // namespace
 
-TEST_CASE("dominants: AStitch Figure 7 merges into reduce.1 and reduce.2 (Figure 9-1)", "[planner][dominants]") {
+TEST_CASE("dominants: AStitch Figure 7 merges into reduce.1 and reduce.2 (Figure 9-1)",
+          "[planner][dominants]") {
   ir::Graph g = astitchFig7();
   auto groups = groupsOf(g);
   REQUIRE(groups.size() == 2);
@@ -27,14 +28,16 @@ TEST_CASE("dominants: AStitch Figure 7 merges into reduce.1 and reduce.2 (Figure
   CHECK(nameOf(g, groups[1].dominant) == "reduce.2");
   CHECK(names(g, groups[1].subDominants) == std::vector<std::string>{"multiply.1"});
   // the path reduce.1 ... power.1 runs through local ops only: add.1, broadcast.1, divide.1
-  CHECK(names(g, groups[0].ops) ==
-        std::vector<std::string>{"broadcast.1", "add.1", "reduce.1", "divide.1", "constant.1", "power.1"});
+  CHECK(names(g, groups[0].ops) == std::vector<std::string>{"broadcast.1", "add.1", "reduce.1",
+                                                            "divide.1", "constant.1", "power.1"});
   // broadcast.2 is in one group only: its loaded values can be reused (operator-level reuse)
-  CHECK(names(g, groups[1].ops) == std::vector<std::string>{"broadcast.3", "broadcast.2", "add.2", "reduce.2",
-                                                            "broadcast.4", "multiply.1"});
+  CHECK(names(g, groups[1].ops) == std::vector<std::string>{"broadcast.3", "broadcast.2", "add.2",
+                                                            "reduce.2", "broadcast.4",
+                                                            "multiply.1"});
 }
 
-TEST_CASE("dominants: layer norm is one group under its first reduce with the statistics as their own groups",
+TEST_CASE("dominants: layer norm is one group under its first reduce with the statistics as their "
+          "own groups",
           "[planner][dominants]") {
   ir::Graph g = layerNorm(1024, 768);
   auto groups = groupsOf(g);
@@ -47,17 +50,20 @@ TEST_CASE("dominants: layer norm is one group under its first reduce with the st
   CHECK(groups[1].subDominants.empty());
 }
 
-TEST_CASE("dominants: a reduce over other dims than the dominant's becomes its own group", "[planner][dominants]") {
+TEST_CASE("dominants: a reduce over other dims than the dominant's becomes its own group",
+          "[planner][dominants]") {
   ir::Graph g = layerNormBackward(1024, 768);
   auto groups = groupsOf(g);
   REQUIRE(groups.size() == 2);
   CHECK(nameOf(g, groups[0].dominant) == "dgamma");
   CHECK(names(g, groups[0].subDominants) == std::vector<std::string>{"dbeta"});
   CHECK(nameOf(g, groups[1].dominant) == "sum_dxhat");
-  CHECK(names(g, groups[1].subDominants) == std::vector<std::string>{"sum_dxhat_xhat", "scale", "dx"});
+  CHECK(names(g, groups[1].subDominants) ==
+        std::vector<std::string>{"sum_dxhat_xhat", "scale", "dx"});
 }
 
-TEST_CASE("dominants: an elementwise region has its output as the only candidate", "[planner][dominants]") {
+TEST_CASE("dominants: an elementwise region has its output as the only candidate",
+          "[planner][dominants]") {
   ir::Graph g = geluBias(256, 1024);
   auto groups = groupsOf(g);
   REQUIRE(groups.size() == 1);

@@ -54,7 +54,8 @@ TEST_CASE("memory planning: live ranges over the step sequence", "[planner][memo
   CHECK(liveRange(p, 5) == std::pair{1, 1});
 }
 
-TEST_CASE("memory planning: dead buffers are reused, overlapping ones never share", "[planner][memory]") {
+TEST_CASE("memory planning: dead buffers are reused, overlapping ones never share",
+          "[planner][memory]") {
   FusionPlan p = chain();
   MemoryReport r = planMemory(p);
   auto slot = [&](int b) { return p.buffers[static_cast<size_t>(b)].slot; };
@@ -72,7 +73,8 @@ TEST_CASE("memory planning: dead buffers are reused, overlapping ones never shar
   CHECK(r.slotBytes == 1024 + 512 + 256);
 }
 
-TEST_CASE("memory planning: every planned plan keeps overlapping buffers apart", "[planner][memory]") {
+TEST_CASE("memory planning: every planned plan keeps overlapping buffers apart",
+          "[planner][memory]") {
   for (Policy policy : {Policy::Xla, Policy::AStitch}) {
     FusionPlan p = plan(layerNormDotGelu(), *deviceSpecProfile("a100"), policy);
     for (size_t a = 0; a < p.buffers.size(); ++a)

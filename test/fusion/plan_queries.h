@@ -23,21 +23,26 @@ inline ir::NodeId id(const ir::Graph& g, const std::string& name) {
   return *v;
 }
 
-inline std::string nameOf(const ir::Graph& g, ir::NodeId v) { return g.node(v).name; }
+inline std::string nameOf(const ir::Graph& g, ir::NodeId v) {
+  return g.node(v).name;
+}
 
 inline std::vector<std::string> names(const ir::Graph& g, const std::vector<ir::NodeId>& vs) {
   std::vector<std::string> out;
-  for (ir::NodeId v : vs) out.push_back(nameOf(g, v));
+  for (ir::NodeId v : vs)
+    out.push_back(nameOf(g, v));
   return out;
 }
 
 inline std::vector<std::string> dominants(const ir::Graph& g, const KernelPlan& k) {
   std::vector<std::string> out;
-  for (const Group& gr : k.groups) out.push_back(nameOf(g, gr.dominant));
+  for (const Group& gr : k.groups)
+    out.push_back(nameOf(g, gr.dominant));
   return out;
 }
 
-inline const Group& groupDominatedBy(const ir::Graph& g, const KernelPlan& k, const std::string& name) {
+inline const Group& groupDominatedBy(const ir::Graph& g, const KernelPlan& k,
+                                     const std::string& name) {
   for (const Group& gr : k.groups)
     if (nameOf(g, gr.dominant) == name) return gr;
   FAIL("no group dominated by " << name);
@@ -50,7 +55,8 @@ inline Storage storageOf(const ir::Graph& g, const KernelPlan& k, const std::str
 
 inline std::vector<Barrier> barriers(const KernelPlan& k) {
   std::vector<Barrier> out;
-  for (const Stage& s : k.stages) out.push_back(s.barrierBefore);
+  for (const Stage& s : k.stages)
+    out.push_back(s.barrierBefore);
   return out;
 }
 

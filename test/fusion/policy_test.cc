@@ -9,20 +9,25 @@ using namespace weft::fusion;
 using namespace weft::fusion::testing;
 
 namespace {
-DeviceSpec a100() { return *deviceSpecProfile("a100"); }
+DeviceSpec a100() {
+  return *deviceSpecProfile("a100");
+}
 
 std::vector<std::string> kernelRoots(const FusionPlan& p) {
   std::vector<std::string> out;
-  for (const KernelPlan* k : kernelsOf(p)) out.push_back(p.graph.node(k->groups.front().dominant).name);
+  for (const KernelPlan* k : kernelsOf(p))
+    out.push_back(p.graph.node(k->groups.front().dominant).name);
   return out;
 }
 } // namespace
 
-TEST_CASE("xla policy: Figure 7 becomes four kernels ending with reduce.1, power.1, reduce.2, multiply.1",
-          "[planner][xla][fig7]") {
+TEST_CASE(
+    "xla policy: Figure 7 becomes four kernels ending with reduce.1, power.1, reduce.2, multiply.1",
+    "[planner][xla][fig7]") {
   FusionPlan p = plan(astitchFig7(), a100(), Policy::Xla);
   CHECK(p.kernelCount() == 4);
-  CHECK(kernelRoots(p) == std::vector<std::string>{"reduce.1", "power.1", "reduce.2", "multiply.1"});
+  CHECK(kernelRoots(p) ==
+        std::vector<std::string>{"reduce.1", "power.1", "reduce.2", "multiply.1"});
   // parameter.2 is loaded by two kernels (reduce.1's input fusion and power.1's)
   int readers = 0;
   for (const KernelPlan* k : kernelsOf(p))
@@ -40,7 +45,8 @@ TEST_CASE("xla policy: Figure 7 becomes four kernels ending with reduce.1, power
   }
 }
 
-TEST_CASE("xla policy: a reduce never absorbs its consumers, an expensive op never feeds a broadcast in-kernel",
+TEST_CASE("xla policy: a reduce never absorbs its consumers, an expensive op never feeds a "
+          "broadcast in-kernel",
           "[planner][xla]") {
   struct Case {
     std::string name;
@@ -48,10 +54,10 @@ TEST_CASE("xla policy: a reduce never absorbs its consumers, an expensive op nev
     int xlaKernels;
   };
   std::vector<Case> cases;
-  cases.push_back({"layer norm", layerNorm(), 5});   // sum, mean, sqsum, rstd, out
-  cases.push_back({"softmax", softmax(), 3});        // max, sum, out
+  cases.push_back({"layer norm", layerNorm(), 5});                  // sum, mean, sqsum, rstd, out
+  cases.push_back({"softmax", softmax(), 3});                       // max, sum, out
   cases.push_back({"residual layer norm", residualLayerNorm(), 6}); // + residual_sum
-  cases.push_back({"rms norm", rmsNorm(), 3});       // sqsum, inv_rms, out
+  cases.push_back({"rms norm", rmsNorm(), 3});                      // sqsum, inv_rms, out
   cases.push_back({"layer norm backward", layerNormBackward(), 6}); // 4 reduces, scale, dx
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.name) {
@@ -63,7 +69,8 @@ TEST_CASE("xla policy: a reduce never absorbs its consumers, an expensive op nev
       for (const KernelPlan* k : kernelsOf(xla)) {
         // at most one reduce per kernel, and it is the root
         int reduces = 0;
-        for (ir::NodeId op : k->ops) reduces += xla.graph.node(op).kind == ir::OpKind::Reduce;
+        for (ir::NodeId op : k->ops)
+          reduces += xla.graph.node(op).kind == ir::OpKind::Reduce;
         CHECK(reduces <= 1);
         if (reduces == 1) CHECK(xla.graph.node(k->groups[0].dominant).kind == ir::OpKind::Reduce);
       }
@@ -104,5 +111,6 @@ TEST_CASE("plans around a dot: library call between two stitched kernels, buffer
   // every Global placement has a Scratch buffer of its own
   for (const KernelPlan* k : kernelsOf(p))
     for (auto& [v, pl] : k->placement)
-      if (pl.storage == Storage::Global) CHECK(p.buffers[static_cast<size_t>(pl.buffer)].kind == Buffer::Kind::Scratch);
+      if (pl.storage == Storage::Global)
+        CHECK(p.buffers[static_cast<size_t>(pl.buffer)].kind == Buffer::Kind::Scratch);
 }

@@ -21,12 +21,15 @@ TEST_CASE("stitch scope: a dot splits the graph and is not in any scope", "[plan
   auto scopes = findStitchScopes(g);
   REQUIRE(scopes.size() == 2);
   ir::NodeId dot = id(g, "matmul");
-  for (const StitchScope& s : scopes) CHECK(std::find(s.ops.begin(), s.ops.end(), dot) == s.ops.end());
-  CHECK(std::find(scopes[0].ops.begin(), scopes[0].ops.end(), id(g, "mean")) != scopes[0].ops.end());
+  for (const StitchScope& s : scopes)
+    CHECK(std::find(s.ops.begin(), s.ops.end(), dot) == s.ops.end());
+  CHECK(std::find(scopes[0].ops.begin(), scopes[0].ops.end(), id(g, "mean")) !=
+        scopes[0].ops.end());
   CHECK(std::find(scopes[1].ops.begin(), scopes[1].ops.end(), id(g, "act")) != scopes[1].ops.end());
 }
 
-TEST_CASE("stitch scope: connected ops around a dot are split to avoid a cycle", "[planner][scope]") {
+TEST_CASE("stitch scope: connected ops around a dot are split to avoid a cycle",
+          "[planner][scope]") {
   // a = exp(x); m = dot(a, w); out = m + a : {a, out} connected but a → dot → out
   ir::Graph g;
   ir::NodeId x = g.parameter("x", {ir::DType::f32, {64, 64}});
@@ -59,7 +62,8 @@ TEST_CASE("stitch scope: remote stitching merges independent regions, never acro
   CHECK(local.size() == 3);
 }
 
-TEST_CASE("stitch scope: constants are regenerated in every scope that reads them", "[planner][scope]") {
+TEST_CASE("stitch scope: constants are regenerated in every scope that reads them",
+          "[planner][scope]") {
   ir::Graph g;
   ir::NodeId x = g.parameter("x", {ir::DType::f32, {64, 64}});
   ir::NodeId c = g.constant(ir::DType::f32, {64, 64}, {2.0}, "two");

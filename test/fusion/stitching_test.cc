@@ -10,14 +10,17 @@ using namespace weft::fusion;
 using namespace weft::fusion::testing;
 
 namespace {
-DeviceSpec profile(const std::string& name) { return *deviceSpecProfile(name); }
+DeviceSpec profile(const std::string& name) {
+  return *deviceSpecProfile(name);
+}
 int64_t blocksPerWaveOf(const DeviceSpec& spec, const KernelPlan& k) {
   return blocksPerWave(spec, k.launch.blockSize, k.launch.maxRegisters, k.launch.sharedBytes);
 }
 } // namespace
 
-TEST_CASE("stitching: AStitch Figure 7 — reduce.1 regional, power.1 and reduce.2 global, one kernel",
-          "[planner][stitching][fig7]") {
+TEST_CASE(
+    "stitching: AStitch Figure 7 — reduce.1 regional, power.1 and reduce.2 global, one kernel",
+    "[planner][stitching][fig7]") {
   for (std::string dev : {"v100", "a100", "h100"}) {
     DYNAMIC_SECTION(dev) {
       FusionPlan p = plan(astitchFig7(), profile(dev), Policy::AStitch);
@@ -25,19 +28,24 @@ TEST_CASE("stitching: AStitch Figure 7 — reduce.1 regional, power.1 and reduce
       REQUIRE(p.kernelCount() == 1);
       const KernelPlan& k = *kernelsOf(p)[0];
       CHECK(dominants(g, k) == std::vector<std::string>{"reduce.1", "reduce.2"});
-      CHECK(names(g, groupDominatedBy(g, k, "reduce.1").subDominants) == std::vector<std::string>{"power.1"});
-      CHECK(names(g, groupDominatedBy(g, k, "reduce.2").subDominants) == std::vector<std::string>{"multiply.1"});
+      CHECK(names(g, groupDominatedBy(g, k, "reduce.1").subDominants) ==
+            std::vector<std::string>{"power.1"});
+      CHECK(names(g, groupDominatedBy(g, k, "reduce.2").subDominants) ==
+            std::vector<std::string>{"multiply.1"});
 
       CHECK(storageOf(g, k, "reduce.1") == Storage::Shared);
       CHECK(storageOf(g, k, "power.1") == Storage::Global);
       CHECK(storageOf(g, k, "reduce.2") == Storage::Global);
-      CHECK(storageOf(g, k, "multiply.1") == Storage::Output); // "independent": nothing reads it here
-      for (std::string local : {"broadcast.1", "add.1", "divide.1", "broadcast.2", "broadcast.3", "add.2", "broadcast.4"})
+      CHECK(storageOf(g, k, "multiply.1") ==
+            Storage::Output); // "independent": nothing reads it here
+      for (std::string local : {"broadcast.1", "add.1", "divide.1", "broadcast.2", "broadcast.3",
+                                "add.2", "broadcast.4"})
         CHECK(storageOf(g, k, local) == Storage::Register);
 
       // reduce.1's rows are read in the block that reduced them; the column reduce runs in
       // other tiles (and is split), so power.1 and reduce.2 cross grid barriers
-      CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Block, Barrier::Grid, Barrier::Grid});
+      CHECK(barriers(k) ==
+            std::vector<Barrier>{Barrier::None, Barrier::Block, Barrier::Grid, Barrier::Grid});
       CHECK(names(g, k.stages[0].materialized) == std::vector<std::string>{"reduce.1"});
       CHECK(names(g, k.stages[1].materialized) == std::vector<std::string>{"power.1"});
       CHECK(names(g, k.stages[2].materialized) == std::vector<std::string>{"reduce.2"});
@@ -78,8 +86,8 @@ TEST_CASE("stitching: layer norm is one kernel with block barriers only", "[plan
   CHECK(storageOf(g, k, "rstd") == Storage::Shared);
   CHECK(storageOf(g, k, "out") == Storage::Output);
   CHECK(storageOf(g, k, "centered") == Storage::Register);
-  CHECK(barriers(k) ==
-        std::vector<Barrier>{Barrier::None, Barrier::Block, Barrier::Block, Barrier::Block, Barrier::Block});
+  CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Block, Barrier::Block,
+                                            Barrier::Block, Barrier::Block});
   CHECK_FALSE(hasGrid(k));
   CHECK_FALSE(k.launch.cooperative);
   // x is read by three stages of the same group: loaded once, kept in registers
@@ -89,7 +97,8 @@ TEST_CASE("stitching: layer norm is one kernel with block barriers only", "[plan
   CHECK(k.launch.sharedBytes < 4096); // a few floats per row of the tile
 }
 
-TEST_CASE("stitching: each workload becomes exactly one kernel under astitch", "[planner][stitching]") {
+TEST_CASE("stitching: each workload becomes exactly one kernel under astitch",
+          "[planner][stitching]") {
   struct Case {
     std::string name;
     ir::Graph graph;
@@ -127,8 +136,9 @@ TEST_CASE("stitching: softmax keeps both reductions on chip", "[planner][stitchi
   CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Block, Barrier::Block});
 }
 
-TEST_CASE("stitching: layer norm backward — sibling reduces share a pass, column reduces another phase",
-          "[planner][stitching]") {
+TEST_CASE(
+    "stitching: layer norm backward — sibling reduces share a pass, column reduces another phase",
+    "[planner][stitching]") {
   FusionPlan p = plan(layerNormBackward(16384, 768), profile("v100"), Policy::AStitch);
   const ir::Graph& g = p.graph;
   REQUIRE(p.kernelCount() == 1);
@@ -136,7 +146,8 @@ TEST_CASE("stitching: layer norm backward — sibling reduces share a pass, colu
   CHECK(dominants(g, k) == std::vector<std::string>{"dgamma", "sum_dxhat"});
   REQUIRE(k.stages.size() == 3);
   CHECK(names(g, k.stages[0].materialized) == std::vector<std::string>{"dgamma", "dbeta"});
-  CHECK(names(g, k.stages[1].materialized) == std::vector<std::string>{"sum_dxhat", "sum_dxhat_xhat", "scale"});
+  CHECK(names(g, k.stages[1].materialized) ==
+        std::vector<std::string>{"sum_dxhat", "sum_dxhat_xhat", "scale"});
   CHECK(names(g, k.stages[2].materialized) == std::vector<std::string>{"dx"});
   CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Grid, Barrier::Block});
   CHECK(storageOf(g, k, "dgamma") == Storage::Output);
@@ -144,8 +155,9 @@ TEST_CASE("stitching: layer norm backward — sibling reduces share a pass, colu
   CHECK(storageOf(g, k, "scale") == Storage::Shared);
 }
 
-TEST_CASE("stitching: regional values over the shared-memory budget are demoted to global one at a time",
-          "[planner][stitching]") {
+TEST_CASE(
+    "stitching: regional values over the shared-memory budget are demoted to global one at a time",
+    "[planner][stitching]") {
   // layer norm's four row statistics take 32 rows x 4 bytes each per tile; a budget of 200
   // bytes holds one of them: demote sum, then mean, then sqsum, and stop
   DeviceSpec spec = profile("a100");
@@ -158,7 +170,8 @@ TEST_CASE("stitching: regional values over the shared-memory budget are demoted 
   CHECK(storageOf(g, k, "mean") == Storage::Global);
   CHECK(storageOf(g, k, "sqsum") == Storage::Global);
   CHECK(storageOf(g, k, "rstd") == Storage::Shared);
-  CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Grid, Barrier::Grid, Barrier::Grid, Barrier::Block});
+  CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Grid, Barrier::Grid,
+                                            Barrier::Grid, Barrier::Block});
   CHECK(k.launch.sharedBytes == 128);
   CHECK(k.launch.sharedBytes <= spec.sharedMemoryPerBlock);
   CHECK(k.launch.cooperative);

@@ -7,13 +7,16 @@ using ir::OpKind;
 
 namespace {
 
-ir::NodeId bcastRows(ir::Graph& g, ir::NodeId v, int64_t rows, int64_t cols, const std::string& name = "") {
+ir::NodeId bcastRows(ir::Graph& g, ir::NodeId v, int64_t rows, int64_t cols,
+                     const std::string& name = "") {
   return g.broadcastInDim(v, {rows, cols}, {0}, name);
 }
-ir::NodeId bcastCols(ir::Graph& g, ir::NodeId v, int64_t rows, int64_t cols, const std::string& name = "") {
+ir::NodeId bcastCols(ir::Graph& g, ir::NodeId v, int64_t rows, int64_t cols,
+                     const std::string& name = "") {
   return g.broadcastInDim(v, {rows, cols}, {1}, name);
 }
-ir::NodeId splat(ir::Graph& g, std::initializer_list<int64_t> shape, double value, const std::string& name = "") {
+ir::NodeId splat(ir::Graph& g, std::initializer_list<int64_t> shape, double value,
+                 const std::string& name = "") {
   ir::Shape s(shape.begin(), shape.end());
   return g.constant(DType::f32, s, {value}, name);
 }
@@ -26,7 +29,8 @@ ir::NodeId normalise(ir::Graph& g, ir::NodeId x, int64_t rows, int64_t hidden) {
   ir::NodeId sq = g.binary(OpKind::Mul, centered, centered, "sq");
   ir::NodeId sqsum = g.reduce(ir::ReduceKind::Sum, sq, {1}, "sqsum");
   ir::NodeId var = g.binary(OpKind::Div, sqsum, splat(g, {rows}, double(hidden)), "var");
-  ir::NodeId rstd = g.unary(OpKind::Rsqrt, g.binary(OpKind::Add, var, splat(g, {rows}, 1e-5)), "rstd");
+  ir::NodeId rstd =
+      g.unary(OpKind::Rsqrt, g.binary(OpKind::Add, var, splat(g, {rows}, 1e-5)), "rstd");
   return g.binary(OpKind::Mul, centered, bcastRows(g, rstd, rows, hidden), "normed");
 }
 
@@ -95,7 +99,8 @@ ir::Graph geluBias(int64_t rows, int64_t hidden) {
   ir::NodeId x = g.parameter("x", {DType::f32, {rows, hidden}});
   ir::NodeId bias = g.parameter("bias", {DType::f32, {hidden}});
   ir::NodeId h = g.binary(OpKind::Add, x, bcastCols(g, bias, rows, hidden), "h");
-  ir::NodeId scaled = g.binary(OpKind::Mul, h, splat(g, {rows, hidden}, 0.7071067811865476), "scaled");
+  ir::NodeId scaled =
+      g.binary(OpKind::Mul, h, splat(g, {rows, hidden}, 0.7071067811865476), "scaled");
   ir::NodeId erf = g.unary(OpKind::Erf, scaled, "erf");
   ir::NodeId onePlus = g.binary(OpKind::Add, erf, splat(g, {rows, hidden}, 1.0), "one_plus");
   ir::NodeId half = g.binary(OpKind::Mul, h, splat(g, {rows, hidden}, 0.5), "half");
@@ -108,9 +113,10 @@ ir::Graph rmsNorm(int64_t rows, int64_t hidden) {
   ir::NodeId x = g.parameter("x", {DType::f32, {rows, hidden}});
   ir::NodeId w = g.parameter("weight", {DType::f32, {hidden}});
   ir::NodeId sq = g.binary(OpKind::Mul, x, x, "sq");
-  ir::NodeId ms = g.binary(OpKind::Div, g.reduce(ir::ReduceKind::Sum, sq, {1}, "sqsum"), splat(g, {rows}, double(hidden)),
-                           "mean_square");
-  ir::NodeId inv = g.unary(OpKind::Rsqrt, g.binary(OpKind::Add, ms, splat(g, {rows}, 1e-6)), "inv_rms");
+  ir::NodeId ms = g.binary(OpKind::Div, g.reduce(ir::ReduceKind::Sum, sq, {1}, "sqsum"),
+                           splat(g, {rows}, double(hidden)), "mean_square");
+  ir::NodeId inv =
+      g.unary(OpKind::Rsqrt, g.binary(OpKind::Add, ms, splat(g, {rows}, 1e-6)), "inv_rms");
   ir::NodeId normed = g.binary(OpKind::Mul, x, bcastRows(g, inv, rows, hidden), "normed");
   g.addOutput(g.binary(OpKind::Mul, normed, bcastCols(g, w, rows, hidden), "out"));
   return g;
@@ -131,16 +137,19 @@ ir::Graph layerNormBackward(int64_t rows, int64_t hidden) {
   ir::NodeId mean = g.parameter("mean", {DType::f32, {rows}});
   ir::NodeId rstd = g.parameter("rstd", {DType::f32, {rows}});
   ir::NodeId gamma = g.parameter("gamma", {DType::f32, {hidden}});
-  ir::NodeId xhat = g.binary(OpKind::Mul, g.binary(OpKind::Sub, x, bcastRows(g, mean, rows, hidden)),
-                             bcastRows(g, rstd, rows, hidden), "xhat");
+  ir::NodeId xhat =
+      g.binary(OpKind::Mul, g.binary(OpKind::Sub, x, bcastRows(g, mean, rows, hidden)),
+               bcastRows(g, rstd, rows, hidden), "xhat");
   ir::NodeId dxhat = g.binary(OpKind::Mul, dy, bcastCols(g, gamma, rows, hidden), "dxhat");
   ir::NodeId dgamma = g.reduce(ir::ReduceKind::Sum, g.binary(OpKind::Mul, dy, xhat), {0}, "dgamma");
   ir::NodeId dbeta = g.reduce(ir::ReduceKind::Sum, dy, {0}, "dbeta");
   ir::NodeId a = g.reduce(ir::ReduceKind::Sum, dxhat, {1}, "sum_dxhat");
-  ir::NodeId b = g.reduce(ir::ReduceKind::Sum, g.binary(OpKind::Mul, dxhat, xhat), {1}, "sum_dxhat_xhat");
+  ir::NodeId b =
+      g.reduce(ir::ReduceKind::Sum, g.binary(OpKind::Mul, dxhat, xhat), {1}, "sum_dxhat_xhat");
   ir::NodeId inner = g.binary(
       OpKind::Sub,
-      g.binary(OpKind::Sub, g.binary(OpKind::Mul, dxhat, splat(g, {rows, hidden}, double(hidden))), bcastRows(g, a, rows, hidden)),
+      g.binary(OpKind::Sub, g.binary(OpKind::Mul, dxhat, splat(g, {rows, hidden}, double(hidden))),
+               bcastRows(g, a, rows, hidden)),
       g.binary(OpKind::Mul, xhat, bcastRows(g, b, rows, hidden)));
   ir::NodeId scale = g.binary(OpKind::Div, rstd, splat(g, {rows}, double(hidden)), "scale");
   ir::NodeId dx = g.binary(OpKind::Mul, inner, bcastRows(g, scale, rows, hidden), "dx");

@@ -84,10 +84,12 @@ TEST_CASE("thread mapping: Figure 6(b) <64,30000> splits each row across blocks 
   }
 }
 
-TEST_CASE("thread mapping: the naive mappings XLA uses for Figure 6 waste the wave", "[planner][mapping][fig6]") {
+TEST_CASE("thread mapping: the naive mappings XLA uses for Figure 6 waste the wave",
+          "[planner][mapping][fig6]") {
   DeviceSpec v100 = profile("v100");
   // (a) 750000 blocks of 32 threads: 32 blocks per SM at most → 32 x 32 threads of 2048
-  double a = double(std::min<int64_t>(750000, blocksPerWave(v100, 32))) * 32 / double(v100.threadSlots());
+  double a =
+      double(std::min<int64_t>(750000, blocksPerWave(v100, 32))) * 32 / double(v100.threadSlots());
   CHECK(a == Approx(0.5));
   // (b) 64 blocks of 1024 threads on a device that holds 160
   double b = 64.0 * 1024 / double(v100.threadSlots());
@@ -107,7 +109,8 @@ TEST_CASE("thread mapping: row lengths pick warp-per-row or block-per-row", "[pl
   CHECK(block.splitFactor == 1); // plenty of rows: no splitting
 }
 
-TEST_CASE("thread mapping: column reduce tiles 32 columns and splits the reduced dim when columns are few",
+TEST_CASE("thread mapping: column reduce tiles 32 columns and splits the reduced dim when columns "
+          "are few",
           "[planner][mapping]") {
   DeviceSpec spec = profile("v100");
   ir::Graph g = columnReduce(65536, 256);
@@ -120,7 +123,8 @@ TEST_CASE("thread mapping: column reduce tiles 32 columns and splits the reduced
   CHECK(c.waveUtilization >= 0.9);
 }
 
-TEST_CASE("thread mapping: elementwise is vectorised by 4 when the innermost dim allows", "[planner][mapping]") {
+TEST_CASE("thread mapping: elementwise is vectorised by 4 when the innermost dim allows",
+          "[planner][mapping]") {
   DeviceSpec spec = profile("h100");
   ir::Graph g = geluBias(256, 1024);
   MappingChoice c = chooseThreadMapping(loopSpaceOf(g, id(g, "gelu")), spec);
