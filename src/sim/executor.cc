@@ -819,6 +819,36 @@ void Executor::execAlu(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
     });
     return;
   }
+  case Op::Shf: {
+    const bool right = I.mode & 1, clamp = I.mode & 2;
+    forLanes(m, [&](int l) {
+      uint64_t pair = (uint64_t(uint32_t(b[l])) << 32) | uint32_t(a[l]);
+      uint32_t n = uint32_t(c[l]);
+      n = clamp ? std::min(n, 32u) : (n & 31);
+      d[l] = right ? uint32_t(pair >> n) : uint32_t((pair << n) >> 32);
+    });
+    return;
+  }
+  case Op::Bfind:
+    // position of the most significant non-sign bit; 0xffffffff when none
+    byInt(I.ty, [&](auto z) {
+      using T = decltype(z);
+      using U = std::make_unsigned_t<T>;
+      constexpr int bits = 8 * sizeof(T);
+      forLanes(m, [&](int l) {
+        U x = U(a[l]);
+        if (std::is_signed_v<T> && (x >> (bits - 1))) x = U(~x);
+        uint32_t r = 0xffffffffu;
+        for (int i = bits - 1; i >= 0; --i)
+          if ((x >> i) & 1) {
+            r = uint32_t(i);
+            break;
+          }
+        if (I.aux && r != 0xffffffffu) r = uint32_t(bits - 1) - r;
+        d[l] = r;
+      });
+    });
+    return;
   case Op::Prmt:
     forLanes(m, [&](int l) {
       uint64_t tmp = uint64_t(uint32_t(a[l])) | (uint64_t(uint32_t(b[l])) << 32);
@@ -918,8 +948,14 @@ void Executor::execFloat(const Instr& I, uint32_t m, uint64_t* R) {
   case Op::Mul: run([](auto x, auto y, auto) { return x * y; }); return;
   case Op::Fma: run([](auto x, auto y, auto z) { return std::fma(x, y, z); }); return;
   case Op::Div: run([](auto x, auto y, auto) { return x / y; }); return;
-  case Op::Min: run([](auto x, auto y, auto) { return pmin(x, y); }); return;
-  case Op::Max: run([](auto x, auto y, auto) { return pmax(x, y); }); return;
+  case Op::Min:
+    if (I.flags & kNaN) run([](auto x, auto y, auto) { return x != x ? x : y != y ? y : pmin(x, y); });
+    else run([](auto x, auto y, auto) { return pmin(x, y); });
+    return;
+  case Op::Max:
+    if (I.flags & kNaN) run([](auto x, auto y, auto) { return x != x ? x : y != y ? y : pmax(x, y); });
+    else run([](auto x, auto y, auto) { return pmax(x, y); });
+    return;
   case Op::Abs:
     if (I.ty == Ty::F32 || I.ty == Ty::F64) {
       // sign-bit operations, NaN payloads preserved
@@ -1369,6 +1405,7 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
     case Op::MulWide: case Op::MadLo: case Op::MadHi: case Op::MadWide: case Op::MadCLo: case Op::MadCHi:
     case Op::Rem: case Op::And: case Op::Or: case Op::Xor: case Op::Not: case Op::CNot: case Op::Shl:
     case Op::Shr: case Op::Popc: case Op::Clz: case Op::Brev: case Op::Bfe: case Op::Bfi: case Op::Prmt:
+    case Op::Shf: case Op::Bfind:
     case Op::Selp: case Op::Slct:
       if (m) execAlu(I, w, m, R);
       break;

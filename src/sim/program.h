@@ -15,7 +15,7 @@ enum class Op : uint8_t {
   // integer and float arithmetic
   Add, Sub, AddCC, AddC, SubCC, SubC, MulLo, MulHi, MulWide, MadLo, MadHi, MadWide, MadCLo,
   MadCHi, Mul, Mad, Fma, Div, Rem, Abs, Neg, Min, Max, And, Or, Xor, Not, CNot, Shl, Shr, Popc,
-  Clz, Brev, Bfe, Bfi, Prmt, Selp, Setp, Set, Slct, Rcp, Sqrt, Rsqrt, Ex2, Lg2, Sin, Cos, Tanh,
+  Clz, Brev, Bfe, Bfi, Bfind, Prmt, Shf, Selp, Setp, Set, Slct, Rcp, Sqrt, Rsqrt, Ex2, Lg2, Sin, Cos, Tanh,
   Copysign, Testp,
   // memory
   Ld, St, Atom, Red, Fence,
@@ -72,6 +72,7 @@ enum : uint16_t {
   kFrameRel = 1 << 12, // address is relative to the thread's local frame (func params)
   kSinkD0 = 1 << 13,   // first destination is the sink "_"
   kDynShared = 1 << 14, // address is relative to the kernel's dynamic shared memory base
+  kNaN = 1 << 15,      // min/max.NaN: a NaN operand gives NaN
 };
 
 struct Instr {

@@ -525,7 +525,7 @@ PInstr Parser::parseInstruction(uint32_t line) {
     static const char* known[] = {
         "mov", "add", "sub", "addc", "subc", "mul", "mul24", "mad", "madc", "fma", "div", "rem", "abs",
         "neg", "not", "cnot", "popc", "clz", "brev", "min", "max", "and", "or", "xor", "shl", "shr",
-        "bfe", "bfi", "prmt", "selp", "slct", "setp", "set", "cvt", "cvta", "rcp", "sqrt", "rsqrt",
+        "bfe", "bfi", "bfind", "shf", "prmt", "selp", "slct", "setp", "set", "cvt", "cvta", "rcp", "sqrt", "rsqrt",
         "ex2", "lg2", "sin", "cos", "tanh", "copysign", "testp", "ld", "ldu", "st", "atom", "red",
         "membar", "fence", "bar", "barrier", "shfl", "vote", "activemask", "bra", "brx", "call", "ret",
         "exit", "trap", "nanosleep", "pmevent"};
@@ -1126,7 +1126,8 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
           : b == "popc" ? Op::Popc : b == "clz" ? Op::Clz : Op::Brev);
   } else if (b == "min" || b == "max") {
     binary(b == "min" ? Op::Min : Op::Max);
-    if (m.has("NaN")) bad(".NaN variant is not supported");
+    if (m.has("NaN")) in.flags |= kNaN;
+    if (m.has("xorsign.abs")) bad(".xorsign.abs is not supported");
   } else if (b == "and" || b == "or" || b == "xor") {
     binary(b == "and" ? Op::And : b == "or" ? Op::Or : Op::Xor);
   } else if (b == "shl" || b == "shr") {
@@ -1150,6 +1151,20 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
     in.s[1] = src(p.ops[2], ty);
     in.s[2] = src(p.ops[3], Ty::U32);
     in.s[3] = src(p.ops[4], Ty::U32);
+  } else if (b == "shf") {
+    // shf.{l,r}.{wrap,clamp}.b32 d, a, b, c: funnel shift of {b:a} by c
+    need(4);
+    in.op = Op::Shf;
+    in.mode = uint8_t((m.has("r") ? 1 : 0) | (m.has("clamp") ? 2 : 0));
+    in.nd = 1;
+    in.ns = 3;
+    in.d[0] = dst(p.ops[0]);
+    in.s[0] = src(p.ops[1], Ty::B32);
+    in.s[1] = src(p.ops[2], Ty::B32);
+    in.s[2] = src(p.ops[3], Ty::U32);
+  } else if (b == "bfind") {
+    unary(Op::Bfind);
+    if (m.has("shiftamt")) in.aux = 1;
   } else if (b == "prmt") {
     if (m.parts.size() != 1) bad("only the default prmt mode is supported");
     ternary(Op::Prmt);

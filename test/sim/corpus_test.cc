@@ -382,3 +382,76 @@ TEST_CASE("corpus: libdevice math", "[sim][corpus]") {
     }
   }
 }
+
+TEST_CASE("corpus: LLVM intrinsics and half/bfloat arithmetic (ops.ll)", "[sim][corpus]") {
+  Corpus c("ops.ptx");
+  Device& d = *c.dev;
+  const std::vector<float> xs = {0.3f,    -0.3f, 2.5f,  -2.5f,     1.0f,    0.75f,  3.7f,   -7.25f,
+                                 NAN,     1e10f, -1e10f, 300.0f,   -0.0f,   0.0f,   0.5f,   1.5f,
+                                 12.375f, -1.5f, 255.5f, 65504.0f, 1e-6f,  -4.0f,  100.25f, 0.1f,
+                                 5.0f,    -9.5f, 7.0f,  INFINITY, 33.3f,  -0.7f,  2e9f,   -3e9f};
+  REQUIRE(xs.size() == 32);
+  Buffer<float> In(d, xs);
+  Buffer<uint32_t> Out(d, size_t(32 * 32));
+  c.run("ops", grid1D(1, 32), {In.arg(), Out.arg()});
+  auto o = Out.get();
+  auto bitsF = [](float f) { return uint32_t(fbits(f)); };
+  auto h = [](float f) { return _Float16(f); };
+  auto hbits = [](_Float16 v) {
+    uint16_t b;
+    std::memcpy(&b, &v, 2);
+    return uint32_t(b);
+  };
+  for (uint32_t t = 0; t < 32; ++t) {
+    const float x = xs[t];
+    uint32_t xi;
+    std::memcpy(&xi, &x, 4);
+    const uint32_t* r = &o[t * 32];
+    INFO("thread " << t << " x = " << x);
+    const bool nan = std::isnan(x);
+    CHECK(r[0] == bitsF(nan ? 1.0f : std::min(x, 1.0f)));
+    CHECK(r[1] == (nan ? 0x7fffffffu : bitsF(std::max(x, 1.0f))));
+    CHECK(r[2] == (nan ? 0x7fffffffu : bitsF(std::min(x, 1.0f))));
+    CHECK(r[3] == ((xi << (t % 32)) | (t % 32 ? xi >> (32 - t % 32) : 0)));
+    CHECK(r[4] == (xi ? uint32_t(__builtin_ctz(xi)) : 32u));
+    CHECK(r[5] == uint32_t(__builtin_popcount(xi)));
+    uint32_t rev = 0;
+    for (int i = 0; i < 32; ++i) rev |= ((xi >> i) & 1) << (31 - i);
+    CHECK(r[6] == rev);
+    CHECK(r[7] == __builtin_bswap32(xi));
+    const int32_t sat = nan ? 0 : x >= 2147483648.0f ? INT32_MAX : x <= -2147483648.0f ? INT32_MIN : int32_t(x);
+    CHECK(r[8] == uint32_t(sat));
+    CHECK(r[9] == (nan ? 0u : x <= 0 ? 0u : x >= 255 ? 255u : uint32_t(x)));
+    CHECK(r[10] == uint32_t(sat == INT32_MIN ? sat : std::abs(sat)));
+    CHECK(r[11] == uint32_t(std::max(sat, 3)));
+    if (!nan) {
+      _Float16 hx = h(x), h2 = hx * hx;
+      _Float16 h3 = _Float16(double(h2) * double(hx) + double(hx));
+      _Float16 h4 = h3 - hx;
+      CHECK(r[12] == (h4 != h4 ? 0x7fffu : hbits(h4))); // the GPU's NaN is canonical
+      _Float16 v0 = hx + hx, v1 = h2 + h2;
+      v0 = v0 * hx;
+      v1 = v1 * h2;
+      CHECK(r[14] == (hbits(v0) | hbits(v1) << 16));
+      float b = hostBF16ToFloat(hostBF16(x));
+      float b2 = hostBF16ToFloat(hostBF16(b + b));
+      CHECK(r[13] == hostBF16(b2 * b));
+      CHECK(r[15] == bitsF(std::floor(x)));
+      CHECK(r[16] == bitsF(std::round(x)));
+      CHECK(r[17] == bitsF(std::trunc(x)));
+      CHECK(r[18] == bitsF(float(std::nearbyint(double(x)))));
+      if (std::fabs(x) < 100) CHECK(std::fabs(asFloat(r[19]) - std::fmod(x, 0.75f)) < 1e-5);
+      double hd = double(hx) * 3.0;
+      CHECK(r[25] == bitsF(float(hd)));
+      CHECK(r[26] == hbits(_Float16(hd)));
+    }
+    CHECK(r[20] == uint32_t(int32_t(xi) / 7));
+    CHECK(r[21] == uint32_t(int64_t(int32_t(xi)) % 1000000007));
+    if (t) CHECK(r[22] == xi / t);
+    CHECK(r[23] == std::min(xi, t));
+    CHECK(r[24] == uint32_t(int32_t(std::min(int16_t(xi), int16_t(-5)))));
+    CHECK(r[27] == bitsF(float(uint64_t(xi))));
+    CHECK(r[28] == (xi ^ 0x80000000u));
+    CHECK(r[29] == (!(x >= 0.5f) ? r[3] : r[4]));
+  }
+}

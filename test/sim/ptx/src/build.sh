@@ -9,3 +9,6 @@ $CC -emit-llvm -c math.cu -o /tmp/weft_math.bc
 llvm-link-19 /tmp/weft_math.bc /usr/local/cuda/nvvm/libdevice/libdevice.10.bc -only-needed -o /tmp/weft_math_linked.bc
 opt-19 -O3 /tmp/weft_math_linked.bc -o /tmp/weft_math_opt.bc
 llc-19 -march=nvptx64 -mcpu=sm_80 -O3 /tmp/weft_math_opt.bc -o ../math.ptx
+# LLVM IR written directly (intrinsics codegen uses: minnum/maximum, funnel shifts, saturating
+# conversions, half/bfloat/<2 x half> arithmetic, rounding functions)
+llc-19 -march=nvptx64 -mcpu=sm_80 -O3 ops.ll -o ../ops.ptx
