@@ -1726,7 +1726,8 @@ LaunchCounters Executor::run() {
 } // namespace
 
 int estimatedRegisters(const Function& fn) {
-  int regs = std::clamp(int(fn.reg32Equivalent), 16, 64);
+  // what ptxas would allocate is close to the register pressure; a few more for addressing
+  int regs = std::clamp(int(fn.maxLive32) + 8, 16, 255);
   if (fn.maxnreg > 0) regs = std::min(regs, fn.maxnreg);
   return (regs + 7) / 8 * 8;
 }

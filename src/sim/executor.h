@@ -52,8 +52,9 @@ struct LaunchRequest {
 LaunchCounters executeLaunch(const LaunchRequest& request);
 
 /// Blocks of `fn` resident on one SM with this block size and shared memory, as the
-/// occupancy rules of `spec` allow (registers estimated from the declared .reg count,
-/// capped by .maxnreg and at 64). 0 when the block cannot run at all.
+/// occupancy rules of `spec` allow (registers per thread estimated as the register pressure
+/// of the kernel's PTX plus 8, at least 16, capped by .maxnreg). 0 when the block cannot
+/// run at all.
 int blocksPerSM(const Program& program, const Function& fn, const DeviceSpec& spec, int blockSize,
                 uint64_t dynamicSharedBytes);
 /// Registers per thread the occupancy estimate assumes for `fn`.

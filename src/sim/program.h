@@ -119,7 +119,8 @@ struct Function {
   bool isGridBarrier = false; // name starts with "weft_grid_barrier"
   uint32_t entry = 0, end = 0; // [entry, end) in Program::code
   uint32_t numRegs = 0;        // 64-bit slots per thread (all register classes)
-  uint32_t reg32Equivalent = 0; // declared registers counted in 32-bit units (occupancy estimate)
+  uint32_t reg32Equivalent = 0; // declared registers counted in 32-bit units
+  uint32_t maxLive32 = 0;       // most 32-bit registers live at once (occupancy estimate)
   // Parameters: kernel params live in the launch buffer; func params live in the thread's
   // local memory frame at paramOffset.
   struct Param { std::string name; uint32_t offset, size, align; };

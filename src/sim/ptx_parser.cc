@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/register_allocation.h"
 #include "weft/error.h"
 
 namespace weft::sim {
@@ -1503,6 +1504,10 @@ void Parser::finish() {
       prog_.code.push_back(r);
       f.end = uint32_t(prog_.code.size());
     }
+    std::vector<uint8_t> widths(f.numRegs, 0);
+    for (auto& [name, info] : regs_)
+      widths[info.slot] = info.ty == Ty::Pred ? 0 : tyBytes(info.ty) > 4 ? 2 : 1;
+    compactRegisters(prog_, f, widths);
   }
   bodies_.clear();
   // resolve calls (callee may be defined after the caller)
@@ -1520,6 +1525,24 @@ void Parser::finish() {
       fail(in.line, fmt::format("call to '{}' passes {} arguments and {} return values; it declares {} and {}",
                                 callee, in.ns, in.nd, cf.params.size(), cf.returns.size()));
     in.target = it->second;
+  }
+  // a kernel needs at least the registers of every function it calls
+  for (auto& k : prog_.functions) {
+    if (!k.isKernel || !k.defined) continue;
+    std::vector<bool> seen(prog_.functions.size(), false);
+    std::vector<uint32_t> stack = {prog_.functionIndex[k.name]};
+    uint32_t pressure = 0;
+    while (!stack.empty()) {
+      uint32_t f = stack.back();
+      stack.pop_back();
+      if (seen[f]) continue;
+      seen[f] = true;
+      const Function& fn = prog_.functions[f];
+      pressure = std::max(pressure, fn.maxLive32);
+      for (uint32_t pc = fn.entry; pc < fn.end; ++pc)
+        if (prog_.code[pc].op == Op::Call) stack.push_back(prog_.code[pc].target);
+    }
+    k.maxLive32 = pressure;
   }
   // the frame sizes recorded in Call instructions were provisional; refresh them
   for (auto& in : prog_.code)

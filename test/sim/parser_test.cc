@@ -1,6 +1,9 @@
 // The loader: what it accepts from NVPTX output, and what it rejects with line and text.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
+#include "sim/executor.h"
 #include "sim/ptx_parser.h"
 #include "sim_test_util.h"
 #include "weft/error.h"
@@ -81,7 +84,7 @@ TEST_CASE("parser: declarations, ranges, directives and layout", "[sim][parser]"
   CHECK(k.paramsSize == 44);
   CHECK(k.maxntid == 256);
   CHECK(k.maxnreg == 40);
-  CHECK(k.numRegs == 3 + 12 + 5 + 1); // + the hidden carry flag
+  CHECK(k.numRegs == 2); // %r1 (compacted: nothing else is live) + the hidden carry flag
   CHECK(k.reg32Equivalent == 12 + 2 * 5);
   // shared memory is laid out per kernel: 'other' never runs with 'k', so its array may
   // overlap k's tile; dynamic shared memory starts after the kernel's own static arrays
@@ -137,4 +140,39 @@ TEST_CASE("parser: SimDevice::loadModule reports the parser's message", "[sim][p
   } catch (const DeviceError& e) {
     CHECK_THAT(e.what(), Catch::Contains("PTX line 6") && Catch::Contains("suld.b.1d.b32"));
   }
+}
+
+TEST_CASE("parser: registers are compacted by liveness; pressure drives the occupancy estimate", "[sim][parser]") {
+  // a chain of 200 registers where only two are live at a time, then 40 64-bit values live
+  // together (80 32-bit registers)
+  std::string body;
+  for (int i = 1; i < 200; ++i) body += fmt::format("  add.s32 %r{}, %r{}, {};\n", i, i - 1, i);
+  body += "  cvt.u64.u32 %rd0, %r199;\n";
+  for (int i = 1; i < 40; ++i) body += fmt::format("  add.s64 %rd{}, %rd{}, {};\n", i, i - 1, i);
+  for (int i = 1; i < 40; ++i) body += fmt::format("  add.s64 %rd0, %rd0, %rd{};\n", i);
+  Program p = parse(".version 8.5\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 o)\n{\n"
+                    "  .reg .b32 %r<200>;\n  .reg .b64 %rd<41>;\n  mov.u32 %r0, 0;\n" + body +
+                    "  ld.param.u64 %rd40, [o];\n  st.global.u64 [%rd40], %rd0;\n  ret;\n}\n");
+  const Function& k = p.functions[0];
+  CHECK(k.numRegs <= 42);
+  CHECK(k.maxLive32 == 80);
+  CHECK(estimatedRegisters(k) == 88);
+  DeviceSpec spec = h100();
+  CHECK(blocksPerSM(p, k, spec, 256, 0) == 65536 / (88 * 32 * 8));
+}
+
+TEST_CASE("parser: a compacted kernel still computes the same values", "[sim][parser]") {
+  std::string body;
+  for (int i = 1; i < 200; ++i) body += fmt::format("  add.s32 %q{}, %q{}, {};\n", i, i - 1, i);
+  body += "  cvt.u64.u32 %x3, %q199;\n";
+  for (int i = 4; i < 30; ++i) body += fmt::format("  mul.lo.s64 %x{}, %x{}, {};\n", i, i - 1, i);
+  for (int i = 4; i < 30; ++i) body += fmt::format("  add.s64 %x3, %x3, %x{};\n", i);
+  body += "  st.global.u64 [%rd2], %x3;\n";
+  auto r = runScalar("  .reg .b32 %q<200>;\n  .reg .b64 %x<30>;\n  mov.u32 %q0, 0;\n" + body, 1);
+  uint64_t v[30];
+  v[3] = 199 * 200 / 2;
+  for (int i = 4; i < 30; ++i) v[i] = v[i - 1] * uint64_t(i);
+  uint64_t sum = v[3];
+  for (int i = 4; i < 30; ++i) sum += v[i];
+  CHECK(r[0] == sum);
 }
