@@ -382,16 +382,20 @@ uint32_t distinctSectors(uint64_t* s, int n) {
   return d;
 }
 
-inline uint64_t loadValue(const uint8_t* p, Ty t) {
-  switch (t) {
-  case Ty::S8: return uint64_t(int64_t(*reinterpret_cast<const int8_t*>(p)));
-  case Ty::S16: { int16_t v; std::memcpy(&v, p, 2); return uint64_t(int64_t(v)); }
-  case Ty::S32: { int32_t v; std::memcpy(&v, p, 4); return uint64_t(int64_t(v)); }
-  default: {
-    uint64_t v = 0;
-    std::memcpy(&v, p, tyBytes(t));
-    return v;
+inline uint64_t readBytes(const uint8_t* p, uint32_t n) {
+  switch (n) {
+  case 1: return *p;
+  case 2: { uint16_t v; std::memcpy(&v, p, 2); return v; }
+  case 4: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+  default: { uint64_t v; std::memcpy(&v, p, 8); return v; }
   }
+}
+inline void writeBytes(uint8_t* p, uint64_t v, uint32_t n) {
+  switch (n) {
+  case 1: *p = uint8_t(v); break;
+  case 2: { uint16_t x = uint16_t(v); std::memcpy(p, &x, 2); break; }
+  case 4: { uint32_t x = uint32_t(v); std::memcpy(p, &x, 4); break; }
+  default: std::memcpy(p, &v, 8); break;
   }
 }
 
@@ -409,11 +413,18 @@ void Executor::execMem(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* 
   Src vals[4];
   if (!isLd)
     for (uint32_t i = 0; i < nvec; ++i) vals[i] = src(I.s[i], R);
+  // signed loads sign-extend into the 64-bit slot
+  const uint32_t extShift = tyIsSigned(I.ty) ? 64 - 8 * elem : 0;
+  const bool maybeGlobal = I.space == Space::Global || I.space == Space::Generic;
+  const bool frameRel = I.flags & kFrameRel;
   forLanes(m, [&](int l) {
     uint64_t addr = (base ? base[l] : 0) + immOff;
-    if (I.flags & kFrameRel) addr += w.localBase[l];
-    MemClass cls;
-    uint8_t* p = resolve(b, w, l, I, I.space, addr, size, !isLd, cls);
+    if (frameRel) addr += w.localBase[l];
+    MemClass cls = MGlobal;
+    uint8_t* p = nullptr;
+    // fast path: an aligned access inside the last allocation hit (sizes are powers of two)
+    if (maybeGlobal && addr < kSharedWindow && (addr & (size - 1)) == 0) p = mem_.translate(addr, size);
+    if (!p) p = resolve(b, w, l, I, I.space, addr, size, !isLd, cls);
     if (cls == MGlobal) sectors[nGlobal++] = addr >> 5;
     if (cls == MShared) {
       anyShared = true;
@@ -431,13 +442,14 @@ void Executor::execMem(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* 
       }
     }
     if (isLd) {
-      for (uint32_t i = 0; i < nvec; ++i)
-        if (I.d[i].kind == Operand::Reg) R[size_t(I.d[i].reg) * 32 + l] = loadValue(p + i * elem, I.ty);
-    } else {
       for (uint32_t i = 0; i < nvec; ++i) {
-        uint64_t v = vals[i][l];
-        std::memcpy(p + i * elem, &v, elem);
+        if (I.d[i].kind != Operand::Reg) continue;
+        uint64_t v = readBytes(p + i * elem, elem);
+        if (extShift) v = uint64_t(int64_t(v << extShift) >> extShift);
+        R[size_t(I.d[i].reg) * 32 + l] = v;
       }
+    } else {
+      for (uint32_t i = 0; i < nvec; ++i) writeBytes(p + i * elem, vals[i][l], elem);
     }
   });
   if (!isLd && m) ++progress_;

@@ -30,9 +30,14 @@ enum class Ty : uint8_t {
   None, Pred, B8, B16, B32, B64, U8, U16, U32, U64, S8, S16, S32, S64, F16, F16x2, BF16, BF16x2,
   F32, F64,
 };
-int tyBytes(Ty t);
-bool tyIsFloat(Ty t);
-bool tyIsSigned(Ty t);
+inline int tyBytes(Ty t) {
+  constexpr int8_t bytes[] = {0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 2, 4, 4, 8};
+  return bytes[int(t)];
+}
+inline bool tyIsFloat(Ty t) {
+  return t == Ty::F16 || t == Ty::F16x2 || t == Ty::BF16 || t == Ty::BF16x2 || t == Ty::F32 || t == Ty::F64;
+}
+inline bool tyIsSigned(Ty t) { return t == Ty::S8 || t == Ty::S16 || t == Ty::S32 || t == Ty::S64; }
 const char* tyName(Ty t);
 
 enum class Space : uint8_t { Generic, Global, Shared, Local, Param, Const };
