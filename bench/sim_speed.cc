@@ -21,14 +21,19 @@ std::string readPtx(const char* name) {
 struct Setup {
   std::unique_ptr<weft::Device> dev = weft::makeSimDevice(weft::DeviceSpec{});
   weft::KernelHandle kernel;
-  Setup(const char* file, const char* name) { kernel = dev->getKernel(dev->loadModule(readPtx(file)), name); }
+  Setup(const char* file, const char* name) {
+    kernel = dev->getKernel(dev->loadModule(readPtx(file)), name);
+  }
 };
 
 void report(benchmark::State& state, weft::Device& dev) {
   uint64_t threadInstr = 0, warpInstr = 0;
-  for (auto& c : dev.takeCounters()) threadInstr += c.threadInstructions, warpInstr += c.warpInstructions;
-  state.counters["thread_instr/s"] = benchmark::Counter(double(threadInstr), benchmark::Counter::kIsRate);
-  state.counters["warp_instr/s"] = benchmark::Counter(double(warpInstr), benchmark::Counter::kIsRate);
+  for (auto& c : dev.takeCounters())
+    threadInstr += c.threadInstructions, warpInstr += c.warpInstructions;
+  state.counters["thread_instr/s"] =
+      benchmark::Counter(double(threadInstr), benchmark::Counter::kIsRate);
+  state.counters["warp_instr/s"] =
+      benchmark::Counter(double(warpInstr), benchmark::Counter::kIsRate);
 }
 
 void BM_ElementwiseAddF32(benchmark::State& state) {
@@ -41,7 +46,8 @@ void BM_ElementwiseAddF32(benchmark::State& state) {
   std::vector<weft::KernelArg> args = {weft::KernelArg::pointer(a), weft::KernelArg::pointer(b),
                                        weft::KernelArg::pointer(c), weft::KernelArg::of(n)};
   s.dev->takeCounters();
-  for (auto _ : state) s.dev->launch(s.kernel, cfg, args);
+  for (auto _ : state)
+    s.dev->launch(s.kernel, cfg, args);
   report(state, *s.dev);
 }
 BENCHMARK(BM_ElementwiseAddF32)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
@@ -58,7 +64,8 @@ void BM_RowSumReduction(benchmark::State& state) {
   std::vector<weft::KernelArg> args = {weft::KernelArg::pointer(x), weft::KernelArg::pointer(y),
                                        weft::KernelArg::of(cols)};
   s.dev->takeCounters();
-  for (auto _ : state) s.dev->launch(s.kernel, cfg, args);
+  for (auto _ : state)
+    s.dev->launch(s.kernel, cfg, args);
   report(state, *s.dev);
 }
 BENCHMARK(BM_RowSumReduction)->Arg(4096)->Unit(benchmark::kMillisecond);

@@ -48,14 +48,16 @@ std::string DeviceMemory::describe(uint64_t addr) const {
   const Alloc* a = find(addr);
   if (!a) return "below every live allocation";
   if (addr - a->base < a->size)
-    return fmt::format("at offset {} of the {}-byte allocation at 0x{:x}", addr - a->base, a->size, a->base);
-  return fmt::format("{} bytes past the end of the {}-byte allocation at 0x{:x}", addr - a->base - a->size,
-                     a->size, a->base);
+    return fmt::format("at offset {} of the {}-byte allocation at 0x{:x}", addr - a->base, a->size,
+                       a->base);
+  return fmt::format("{} bytes past the end of the {}-byte allocation at 0x{:x}",
+                     addr - a->base - a->size, a->size, a->base);
 }
 
 uint64_t DeviceMemory::liveBytes() const {
   uint64_t n = 0;
-  for (auto& a : allocs_) n += a.size;
+  for (auto& a : allocs_)
+    n += a.size;
   return n;
 }
 

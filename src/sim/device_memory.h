@@ -17,7 +17,8 @@ public:
   bool free(uint64_t p);
   /// Host pointer to [addr, addr+size) when it lies inside one live allocation, else null.
   uint8_t* translate(uint64_t addr, uint64_t size) {
-    if (addr - hitBase_ < hitSize_ && addr + size - hitBase_ <= hitSize_) return hitData_ + (addr - hitBase_);
+    if (addr - hitBase_ < hitSize_ && addr + size - hitBase_ <= hitSize_)
+      return hitData_ + (addr - hitBase_);
     return translateSlow(addr, size);
   }
   /// "inside allocation [0x..., +N)" / "N bytes past the end of ..." / "in no allocation".
@@ -31,7 +32,7 @@ private:
   };
   uint8_t* translateSlow(uint64_t addr, uint64_t size);
   const Alloc* find(uint64_t addr) const; // allocation with the greatest base <= addr
-  std::vector<Alloc> allocs_; // sorted by base (bases only grow)
+  std::vector<Alloc> allocs_;             // sorted by base (bases only grow)
   uint64_t next_ = 0x0000'0001'0000'0000ull;
   uint64_t hitBase_ = 0, hitSize_ = 0;
   uint8_t* hitData_ = nullptr;

@@ -36,12 +36,17 @@ template <class T> inline uint64_t bitsOf(T v) {
     return r;
   }
 }
-inline float f32(uint64_t v) { return as<float>(v); }
-inline double f64(uint64_t v) { return as<double>(v); }
+inline float f32(uint64_t v) {
+  return as<float>(v);
+}
+inline double f64(uint64_t v) {
+  return as<double>(v);
+}
 
 template <class F> inline void forLanes(uint32_t m, F&& f) {
   if (m == 0xffffffffu) {
-    for (int l = 0; l < 32; ++l) f(l);
+    for (int l = 0; l < 32; ++l)
+      f(l);
     return;
   }
   while (m) {
@@ -61,7 +66,10 @@ struct RoundingScope {
   int old = 0;
   bool active = false;
   explicit RoundingScope(Round r) {
-    int mode = r == Round::Rz ? FE_TOWARDZERO : r == Round::Rm ? FE_DOWNWARD : r == Round::Rp ? FE_UPWARD : -1;
+    int mode = r == Round::Rz   ? FE_TOWARDZERO
+               : r == Round::Rm ? FE_DOWNWARD
+               : r == Round::Rp ? FE_UPWARD
+                                : -1;
     if (mode < 0) return;
     active = true;
     old = std::fegetround();
@@ -75,7 +83,9 @@ struct RoundingScope {
 inline float ftz32(float x) {
   return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x;
 }
-inline uint64_t canon32(float r) { return r != r ? 0x7fffffffu : bitsOf(r); }
+inline uint64_t canon32(float r) {
+  return r != r ? 0x7fffffffu : bitsOf(r);
+}
 
 // ---------------------------------------------------------------- model state
 
@@ -123,8 +133,9 @@ public:
     const Dim3& bd = rq.config.block;
     threadsPerBlock_ = uint32_t(bd.count());
     warpsPerBlock_ = (threadsPerBlock_ + 31) / 32;
-    sharedBytes_ = rq.config.dynamicSharedBytes ? fn_.dynamicSharedOffset + rq.config.dynamicSharedBytes
-                                                : fn_.staticSharedBytes;
+    sharedBytes_ = rq.config.dynamicSharedBytes
+                       ? fn_.dynamicSharedOffset + rq.config.dynamicSharedBytes
+                       : fn_.staticSharedBytes;
     counters_.kernel = fn_.name;
   }
 
@@ -164,7 +175,8 @@ private:
   enum MemClass : uint8_t { MGlobal, MShared, MLocal, MConst, MParam };
   uint8_t* resolve(Block& b, Warp& w, int l, const Instr& I, Space sp, uint64_t addr, uint32_t size,
                    bool write, MemClass& cls);
-  [[noreturn]] void fault(const Block& b, const Warp& w, int lane, const Instr& I, const std::string& what) const;
+  [[noreturn]] void fault(const Block& b, const Warp& w, int lane, const Instr& I,
+                          const std::string& what) const;
   std::string where(const Block& b, const Warp& w, int lane, const Instr& I) const;
 
   Src src(const Operand& o, uint64_t* R) const {
@@ -179,8 +191,8 @@ private:
   uint32_t threadsPerBlock_, warpsPerBlock_;
   uint64_t sharedBytes_;
   LaunchCounters counters_;
-  uint64_t progress_ = 0;  // bumped by any store, atomic, barrier arrival or exit
-  uint64_t issued_ = 0;    // warp instructions issued (all kinds), for %clock
+  uint64_t progress_ = 0; // bumped by any store, atomic, barrier arrival or exit
+  uint64_t issued_ = 0;   // warp instructions issued (all kinds), for %clock
   uint64_t minGridBarriers_ = ~0ull;
   bool cooperative_ = false;
 };
@@ -193,7 +205,8 @@ void Executor::ensureRegs(Warp& w, uint32_t slotsPerLane) {
 }
 
 void Executor::ensureLocal(Warp& w, int l, uint64_t bytes) {
-  if (w.local[l].size() < bytes) w.local[l].resize(std::max<uint64_t>(bytes, w.local[l].size() * 2), 0);
+  if (w.local[l].size() < bytes)
+    w.local[l].resize(std::max<uint64_t>(bytes, w.local[l].size() * 2), 0);
 }
 
 void Executor::initBlock(Block& b, uint64_t linear) {
@@ -275,7 +288,8 @@ void Executor::releaseIfComplete(Block& b, uint32_t id, bool sync) {
   if (!sync) ++counters_.blockBarriers;
 }
 
-void Executor::arriveBarrier(Block& b, Warp& w, uint32_t m, uint32_t id, uint32_t expected, bool sync) {
+void Executor::arriveBarrier(Block& b, Warp& w, uint32_t m, uint32_t id, uint32_t expected,
+                             bool sync) {
   forLanes(m, [&](int l) {
     w.state[l] = AtBarrier;
     w.barId[l] = uint8_t(id);
@@ -302,65 +316,81 @@ void Executor::exitLanes(Block& b, Warp& w, uint32_t m) {
 std::string Executor::where(const Block& b, const Warp& w, int lane, const Instr& I) const {
   const Dim3& bd = rq_.config.block;
   uint32_t t = w.firstThread + uint32_t(lane);
-  std::string text = I.line && I.line <= prog_.sourceLines.size() ? prog_.sourceLines[I.line - 1] : "";
+  std::string text =
+      I.line && I.line <= prog_.sourceLines.size() ? prog_.sourceLines[I.line - 1] : "";
   auto first = text.find_first_not_of(" \t");
   text = first == std::string::npos ? "" : text.substr(first);
-  return fmt::format("PTX line {} `{}`, block ({},{},{}), thread ({},{},{})", I.line, text, b.id[0], b.id[1], b.id[2],
-                     t % bd.x, (t / bd.x) % bd.y, t / (bd.x * bd.y));
+  return fmt::format("PTX line {} `{}`, block ({},{},{}), thread ({},{},{})", I.line, text, b.id[0],
+                     b.id[1], b.id[2], t % bd.x, (t / bd.x) % bd.y, t / (bd.x * bd.y));
 }
 
-void Executor::fault(const Block& b, const Warp& w, int lane, const Instr& I, const std::string& what) const {
+void Executor::fault(const Block& b, const Warp& w, int lane, const Instr& I,
+                     const std::string& what) const {
   throw DeviceError(fmt::format("kernel '{}': {} at {}", fn_.name, what, where(b, w, lane, I)));
 }
 
 // ---------------------------------------------------------------- memory
 
-uint8_t* Executor::resolve(Block& b, Warp& w, int l, const Instr& I, Space sp, uint64_t addr, uint32_t size,
-                           bool write, MemClass& cls) {
+uint8_t* Executor::resolve(Block& b, Warp& w, int l, const Instr& I, Space sp, uint64_t addr,
+                           uint32_t size, bool write, MemClass& cls) {
   const char* verb = write ? "store" : "load";
   if (addr % size != 0)
     fault(b, w, l, I, fmt::format("misaligned {}-byte {} at address 0x{:x}", size, verb, addr));
   if (sp == Space::Generic) {
-    if (addr - kSharedWindow < kWindowSize) sp = Space::Shared, addr -= kSharedWindow;
-    else if (addr - kLocalWindow < kWindowSize) sp = Space::Local, addr -= kLocalWindow;
-    else if (addr - kConstWindow < kWindowSize) sp = Space::Const, addr -= kConstWindow;
-    else if (addr - kParamWindow < kWindowSize) sp = Space::Param, addr -= kParamWindow;
-    else sp = Space::Global;
+    if (addr - kSharedWindow < kWindowSize)
+      sp = Space::Shared, addr -= kSharedWindow;
+    else if (addr - kLocalWindow < kWindowSize)
+      sp = Space::Local, addr -= kLocalWindow;
+    else if (addr - kConstWindow < kWindowSize)
+      sp = Space::Const, addr -= kConstWindow;
+    else if (addr - kParamWindow < kWindowSize)
+      sp = Space::Param, addr -= kParamWindow;
+    else
+      sp = Space::Global;
   }
   switch (sp) {
   case Space::Global: {
     cls = MGlobal;
     uint8_t* p = mem_.translate(addr, size);
     if (!p)
-      fault(b, w, l, I, fmt::format("out-of-bounds global {} of {} bytes at address 0x{:x} ({})", verb, size, addr,
-                                    mem_.describe(addr)));
+      fault(b, w, l, I,
+            fmt::format("out-of-bounds global {} of {} bytes at address 0x{:x} ({})", verb, size,
+                        addr, mem_.describe(addr)));
     return p;
   }
   case Space::Shared:
     cls = MShared;
     if (addr + size > b.shared.size() || addr >= b.shared.size())
-      fault(b, w, l, I, fmt::format("out-of-bounds shared {} of {} bytes at shared address 0x{:x} (the block has "
-                                    "{} bytes of shared memory)", verb, size, addr, b.shared.size()));
+      fault(
+          b, w, l, I,
+          fmt::format("out-of-bounds shared {} of {} bytes at shared address 0x{:x} (the block has "
+                      "{} bytes of shared memory)",
+                      verb, size, addr, b.shared.size()));
     return b.shared.data() + addr;
   case Space::Local: {
     cls = MLocal;
-    uint64_t top = w.localBase[l] + (w.frames[l].empty() ? fn_.frameSize : prog_.functions[I.func].frameSize);
+    uint64_t top =
+        w.localBase[l] + (w.frames[l].empty() ? fn_.frameSize : prog_.functions[I.func].frameSize);
     if (addr + size > top || addr >= top)
-      fault(b, w, l, I, fmt::format("out-of-bounds local {} of {} bytes at local address 0x{:x} (the thread's "
-                                    "stack ends at 0x{:x})", verb, size, addr, top));
+      fault(b, w, l, I,
+            fmt::format("out-of-bounds local {} of {} bytes at local address 0x{:x} (the thread's "
+                        "stack ends at 0x{:x})",
+                        verb, size, addr, top));
     return w.local[l].data() + addr;
   }
   case Space::Const:
     cls = MConst;
     if (write) fault(b, w, l, I, "store to constant memory");
     if (addr + size > prog_.constData.size() || addr >= prog_.constData.size())
-      fault(b, w, l, I, fmt::format("out-of-bounds constant load of {} bytes at 0x{:x}", size, addr));
+      fault(b, w, l, I,
+            fmt::format("out-of-bounds constant load of {} bytes at 0x{:x}", size, addr));
     return const_cast<uint8_t*>(prog_.constData.data()) + addr;
   case Space::Param:
     cls = MParam;
     if (write) fault(b, w, l, I, "store to kernel parameter memory");
     if (addr + size > rq_.params.size() || addr >= rq_.params.size())
-      fault(b, w, l, I, fmt::format("out-of-bounds parameter load of {} bytes at offset {}", size, addr));
+      fault(b, w, l, I,
+            fmt::format("out-of-bounds parameter load of {} bytes at offset {}", size, addr));
     return const_cast<uint8_t*>(rq_.params.data()) + addr;
   case Space::Generic:
     break;
@@ -378,24 +408,50 @@ uint32_t distinctSectors(uint64_t* s, int n) {
     }
   if (!sorted) std::sort(s, s + n);
   uint32_t d = 1;
-  for (int i = 1; i < n; ++i) d += s[i] != s[i - 1];
+  for (int i = 1; i < n; ++i)
+    d += s[i] != s[i - 1];
   return d;
 }
 
 inline uint64_t readBytes(const uint8_t* p, uint32_t n) {
   switch (n) {
-  case 1: return *p;
-  case 2: { uint16_t v; std::memcpy(&v, p, 2); return v; }
-  case 4: { uint32_t v; std::memcpy(&v, p, 4); return v; }
-  default: { uint64_t v; std::memcpy(&v, p, 8); return v; }
+  case 1:
+    return *p;
+  case 2: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+  }
+  case 4: {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  default: {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
   }
 }
 inline void writeBytes(uint8_t* p, uint64_t v, uint32_t n) {
   switch (n) {
-  case 1: *p = uint8_t(v); break;
-  case 2: { uint16_t x = uint16_t(v); std::memcpy(p, &x, 2); break; }
-  case 4: { uint32_t x = uint32_t(v); std::memcpy(p, &x, 4); break; }
-  default: std::memcpy(p, &v, 8); break;
+  case 1:
+    *p = uint8_t(v);
+    break;
+  case 2: {
+    uint16_t x = uint16_t(v);
+    std::memcpy(p, &x, 2);
+    break;
+  }
+  case 4: {
+    uint32_t x = uint32_t(v);
+    std::memcpy(p, &x, 4);
+    break;
+  }
+  default:
+    std::memcpy(p, &v, 8);
+    break;
   }
 }
 
@@ -412,7 +468,8 @@ void Executor::execMem(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* 
   bool anyShared = false;
   Src vals[4];
   if (!isLd)
-    for (uint32_t i = 0; i < nvec; ++i) vals[i] = src(I.s[i], R);
+    for (uint32_t i = 0; i < nvec; ++i)
+      vals[i] = src(I.s[i], R);
   // signed loads sign-extend into the 64-bit slot
   const uint32_t extShift = tyIsSigned(I.ty) ? 64 - 8 * elem : 0;
   const bool maybeGlobal = I.space == Space::Global || I.space == Space::Generic;
@@ -423,7 +480,8 @@ void Executor::execMem(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* 
     MemClass cls = MGlobal;
     uint8_t* p = nullptr;
     // fast path: an aligned access inside the last allocation hit (sizes are powers of two)
-    if (maybeGlobal && addr < kSharedWindow && (addr & (size - 1)) == 0) p = mem_.translate(addr, size);
+    if (maybeGlobal && addr < kSharedWindow && (addr & (size - 1)) == 0)
+      p = mem_.translate(addr, size);
     if (!p) p = resolve(b, w, l, I, I.space, addr, size, !isLd, cls);
     if (cls == MGlobal) sectors[nGlobal++] = addr >> 5;
     if (cls == MShared) {
@@ -433,9 +491,10 @@ void Executor::execMem(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* 
         if (isLd) {
           for (uint32_t i = 0; i < size; ++i)
             if (!wb[i])
-              fault(b, w, l, I, fmt::format("read of uninitialised shared memory at shared address 0x{:x}: no "
-                                            "thread of the block has written it (missing bar.sync?)",
-                                            (p - b.shared.data()) + i));
+              fault(b, w, l, I,
+                    fmt::format("read of uninitialised shared memory at shared address 0x{:x}: no "
+                                "thread of the block has written it (missing bar.sync?)",
+                                (p - b.shared.data()) + i));
         } else {
           std::memset(wb, 1, size);
         }
@@ -449,34 +508,59 @@ void Executor::execMem(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* 
         R[size_t(I.d[i].reg) * 32 + l] = v;
       }
     } else {
-      for (uint32_t i = 0; i < nvec; ++i) writeBytes(p + i * elem, vals[i][l], elem);
+      for (uint32_t i = 0; i < nvec; ++i)
+        writeBytes(p + i * elem, vals[i][l], elem);
     }
   });
   if (!isLd && m) ++progress_;
   if (nGlobal) {
     uint32_t n = distinctSectors(sectors, nGlobal);
-    if (sync) counters_.syncSectors += n;
-    else if (isLd) ++counters_.globalLoadRequests, counters_.globalSectorsRead += n;
-    else ++counters_.globalStoreRequests, counters_.globalSectorsWritten += n;
+    if (sync)
+      counters_.syncSectors += n;
+    else if (isLd)
+      ++counters_.globalLoadRequests, counters_.globalSectorsRead += n;
+    else
+      ++counters_.globalStoreRequests, counters_.globalSectorsWritten += n;
   }
   if (anyShared && !sync) {
-    if (isLd) ++counters_.sharedLoads;
-    else ++counters_.sharedStores;
+    if (isLd)
+      ++counters_.sharedLoads;
+    else
+      ++counters_.sharedStores;
   }
 }
 
 template <class T> T atomApply(AtomOp op, T old, T a, T b) {
   switch (op) {
-  case AtomOp::Add: return T(old + a);
-  case AtomOp::Min: return std::min(old, a);
-  case AtomOp::Max: return std::max(old, a);
-  case AtomOp::Exch: return a;
-  case AtomOp::Cas: return old == a ? b : old;
-  case AtomOp::And: if constexpr (std::is_integral_v<T>) return old & a; else return old;
-  case AtomOp::Or: if constexpr (std::is_integral_v<T>) return old | a; else return old;
-  case AtomOp::Xor: if constexpr (std::is_integral_v<T>) return old ^ a; else return old;
-  case AtomOp::Inc: return old >= a ? T(0) : T(old + 1);
-  case AtomOp::Dec: return (old == T(0) || old > a) ? a : T(old - 1);
+  case AtomOp::Add:
+    return T(old + a);
+  case AtomOp::Min:
+    return std::min(old, a);
+  case AtomOp::Max:
+    return std::max(old, a);
+  case AtomOp::Exch:
+    return a;
+  case AtomOp::Cas:
+    return old == a ? b : old;
+  case AtomOp::And:
+    if constexpr (std::is_integral_v<T>)
+      return old & a;
+    else
+      return old;
+  case AtomOp::Or:
+    if constexpr (std::is_integral_v<T>)
+      return old | a;
+    else
+      return old;
+  case AtomOp::Xor:
+    if constexpr (std::is_integral_v<T>)
+      return old ^ a;
+    else
+      return old;
+  case AtomOp::Inc:
+    return old >= a ? T(0) : T(old + 1);
+  case AtomOp::Dec:
+    return (old == T(0) || old > a) ? a : T(old - 1);
   }
   return old;
 }
@@ -494,13 +578,15 @@ void Executor::execAtom(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t*
     uint64_t addr = (base ? base[l] : 0) + immOff;
     MemClass cls;
     uint8_t* p = resolve(b, w, l, I, I.space, addr, size, true, cls);
-    if (cls != MGlobal && cls != MShared) fault(b, w, l, I, "atomic on a state space other than global or shared");
+    if (cls != MGlobal && cls != MShared)
+      fault(b, w, l, I, "atomic on a state space other than global or shared");
     if (cls == MGlobal) sectors[nGlobal++] = addr >> 5;
     if (cls == MShared && !b.written.empty()) {
       uint8_t* wb = b.written.data() + (p - b.shared.data());
       if (op != AtomOp::Exch)
         for (uint32_t i = 0; i < size; ++i)
-          if (!wb[i]) fault(b, w, l, I, fmt::format("atomic on uninitialised shared memory at 0x{:x}", addr));
+          if (!wb[i])
+            fault(b, w, l, I, fmt::format("atomic on uninitialised shared memory at 0x{:x}", addr));
       std::memset(wb, 1, size);
     }
     uint64_t old = 0;
@@ -513,14 +599,24 @@ void Executor::execAtom(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t*
       nv = bitsOf(r);
       break;
     }
-    case Ty::F64: nv = bitsOf(atomApply<double>(op, f64(old), f64(a[l]), f64(bsrc[l]))); break;
-    case Ty::S32: nv = bitsOf(atomApply<int32_t>(op, as<int32_t>(old), as<int32_t>(a[l]), as<int32_t>(bsrc[l]))); break;
-    case Ty::S64: nv = bitsOf(atomApply<int64_t>(op, as<int64_t>(old), as<int64_t>(a[l]), as<int64_t>(bsrc[l]))); break;
-    case Ty::U64: case Ty::B64:
+    case Ty::F64:
+      nv = bitsOf(atomApply<double>(op, f64(old), f64(a[l]), f64(bsrc[l])));
+      break;
+    case Ty::S32:
+      nv =
+          bitsOf(atomApply<int32_t>(op, as<int32_t>(old), as<int32_t>(a[l]), as<int32_t>(bsrc[l])));
+      break;
+    case Ty::S64:
+      nv =
+          bitsOf(atomApply<int64_t>(op, as<int64_t>(old), as<int64_t>(a[l]), as<int64_t>(bsrc[l])));
+      break;
+    case Ty::U64:
+    case Ty::B64:
       nv = atomApply<uint64_t>(op, old, a[l], bsrc[l]);
       break;
     default:
-      if (size != 4) fault(b, w, l, I, fmt::format("atomic of type .{} is not supported", tyName(I.ty)));
+      if (size != 4)
+        fault(b, w, l, I, fmt::format("atomic of type .{} is not supported", tyName(I.ty)));
       nv = atomApply<uint32_t>(op, uint32_t(old), uint32_t(a[l]), uint32_t(bsrc[l]));
     }
     std::memcpy(p, &nv, size);
@@ -542,34 +638,63 @@ uint64_t Executor::sreg(const Instr& I, const Block& b, const Warp& w, int l) co
   const Dim3& g = rq_.config.grid;
   uint32_t t = w.firstThread + uint32_t(l);
   switch (Sreg(I.mode)) {
-  case Sreg::TidX: return t % bd.x;
-  case Sreg::TidY: return (t / bd.x) % bd.y;
-  case Sreg::TidZ: return t / (bd.x * bd.y);
-  case Sreg::NtidX: return bd.x;
-  case Sreg::NtidY: return bd.y;
-  case Sreg::NtidZ: return bd.z;
-  case Sreg::CtaidX: return b.id[0];
-  case Sreg::CtaidY: return b.id[1];
-  case Sreg::CtaidZ: return b.id[2];
-  case Sreg::NctaidX: return g.x;
-  case Sreg::NctaidY: return g.y;
-  case Sreg::NctaidZ: return g.z;
-  case Sreg::LaneId: return uint32_t(l);
-  case Sreg::WarpId: return w.index;
-  case Sreg::NWarpId: return uint32_t(rq_.spec->maxThreadsPerSM / 32);
-  case Sreg::SmId: return uint32_t(b.linear % uint64_t(rq_.spec->smCount));
-  case Sreg::NSmId: return uint32_t(rq_.spec->smCount);
-  case Sreg::GridId: return 1;
-  case Sreg::Clock: case Sreg::Clock64: return issued_;
-  case Sreg::GlobalTimer: return issued_ * 4;
-  case Sreg::DynSmemSize: return rq_.config.dynamicSharedBytes;
-  case Sreg::TotalSmemSize: return sharedBytes_;
-  case Sreg::LanemaskEq: return 1u << l;
-  case Sreg::LanemaskLt: return (1u << l) - 1;
-  case Sreg::LanemaskLe: return uint32_t((2ull << l) - 1);
-  case Sreg::LanemaskGt: return ~uint32_t((2ull << l) - 1);
-  case Sreg::LanemaskGe: return ~((1u << l) - 1);
-  case Sreg::EnvReg: return 0;
+  case Sreg::TidX:
+    return t % bd.x;
+  case Sreg::TidY:
+    return (t / bd.x) % bd.y;
+  case Sreg::TidZ:
+    return t / (bd.x * bd.y);
+  case Sreg::NtidX:
+    return bd.x;
+  case Sreg::NtidY:
+    return bd.y;
+  case Sreg::NtidZ:
+    return bd.z;
+  case Sreg::CtaidX:
+    return b.id[0];
+  case Sreg::CtaidY:
+    return b.id[1];
+  case Sreg::CtaidZ:
+    return b.id[2];
+  case Sreg::NctaidX:
+    return g.x;
+  case Sreg::NctaidY:
+    return g.y;
+  case Sreg::NctaidZ:
+    return g.z;
+  case Sreg::LaneId:
+    return uint32_t(l);
+  case Sreg::WarpId:
+    return w.index;
+  case Sreg::NWarpId:
+    return uint32_t(rq_.spec->maxThreadsPerSM / 32);
+  case Sreg::SmId:
+    return uint32_t(b.linear % uint64_t(rq_.spec->smCount));
+  case Sreg::NSmId:
+    return uint32_t(rq_.spec->smCount);
+  case Sreg::GridId:
+    return 1;
+  case Sreg::Clock:
+  case Sreg::Clock64:
+    return issued_;
+  case Sreg::GlobalTimer:
+    return issued_ * 4;
+  case Sreg::DynSmemSize:
+    return rq_.config.dynamicSharedBytes;
+  case Sreg::TotalSmemSize:
+    return sharedBytes_;
+  case Sreg::LanemaskEq:
+    return 1u << l;
+  case Sreg::LanemaskLt:
+    return (1u << l) - 1;
+  case Sreg::LanemaskLe:
+    return uint32_t((2ull << l) - 1);
+  case Sreg::LanemaskGt:
+    return ~uint32_t((2ull << l) - 1);
+  case Sreg::LanemaskGe:
+    return ~((1u << l) - 1);
+  case Sreg::EnvReg:
+    return 0;
   }
   return 0;
 }
@@ -578,19 +703,36 @@ uint64_t Executor::sreg(const Instr& I, const Block& b, const Warp& w, int l) co
 
 template <class F> inline void byWidth(Ty t, F&& f) {
   switch (tyBytes(t)) {
-  case 1: f(uint8_t{}); break;
-  case 2: f(uint16_t{}); break;
-  case 4: f(uint32_t{}); break;
-  default: f(uint64_t{}); break;
+  case 1:
+    f(uint8_t{});
+    break;
+  case 2:
+    f(uint16_t{});
+    break;
+  case 4:
+    f(uint32_t{});
+    break;
+  default:
+    f(uint64_t{});
+    break;
   }
 }
 template <class F> inline void byInt(Ty t, F&& f) {
   switch (t) {
-  case Ty::S8: f(int8_t{}); break;
-  case Ty::S16: f(int16_t{}); break;
-  case Ty::S32: f(int32_t{}); break;
-  case Ty::S64: f(int64_t{}); break;
-  default: byWidth(t, f);
+  case Ty::S8:
+    f(int8_t{});
+    break;
+  case Ty::S16:
+    f(int16_t{});
+    break;
+  case Ty::S32:
+    f(int32_t{});
+    break;
+  case Ty::S64:
+    f(int64_t{});
+    break;
+  default:
+    byWidth(t, f);
   }
 }
 template <class T> struct Wider;
@@ -643,7 +785,10 @@ void Executor::execAlu(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
       forLanes(m, [&](int l) { d[l] = U(U(a[l]) - U(b[l])); });
     });
     return;
-  case Op::AddCC: case Op::AddC: case Op::SubCC: case Op::SubC:
+  case Op::AddCC:
+  case Op::AddC:
+  case Op::SubCC:
+  case Op::SubC:
     byWidth(I.ty, [&](auto z) {
       using U = decltype(z);
       using W = typename Wider<U>::type;
@@ -702,7 +847,8 @@ void Executor::execAlu(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
       });
     });
     return;
-  case Op::MadCLo: case Op::MadCHi:
+  case Op::MadCLo:
+  case Op::MadCHi:
     byInt(I.ty, [&](auto z) {
       using T = decltype(z);
       using U = std::make_unsigned_t<T>;
@@ -716,18 +862,23 @@ void Executor::execAlu(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
       });
     });
     return;
-  case Op::Div: case Op::Rem:
+  case Op::Div:
+  case Op::Rem:
     byInt(I.ty, [&](auto z) {
       using T = decltype(z);
       const bool div = I.op == Op::Div;
       forLanes(m, [&](int l) {
         T x = as<T>(a[l]), y = as<T>(b[l]);
         T r;
-        if (y == 0) r = div ? T(~T(0)) : x;
+        if (y == 0)
+          r = div ? T(~T(0)) : x;
         else if constexpr (std::is_signed_v<T>) {
-          if (x == std::numeric_limits<T>::min() && y == T(-1)) r = div ? x : T(0);
-          else r = div ? T(x / y) : T(x % y);
-        } else r = div ? T(x / y) : T(x % y);
+          if (x == std::numeric_limits<T>::min() && y == T(-1))
+            r = div ? x : T(0);
+          else
+            r = div ? T(x / y) : T(x % y);
+        } else
+          r = div ? T(x / y) : T(x % y);
         d[l] = bitsOf(r);
       });
     });
@@ -748,7 +899,8 @@ void Executor::execAlu(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
       forLanes(m, [&](int l) { d[l] = U(U(0) - U(a[l])); });
     });
     return;
-  case Op::Min: case Op::Max:
+  case Op::Min:
+  case Op::Max:
     byInt(I.ty, [&](auto z) {
       using T = decltype(z);
       const bool mn = I.op == Op::Min;
@@ -758,12 +910,20 @@ void Executor::execAlu(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
       });
     });
     return;
-  case Op::And: forLanes(m, [&](int l) { d[l] = a[l] & b[l]; }); return;
-  case Op::Or: forLanes(m, [&](int l) { d[l] = a[l] | b[l]; }); return;
-  case Op::Xor: forLanes(m, [&](int l) { d[l] = a[l] ^ b[l]; }); return;
+  case Op::And:
+    forLanes(m, [&](int l) { d[l] = a[l] & b[l]; });
+    return;
+  case Op::Or:
+    forLanes(m, [&](int l) { d[l] = a[l] | b[l]; });
+    return;
+  case Op::Xor:
+    forLanes(m, [&](int l) { d[l] = a[l] ^ b[l]; });
+    return;
   case Op::Not:
-    if (pred) forLanes(m, [&](int l) { d[l] = (a[l] & 1) ^ 1; });
-    else forLanes(m, [&](int l) { d[l] = ~a[l]; });
+    if (pred)
+      forLanes(m, [&](int l) { d[l] = (a[l] & 1) ^ 1; });
+    else
+      forLanes(m, [&](int l) { d[l] = ~a[l]; });
     return;
   case Op::CNot:
     byWidth(I.ty, [&](auto z) {
@@ -771,7 +931,8 @@ void Executor::execAlu(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
       forLanes(m, [&](int l) { d[l] = U(a[l]) == 0 ? 1 : 0; });
     });
     return;
-  case Op::Shl: case Op::Shr:
+  case Op::Shl:
+  case Op::Shr:
     byInt(I.ty, [&](auto z) {
       using T = decltype(z);
       using U = std::make_unsigned_t<T>;
@@ -781,26 +942,37 @@ void Executor::execAlu(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
         uint32_t s = uint32_t(b[l]);
         T x = as<T>(a[l]);
         T r;
-        if (left) r = s >= bits ? T(0) : T(U(U(x) << s));
-        else if constexpr (std::is_signed_v<T>) r = s >= bits ? T(x < 0 ? -1 : 0) : T(x >> s);
-        else r = s >= bits ? T(0) : T(x >> s);
+        if (left)
+          r = s >= bits ? T(0) : T(U(U(x) << s));
+        else if constexpr (std::is_signed_v<T>)
+          r = s >= bits ? T(x < 0 ? -1 : 0) : T(x >> s);
+        else
+          r = s >= bits ? T(0) : T(x >> s);
         d[l] = bitsOf(r);
       });
     });
     return;
   case Op::Popc:
-    if (tyBytes(I.ty) == 8) forLanes(m, [&](int l) { d[l] = uint32_t(__builtin_popcountll(a[l])); });
-    else forLanes(m, [&](int l) { d[l] = uint32_t(__builtin_popcount(uint32_t(a[l]))); });
+    if (tyBytes(I.ty) == 8)
+      forLanes(m, [&](int l) { d[l] = uint32_t(__builtin_popcountll(a[l])); });
+    else
+      forLanes(m, [&](int l) { d[l] = uint32_t(__builtin_popcount(uint32_t(a[l]))); });
     return;
   case Op::Clz:
-    if (tyBytes(I.ty) == 8) forLanes(m, [&](int l) { d[l] = a[l] ? uint32_t(__builtin_clzll(a[l])) : 64u; });
-    else forLanes(m, [&](int l) { uint32_t x = uint32_t(a[l]); d[l] = x ? uint32_t(__builtin_clz(x)) : 32u; });
+    if (tyBytes(I.ty) == 8)
+      forLanes(m, [&](int l) { d[l] = a[l] ? uint32_t(__builtin_clzll(a[l])) : 64u; });
+    else
+      forLanes(m, [&](int l) {
+        uint32_t x = uint32_t(a[l]);
+        d[l] = x ? uint32_t(__builtin_clz(x)) : 32u;
+      });
     return;
   case Op::Brev:
     forLanes(m, [&](int l) {
       uint64_t x = a[l], r = 0;
       int n = tyBytes(I.ty) * 8;
-      for (int i = 0; i < n; ++i) r |= ((x >> i) & 1) << (n - 1 - i);
+      for (int i = 0; i < n; ++i)
+        r |= ((x >> i) & 1) << (n - 1 - i);
       d[l] = r;
     });
     return;
@@ -813,7 +985,8 @@ void Executor::execAlu(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
       if (tyIsSigned(I.ty) && len > 0) sbit = (x >> std::min<uint32_t>(pos + len - 1, msb)) & 1;
       uint64_t r = 0;
       for (int i = 0; i <= msb; ++i) {
-        uint64_t bit = (uint32_t(i) < len && pos + i <= uint32_t(msb)) ? (x >> (pos + i)) & 1 : sbit;
+        uint64_t bit =
+            (uint32_t(i) < len && pos + i <= uint32_t(msb)) ? (x >> (pos + i)) & 1 : sbit;
         r |= bit << i;
       }
       d[l] = r;
@@ -878,8 +1051,10 @@ void Executor::execAlu(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
     forLanes(m, [&](int l) { d[l] = (c[l] & 1) ? a[l] : b[l]; });
     return;
   case Op::Slct:
-    if (I.ty2 == Ty::F32) forLanes(m, [&](int l) { d[l] = f32(c[l]) >= 0.0f ? a[l] : b[l]; });
-    else forLanes(m, [&](int l) { d[l] = as<int32_t>(c[l]) >= 0 ? a[l] : b[l]; });
+    if (I.ty2 == Ty::F32)
+      forLanes(m, [&](int l) { d[l] = f32(c[l]) >= 0.0f ? a[l] : b[l]; });
+    else
+      forLanes(m, [&](int l) { d[l] = as<int32_t>(c[l]) >= 0 ? a[l] : b[l]; });
     return;
   default:
     return;
@@ -888,7 +1063,9 @@ void Executor::execAlu(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
 
 // ---------------------------------------------------------------- floating point
 
-template <class F> inline void floatUnaryOrBinary(const Instr& I, uint32_t m, uint64_t* d, Src a, Src b, Src c, F&& f) {
+template <class F>
+inline void floatUnaryOrBinary(const Instr& I, uint32_t m, uint64_t* d, Src a, Src b, Src c,
+                               F&& f) {
   const bool ftz = I.flags & kFtz, sat = I.flags & kSat;
   switch (I.ty) {
   case Ty::F32: {
@@ -912,7 +1089,10 @@ template <class F> inline void floatUnaryOrBinary(const Instr& I, uint32_t m, ui
     });
     return;
   }
-  case Ty::F16: case Ty::BF16: case Ty::F16x2: case Ty::BF16x2: {
+  case Ty::F16:
+  case Ty::BF16:
+  case Ty::F16x2:
+  case Ty::BF16x2: {
     const bool bf = I.ty == Ty::BF16 || I.ty == Ty::BF16x2;
     const int halves = (I.ty == Ty::F16x2 || I.ty == Ty::BF16x2) ? 2 : 1;
     auto dec = [&](uint64_t v) { return bf ? fromBF16(uint16_t(v)) : fromHalf(uint16_t(v)); };
@@ -955,18 +1135,32 @@ void Executor::execFloat(const Instr& I, uint32_t m, uint64_t* R) {
   Src c = I.ns > 2 ? src(I.s[2], R) : Src{nullptr, 0};
   auto run = [&](auto f) { floatUnaryOrBinary(I, m, d, a, b, c, f); };
   switch (I.op) {
-  case Op::Add: run([](auto x, auto y, auto) { return x + y; }); return;
-  case Op::Sub: run([](auto x, auto y, auto) { return x - y; }); return;
-  case Op::Mul: run([](auto x, auto y, auto) { return x * y; }); return;
-  case Op::Fma: run([](auto x, auto y, auto z) { return std::fma(x, y, z); }); return;
-  case Op::Div: run([](auto x, auto y, auto) { return x / y; }); return;
+  case Op::Add:
+    run([](auto x, auto y, auto) { return x + y; });
+    return;
+  case Op::Sub:
+    run([](auto x, auto y, auto) { return x - y; });
+    return;
+  case Op::Mul:
+    run([](auto x, auto y, auto) { return x * y; });
+    return;
+  case Op::Fma:
+    run([](auto x, auto y, auto z) { return std::fma(x, y, z); });
+    return;
+  case Op::Div:
+    run([](auto x, auto y, auto) { return x / y; });
+    return;
   case Op::Min:
-    if (I.flags & kNaN) run([](auto x, auto y, auto) { return x != x ? x : y != y ? y : pmin(x, y); });
-    else run([](auto x, auto y, auto) { return pmin(x, y); });
+    if (I.flags & kNaN)
+      run([](auto x, auto y, auto) { return x != x ? x : y != y ? y : pmin(x, y); });
+    else
+      run([](auto x, auto y, auto) { return pmin(x, y); });
     return;
   case Op::Max:
-    if (I.flags & kNaN) run([](auto x, auto y, auto) { return x != x ? x : y != y ? y : pmax(x, y); });
-    else run([](auto x, auto y, auto) { return pmax(x, y); });
+    if (I.flags & kNaN)
+      run([](auto x, auto y, auto) { return x != x ? x : y != y ? y : pmax(x, y); });
+    else
+      run([](auto x, auto y, auto) { return pmax(x, y); });
     return;
   case Op::Abs:
     if (I.ty == Ty::F32 || I.ty == Ty::F64) {
@@ -980,8 +1174,10 @@ void Executor::execFloat(const Instr& I, uint32_t m, uint64_t* R) {
       });
       return;
     }
-    if (I.ty == Ty::F16x2 || I.ty == Ty::BF16x2) forLanes(m, [&](int l) { d[l] = a[l] & 0x7fff7fffu; });
-    else forLanes(m, [&](int l) { d[l] = a[l] & 0x7fffu; });
+    if (I.ty == Ty::F16x2 || I.ty == Ty::BF16x2)
+      forLanes(m, [&](int l) { d[l] = a[l] & 0x7fff7fffu; });
+    else
+      forLanes(m, [&](int l) { d[l] = a[l] & 0x7fffu; });
     return;
   case Op::Neg:
     if (I.ty == Ty::F32 || I.ty == Ty::F64) {
@@ -994,21 +1190,41 @@ void Executor::execFloat(const Instr& I, uint32_t m, uint64_t* R) {
       });
       return;
     }
-    if (I.ty == Ty::F16x2 || I.ty == Ty::BF16x2) forLanes(m, [&](int l) { d[l] = a[l] ^ 0x80008000u; });
-    else forLanes(m, [&](int l) { d[l] = a[l] ^ 0x8000u; });
+    if (I.ty == Ty::F16x2 || I.ty == Ty::BF16x2)
+      forLanes(m, [&](int l) { d[l] = a[l] ^ 0x80008000u; });
+    else
+      forLanes(m, [&](int l) { d[l] = a[l] ^ 0x8000u; });
     return;
-  case Op::Rcp: run([](auto x, auto, auto) { return decltype(x)(1) / x; }); return;
-  case Op::Sqrt: run([](auto x, auto, auto) { return std::sqrt(x); }); return;
-  case Op::Rsqrt: run([](auto x, auto, auto) { return decltype(x)(1) / std::sqrt(x); }); return;
-  case Op::Ex2: run([](auto x, auto, auto) { return std::exp2(x); }); return;
-  case Op::Lg2: run([](auto x, auto, auto) { return std::log2(x); }); return;
-  case Op::Sin: run([](auto x, auto, auto) { return std::sin(x); }); return;
-  case Op::Cos: run([](auto x, auto, auto) { return std::cos(x); }); return;
-  case Op::Tanh: run([](auto x, auto, auto) { return std::tanh(x); }); return;
+  case Op::Rcp:
+    run([](auto x, auto, auto) { return decltype(x)(1) / x; });
+    return;
+  case Op::Sqrt:
+    run([](auto x, auto, auto) { return std::sqrt(x); });
+    return;
+  case Op::Rsqrt:
+    run([](auto x, auto, auto) { return decltype(x)(1) / std::sqrt(x); });
+    return;
+  case Op::Ex2:
+    run([](auto x, auto, auto) { return std::exp2(x); });
+    return;
+  case Op::Lg2:
+    run([](auto x, auto, auto) { return std::log2(x); });
+    return;
+  case Op::Sin:
+    run([](auto x, auto, auto) { return std::sin(x); });
+    return;
+  case Op::Cos:
+    run([](auto x, auto, auto) { return std::cos(x); });
+    return;
+  case Op::Tanh:
+    run([](auto x, auto, auto) { return std::tanh(x); });
+    return;
   case Op::Copysign:
     // copysign d, a, b: the value of b with the sign of a
-    if (I.ty == Ty::F32) forLanes(m, [&](int l) { d[l] = (b[l] & 0x7fffffffu) | (a[l] & 0x80000000u); });
-    else forLanes(m, [&](int l) { d[l] = (b[l] & ~(1ull << 63)) | (a[l] & (1ull << 63)); });
+    if (I.ty == Ty::F32)
+      forLanes(m, [&](int l) { d[l] = (b[l] & 0x7fffffffu) | (a[l] & 0x80000000u); });
+    else
+      forLanes(m, [&](int l) { d[l] = (b[l] & ~(1ull << 63)) | (a[l] & (1ull << 63)); });
     return;
   case Op::Testp:
     forLanes(m, [&](int l) {
@@ -1016,12 +1232,24 @@ void Executor::execFloat(const Instr& I, uint32_t m, uint64_t* R) {
       int cls = I.ty == Ty::F32 ? std::fpclassify(f32(a[l])) : std::fpclassify(x);
       bool r = false;
       switch (I.mode) {
-      case 0: r = std::isfinite(x); break;
-      case 1: r = std::isinf(x); break;
-      case 2: r = !std::isnan(x); break;
-      case 3: r = std::isnan(x); break;
-      case 4: r = cls == FP_NORMAL; break;
-      case 5: r = cls == FP_SUBNORMAL; break;
+      case 0:
+        r = std::isfinite(x);
+        break;
+      case 1:
+        r = std::isinf(x);
+        break;
+      case 2:
+        r = !std::isnan(x);
+        break;
+      case 3:
+        r = std::isnan(x);
+        break;
+      case 4:
+        r = cls == FP_NORMAL;
+        break;
+      case 5:
+        r = cls == FP_SUBNORMAL;
+        break;
       }
       d[l] = r;
     });
@@ -1035,20 +1263,27 @@ void Executor::execFloat(const Instr& I, uint32_t m, uint64_t* R) {
 
 inline double readFloat(uint64_t v, Ty t) {
   switch (t) {
-  case Ty::F16: return fromHalf(uint16_t(v));
-  case Ty::BF16: return fromBF16(uint16_t(v));
-  case Ty::F32: return f32(v);
-  default: return f64(v);
+  case Ty::F16:
+    return fromHalf(uint16_t(v));
+  case Ty::BF16:
+    return fromBF16(uint16_t(v));
+  case Ty::F32:
+    return f32(v);
+  default:
+    return f64(v);
   }
 }
 
 inline uint64_t writeFloat(double x, Ty t, Round r, bool ftz) {
   switch (t) {
-  case Ty::F16: return toHalf(x, r);
-  case Ty::BF16: return toBF16(x, r);
+  case Ty::F16:
+    return toHalf(x, r);
+  case Ty::BF16:
+    return toBF16(x, r);
   case Ty::F32: {
     float f;
-    if (r == Round::Rn || r == Round::None) f = float(x);
+    if (r == Round::Rn || r == Round::None)
+      f = float(x);
     else {
       uint32_t b = uint32_t(encodeFloat(x, 8, 23, r));
       std::memcpy(&f, &b, 4);
@@ -1056,17 +1291,23 @@ inline uint64_t writeFloat(double x, Ty t, Round r, bool ftz) {
     if (ftz) f = ftz32(f);
     return canon32(f);
   }
-  default: return bitsOf(x);
+  default:
+    return bitsOf(x);
   }
 }
 
 inline double roundIntegral(double x, Round r) {
   switch (r) {
-  case Round::Rni: return std::nearbyint(x);
-  case Round::Rzi: return std::trunc(x);
-  case Round::Rmi: return std::floor(x);
-  case Round::Rpi: return std::ceil(x);
-  default: return x;
+  case Round::Rni:
+    return std::nearbyint(x);
+  case Round::Rzi:
+    return std::trunc(x);
+  case Round::Rmi:
+    return std::floor(x);
+  case Round::Rpi:
+    return std::ceil(x);
+  default:
+    return x;
   }
 }
 
@@ -1088,15 +1329,27 @@ void Executor::execCvt(const Instr& I, uint32_t m, uint64_t* R) {
   }
   auto readInt = [&](uint64_t v) -> __int128 {
     switch (st) {
-    case Ty::S8: return int8_t(v);
-    case Ty::S16: return int16_t(v);
-    case Ty::S32: return int32_t(v);
-    case Ty::S64: return int64_t(v);
-    case Ty::U8: case Ty::B8: return uint8_t(v);
-    case Ty::U16: case Ty::B16: return uint16_t(v);
-    case Ty::U32: case Ty::B32: return uint32_t(v);
-    case Ty::Pred: return v & 1;
-    default: return uint64_t(v);
+    case Ty::S8:
+      return int8_t(v);
+    case Ty::S16:
+      return int16_t(v);
+    case Ty::S32:
+      return int32_t(v);
+    case Ty::S64:
+      return int64_t(v);
+    case Ty::U8:
+    case Ty::B8:
+      return uint8_t(v);
+    case Ty::U16:
+    case Ty::B16:
+      return uint16_t(v);
+    case Ty::U32:
+    case Ty::B32:
+      return uint32_t(v);
+    case Ty::Pred:
+      return v & 1;
+    default:
+      return uint64_t(v);
     }
   };
   auto intRange = [&](__int128& lo, __int128& hi) {
@@ -1121,7 +1374,8 @@ void Executor::execCvt(const Instr& I, uint32_t m, uint64_t* R) {
     return;
   }
   if (dF && sF) {
-    const bool integral = I.round == Round::Rni || I.round == Round::Rzi || I.round == Round::Rmi || I.round == Round::Rpi;
+    const bool integral = I.round == Round::Rni || I.round == Round::Rzi || I.round == Round::Rmi ||
+                          I.round == Round::Rpi;
     forLanes(m, [&](int l) {
       double x = readFloat(a[l], st);
       if (ftz && st == Ty::F32) x = ftz32(float(x));
@@ -1142,12 +1396,18 @@ void Executor::execCvt(const Instr& I, uint32_t m, uint64_t* R) {
         d[l] = 0;
         return;
       }
-      x = roundIntegral(x, r == Round::Rn ? Round::Rni : r == Round::Rz ? Round::Rzi : r == Round::Rm ? Round::Rmi
-                                                     : r == Round::Rp ? Round::Rpi : r);
+      x = roundIntegral(x, r == Round::Rn   ? Round::Rni
+                           : r == Round::Rz ? Round::Rzi
+                           : r == Round::Rm ? Round::Rmi
+                           : r == Round::Rp ? Round::Rpi
+                                            : r);
       __int128 v;
-      if (x <= double(lo)) v = lo;
-      else if (x >= double(hi)) v = hi;
-      else v = __int128(x);
+      if (x <= double(lo))
+        v = lo;
+      else if (x >= double(hi))
+        v = hi;
+      else
+        v = __int128(x);
       d[l] = uint64_t(v);
     });
     return;
@@ -1159,8 +1419,10 @@ void Executor::execCvt(const Instr& I, uint32_t m, uint64_t* R) {
     uint64_t out;
     if (dt == Ty::F64 || dt == Ty::F32) {
       RoundingScope rs(r);
-      if (dt == Ty::F64) out = tyIsSigned(st) ? bitsOf(double(int64_t(v))) : bitsOf(double(uint64_t(v)));
-      else out = tyIsSigned(st) ? bitsOf(float(int64_t(v))) : bitsOf(float(uint64_t(v)));
+      if (dt == Ty::F64)
+        out = tyIsSigned(st) ? bitsOf(double(int64_t(v))) : bitsOf(double(uint64_t(v)));
+      else
+        out = tyIsSigned(st) ? bitsOf(float(int64_t(v))) : bitsOf(float(uint64_t(v)));
     } else {
       out = writeFloat(double(v), dt, r, false);
     }
@@ -1173,31 +1435,56 @@ void Executor::execCvt(const Instr& I, uint32_t m, uint64_t* R) {
 
 template <class T> inline bool compareOrdered(Cmp c, T x, T y) {
   switch (c) {
-  case Cmp::Eq: return x == y;
-  case Cmp::Ne: return x != y;
-  case Cmp::Lt: case Cmp::Lo: return x < y;
-  case Cmp::Le: case Cmp::Ls: return x <= y;
-  case Cmp::Gt: case Cmp::Hi: return x > y;
-  case Cmp::Ge: case Cmp::Hs: return x >= y;
-  default: return false;
+  case Cmp::Eq:
+    return x == y;
+  case Cmp::Ne:
+    return x != y;
+  case Cmp::Lt:
+  case Cmp::Lo:
+    return x < y;
+  case Cmp::Le:
+  case Cmp::Ls:
+    return x <= y;
+  case Cmp::Gt:
+  case Cmp::Hi:
+    return x > y;
+  case Cmp::Ge:
+  case Cmp::Hs:
+    return x >= y;
+  default:
+    return false;
   }
 }
 
 template <class T> inline bool compareFloat(Cmp c, T x, T y) {
   const bool nan = x != x || y != y;
   switch (c) {
-  case Cmp::Eq: case Cmp::Lt: case Cmp::Le: case Cmp::Gt: case Cmp::Ge:
+  case Cmp::Eq:
+  case Cmp::Lt:
+  case Cmp::Le:
+  case Cmp::Gt:
+  case Cmp::Ge:
     return !nan && compareOrdered(c, x, y);
-  case Cmp::Ne: return !nan && x != y;
-  case Cmp::Equ: return nan || x == y;
-  case Cmp::Neu: return nan || x != y;
-  case Cmp::Ltu: return nan || x < y;
-  case Cmp::Leu: return nan || x <= y;
-  case Cmp::Gtu: return nan || x > y;
-  case Cmp::Geu: return nan || x >= y;
-  case Cmp::Num: return !nan;
-  case Cmp::Nan: return nan;
-  default: return false;
+  case Cmp::Ne:
+    return !nan && x != y;
+  case Cmp::Equ:
+    return nan || x == y;
+  case Cmp::Neu:
+    return nan || x != y;
+  case Cmp::Ltu:
+    return nan || x < y;
+  case Cmp::Leu:
+    return nan || x <= y;
+  case Cmp::Gtu:
+    return nan || x > y;
+  case Cmp::Geu:
+    return nan || x >= y;
+  case Cmp::Num:
+    return !nan;
+  case Cmp::Nan:
+    return nan;
+  default:
+    return false;
   }
 }
 
@@ -1216,7 +1503,9 @@ void Executor::execSetp(const Instr& I, uint32_t m, uint64_t* R) {
       return;
     }
     bool pv = ((p[l] & 1) ^ pneg) != 0;
-    auto comb = [&](bool x) { return bop == BoolOp::And ? (x && pv) : bop == BoolOp::Or ? (x || pv) : (x != pv); };
+    auto comb = [&](bool x) {
+      return bop == BoolOp::And ? (x && pv) : bop == BoolOp::Or ? (x || pv) : (x != pv);
+    };
     d[l] = comb(r);
     if (q) q[l] = comb(!r);
   };
@@ -1230,11 +1519,18 @@ void Executor::execSetp(const Instr& I, uint32_t m, uint64_t* R) {
     });
     return;
   }
-  case Ty::F64: forLanes(m, [&](int l) { finish(l, compareFloat(c, f64(a[l]), f64(b[l]))); }); return;
-  case Ty::F16: case Ty::BF16:
-    forLanes(m, [&](int l) { finish(l, compareFloat(c, readFloat(a[l], I.ty), readFloat(b[l], I.ty))); });
+  case Ty::F64:
+    forLanes(m, [&](int l) { finish(l, compareFloat(c, f64(a[l]), f64(b[l]))); });
     return;
-  case Ty::Pred: forLanes(m, [&](int l) { finish(l, compareOrdered(c, a[l] & 1, b[l] & 1)); }); return;
+  case Ty::F16:
+  case Ty::BF16:
+    forLanes(m, [&](int l) {
+      finish(l, compareFloat(c, readFloat(a[l], I.ty), readFloat(b[l], I.ty)));
+    });
+    return;
+  case Ty::Pred:
+    forLanes(m, [&](int l) { finish(l, compareOrdered(c, a[l] & 1, b[l] & 1)); });
+    return;
   default: {
     // b-types compare unsigned (only eq/ne are legal for them anyway)
     Ty t = I.ty;
@@ -1247,7 +1543,8 @@ void Executor::execSetp(const Instr& I, uint32_t m, uint64_t* R) {
       using U = std::make_unsigned_t<T>;
       const bool unsignedCmp = c == Cmp::Lo || c == Cmp::Ls || c == Cmp::Hi || c == Cmp::Hs;
       forLanes(m, [&](int l) {
-        bool r = unsignedCmp ? compareOrdered(c, as<U>(a[l]), as<U>(b[l])) : compareOrdered(c, as<T>(a[l]), as<T>(b[l]));
+        bool r = unsignedCmp ? compareOrdered(c, as<U>(a[l]), as<U>(b[l]))
+                             : compareOrdered(c, as<T>(a[l]), as<T>(b[l]));
         finish(l, r);
       });
     });
@@ -1266,9 +1563,11 @@ bool Executor::execWarpSync(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
     uint64_t* pd = (I.flags & kHasPredOut) ? R + size_t(I.d[1].reg) * 32 : nullptr;
     Src a = src(I.s[0], R), b = src(I.s[1], R), c = src(I.s[2], R);
     uint32_t vals[32];
-    for (int l = 0; l < 32; ++l) vals[l] = uint32_t(R[size_t(I.s[0].reg) * 32 + l]);
+    for (int l = 0; l < 32; ++l)
+      vals[l] = uint32_t(R[size_t(I.s[0].reg) * 32 + l]);
     if (I.s[0].kind != Operand::Reg)
-      for (int l = 0; l < 32; ++l) vals[l] = uint32_t(a[l]);
+      for (int l = 0; l < 32; ++l)
+        vals[l] = uint32_t(a[l]);
     const ShflMode mode = ShflMode(I.mode);
     forLanes(m, [&](int l) {
       int lane = l;
@@ -1280,10 +1579,22 @@ bool Executor::execWarpSync(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
       int j = lane;
       bool pval;
       switch (mode) {
-      case ShflMode::Up: j = lane - bval; pval = j >= maxLane; break;
-      case ShflMode::Down: j = lane + bval; pval = j <= maxLane; break;
-      case ShflMode::Bfly: j = lane ^ bval; pval = j <= maxLane; break;
-      default: j = minLane | (bval & ~segmask); pval = j <= maxLane; break;
+      case ShflMode::Up:
+        j = lane - bval;
+        pval = j >= maxLane;
+        break;
+      case ShflMode::Down:
+        j = lane + bval;
+        pval = j <= maxLane;
+        break;
+      case ShflMode::Bfly:
+        j = lane ^ bval;
+        pval = j <= maxLane;
+        break;
+      default:
+        j = minLane | (bval & ~segmask);
+        pval = j <= maxLane;
+        break;
       }
       if (!pval) j = lane;
       d[l] = vals[j & 31];
@@ -1300,10 +1611,18 @@ bool Executor::execWarpSync(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
     const VoteMode mode = VoteMode(I.mode);
     forLanes(m, [&](int l) {
       switch (mode) {
-      case VoteMode::All: d[l] = ballot == m; break;
-      case VoteMode::Any: d[l] = ballot != 0; break;
-      case VoteMode::Uni: d[l] = ballot == 0 || ballot == m; break;
-      case VoteMode::Ballot: d[l] = ballot; break;
+      case VoteMode::All:
+        d[l] = ballot == m;
+        break;
+      case VoteMode::Any:
+        d[l] = ballot != 0;
+        break;
+      case VoteMode::Uni:
+        d[l] = ballot == 0 || ballot == m;
+        break;
+      case VoteMode::Ballot:
+        d[l] = ballot;
+        break;
       }
     });
     return true;
@@ -1327,7 +1646,8 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
     uint64_t* R = w.regs.data() + size_t(w.gbase) * 32;
     uint32_t m = w.mask;
     ++issued_;
-    if (I.flags & kSync) ++executedSync;
+    if (I.flags & kSync)
+      ++executedSync;
     else {
       ++executedWarp;
       executedThread += __builtin_popcount(m);
@@ -1368,10 +1688,12 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
       const int width = tyBytes(I.ty) * 8 / I.ns;
       const uint64_t emask = width == 64 ? ~0ull : (1ull << width) - 1;
       Src s[4];
-      for (int i = 0; i < I.ns; ++i) s[i] = src(I.s[i], R);
+      for (int i = 0; i < I.ns; ++i)
+        s[i] = src(I.s[i], R);
       forLanes(m, [&](int l) {
         uint64_t v = 0;
-        for (int i = 0; i < I.ns; ++i) v |= (s[i][l] & emask) << (i * width);
+        for (int i = 0; i < I.ns; ++i)
+          v |= (s[i][l] & emask) << (i * width);
         d[l] = v;
       });
       break;
@@ -1383,15 +1705,18 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
       forLanes(m, [&](int l) {
         uint64_t v = s[l];
         for (int i = 0; i < I.nd; ++i)
-          if (I.d[i].kind == Operand::Reg) R[size_t(I.d[i].reg) * 32 + l] = (v >> (i * width)) & emask;
+          if (I.d[i].kind == Operand::Reg)
+            R[size_t(I.d[i].reg) * 32 + l] = (v >> (i * width)) & emask;
       });
       break;
     }
     case Op::Cvta: {
       uint64_t* d = R + size_t(I.d[0].reg) * 32;
       Src a = src(I.s[0], R);
-      uint64_t win = I.space == Space::Shared ? kSharedWindow : I.space == Space::Local ? kLocalWindow
-                     : I.space == Space::Const ? kConstWindow : 0;
+      uint64_t win = I.space == Space::Shared  ? kSharedWindow
+                     : I.space == Space::Local ? kLocalWindow
+                     : I.space == Space::Const ? kConstWindow
+                                               : 0;
       const bool to = I.flags & kToSpace;
       const bool narrow = tyBytes(I.ty) == 4;
       forLanes(m, [&](int l) {
@@ -1404,51 +1729,102 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
     case Op::Cvt:
       if (m) execCvt(I, m, R);
       break;
-    case Op::Add: case Op::Sub: case Op::Min: case Op::Max: case Op::Abs: case Op::Neg: case Op::Div:
+    case Op::Add:
+    case Op::Sub:
+    case Op::Min:
+    case Op::Max:
+    case Op::Abs:
+    case Op::Neg:
+    case Op::Div:
       if (!m) break;
-      if (tyIsFloat(I.ty)) execFloat(I, m, R);
-      else execAlu(I, w, m, R);
+      if (tyIsFloat(I.ty))
+        execFloat(I, m, R);
+      else
+        execAlu(I, w, m, R);
       break;
-    case Op::Mul: case Op::Fma: case Op::Rcp: case Op::Sqrt: case Op::Rsqrt: case Op::Ex2: case Op::Lg2:
-    case Op::Sin: case Op::Cos: case Op::Tanh: case Op::Copysign: case Op::Testp:
+    case Op::Mul:
+    case Op::Fma:
+    case Op::Rcp:
+    case Op::Sqrt:
+    case Op::Rsqrt:
+    case Op::Ex2:
+    case Op::Lg2:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Tanh:
+    case Op::Copysign:
+    case Op::Testp:
       if (m) execFloat(I, m, R);
       break;
-    case Op::AddCC: case Op::AddC: case Op::SubCC: case Op::SubC: case Op::MulLo: case Op::MulHi:
-    case Op::MulWide: case Op::MadLo: case Op::MadHi: case Op::MadWide: case Op::MadCLo: case Op::MadCHi:
-    case Op::Rem: case Op::And: case Op::Or: case Op::Xor: case Op::Not: case Op::CNot: case Op::Shl:
-    case Op::Shr: case Op::Popc: case Op::Clz: case Op::Brev: case Op::Bfe: case Op::Bfi: case Op::Prmt:
-    case Op::Shf: case Op::Bfind:
-    case Op::Selp: case Op::Slct:
+    case Op::AddCC:
+    case Op::AddC:
+    case Op::SubCC:
+    case Op::SubC:
+    case Op::MulLo:
+    case Op::MulHi:
+    case Op::MulWide:
+    case Op::MadLo:
+    case Op::MadHi:
+    case Op::MadWide:
+    case Op::MadCLo:
+    case Op::MadCHi:
+    case Op::Rem:
+    case Op::And:
+    case Op::Or:
+    case Op::Xor:
+    case Op::Not:
+    case Op::CNot:
+    case Op::Shl:
+    case Op::Shr:
+    case Op::Popc:
+    case Op::Clz:
+    case Op::Brev:
+    case Op::Bfe:
+    case Op::Bfi:
+    case Op::Prmt:
+    case Op::Shf:
+    case Op::Bfind:
+    case Op::Selp:
+    case Op::Slct:
       if (m) execAlu(I, w, m, R);
       break;
-    case Op::Setp: case Op::Set:
+    case Op::Setp:
+    case Op::Set:
       if (m) execSetp(I, m, R);
       break;
-    case Op::Ld: case Op::St:
+    case Op::Ld:
+    case Op::St:
       if (m) execMem(I, b, w, m, R);
       break;
-    case Op::Atom: case Op::Red:
+    case Op::Atom:
+    case Op::Red:
       if (m) execAtom(I, b, w, m, R);
       break;
-    case Op::Fence: case Op::Nop: case Op::Mad:
+    case Op::Fence:
+    case Op::Nop:
+    case Op::Mad:
       break;
     case Op::Activemask: {
       uint64_t* d = R + size_t(I.d[0].reg) * 32;
       forLanes(m, [&](int l) { d[l] = w.mask; });
       break;
     }
-    case Op::Shfl: case Op::Vote: case Op::BarWarp: {
+    case Op::Shfl:
+    case Op::Vote:
+    case Op::BarWarp: {
       // every non-exited member named by the mask must execute this instruction together
       uint32_t member = 0xffffffffu;
       const Operand& mo = I.op == Op::Shfl ? I.s[3] : I.op == Op::Vote ? I.s[1] : I.s[0];
       if (I.op != Op::BarWarp || I.ns == 1) member = uint32_t(src(mo, R)[__builtin_ctz(w.mask)]);
       uint32_t live = 0;
-      for (int l = 0; l < 32; ++l) live |= uint32_t(w.state[l] != Exited) << l;
+      for (int l = 0; l < 32; ++l)
+        live |= uint32_t(w.state[l] != Exited) << l;
       uint32_t need = member & live;
       if ((need & ~w.mask) != 0) {
         // pull in members already parked here
         for (int l = 0; l < 32; ++l)
-          if ((need >> l & 1) && w.state[l] == WarpWait && w.pc[l] == w.gpc && w.regBase[l] == w.gbase) {
+          if ((need >> l & 1) && w.state[l] == WarpWait && w.pc[l] == w.gpc &&
+              w.regBase[l] == w.gbase) {
             w.state[l] = Ready;
             w.mask |= 1u << l;
           }
@@ -1461,14 +1837,19 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
           w.mask = 0;
           // members may never come: if no lane is runnable, report it
           bool anyReady = false;
-          for (int l = 0; l < 32; ++l) anyReady |= w.state[l] == Ready;
+          for (int l = 0; l < 32; ++l)
+            anyReady |= w.state[l] == Ready;
           if (!anyReady) {
             bool anyBarrier = false;
-            for (int l = 0; l < 32; ++l) anyBarrier |= w.state[l] == AtBarrier;
+            for (int l = 0; l < 32; ++l)
+              anyBarrier |= w.state[l] == AtBarrier;
             if (!anyBarrier)
-              fault(b, w, __builtin_ctz(need), I,
-                    fmt::format("warp-synchronous instruction with member mask 0x{:08x}, but lanes 0x{:08x} "
-                                "never reach it", member, missing));
+              fault(
+                  b, w, __builtin_ctz(need), I,
+                  fmt::format(
+                      "warp-synchronous instruction with member mask 0x{:08x}, but lanes 0x{:08x} "
+                      "never reach it",
+                      member, missing));
           }
           resched = true;
           break;
@@ -1554,7 +1935,8 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
       resched = true;
       break;
     }
-    case Op::Ret: case Op::Exit: {
+    case Op::Ret:
+    case Op::Exit: {
       if (!m) break;
       uint32_t exiting = 0;
       forLanes(w.mask, [&](int l) {
@@ -1575,7 +1957,8 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
         uint8_t* lm = w.local[l].data();
         for (uint32_t i = 0; i < callee.returns.size(); ++i) {
           const CallArg& arg = caller.callArgs[call.callArgBase + i];
-          std::memcpy(lm + f.localBase + arg.callerOffset, lm + w.localBase[l] + callee.returns[i].offset,
+          std::memcpy(lm + f.localBase + arg.callerOffset,
+                      lm + w.localBase[l] + callee.returns[i].offset,
                       std::min(arg.size, callee.returns[i].size));
         }
         w.localBase[l] = f.localBase;
@@ -1617,26 +2000,32 @@ LaunchCounters Executor::run() {
   const LaunchConfig& cfg = rq_.config;
   const DeviceSpec& spec = *rq_.spec;
   const uint64_t nBlocks = cfg.grid.count();
-  if (!fn_.isKernel) throw DeviceError(fmt::format("'{}' is a .func, not a kernel (.entry)", fn_.name));
+  if (!fn_.isKernel)
+    throw DeviceError(fmt::format("'{}' is a .func, not a kernel (.entry)", fn_.name));
   if (nBlocks == 0 || threadsPerBlock_ == 0)
-    throw DeviceError(fmt::format("kernel '{}': empty grid or block ({} blocks of {} threads)", fn_.name, nBlocks,
-                                  threadsPerBlock_));
+    throw DeviceError(fmt::format("kernel '{}': empty grid or block ({} blocks of {} threads)",
+                                  fn_.name, nBlocks, threadsPerBlock_));
   if (threadsPerBlock_ > uint32_t(spec.maxThreadsPerBlock))
-    throw DeviceError(fmt::format("kernel '{}': {} threads per block exceeds the device's maximum of {}", fn_.name,
-                                  threadsPerBlock_, spec.maxThreadsPerBlock));
+    throw DeviceError(
+        fmt::format("kernel '{}': {} threads per block exceeds the device's maximum of {}",
+                    fn_.name, threadsPerBlock_, spec.maxThreadsPerBlock));
   if (fn_.reqntid && uint32_t(fn_.reqntid) != threadsPerBlock_)
-    throw DeviceError(fmt::format("kernel '{}' requires .reqntid {} threads per block; launched with {}", fn_.name,
-                                  fn_.reqntid, threadsPerBlock_));
+    throw DeviceError(
+        fmt::format("kernel '{}' requires .reqntid {} threads per block; launched with {}",
+                    fn_.name, fn_.reqntid, threadsPerBlock_));
   if (fn_.maxntid && uint32_t(fn_.maxntid) < threadsPerBlock_)
-    throw DeviceError(fmt::format("kernel '{}' allows at most .maxntid {} threads per block; launched with {}",
-                                  fn_.name, fn_.maxntid, threadsPerBlock_));
+    throw DeviceError(
+        fmt::format("kernel '{}' allows at most .maxntid {} threads per block; launched with {}",
+                    fn_.name, fn_.maxntid, threadsPerBlock_));
   if (int64_t(sharedBytes_) > spec.sharedMemoryPerBlock)
-    throw DeviceError(fmt::format("kernel '{}': {} bytes of static and {} bytes of dynamic shared memory exceed "
-                                  "the {} bytes a block may use", fn_.name, fn_.staticSharedBytes,
-                                  cfg.dynamicSharedBytes, spec.sharedMemoryPerBlock));
+    throw DeviceError(fmt::format(
+        "kernel '{}': {} bytes of static and {} bytes of dynamic shared memory exceed "
+        "the {} bytes a block may use",
+        fn_.name, fn_.staticSharedBytes, cfg.dynamicSharedBytes, spec.sharedMemoryPerBlock));
   if (rq_.params.size() < fn_.paramsSize)
-    throw DeviceError(fmt::format("kernel '{}': parameter buffer of {} bytes, the kernel declares {}", fn_.name,
-                                  rq_.params.size(), fn_.paramsSize));
+    throw DeviceError(
+        fmt::format("kernel '{}': parameter buffer of {} bytes, the kernel declares {}", fn_.name,
+                    rq_.params.size(), fn_.paramsSize));
   cooperative_ = cfg.cooperative;
   const uint64_t deadlock = rq_.options.deadlockInstructions;
   auto deadlockError = [&](Block& b, Warp& w) {
@@ -1648,24 +2037,30 @@ LaunchCounters Executor::run() {
       }
     uint32_t pc = w.mask ? w.gpc : w.pc[lane];
     throw DeviceError(fmt::format(
-        "kernel '{}': no thread made progress (no store, atomic, barrier or exit) in {} warp instructions; it "
-        "spins at {}{}", fn_.name, deadlock, where(b, w, lane, code_[pc]),
-        cooperative_ ? "" : " (a grid-wide barrier needs a cooperative launch with every block resident)"));
+        "kernel '{}': no thread made progress (no store, atomic, barrier or exit) in {} warp "
+        "instructions; it "
+        "spins at {}{}",
+        fn_.name, deadlock, where(b, w, lane, code_[pc]),
+        cooperative_
+            ? ""
+            : " (a grid-wide barrier needs a cooperative launch with every block resident)"));
   };
   auto barrierDeadlock = [&](Block& b) {
     for (auto& w : b.warps)
       for (int l = 0; l < 32; ++l)
         if (w.state[l] == AtBarrier || w.state[l] == WarpWait) {
           const Instr& I = code_[w.pc[l] - (w.state[l] == AtBarrier ? 1 : 0)];
-          throw DeviceError(fmt::format(
-              "kernel '{}': deadlock: threads wait at a barrier that the other threads of the block never reach, "
-              "at {}", fn_.name, where(b, w, l, I)));
+          throw DeviceError(fmt::format("kernel '{}': deadlock: threads wait at a barrier that the "
+                                        "other threads of the block never reach, "
+                                        "at {}",
+                                        fn_.name, where(b, w, l, I)));
         }
     throw DeviceError(fmt::format("kernel '{}': deadlock", fn_.name));
   };
   auto finishBlock = [&](Block& b) {
     uint32_t calls = 0;
-    for (auto& w : b.warps) calls = std::max(calls, w.gridBarrierCalls);
+    for (auto& w : b.warps)
+      calls = std::max(calls, w.gridBarrierCalls);
     minGridBarriers_ = std::min<uint64_t>(minGridBarriers_, calls);
   };
 
@@ -1687,8 +2082,10 @@ LaunchCounters Executor::run() {
             w.done = true;
             ++b.doneWarps;
           }
-          if (progress_ != lastProgress) lastProgress = progress_, spun = 0;
-          else if ((spun += n) > deadlock) deadlockError(b, w);
+          if (progress_ != lastProgress)
+            lastProgress = progress_, spun = 0;
+          else if ((spun += n) > deadlock)
+            deadlockError(b, w);
         }
         if (!ran && b.doneWarps < warpsPerBlock_) barrierDeadlock(b);
       }
@@ -1699,11 +2096,14 @@ LaunchCounters Executor::run() {
     uint64_t resident = uint64_t(perSM) * uint64_t(spec.smCount);
     if (nBlocks > resident)
       throw DeviceError(fmt::format(
-          "kernel '{}': cooperative launch of {} blocks, but only {} can be resident at once ({} per SM x {} SMs "
-          "with {} threads per block, {} registers per thread, {} bytes of shared memory)", fn_.name, nBlocks,
-          resident, perSM, spec.smCount, threadsPerBlock_, estimatedRegisters(fn_), sharedBytes_));
+          "kernel '{}': cooperative launch of {} blocks, but only {} can be resident at once ({} "
+          "per SM x {} SMs "
+          "with {} threads per block, {} registers per thread, {} bytes of shared memory)",
+          fn_.name, nBlocks, resident, perSM, spec.smCount, threadsPerBlock_,
+          estimatedRegisters(fn_), sharedBytes_));
     std::vector<Block> blocks(nBlocks);
-    for (uint64_t bi = 0; bi < nBlocks; ++bi) initBlock(blocks[bi], bi);
+    for (uint64_t bi = 0; bi < nBlocks; ++bi)
+      initBlock(blocks[bi], bi);
     uint64_t doneBlocks = 0, lastProgress = progress_, spun = 0;
     while (doneBlocks < nBlocks) {
       bool ran = false;
@@ -1722,8 +2122,10 @@ LaunchCounters Executor::run() {
               finishBlock(b);
             }
           }
-          if (progress_ != lastProgress) lastProgress = progress_, spun = 0;
-          else if ((spun += n) > deadlock) deadlockError(b, w);
+          if (progress_ != lastProgress)
+            lastProgress = progress_, spun = 0;
+          else if ((spun += n) > deadlock)
+            deadlockError(b, w);
         }
       }
       if (!ran && doneBlocks < nBlocks)
@@ -1753,7 +2155,8 @@ int blocksPerSM(const Program& program, const Function& fn, const DeviceSpec& sp
   const int regsPerWarp = (estimatedRegisters(fn) * spec.warpSize + 255) / 256 * 256;
   n = std::min(n, spec.registersPerSM / (regsPerWarp * warps));
   (void)program;
-  const uint64_t smem = dynamicSharedBytes ? fn.dynamicSharedOffset + dynamicSharedBytes : fn.staticSharedBytes;
+  const uint64_t smem =
+      dynamicSharedBytes ? fn.dynamicSharedOffset + dynamicSharedBytes : fn.staticSharedBytes;
   if (int64_t(smem) > spec.sharedMemoryPerBlock) return 0;
   if (smem) n = std::min<int64_t>(n, spec.sharedMemoryPerSM / int64_t(smem));
   return std::max(n, 0);

@@ -23,9 +23,18 @@ uint64_t encodeFloat(double x, int expBits, int mantBits, Round mode) {
   const bool neg = sign != 0;
   double r;
   switch (mode) {
-  case Round::Rz: case Round::Rzi: r = std::trunc(q); break;
-  case Round::Rm: case Round::Rmi: r = neg ? std::ceil(q) : std::floor(q); break;
-  case Round::Rp: case Round::Rpi: r = neg ? std::floor(q) : std::ceil(q); break;
+  case Round::Rz:
+  case Round::Rzi:
+    r = std::trunc(q);
+    break;
+  case Round::Rm:
+  case Round::Rmi:
+    r = neg ? std::ceil(q) : std::floor(q);
+    break;
+  case Round::Rp:
+  case Round::Rpi:
+    r = neg ? std::floor(q) : std::ceil(q);
+    break;
   default: {
     r = std::floor(q);
     double frac = q - r;
@@ -39,7 +48,8 @@ uint64_t encodeFloat(double x, int expBits, int mantBits, Round mode) {
     ++E;
   }
   if (E > emax) {
-    bool toInf = mode == Round::Rn || mode == Round::None || (mode == Round::Rm && neg) || (mode == Round::Rp && !neg);
+    bool toInf = mode == Round::Rn || mode == Round::None || (mode == Round::Rm && neg) ||
+                 (mode == Round::Rp && !neg);
     return toInf ? inf : maxFinite;
   }
   if (m < (1ull << mantBits)) return sign | m; // subnormal (E == emin) or zero
@@ -53,9 +63,12 @@ double decodeFloat(uint64_t bits, int expBits, int mantBits) {
   const uint64_t ex = (bits >> mantBits) & expMask;
   const uint64_t man = bits & ((1ull << mantBits) - 1);
   double v;
-  if (ex == expMask) v = man ? std::nan("") : INFINITY;
-  else if (ex == 0) v = std::ldexp(double(man), 1 - bias - mantBits);
-  else v = std::ldexp(double(man | (1ull << mantBits)), int(ex) - bias - mantBits);
+  if (ex == expMask)
+    v = man ? std::nan("") : INFINITY;
+  else if (ex == 0)
+    v = std::ldexp(double(man), 1 - bias - mantBits);
+  else
+    v = std::ldexp(double(man | (1ull << mantBits)), int(ex) - bias - mantBits);
   return neg ? -v : v;
 }
 

@@ -12,9 +12,15 @@ namespace weft::sim {
 uint64_t encodeFloat(double x, int expBits, int mantBits, Round mode);
 double decodeFloat(uint64_t bits, int expBits, int mantBits);
 
-inline uint16_t toHalf(double x, Round r = Round::Rn) { return uint16_t(encodeFloat(x, 5, 10, r)); }
-inline uint16_t toBF16(double x, Round r = Round::Rn) { return uint16_t(encodeFloat(x, 8, 7, r)); }
-inline double fromHalf(uint16_t b) { return decodeFloat(b, 5, 10); }
+inline uint16_t toHalf(double x, Round r = Round::Rn) {
+  return uint16_t(encodeFloat(x, 5, 10, r));
+}
+inline uint16_t toBF16(double x, Round r = Round::Rn) {
+  return uint16_t(encodeFloat(x, 8, 7, r));
+}
+inline double fromHalf(uint16_t b) {
+  return decodeFloat(b, 5, 10);
+}
 inline double fromBF16(uint16_t b) {
   // bf16 is the top half of an f32
   uint32_t w = uint32_t(b) << 16;

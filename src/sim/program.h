@@ -11,52 +11,186 @@ namespace weft::sim {
 
 enum class Op : uint8_t {
   // data movement
-  Mov, MovSreg, MovDepot, MovDynShared, Pack, Unpack, Cvta, Cvt,
+  Mov,
+  MovSreg,
+  MovDepot,
+  MovDynShared,
+  Pack,
+  Unpack,
+  Cvta,
+  Cvt,
   // integer and float arithmetic
-  Add, Sub, AddCC, AddC, SubCC, SubC, MulLo, MulHi, MulWide, MadLo, MadHi, MadWide, MadCLo,
-  MadCHi, Mul, Mad, Fma, Div, Rem, Abs, Neg, Min, Max, And, Or, Xor, Not, CNot, Shl, Shr, Popc,
-  Clz, Brev, Bfe, Bfi, Bfind, Prmt, Shf, Selp, Setp, Set, Slct, Rcp, Sqrt, Rsqrt, Ex2, Lg2, Sin, Cos, Tanh,
-  Copysign, Testp,
+  Add,
+  Sub,
+  AddCC,
+  AddC,
+  SubCC,
+  SubC,
+  MulLo,
+  MulHi,
+  MulWide,
+  MadLo,
+  MadHi,
+  MadWide,
+  MadCLo,
+  MadCHi,
+  Mul,
+  Mad,
+  Fma,
+  Div,
+  Rem,
+  Abs,
+  Neg,
+  Min,
+  Max,
+  And,
+  Or,
+  Xor,
+  Not,
+  CNot,
+  Shl,
+  Shr,
+  Popc,
+  Clz,
+  Brev,
+  Bfe,
+  Bfi,
+  Bfind,
+  Prmt,
+  Shf,
+  Selp,
+  Setp,
+  Set,
+  Slct,
+  Rcp,
+  Sqrt,
+  Rsqrt,
+  Ex2,
+  Lg2,
+  Sin,
+  Cos,
+  Tanh,
+  Copysign,
+  Testp,
   // memory
-  Ld, St, Atom, Red, Fence,
+  Ld,
+  St,
+  Atom,
+  Red,
+  Fence,
   // synchronisation and warp-level
-  Bar, BarWarp, Shfl, Vote, Activemask,
+  Bar,
+  BarWarp,
+  Shfl,
+  Vote,
+  Activemask,
   // control
-  Bra, Call, Ret, Exit, Trap, Nop,
+  Bra,
+  Call,
+  Ret,
+  Exit,
+  Trap,
+  Nop,
 };
 
 /// Scalar types as written in an instruction's type suffix.
 enum class Ty : uint8_t {
-  None, Pred, B8, B16, B32, B64, U8, U16, U32, U64, S8, S16, S32, S64, F16, F16x2, BF16, BF16x2,
-  F32, F64,
+  None,
+  Pred,
+  B8,
+  B16,
+  B32,
+  B64,
+  U8,
+  U16,
+  U32,
+  U64,
+  S8,
+  S16,
+  S32,
+  S64,
+  F16,
+  F16x2,
+  BF16,
+  BF16x2,
+  F32,
+  F64,
 };
 inline int tyBytes(Ty t) {
   constexpr int8_t bytes[] = {0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 2, 4, 4, 8};
   return bytes[int(t)];
 }
 inline bool tyIsFloat(Ty t) {
-  return t == Ty::F16 || t == Ty::F16x2 || t == Ty::BF16 || t == Ty::BF16x2 || t == Ty::F32 || t == Ty::F64;
+  return t == Ty::F16 || t == Ty::F16x2 || t == Ty::BF16 || t == Ty::BF16x2 || t == Ty::F32 ||
+         t == Ty::F64;
 }
-inline bool tyIsSigned(Ty t) { return t == Ty::S8 || t == Ty::S16 || t == Ty::S32 || t == Ty::S64; }
+inline bool tyIsSigned(Ty t) {
+  return t == Ty::S8 || t == Ty::S16 || t == Ty::S32 || t == Ty::S64;
+}
 const char* tyName(Ty t);
 
 enum class Space : uint8_t { Generic, Global, Shared, Local, Param, Const };
 enum class Round : uint8_t { None, Rn, Rz, Rm, Rp, Rni, Rzi, Rmi, Rpi };
-enum class Cmp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs, Equ, Neu, Ltu, Leu, Gtu, Geu, Num, Nan };
+enum class Cmp : uint8_t {
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Lo,
+  Ls,
+  Hi,
+  Hs,
+  Equ,
+  Neu,
+  Ltu,
+  Leu,
+  Gtu,
+  Geu,
+  Num,
+  Nan
+};
 enum class BoolOp : uint8_t { None, And, Or, Xor };
 enum class AtomOp : uint8_t { Add, Min, Max, Exch, Cas, And, Or, Xor, Inc, Dec };
 enum class ShflMode : uint8_t { Up, Down, Bfly, Idx };
 enum class VoteMode : uint8_t { All, Any, Uni, Ballot };
 enum class Sreg : uint8_t {
-  TidX, TidY, TidZ, NtidX, NtidY, NtidZ, CtaidX, CtaidY, CtaidZ, NctaidX, NctaidY, NctaidZ,
-  LaneId, WarpId, NWarpId, SmId, NSmId, GridId, Clock, Clock64, GlobalTimer, DynSmemSize,
-  TotalSmemSize, LanemaskEq, LanemaskLt, LanemaskLe, LanemaskGt, LanemaskGe, EnvReg,
+  TidX,
+  TidY,
+  TidZ,
+  NtidX,
+  NtidY,
+  NtidZ,
+  CtaidX,
+  CtaidY,
+  CtaidZ,
+  NctaidX,
+  NctaidY,
+  NctaidZ,
+  LaneId,
+  WarpId,
+  NWarpId,
+  SmId,
+  NSmId,
+  GridId,
+  Clock,
+  Clock64,
+  GlobalTimer,
+  DynSmemSize,
+  TotalSmemSize,
+  LanemaskEq,
+  LanemaskLt,
+  LanemaskLe,
+  LanemaskGt,
+  LanemaskGe,
+  EnvReg,
 };
 
 struct Operand {
   enum Kind : uint8_t { None, Reg, Imm } kind = None;
-  uint32_t reg = 0;  // register slot in the function's frame
-  uint64_t imm = 0;  // immediate bits (already in the operand's type), or address offset
+  uint32_t reg = 0; // register slot in the function's frame
+  uint64_t imm = 0; // immediate bits (already in the operand's type), or address offset
   bool isReg() const { return kind == Reg; }
 };
 
@@ -65,41 +199,41 @@ enum : uint16_t {
   kFtz = 1 << 0,
   kSat = 1 << 1,
   kApprox = 1 << 2,
-  kVolatile = 1 << 3,  // ld/st .volatile, or .acquire/.release/.relaxed (sync-capable access)
-  kToSpace = 1 << 4,   // cvta.to.<space>
-  kClamp = 1 << 5,     // bfe/shfl variations
+  kVolatile = 1 << 3, // ld/st .volatile, or .acquire/.release/.relaxed (sync-capable access)
+  kToSpace = 1 << 4,  // cvta.to.<space>
+  kClamp = 1 << 5,    // bfe/shfl variations
   kUni = 1 << 6,
   kHasPredOut = 1 << 7, // shfl with |p output, setp with |q output
-  kSync = 1 << 8,      // instruction belongs to a grid-barrier function (counted as sync)
+  kSync = 1 << 8,       // instruction belongs to a grid-barrier function (counted as sync)
   kNegGuard = 1 << 9,
   kHasGuard = 1 << 10,
-  kAddrReg = 1 << 11,  // address operand has a base register (else absolute)
-  kFrameRel = 1 << 12, // address is relative to the thread's local frame (func params)
-  kSinkD0 = 1 << 13,   // first destination is the sink "_"
+  kAddrReg = 1 << 11,   // address operand has a base register (else absolute)
+  kFrameRel = 1 << 12,  // address is relative to the thread's local frame (func params)
+  kSinkD0 = 1 << 13,    // first destination is the sink "_"
   kDynShared = 1 << 14, // address is relative to the kernel's dynamic shared memory base
-  kNaN = 1 << 15,      // min/max.NaN: a NaN operand gives NaN
+  kNaN = 1 << 15,       // min/max.NaN: a NaN operand gives NaN
 };
 
 struct Instr {
   Op op = Op::Nop;
-  Ty ty = Ty::None;   // main type (destination / operation type)
-  Ty ty2 = Ty::None;  // source type (cvt), second type
+  Ty ty = Ty::None;  // main type (destination / operation type)
+  Ty ty2 = Ty::None; // source type (cvt), second type
   Space space = Space::Generic;
   Round round = Round::None;
-  uint8_t mode = 0;    // Cmp, AtomOp, ShflMode, VoteMode, Sreg, Space of cvta; per op
+  uint8_t mode = 0; // Cmp, AtomOp, ShflMode, VoteMode, Sreg, Space of cvta; per op
   BoolOp boolOp = BoolOp::None;
   uint8_t nd = 0, ns = 0; // destination / source operand counts (vector lanes for ld/st)
   uint16_t flags = 0;
-  uint32_t guard = 0;     // predicate register slot when kHasGuard
-  uint32_t target = 0;    // branch target index, callee function index, barrier id
-  uint32_t line = 0;      // PTX source line
+  uint32_t guard = 0;  // predicate register slot when kHasGuard
+  uint32_t target = 0; // branch target index, callee function index, barrier id
+  uint32_t line = 0;   // PTX source line
   Operand d[4];
   Operand s[4];
   // address operand of ld/st/atom: base register (kAddrReg) + offset in addr.imm
   Operand addr;
   uint32_t aux = 0, aux2 = 0; // Call: caller's register count and local frame size
-  uint32_t callArgBase = 0; // Call: index into Function::callArgs of the caller
-  uint32_t func = 0;        // index of the function this instruction belongs to
+  uint32_t callArgBase = 0;   // Call: index into Function::callArgs of the caller
+  uint32_t func = 0;          // index of the function this instruction belongs to
 };
 
 struct Variable {
@@ -107,9 +241,9 @@ struct Variable {
   Space space = Space::Global;
   uint64_t size = 0;
   uint32_t align = 1;
-  bool external = false;        // .extern .shared name[]: dynamic shared memory
-  std::vector<uint8_t> init;    // initial bytes (global/const)
-  uint64_t address = 0;         // offset in its space (shared/const); device address (global)
+  bool external = false;     // .extern .shared name[]: dynamic shared memory
+  std::vector<uint8_t> init; // initial bytes (global/const)
+  uint64_t address = 0;      // offset in its space (shared/const); device address (global)
 };
 
 struct CallArg {
@@ -121,17 +255,20 @@ struct Function {
   std::string name;
   bool isKernel = false;
   bool defined = false;
-  bool isGridBarrier = false; // name starts with "weft_grid_barrier"
-  uint32_t entry = 0, end = 0; // [entry, end) in Program::code
-  uint32_t numRegs = 0;        // 64-bit slots per thread (all register classes)
+  bool isGridBarrier = false;   // name starts with "weft_grid_barrier"
+  uint32_t entry = 0, end = 0;  // [entry, end) in Program::code
+  uint32_t numRegs = 0;         // 64-bit slots per thread (all register classes)
   uint32_t reg32Equivalent = 0; // declared registers counted in 32-bit units
   uint32_t maxLive32 = 0;       // most 32-bit registers live at once (occupancy estimate)
   // Parameters: kernel params live in the launch buffer; func params live in the thread's
   // local memory frame at paramOffset.
-  struct Param { std::string name; uint32_t offset, size, align; };
+  struct Param {
+    std::string name;
+    uint32_t offset, size, align;
+  };
   std::vector<Param> params;
   std::vector<Param> returns;
-  uint32_t paramsSize = 0;     // kernel: bytes of the param buffer
+  uint32_t paramsSize = 0; // kernel: bytes of the param buffer
   // Local frame: [depot | incoming params | returns | outgoing call params]
   uint32_t depotSize = 0;
   uint32_t frameSize = 0;
@@ -139,7 +276,7 @@ struct Function {
   std::vector<CallArg> callArgs; // per call: returns first (in callee order), then args
   int maxnreg = 0;
   int reqntid = 0, maxntid = 0;
-  uint32_t ccReg = 0;          // hidden carry-flag register
+  uint32_t ccReg = 0; // hidden carry-flag register
   // Kernels: shared memory of the variables this kernel and the functions it calls use.
   // Variables that no kernel uses together may share addresses.
   uint64_t staticSharedBytes = 0;
@@ -150,10 +287,10 @@ struct Program {
   std::vector<Instr> code; // all functions' instructions; a pc indexes this array
   std::vector<Function> functions;
   std::unordered_map<std::string, uint32_t> functionIndex;
-  std::vector<Variable> variables;  // module-scope (and demoted function-scope) variables
-  uint64_t staticSharedBytes = 0;   // the largest Function::staticSharedBytes of a kernel
+  std::vector<Variable> variables; // module-scope (and demoted function-scope) variables
+  uint64_t staticSharedBytes = 0;  // the largest Function::staticSharedBytes of a kernel
   uint32_t dynamicSharedAlign = 16;
-  std::vector<uint8_t> constData;   // .const space image
+  std::vector<uint8_t> constData; // .const space image
   std::vector<std::string> sourceLines;
 };
 

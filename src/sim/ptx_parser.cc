@@ -15,8 +15,8 @@
 namespace weft::sim {
 
 const char* tyName(Ty t) {
-  static const char* names[] = {"none", "pred", "b8",  "b16",   "b32",  "b64",    "u8",
-                                "u16",  "u32",  "u64", "s8",    "s16",  "s32",    "s64",
+  static const char* names[] = {"none", "pred",  "b8",   "b16",    "b32", "b64", "u8",
+                                "u16",  "u32",   "u64",  "s8",     "s16", "s32", "s64",
                                 "f16",  "f16x2", "bf16", "bf16x2", "f32", "f64"};
   return names[int(t)];
 }
@@ -25,10 +25,10 @@ namespace {
 
 std::optional<Ty> tyFromName(const std::string& s) {
   static const std::pair<const char*, Ty> table[] = {
-      {"pred", Ty::Pred}, {"b8", Ty::B8},     {"b16", Ty::B16},       {"b32", Ty::B32},
-      {"b64", Ty::B64},   {"u8", Ty::U8},     {"u16", Ty::U16},       {"u32", Ty::U32},
-      {"u64", Ty::U64},   {"s8", Ty::S8},     {"s16", Ty::S16},       {"s32", Ty::S32},
-      {"s64", Ty::S64},   {"f16", Ty::F16},   {"f16x2", Ty::F16x2},   {"bf16", Ty::BF16},
+      {"pred", Ty::Pred},     {"b8", Ty::B8},   {"b16", Ty::B16},     {"b32", Ty::B32},
+      {"b64", Ty::B64},       {"u8", Ty::U8},   {"u16", Ty::U16},     {"u32", Ty::U32},
+      {"u64", Ty::U64},       {"s8", Ty::S8},   {"s16", Ty::S16},     {"s32", Ty::S32},
+      {"s64", Ty::S64},       {"f16", Ty::F16}, {"f16x2", Ty::F16x2}, {"bf16", Ty::BF16},
       {"bf16x2", Ty::BF16x2}, {"f32", Ty::F32}, {"f64", Ty::F64}};
   for (auto& [n, t] : table)
     if (s == n) return t;
@@ -42,8 +42,12 @@ struct Token {
   uint32_t line;
 };
 
-bool identStart(char c) { return std::isalpha(uint8_t(c)) || c == '_' || c == '$' || c == '%' || c == '.'; }
-bool identChar(char c) { return std::isalnum(uint8_t(c)) || c == '_' || c == '$' || c == '.'; }
+bool identStart(char c) {
+  return std::isalpha(uint8_t(c)) || c == '_' || c == '$' || c == '%' || c == '.';
+}
+bool identChar(char c) {
+  return std::isalnum(uint8_t(c)) || c == '_' || c == '$' || c == '.';
+}
 
 std::vector<Token> tokenize(const std::string& src) {
   std::vector<Token> out;
@@ -51,10 +55,18 @@ std::vector<Token> tokenize(const std::string& src) {
   size_t i = 0, n = src.size();
   while (i < n) {
     char c = src[i];
-    if (c == '\n') { ++line; ++i; continue; }
-    if (std::isspace(uint8_t(c))) { ++i; continue; }
+    if (c == '\n') {
+      ++line;
+      ++i;
+      continue;
+    }
+    if (std::isspace(uint8_t(c))) {
+      ++i;
+      continue;
+    }
     if (c == '/' && i + 1 < n && src[i + 1] == '/') {
-      while (i < n && src[i] != '\n') ++i;
+      while (i < n && src[i] != '\n')
+        ++i;
       continue;
     }
     if (c == '/' && i + 1 < n && src[i + 1] == '*') {
@@ -68,7 +80,8 @@ std::vector<Token> tokenize(const std::string& src) {
     }
     if (c == '"') {
       size_t j = i + 1;
-      while (j < n && src[j] != '"') ++j;
+      while (j < n && src[j] != '"')
+        ++j;
       out.push_back({Token::String, src.substr(i + 1, j - i - 1), line});
       i = j + 1;
       continue;
@@ -77,7 +90,8 @@ std::vector<Token> tokenize(const std::string& src) {
       size_t j = i;
       bool hex = (c == '0' && i + 1 < n && std::strchr("xXfFdD", src[i + 1]));
       while (j < n && (std::isalnum(uint8_t(src[j])) || src[j] == '.' ||
-                       (!hex && (src[j] == '-' || src[j] == '+') && (src[j - 1] == 'e' || src[j - 1] == 'E'))))
+                       (!hex && (src[j] == '-' || src[j] == '+') &&
+                        (src[j - 1] == 'e' || src[j - 1] == 'E'))))
         ++j;
       out.push_back({Token::Number, src.substr(i, j - i), line});
       i = j;
@@ -85,7 +99,8 @@ std::vector<Token> tokenize(const std::string& src) {
     }
     if (identStart(c)) {
       size_t j = i + 1;
-      while (j < n && identChar(src[j])) ++j;
+      while (j < n && identChar(src[j]))
+        ++j;
       out.push_back({Token::Ident, src.substr(i, j - i), line});
       i = j;
       continue;
@@ -100,15 +115,15 @@ std::vector<Token> tokenize(const std::string& src) {
 // ---------------------------------------------------------------- parsed operands
 struct POperand {
   enum Kind { Reg, Imm, FImm, Sym, Addr, Vec, Sink } kind = Imm;
-  std::string name;      // Reg / Sym / Addr base (register or symbol)
+  std::string name; // Reg / Sym / Addr base (register or symbol)
   bool baseIsReg = false;
-  int64_t value = 0;     // Imm, Addr offset, Sym offset
-  double fvalue = 0;     // FImm when decimal
-  bool fhex = false;     // FImm written as 0f/0d bits: value holds the bits
+  int64_t value = 0; // Imm, Addr offset, Sym offset
+  double fvalue = 0; // FImm when decimal
+  bool fhex = false; // FImm written as 0f/0d bits: value holds the bits
   bool fdouble = false;
-  bool negated = false;  // !%p
+  bool negated = false;        // !%p
   std::vector<POperand> elems; // Vec
-  std::string pipe;      // "%p1|%p2": name of the second destination
+  std::string pipe;            // "%p1|%p2": name of the second destination
 };
 
 POperand regNamed(const std::string& name) {
@@ -161,7 +176,8 @@ struct Scope {
 
 class Parser {
 public:
-  Parser(const std::string& src, const GlobalAllocator& alloc) : toks_(tokenize(src)), alloc_(alloc) {
+  Parser(const std::string& src, const GlobalAllocator& alloc)
+      : toks_(tokenize(src)), alloc_(alloc) {
     size_t start = 0;
     for (size_t i = 0; i <= src.size(); ++i)
       if (i == src.size() || src[i] == '\n') {
@@ -175,31 +191,40 @@ public:
 private:
   const Token& peek(size_t k = 0) const { return toks_[std::min(pos_ + k, toks_.size() - 1)]; }
   const Token& next() { return toks_[std::min(pos_++, toks_.size() - 1)]; }
-  bool isPunct(const char* p, size_t k = 0) const { return peek(k).kind == Token::Punct && peek(k).text == p; }
+  bool isPunct(const char* p, size_t k = 0) const {
+    return peek(k).kind == Token::Punct && peek(k).text == p;
+  }
   bool accept(const char* p) {
-    if (peek().kind != Token::End && peek().text == p) { ++pos_; return true; }
+    if (peek().kind != Token::End && peek().text == p) {
+      ++pos_;
+      return true;
+    }
     return false;
   }
   void expect(const char* p) {
     if (!accept(p)) fail(peek().line, fmt::format("expected '{}' but found '{}'", p, peek().text));
   }
   std::string ident() {
-    if (peek().kind != Token::Ident) fail(peek().line, fmt::format("expected a name but found '{}'", peek().text));
+    if (peek().kind != Token::Ident)
+      fail(peek().line, fmt::format("expected a name but found '{}'", peek().text));
     return next().text;
   }
   uint64_t number() {
     bool neg = accept("-");
-    if (peek().kind != Token::Number) fail(peek().line, fmt::format("expected a number but found '{}'", peek().text));
+    if (peek().kind != Token::Number)
+      fail(peek().line, fmt::format("expected a number but found '{}'", peek().text));
     auto& t = next();
     uint64_t v = parseIntLiteral(t.text, t.line);
     return neg ? uint64_t(-int64_t(v)) : v;
   }
   void skipLine() {
     uint32_t l = peek().line;
-    while (peek().kind != Token::End && peek().line == l) ++pos_;
+    while (peek().kind != Token::End && peek().line == l)
+      ++pos_;
   }
   void skipStatement() {
-    while (peek().kind != Token::End && !isPunct(";")) ++pos_;
+    while (peek().kind != Token::End && !isPunct(";"))
+      ++pos_;
     accept(";");
   }
 
@@ -245,9 +270,10 @@ private:
 Program Parser::run() {
   while (peek().kind != Token::End) {
     const Token& t = peek();
-    if (t.kind != Token::Ident) fail(t.line, fmt::format("unexpected '{}' at module scope", t.text));
-    if (t.text == ".version" || t.text == ".target" || t.text == ".address_size" || t.text == ".file" ||
-        t.text == ".loc" || t.text == ".section") {
+    if (t.kind != Token::Ident)
+      fail(t.line, fmt::format("unexpected '{}' at module scope", t.text));
+    if (t.text == ".version" || t.text == ".target" || t.text == ".address_size" ||
+        t.text == ".file" || t.text == ".loc" || t.text == ".section") {
       skipLine();
       continue;
     }
@@ -263,8 +289,10 @@ Program Parser::run() {
       parseFunction(d == ".entry", external);
     } else if (d == ".global" || d == ".const" || d == ".shared") {
       ++pos_;
-      parseVariable(d == ".global" ? Space::Global : d == ".const" ? Space::Const : Space::Shared, external,
-                    nullptr);
+      parseVariable(d == ".global"  ? Space::Global
+                    : d == ".const" ? Space::Const
+                                    : Space::Shared,
+                    external, nullptr);
     } else if (d == ".pragma") {
       skipStatement();
     } else {
@@ -281,10 +309,14 @@ void Parser::parseVariable(Space space, bool external, Function* inFunc) {
   Ty ty = Ty::None;
   while (peek().kind == Token::Ident && peek().text[0] == '.') {
     std::string a = next().text;
-    if (a == ".align") align = uint32_t(number());
-    else if (auto t = tyFromName(a.substr(1))) ty = *t;
-    else if (a == ".v2" || a == ".v4") fail(line, "vector-typed variables are not supported");
-    else fail(line, fmt::format("unsupported variable attribute '{}'", a));
+    if (a == ".align")
+      align = uint32_t(number());
+    else if (auto t = tyFromName(a.substr(1)))
+      ty = *t;
+    else if (a == ".v2" || a == ".v4")
+      fail(line, "vector-typed variables are not supported");
+    else
+      fail(line, fmt::format("unsupported variable attribute '{}'", a));
   }
   if (ty == Ty::None) fail(line, "variable without a type");
   Variable v;
@@ -294,14 +326,18 @@ void Parser::parseVariable(Space space, bool external, Function* inFunc) {
   uint64_t count = 1;
   bool unsized = false;
   while (accept("[")) {
-    if (accept("]")) { unsized = true; continue; }
+    if (accept("]")) {
+      unsized = true;
+      continue;
+    }
     count *= number();
     expect("]");
   }
   v.size = unsized ? 0 : count * elem;
   v.align = align ? align : uint32_t(elem);
   v.external = unsized;
-  if (unsized && !(space == Space::Shared)) fail(line, "unsized arrays are only supported for .extern .shared");
+  if (unsized && !(space == Space::Shared))
+    fail(line, "unsized arrays are only supported for .extern .shared");
   (void)external;
   if (accept("=")) {
     std::vector<uint64_t> vals;
@@ -312,18 +348,25 @@ void Parser::parseVariable(Space space, bool external, Function* inFunc) {
         bool neg = accept("-");
         auto& t = next();
         uint64_t val;
-        if (t.text.size() > 2 && t.text[0] == '0' && (t.text[1] == 'f' || t.text[1] == 'F' || t.text[1] == 'd' || t.text[1] == 'D'))
+        if (t.text.size() > 2 && t.text[0] == '0' &&
+            (t.text[1] == 'f' || t.text[1] == 'F' || t.text[1] == 'd' || t.text[1] == 'D'))
           val = parseIntLiteral("0x" + t.text.substr(2), t.line);
         else if (t.text.find('.') != std::string::npos) {
           double d = std::stod(t.text);
           if (neg) d = -d, neg = false;
-          if (ty == Ty::F32) { float f = float(d); uint32_t b; std::memcpy(&b, &f, 4); val = b; }
-          else std::memcpy(&val, &d, 8);
+          if (ty == Ty::F32) {
+            float f = float(d);
+            uint32_t b;
+            std::memcpy(&b, &f, 4);
+            val = b;
+          } else
+            std::memcpy(&val, &d, 8);
         } else
           val = parseIntLiteral(t.text, t.line);
         vals.push_back(neg ? uint64_t(-int64_t(val)) : val);
       } else {
-        fail(peek().line, "unsupported variable initialiser (only numeric constants are supported)");
+        fail(peek().line,
+             "unsupported variable initialiser (only numeric constants are supported)");
       }
     } while (accept(","));
     if (brace) expect("}");
@@ -357,10 +400,14 @@ Function::Param Parser::parseParamDecl(uint32_t& offset) {
   Ty ty = Ty::None;
   while (peek().kind == Token::Ident && peek().text[0] == '.') {
     std::string a = next().text;
-    if (a == ".align") align = uint32_t(number());
-    else if (a == ".ptr" || a == ".global" || a == ".shared" || a == ".const" || a == ".local") continue;
-    else if (auto t = tyFromName(a.substr(1))) ty = *t;
-    else fail(line, fmt::format("unsupported parameter attribute '{}'", a));
+    if (a == ".align")
+      align = uint32_t(number());
+    else if (a == ".ptr" || a == ".global" || a == ".shared" || a == ".const" || a == ".local")
+      continue;
+    else if (auto t = tyFromName(a.substr(1)))
+      ty = *t;
+    else
+      fail(line, fmt::format("unsupported parameter attribute '{}'", a));
   }
   if (ty == Ty::None) fail(line, "parameter without a type");
   Function::Param p;
@@ -383,7 +430,8 @@ void Parser::parseParamList(Function& f, std::vector<Function::Param>& out, bool
   expect("(");
   uint32_t off = 0;
   if (!isPunct(")")) {
-    do out.push_back(parseParamDecl(off));
+    do
+      out.push_back(parseParamDecl(off));
     while (accept(","));
   }
   expect(")");
@@ -402,15 +450,22 @@ void Parser::parseFunction(bool isKernel, bool external) {
     std::string d = next().text;
     auto readDims = [&] {
       int v = int(number());
-      while (accept(",")) v *= int(number());
+      while (accept(","))
+        v *= int(number());
       return v;
     };
-    if (d == ".maxnreg") f.maxnreg = int(number());
-    else if (d == ".reqntid") f.reqntid = readDims();
-    else if (d == ".maxntid") f.maxntid = readDims();
-    else if (d == ".minnctapersm" || d == ".maxnctapersm") number();
-    else if (d == ".noreturn") continue;
-    else fail(peek().line, fmt::format("unsupported function directive '{}'", d));
+    if (d == ".maxnreg")
+      f.maxnreg = int(number());
+    else if (d == ".reqntid")
+      f.reqntid = readDims();
+    else if (d == ".maxntid")
+      f.maxntid = readDims();
+    else if (d == ".minnctapersm" || d == ".maxnctapersm")
+      number();
+    else if (d == ".noreturn")
+      continue;
+    else
+      fail(peek().line, fmt::format("unsupported function directive '{}'", d));
   }
   uint32_t idx;
   auto it = prog_.functionIndex.find(f.name);
@@ -439,8 +494,10 @@ POperand Parser::parseOperand() {
     if (peek().kind == Token::Ident) {
       o.name = ident();
       o.baseIsReg = o.name[0] == '%';
-      if (accept("+")) o.value = int64_t(number());
-      else if (isPunct("-")) o.value = int64_t(number());
+      if (accept("+"))
+        o.value = int64_t(number());
+      else if (isPunct("-"))
+        o.value = int64_t(number());
     } else {
       o.value = int64_t(number());
     }
@@ -449,7 +506,8 @@ POperand Parser::parseOperand() {
   }
   if (accept("{")) {
     o.kind = POperand::Vec;
-    do o.elems.push_back(parseOperand());
+    do
+      o.elems.push_back(parseOperand());
     while (accept(","));
     expect("}");
     return o;
@@ -462,7 +520,8 @@ POperand Parser::parseOperand() {
   if (peek().kind == Token::Number || isPunct("-")) {
     bool neg = accept("-");
     const Token& t = next();
-    if (t.kind != Token::Number) fail(line, fmt::format("expected a number after '-', found '{}'", t.text));
+    if (t.kind != Token::Number)
+      fail(line, fmt::format("expected a number after '-', found '{}'", t.text));
     const std::string& s = t.text;
     if (s.size() > 2 && s[0] == '0' && (s[1] == 'f' || s[1] == 'F' || s[1] == 'd' || s[1] == 'D')) {
       o.kind = POperand::FImm;
@@ -470,7 +529,9 @@ POperand Parser::parseOperand() {
       o.fdouble = s[1] == 'd' || s[1] == 'D';
       o.value = int64_t(parseIntLiteral("0x" + s.substr(2), line));
       if (neg) o.value ^= o.fdouble ? int64_t(1ull << 63) : int64_t(1ull << 31);
-    } else if (s.find('.') != std::string::npos || ((s.find('e') != std::string::npos || s.find('E') != std::string::npos) && s.find('x') == std::string::npos && s.find('X') == std::string::npos)) {
+    } else if (s.find('.') != std::string::npos ||
+               ((s.find('e') != std::string::npos || s.find('E') != std::string::npos) &&
+                s.find('x') == std::string::npos && s.find('X') == std::string::npos)) {
       o.kind = POperand::FImm;
       o.fvalue = std::stod(s) * (neg ? -1 : 1);
     } else {
@@ -507,21 +568,25 @@ PInstr Parser::parseInstruction(uint32_t line) {
   p.opcode = ident();
   {
     static const char* known[] = {
-        "mov", "add", "sub", "addc", "subc", "mul", "mul24", "mad", "madc", "fma", "div", "rem", "abs",
-        "neg", "not", "cnot", "popc", "clz", "brev", "min", "max", "and", "or", "xor", "shl", "shr",
-        "bfe", "bfi", "bfind", "shf", "prmt", "selp", "slct", "setp", "set", "cvt", "cvta", "rcp", "sqrt", "rsqrt",
-        "ex2", "lg2", "sin", "cos", "tanh", "copysign", "testp", "ld", "ldu", "st", "atom", "red",
-        "membar", "fence", "bar", "barrier", "shfl", "vote", "activemask", "bra", "brx", "call", "ret",
-        "exit", "trap", "nanosleep", "pmevent"};
+        "mov",  "add",       "sub",        "addc", "subc",   "mul",      "mul24", "mad",
+        "madc", "fma",       "div",        "rem",  "abs",    "neg",      "not",   "cnot",
+        "popc", "clz",       "brev",       "min",  "max",    "and",      "or",    "xor",
+        "shl",  "shr",       "bfe",        "bfi",  "bfind",  "shf",      "prmt",  "selp",
+        "slct", "setp",      "set",        "cvt",  "cvta",   "rcp",      "sqrt",  "rsqrt",
+        "ex2",  "lg2",       "sin",        "cos",  "tanh",   "copysign", "testp", "ld",
+        "ldu",  "st",        "atom",       "red",  "membar", "fence",    "bar",   "barrier",
+        "shfl", "vote",      "activemask", "bra",  "brx",    "call",     "ret",   "exit",
+        "trap", "nanosleep", "pmevent"};
     std::string base = p.opcode.substr(0, p.opcode.find('.'));
-    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return base == k; }) ==
-        std::end(known))
+    if (std::find_if(std::begin(known), std::end(known),
+                     [&](const char* k) { return base == k; }) == std::end(known))
       fail(line, fmt::format("unsupported instruction '{}'", p.opcode));
   }
   if (p.opcode.rfind("call", 0) == 0) {
     // call[.uni] (rets), fn, (args);   |   call fn, (args);   |  call (rets), fn;
     if (accept("(")) {
-      do p.callRets.push_back(ident());
+      do
+        p.callRets.push_back(ident());
       while (accept(","));
       expect(")");
       expect(",");
@@ -530,7 +595,8 @@ PInstr Parser::parseInstruction(uint32_t line) {
     if (accept(",")) {
       expect("(");
       if (!isPunct(")")) {
-        do p.callArgs.push_back(ident());
+        do
+          p.callArgs.push_back(ident());
         while (accept(","));
       }
       expect(")");
@@ -540,7 +606,8 @@ PInstr Parser::parseInstruction(uint32_t line) {
   }
   try {
     if (!isPunct(";")) {
-      do p.ops.push_back(parseOperand());
+      do
+        p.ops.push_back(parseOperand());
       while (accept(","));
     }
     if (!accept(";")) fail(peek().line, fmt::format("expected ';' but found '{}'", peek().text));
@@ -592,9 +659,12 @@ void Parser::parseBody(Function& f, uint32_t fidx) {
       Ty ty = Ty::None;
       while (peek().kind == Token::Ident && peek().text[0] == '.') {
         std::string a = next().text;
-        if (auto tt = tyFromName(a.substr(1))) ty = *tt;
-        else if (a == ".v2" || a == ".v4") fail(line, "vector registers are not supported");
-        else fail(line, fmt::format("unsupported register attribute '{}'", a));
+        if (auto tt = tyFromName(a.substr(1)))
+          ty = *tt;
+        else if (a == ".v2" || a == ".v4")
+          fail(line, "vector registers are not supported");
+        else
+          fail(line, fmt::format("unsupported register attribute '{}'", a));
       }
       do {
         std::string name = ident();
@@ -620,9 +690,12 @@ void Parser::parseBody(Function& f, uint32_t fidx) {
       uint32_t align = 1, elem = 1;
       while (peek().kind == Token::Ident && peek().text[0] == '.') {
         std::string a = next().text;
-        if (a == ".align") align = uint32_t(number());
-        else if (auto tt = tyFromName(a.substr(1))) elem = std::max(1, tyBytes(*tt));
-        else fail(line, fmt::format("unsupported .local attribute '{}'", a));
+        if (a == ".align")
+          align = uint32_t(number());
+        else if (auto tt = tyFromName(a.substr(1)))
+          elem = std::max(1, tyBytes(*tt));
+        else
+          fail(line, fmt::format("unsupported .local attribute '{}'", a));
       }
       std::string name = ident();
       uint64_t count = 1;
@@ -631,7 +704,8 @@ void Parser::parseBody(Function& f, uint32_t fidx) {
         expect("]");
       }
       expect(";");
-      if (!depotName_.empty()) fail(line, "more than one .local variable in a function is not supported");
+      if (!depotName_.empty())
+        fail(line, "more than one .local variable in a function is not supported");
       depotName_ = name;
       f.depotSize = uint32_t(count * elem);
       f.frameAlign = std::max<uint32_t>(f.frameAlign, align);
@@ -654,8 +728,10 @@ void Parser::parseBody(Function& f, uint32_t fidx) {
       continue;
     }
     if (t.kind == Token::Ident && (t.text == ".pragma" || t.text == ".loc" || t.text == ".file")) {
-      if (t.text == ".pragma") skipStatement();
-      else skipLine();
+      if (t.text == ".pragma")
+        skipStatement();
+      else
+        skipLine();
       continue;
     }
     if (t.kind == Token::Ident && t.text[0] == '.')
@@ -683,19 +759,25 @@ void Parser::parseBody(Function& f, uint32_t fidx) {
       uint32_t off, size;
       if (resolveScoped(name, off, size)) name = fmt::format("@out:{}:{}", off, size);
     };
-    for (auto& n : q.callRets) encode(n);
-    for (auto& n : q.callArgs) encode(n);
+    for (auto& n : q.callRets)
+      encode(n);
+    for (auto& n : q.callArgs)
+      encode(n);
     for (auto& o : q.ops)
       if (o.kind == POperand::Addr && !o.baseIsReg) encode(o.name);
   }
   // frame layout
   uint32_t off = (f.depotSize + 15) / 16 * 16;
-  for (auto& p : f.params) p.offset += off;
+  for (auto& p : f.params)
+    p.offset += off;
   uint32_t psize = 0;
-  for (auto& p : f.params) psize = std::max(psize, p.offset + p.size);
+  for (auto& p : f.params)
+    psize = std::max(psize, p.offset + p.size);
   off = std::max(off, (psize + 15) / 16 * 16);
-  for (auto& p : f.returns) p.offset += off;
-  for (auto& p : f.returns) psize = std::max(psize, p.offset + p.size);
+  for (auto& p : f.returns)
+    p.offset += off;
+  for (auto& p : f.returns)
+    psize = std::max(psize, p.offset + p.size);
   off = std::max(off, (psize + 15) / 16 * 16);
   outgoingBase_ = off;
   f.frameSize = (off + outgoingMax_ + 15) / 16 * 16;
@@ -715,9 +797,11 @@ void Parser::parseBody(Function& f, uint32_t fidx) {
   f.numRegs = regCount;
   f.reg32Equivalent = reg32;
   // a redefinition after a declaration replaces the pending body
-  bodies_.erase(std::remove_if(bodies_.begin(), bodies_.end(), [&](const Body& b) { return b.fidx == fidx; }),
-                bodies_.end());
-  bodies_.push_back({fidx, std::move(regs_), std::move(labels_), depotName_, outgoingBase_, std::move(pending)});
+  bodies_.erase(
+      std::remove_if(bodies_.begin(), bodies_.end(), [&](const Body& b) { return b.fidx == fidx; }),
+      bodies_.end());
+  bodies_.push_back(
+      {fidx, std::move(regs_), std::move(labels_), depotName_, outgoingBase_, std::move(pending)});
 }
 
 // ---------------------------------------------------------------- decoding
@@ -736,7 +820,8 @@ Mods splitOpcode(const std::string& opc) {
   for (size_t i = 0; i <= opc.size(); ++i)
     if (i == opc.size() || opc[i] == '.') {
       std::string part = opc.substr(start, i - start);
-      if (first) m.base = part, first = false;
+      if (first)
+        m.base = part, first = false;
       else {
         m.parts.push_back(part);
         if (auto t = tyFromName(part)) m.types.push_back(*t);
@@ -819,23 +904,40 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
   Ty ty = m.types.empty() ? Ty::None : m.types.back();
   in.ty = ty;
   for (auto& part : m.parts) {
-    if (part == "ftz") in.flags |= kFtz;
-    else if (part == "sat") in.flags |= kSat;
-    else if (part == "approx") in.flags |= kApprox;
-    else if (part == "uni") in.flags |= kUni;
-    else if (part == "rn") in.round = Round::Rn;
-    else if (part == "rz") in.round = Round::Rz;
-    else if (part == "rm") in.round = Round::Rm;
-    else if (part == "rp") in.round = Round::Rp;
-    else if (part == "rni") in.round = Round::Rni;
-    else if (part == "rzi") in.round = Round::Rzi;
-    else if (part == "rmi") in.round = Round::Rmi;
-    else if (part == "rpi") in.round = Round::Rpi;
-    else if (part == "global") in.space = Space::Global;
-    else if (part == "shared" || part == "shared::cta") in.space = Space::Shared;
-    else if (part == "local") in.space = Space::Local;
-    else if (part == "param") in.space = Space::Param;
-    else if (part == "const") in.space = Space::Const;
+    if (part == "ftz")
+      in.flags |= kFtz;
+    else if (part == "sat")
+      in.flags |= kSat;
+    else if (part == "approx")
+      in.flags |= kApprox;
+    else if (part == "uni")
+      in.flags |= kUni;
+    else if (part == "rn")
+      in.round = Round::Rn;
+    else if (part == "rz")
+      in.round = Round::Rz;
+    else if (part == "rm")
+      in.round = Round::Rm;
+    else if (part == "rp")
+      in.round = Round::Rp;
+    else if (part == "rni")
+      in.round = Round::Rni;
+    else if (part == "rzi")
+      in.round = Round::Rzi;
+    else if (part == "rmi")
+      in.round = Round::Rmi;
+    else if (part == "rpi")
+      in.round = Round::Rpi;
+    else if (part == "global")
+      in.space = Space::Global;
+    else if (part == "shared" || part == "shared::cta")
+      in.space = Space::Shared;
+    else if (part == "local")
+      in.space = Space::Local;
+    else if (part == "param")
+      in.space = Space::Param;
+    else if (part == "const")
+      in.space = Space::Const;
     else if (part == "volatile" || part == "acquire" || part == "release" || part == "relaxed" ||
              part == "acq_rel")
       in.flags |= kVolatile;
@@ -929,7 +1031,8 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
       uint32_t fl = 0;
       Space sp;
       uint64_t a = symAddress(o.name, fl, sp);
-      if (fl & kFrameRel) bad("address of a frame symbol used as a value (only the depot is supported, via mov)");
+      if (fl & kFrameRel)
+        bad("address of a frame symbol used as a value (only the depot is supported, via mov)");
       if (a == ~uint64_t(0)) bad("address of dynamic shared memory must be taken with mov");
       r.kind = Operand::Imm;
       r.imm = a + uint64_t(o.value);
@@ -960,14 +1063,17 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
       }
       in.flags |= fl;
       if (fl & kFrameRel) {
-        if (in.space != Space::Param && in.space != Space::Local) bad("frame symbol used outside .param/.local");
+        if (in.space != Space::Param && in.space != Space::Local)
+          bad("frame symbol used outside .param/.local");
         in.space = Space::Local;
       } else if (in.space == Space::Param && sp != Space::Param) {
         bad("ld.param of a non-parameter symbol");
       } else if (in.space == Space::Generic) {
         // generic access to a named variable: its generic address
-        if (sp == Space::Shared) a += kSharedWindow;
-        else if (sp == Space::Const) a += kConstWindow;
+        if (sp == Space::Shared)
+          a += kSharedWindow;
+        else if (sp == Space::Const)
+          a += kConstWindow;
       }
       in.addr.imm += a;
     }
@@ -1002,7 +1108,8 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
     in.nd = 1;
     in.ns = 3;
     in.d[0] = dst(p.ops[0]);
-    for (int i = 0; i < 3; ++i) in.s[i] = src(p.ops[i + 1], ty);
+    for (int i = 0; i < 3; ++i)
+      in.s[i] = src(p.ops[i + 1], ty);
   };
   if (ty == Ty::None && b != "bra" && b != "ret" && b != "exit" && b != "trap" && b != "bar" &&
       b != "barrier" && b != "membar" && b != "fence" && b != "call" && b != "activemask" &&
@@ -1027,20 +1134,41 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
       in.op = Op::Pack;
       in.d[0] = dst(d);
       in.ns = uint8_t(s.elems.size());
-      Ty et = tyBytes(ty) == 8 && s.elems.size() == 2 ? Ty::B32 : tyBytes(ty) == 8 ? Ty::B16 : tyBytes(ty) == 4 && s.elems.size() == 2 ? Ty::B16 : Ty::B8;
-      for (size_t i = 0; i < s.elems.size(); ++i) in.s[i] = src(s.elems[i], et);
+      Ty et = tyBytes(ty) == 8 && s.elems.size() == 2   ? Ty::B32
+              : tyBytes(ty) == 8                        ? Ty::B16
+              : tyBytes(ty) == 4 && s.elems.size() == 2 ? Ty::B16
+                                                        : Ty::B8;
+      for (size_t i = 0; i < s.elems.size(); ++i)
+        in.s[i] = src(s.elems[i], et);
     } else if (s.kind == POperand::Reg && !regs_.count(s.name)) {
       static const std::pair<const char*, Sreg> sregs[] = {
-          {"%tid.x", Sreg::TidX},       {"%tid.y", Sreg::TidY},         {"%tid.z", Sreg::TidZ},
-          {"%ntid.x", Sreg::NtidX},     {"%ntid.y", Sreg::NtidY},       {"%ntid.z", Sreg::NtidZ},
-          {"%ctaid.x", Sreg::CtaidX},   {"%ctaid.y", Sreg::CtaidY},     {"%ctaid.z", Sreg::CtaidZ},
-          {"%nctaid.x", Sreg::NctaidX}, {"%nctaid.y", Sreg::NctaidY},   {"%nctaid.z", Sreg::NctaidZ},
-          {"%laneid", Sreg::LaneId},    {"%warpid", Sreg::WarpId},      {"%nwarpid", Sreg::NWarpId},
-          {"%smid", Sreg::SmId},        {"%nsmid", Sreg::NSmId},        {"%gridid", Sreg::GridId},
-          {"%clock", Sreg::Clock},      {"%clock64", Sreg::Clock64},    {"%globaltimer", Sreg::GlobalTimer},
-          {"%dynamic_smem_size", Sreg::DynSmemSize}, {"%total_smem_size", Sreg::TotalSmemSize},
-          {"%lanemask_eq", Sreg::LanemaskEq}, {"%lanemask_lt", Sreg::LanemaskLt},
-          {"%lanemask_le", Sreg::LanemaskLe}, {"%lanemask_gt", Sreg::LanemaskGt},
+          {"%tid.x", Sreg::TidX},
+          {"%tid.y", Sreg::TidY},
+          {"%tid.z", Sreg::TidZ},
+          {"%ntid.x", Sreg::NtidX},
+          {"%ntid.y", Sreg::NtidY},
+          {"%ntid.z", Sreg::NtidZ},
+          {"%ctaid.x", Sreg::CtaidX},
+          {"%ctaid.y", Sreg::CtaidY},
+          {"%ctaid.z", Sreg::CtaidZ},
+          {"%nctaid.x", Sreg::NctaidX},
+          {"%nctaid.y", Sreg::NctaidY},
+          {"%nctaid.z", Sreg::NctaidZ},
+          {"%laneid", Sreg::LaneId},
+          {"%warpid", Sreg::WarpId},
+          {"%nwarpid", Sreg::NWarpId},
+          {"%smid", Sreg::SmId},
+          {"%nsmid", Sreg::NSmId},
+          {"%gridid", Sreg::GridId},
+          {"%clock", Sreg::Clock},
+          {"%clock64", Sreg::Clock64},
+          {"%globaltimer", Sreg::GlobalTimer},
+          {"%dynamic_smem_size", Sreg::DynSmemSize},
+          {"%total_smem_size", Sreg::TotalSmemSize},
+          {"%lanemask_eq", Sreg::LanemaskEq},
+          {"%lanemask_lt", Sreg::LanemaskLt},
+          {"%lanemask_le", Sreg::LanemaskLe},
+          {"%lanemask_gt", Sreg::LanemaskGt},
           {"%lanemask_ge", Sreg::LanemaskGe}};
       bool found = false;
       for (auto& [n, sr] : sregs)
@@ -1081,17 +1209,24 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
     if (m.has("cc")) in.aux = 1;
   } else if (b == "mul" || b == "mul24") {
     if (b == "mul24") bad("mul24 is not supported");
-    if (tyIsFloat(ty)) binary(Op::Mul);
-    else if (m.has("hi")) binary(Op::MulHi);
-    else if (m.has("wide")) binary(Op::MulWide);
-    else binary(Op::MulLo);
+    if (tyIsFloat(ty))
+      binary(Op::Mul);
+    else if (m.has("hi"))
+      binary(Op::MulHi);
+    else if (m.has("wide"))
+      binary(Op::MulWide);
+    else
+      binary(Op::MulLo);
   } else if (b == "mad" || b == "madc" || b == "fma") {
-    if (b == "fma" || tyIsFloat(ty)) ternary(Op::Fma);
+    if (b == "fma" || tyIsFloat(ty))
+      ternary(Op::Fma);
     else if (b == "madc") {
       ternary(m.has("hi") ? Op::MadCHi : Op::MadCLo);
       if (m.has("cc")) in.aux = 1;
-    } else if (m.has("hi")) ternary(Op::MadHi);
-    else if (m.has("wide")) ternary(Op::MadWide);
+    } else if (m.has("hi"))
+      ternary(Op::MadHi);
+    else if (m.has("wide"))
+      ternary(Op::MadWide);
     else {
       ternary(Op::MadLo);
     }
@@ -1106,8 +1241,13 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
     binary(Op::Rem);
   } else if (b == "abs" || b == "neg" || b == "not" || b == "cnot" || b == "popc" || b == "clz" ||
              b == "brev") {
-    unary(b == "abs" ? Op::Abs : b == "neg" ? Op::Neg : b == "not" ? Op::Not : b == "cnot" ? Op::CNot
-          : b == "popc" ? Op::Popc : b == "clz" ? Op::Clz : Op::Brev);
+    unary(b == "abs"    ? Op::Abs
+          : b == "neg"  ? Op::Neg
+          : b == "not"  ? Op::Not
+          : b == "cnot" ? Op::CNot
+          : b == "popc" ? Op::Popc
+          : b == "clz"  ? Op::Clz
+                        : Op::Brev);
   } else if (b == "min" || b == "max") {
     binary(b == "min" ? Op::Min : Op::Max);
     if (m.has("NaN")) in.flags |= kNaN;
@@ -1199,7 +1339,8 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
       if (p.ops[3].negated) in.aux = 1;
     }
   } else if (b == "cvt") {
-    if (m.types.size() == 2 && (m.types[0] == Ty::F16x2 || m.types[0] == Ty::BF16x2) && m.types[1] == Ty::F32) {
+    if (m.types.size() == 2 && (m.types[0] == Ty::F16x2 || m.types[0] == Ty::BF16x2) &&
+        m.types[1] == Ty::F32) {
       // cvt.rn.f16x2.f32 d, a, b: d = {cvt(a) in the upper half, cvt(b) in the lower}
       need(3);
       if (m.has("relu") || m.has("satfinite")) bad("this cvt variant is not supported");
@@ -1227,20 +1368,28 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
     need(2);
     in.op = Op::Cvta;
     if (m.has("to")) in.flags |= kToSpace;
-    if (in.space == Space::Generic || in.space == Space::Param) bad("cvta needs .global/.shared/.local/.const");
+    if (in.space == Space::Generic || in.space == Space::Param)
+      bad("cvta needs .global/.shared/.local/.const");
     in.nd = in.ns = 1;
     in.d[0] = dst(p.ops[0]);
     in.s[0] = src(p.ops[1], ty);
   } else if (b == "rcp" || b == "sqrt" || b == "rsqrt" || b == "ex2" || b == "lg2" || b == "sin" ||
              b == "cos" || b == "tanh") {
-    unary(b == "rcp" ? Op::Rcp : b == "sqrt" ? Op::Sqrt : b == "rsqrt" ? Op::Rsqrt : b == "ex2" ? Op::Ex2
-          : b == "lg2" ? Op::Lg2 : b == "sin" ? Op::Sin : b == "cos" ? Op::Cos : Op::Tanh);
+    unary(b == "rcp"     ? Op::Rcp
+          : b == "sqrt"  ? Op::Sqrt
+          : b == "rsqrt" ? Op::Rsqrt
+          : b == "ex2"   ? Op::Ex2
+          : b == "lg2"   ? Op::Lg2
+          : b == "sin"   ? Op::Sin
+          : b == "cos"   ? Op::Cos
+                         : Op::Tanh);
   } else if (b == "copysign") {
     binary(Op::Copysign);
   } else if (b == "testp") {
     need(2);
     in.op = Op::Testp;
-    static const char* modes[] = {"finite", "infinite", "number", "notanumber", "normal", "subnormal"};
+    static const char* modes[] = {"finite",     "infinite", "number",
+                                  "notanumber", "normal",   "subnormal"};
     bool found = false;
     for (int i = 0; i < 6; ++i)
       if (m.has(modes[i])) in.mode = uint8_t(i), found = true;
@@ -1256,19 +1405,25 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
     const POperand& val = isLd ? p.ops[0] : p.ops[1];
     addr(isLd ? p.ops[1] : p.ops[0]);
     if (vec > 1) {
-      if (val.kind != POperand::Vec || int(val.elems.size()) != vec) bad("vector operand size mismatch");
+      if (val.kind != POperand::Vec || int(val.elems.size()) != vec)
+        bad("vector operand size mismatch");
       for (int i = 0; i < vec; ++i) {
         if (isLd) {
           in.d[i] = dst(val.elems[i]);
           if (val.elems[i].kind == POperand::Sink) in.d[i].kind = Operand::None;
-        } else in.s[i] = src(val.elems[i], ty);
+        } else
+          in.s[i] = src(val.elems[i], ty);
       }
     } else {
-      if (isLd) in.d[0] = dst(val);
-      else in.s[0] = src(val, ty);
+      if (isLd)
+        in.d[0] = dst(val);
+      else
+        in.s[0] = src(val, ty);
     }
-    if (isLd) in.nd = uint8_t(vec);
-    else in.ns = uint8_t(vec);
+    if (isLd)
+      in.nd = uint8_t(vec);
+    else
+      in.ns = uint8_t(vec);
   } else if (b == "atom" || b == "red") {
     in.op = b == "atom" ? Op::Atom : Op::Red;
     static const std::pair<const char*, AtomOp> ops[] = {
@@ -1279,7 +1434,8 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
     for (auto& [n, a] : ops)
       if (m.has(n)) in.mode = uint8_t(a), found = true;
     if (!found) bad("unknown atomic operation");
-    if (m.has("v2") || m.has("v4") || ty == Ty::F16 || ty == Ty::F16x2 || ty == Ty::BF16 || ty == Ty::BF16x2)
+    if (m.has("v2") || m.has("v4") || ty == Ty::F16 || ty == Ty::F16x2 || ty == Ty::BF16 ||
+        ty == Ty::BF16x2)
       bad("vector and half-precision atomics are not supported");
     size_t first = 0;
     if (in.op == Op::Atom) {
@@ -1291,7 +1447,8 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
     if (p.ops.size() != first + 1 + nsrc) bad("wrong number of operands");
     addr(p.ops[first]);
     in.ns = uint8_t(nsrc);
-    for (size_t i = 0; i < nsrc; ++i) in.s[i] = src(p.ops[first + 1 + i], ty);
+    for (size_t i = 0; i < nsrc; ++i)
+      in.s[i] = src(p.ops[first + 1 + i], ty);
     if (m.has("acquire") || m.has("release") || m.has("acq_rel")) in.flags |= kVolatile;
   } else if (b == "membar" || b == "fence") {
     in.op = Op::Fence;
@@ -1307,13 +1464,17 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
         in.s[0].kind = Operand::Imm;
       } else {
         in.ns = uint8_t(std::min<size_t>(p.ops.size(), 2));
-        for (size_t i = 0; i < in.ns; ++i) in.s[i] = src(p.ops[i], Ty::U32);
+        for (size_t i = 0; i < in.ns; ++i)
+          in.s[i] = src(p.ops[i], Ty::U32);
       }
     }
   } else if (b == "shfl") {
     if (!m.has("sync")) bad("only shfl.sync is supported");
     in.op = Op::Shfl;
-    in.mode = uint8_t(m.has("up") ? ShflMode::Up : m.has("down") ? ShflMode::Down : m.has("bfly") ? ShflMode::Bfly : ShflMode::Idx);
+    in.mode = uint8_t(m.has("up")     ? ShflMode::Up
+                      : m.has("down") ? ShflMode::Down
+                      : m.has("bfly") ? ShflMode::Bfly
+                                      : ShflMode::Idx);
     need(5);
     in.nd = 1;
     in.d[0] = dst(p.ops[0]);
@@ -1324,11 +1485,15 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
     }
     in.ns = 4;
     in.s[0] = src(p.ops[1], Ty::B32);
-    for (int i = 1; i < 4; ++i) in.s[i] = src(p.ops[i + 1], Ty::U32);
+    for (int i = 1; i < 4; ++i)
+      in.s[i] = src(p.ops[i + 1], Ty::U32);
   } else if (b == "vote") {
     if (!m.has("sync")) bad("only vote.sync is supported");
     in.op = Op::Vote;
-    in.mode = uint8_t(m.has("all") ? VoteMode::All : m.has("any") ? VoteMode::Any : m.has("uni") ? VoteMode::Uni : VoteMode::Ballot);
+    in.mode = uint8_t(m.has("all")   ? VoteMode::All
+                      : m.has("any") ? VoteMode::Any
+                      : m.has("uni") ? VoteMode::Uni
+                                     : VoteMode::Ballot);
     need(3);
     in.nd = 1;
     in.d[0] = dst(p.ops[0]);
@@ -1358,8 +1523,10 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
         bad("call argument '" + name + "' is not a .param declared in the call sequence");
       f.callArgs.push_back({outgoingBase_ + off, sz});
     };
-    for (auto& r : p.callRets) addArg(r);
-    for (auto& a : p.callArgs) addArg(a);
+    for (auto& r : p.callRets)
+      addArg(r);
+    for (auto& a : p.callArgs)
+      addArg(a);
     in.nd = uint8_t(p.callRets.size());
     in.ns = uint8_t(p.callArgs.size());
     callFixups_.push_back({uint32_t(prog_.code.size()), p.callee});
@@ -1376,7 +1543,8 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
   }
   // Types we cannot execute for a given op are rejected here rather than at run time.
   if ((in.op == Op::Div || in.op == Op::Rem || in.op == Op::MulLo || in.op == Op::MulHi ||
-       in.op == Op::MulWide) && (ty == Ty::F16x2 || ty == Ty::BF16x2))
+       in.op == Op::MulWide) &&
+      (ty == Ty::F16x2 || ty == Ty::BF16x2))
     bad("packed half types are not supported for this instruction");
   prog_.code.push_back(in);
 }
@@ -1392,13 +1560,15 @@ void Parser::layoutShared() {
         if (it != prog_.functionIndex.end()) callees[b.fidx].push_back(it->second);
       }
       std::function<void(const POperand&)> visit = [&](const POperand& o) {
-        for (auto& e : o.elems) visit(e);
+        for (auto& e : o.elems)
+          visit(e);
         if ((o.kind != POperand::Sym && o.kind != POperand::Addr) || o.baseIsReg) return;
         auto it = varIndex_.find(o.name);
         if (it != varIndex_.end() && prog_.variables[it->second].space == Space::Shared)
           uses[b.fidx].push_back(uint32_t(it->second));
       };
-      for (auto& o : p.ops) visit(o);
+      for (auto& o : p.ops)
+        visit(o);
     }
   // kernels using each variable, through the call graph
   std::vector<std::vector<uint32_t>> kernelsOf(nv);
@@ -1454,8 +1624,10 @@ void Parser::layoutShared() {
     uint32_t dynAlign = 16;
     for (uint32_t v : varsOf[k]) {
       const Variable& var = prog_.variables[v];
-      if (var.external) dynAlign = std::max(dynAlign, var.align);
-      else extent = std::max(extent, var.address + var.size);
+      if (var.external)
+        dynAlign = std::max(dynAlign, var.align);
+      else
+        extent = std::max(extent, var.address + var.size);
     }
     f.staticSharedBytes = extent;
     f.dynamicSharedOffset = (extent + dynAlign - 1) / dynAlign * dynAlign;
@@ -1473,7 +1645,8 @@ void Parser::finish() {
     outgoingBase_ = body.outgoingBase;
     branchFixups_.clear();
     f.entry = uint32_t(prog_.code.size());
-    for (auto& p : body.pending) decode(f, body.fidx, p);
+    for (auto& p : body.pending)
+      decode(f, body.fidx, p);
     f.end = uint32_t(prog_.code.size());
     for (auto& [pc, label] : branchFixups_) {
       auto it = labels_.find(label);
@@ -1502,11 +1675,14 @@ void Parser::finish() {
     const Function& cf = prog_.functions[it->second];
     if (!cf.defined)
       fail(in.line, fmt::format("call to '{}', which is declared but not defined in this module "
-                                "(external functions such as vprintf are not supported)", callee));
+                                "(external functions such as vprintf are not supported)",
+                                callee));
     if (cf.isKernel) fail(in.line, fmt::format("call to kernel '{}'", callee));
     if (in.nd != cf.returns.size() || in.ns != cf.params.size())
-      fail(in.line, fmt::format("call to '{}' passes {} arguments and {} return values; it declares {} and {}",
-                                callee, in.ns, in.nd, cf.params.size(), cf.returns.size()));
+      fail(in.line,
+           fmt::format(
+               "call to '{}' passes {} arguments and {} return values; it declares {} and {}",
+               callee, in.ns, in.nd, cf.params.size(), cf.returns.size()));
     in.target = it->second;
   }
   // a kernel needs at least the registers of every function it calls

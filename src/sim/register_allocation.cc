@@ -24,7 +24,8 @@ public:
   }
   template <class F> void forEach(F&& f) const {
     for (size_t k = 0; k < w_.size(); ++k)
-      for (uint64_t v = w_[k]; v; v &= v - 1) f(uint32_t(k * 64 + __builtin_ctzll(v)));
+      for (uint64_t v = w_[k]; v; v &= v - 1)
+        f(uint32_t(k * 64 + __builtin_ctzll(v)));
   }
 
 private:
@@ -61,7 +62,8 @@ void compactRegisters(Program& prog, Function& fn, const std::vector<uint8_t>& w
     const bool guarded = in.flags & kHasGuard;
     int k = 0;
     if (in.op == Op::Bra) out[k++] = in.target - fn.entry;
-    const bool stops = in.op == Op::Bra || in.op == Op::Ret || in.op == Op::Exit || in.op == Op::Trap;
+    const bool stops =
+        in.op == Op::Bra || in.op == Op::Ret || in.op == Op::Exit || in.op == Op::Trap;
     if ((!stops || guarded) && i + 1 < n) out[k++] = i + 1;
     return k;
   };
@@ -73,7 +75,8 @@ void compactRegisters(Program& prog, Function& fn, const std::vector<uint8_t>& w
     for (uint32_t i = n; i-- > 0;) {
       uint32_t succ[2];
       int ns = successors(i, succ);
-      for (int k = 0; k < ns; ++k) liveOut[i].orWith(liveIn[succ[k]]);
+      for (int k = 0; k < ns; ++k)
+        liveOut[i].orWith(liveIn[succ[k]]);
       Bits in = liveOut[i];
       forDefs(code[i], [&](uint32_t r) { in.reset(r); });
       forUses(code[i], [&](uint32_t r) { in.set(r); });
@@ -106,7 +109,8 @@ void compactRegisters(Program& prog, Function& fn, const std::vector<uint8_t>& w
   std::vector<uint32_t> entryLive;
   liveIn[0].forEach([&](uint32_t r) { entryLive.push_back(r); });
   for (size_t a = 0; a < entryLive.size(); ++a)
-    for (size_t b = a + 1; b < entryLive.size(); ++b) edge(entryLive[a], entryLive[b]);
+    for (size_t b = a + 1; b < entryLive.size(); ++b)
+      edge(entryLive[a], entryLive[b]);
 
   // greedy colouring in register order
   std::vector<uint32_t> color(nregs, ~0u);
@@ -119,7 +123,8 @@ void compactRegisters(Program& prog, Function& fn, const std::vector<uint8_t>& w
       if (color[o] != ~0u) taken[color[o]] = 1;
     });
     uint32_t c = 0;
-    while (taken[c]) ++c;
+    while (taken[c])
+      ++c;
     color[r] = c;
     ncolors = std::max(ncolors, c + 1);
   }
@@ -130,8 +135,10 @@ void compactRegisters(Program& prog, Function& fn, const std::vector<uint8_t>& w
   };
   for (uint32_t i = 0; i < n; ++i) {
     Instr& in = code[i];
-    for (Operand& o : in.s) rename(o);
-    for (Operand& o : in.d) rename(o);
+    for (Operand& o : in.s)
+      rename(o);
+    for (Operand& o : in.d)
+      rename(o);
     if (in.flags & kAddrReg) in.addr.reg = color[in.addr.reg];
     if (in.flags & kHasGuard) in.guard = color[in.guard];
   }

@@ -33,7 +33,8 @@ public:
   DevicePtr allocate(size_t bytes) override { return memory_.allocate(bytes); }
   void free(DevicePtr p) override {
     if (p == 0) return;
-    if (!memory_.free(p)) throw DeviceError(fmt::format("free(0x{:x}): not the start of a live allocation", p));
+    if (!memory_.free(p))
+      throw DeviceError(fmt::format("free(0x{:x}): not the start of a live allocation", p));
   }
   void copyToDevice(DevicePtr dst, const void* src, size_t bytes) override {
     if (bytes) std::memcpy(checked(dst, bytes, "copyToDevice"), src, bytes);
@@ -46,7 +47,8 @@ public:
   }
 
   ModuleHandle loadModule(const std::string& ptx) override {
-    auto prog = std::make_unique<Program>(parsePtx(ptx, [&](uint64_t bytes) { return memory_.allocate(bytes); }));
+    auto prog = std::make_unique<Program>(
+        parsePtx(ptx, [&](uint64_t bytes) { return memory_.allocate(bytes); }));
     for (const Variable& v : prog->variables)
       if (v.space == Space::Global && !v.init.empty())
         std::memcpy(memory_.translate(v.address, v.size), v.init.data(), v.size);
@@ -63,13 +65,15 @@ public:
       std::string names;
       for (auto& f : p.functions)
         if (f.isKernel) names += (names.empty() ? "" : ", ") + f.name;
-      throw DeviceError(fmt::format("getKernel: module {} has no kernel '{}' (kernels: {})", module, name, names));
+      throw DeviceError(fmt::format("getKernel: module {} has no kernel '{}' (kernels: {})", module,
+                                    name, names));
     }
     kernels_.push_back({module, it->second});
     return KernelHandle(kernels_.size() - 1);
   }
 
-  void launch(KernelHandle kernel, const LaunchConfig& config, const std::vector<KernelArg>& args) override {
+  void launch(KernelHandle kernel, const LaunchConfig& config,
+              const std::vector<KernelArg>& args) override {
     if (capturing_) {
       graphs_.back().push_back({kernel, config, args});
       return;
@@ -96,12 +100,15 @@ public:
     return GraphHandle(graphs_.size() - 1);
   }
   void replay(GraphHandle graph) override {
-    for (const RecordedLaunch& l : graphOf(graph)) run(l.kernel, l.config, l.args);
+    for (const RecordedLaunch& l : graphOf(graph))
+      run(l.kernel, l.config, l.args);
   }
-  void updateGraphKernelArgs(GraphHandle graph, size_t node, const std::vector<KernelArg>& args) override {
+  void updateGraphKernelArgs(GraphHandle graph, size_t node,
+                             const std::vector<KernelArg>& args) override {
     auto& g = graphOf(graph);
     if (node >= g.size())
-      throw DeviceError(fmt::format("updateGraphKernelArgs: graph {} has {} nodes, no node {}", graph, g.size(), node));
+      throw DeviceError(fmt::format("updateGraphKernelArgs: graph {} has {} nodes, no node {}",
+                                    graph, g.size(), node));
     g[node].args = args;
   }
 
@@ -111,12 +118,14 @@ private:
   uint8_t* checked(DevicePtr p, size_t bytes, const char* what) {
     uint8_t* h = memory_.translate(p, bytes);
     if (!h)
-      throw DeviceError(fmt::format("{}: {} bytes at 0x{:x} are not inside one live allocation ({})", what, bytes, p,
-                                    memory_.describe(p)));
+      throw DeviceError(
+          fmt::format("{}: {} bytes at 0x{:x} are not inside one live allocation ({})", what, bytes,
+                      p, memory_.describe(p)));
     return h;
   }
   const Kernel& kernelOf(KernelHandle k) const {
-    if (k < 0 || size_t(k) >= kernels_.size()) throw DeviceError(fmt::format("no kernel handle {}", k));
+    if (k < 0 || size_t(k) >= kernels_.size())
+      throw DeviceError(fmt::format("no kernel handle {}", k));
     return kernels_[k];
   }
   std::vector<RecordedLaunch>& graphOf(GraphHandle g) {
@@ -130,8 +139,8 @@ private:
     const Program& p = *modules_[k.module];
     const Function& fn = p.functions[k.function];
     if (args.size() != fn.params.size())
-      throw DeviceError(fmt::format("kernel '{}' takes {} parameters; launched with {}", fn.name, fn.params.size(),
-                                    args.size()));
+      throw DeviceError(fmt::format("kernel '{}' takes {} parameters; launched with {}", fn.name,
+                                    fn.params.size(), args.size()));
     LaunchRequest rq;
     rq.program = &p;
     rq.function = k.function;
@@ -143,8 +152,9 @@ private:
     for (size_t i = 0; i < args.size(); ++i) {
       const auto& prm = fn.params[i];
       if (args[i].bytes.size() != prm.size)
-        throw DeviceError(fmt::format("kernel '{}': argument {} ('{}') has {} bytes; the parameter has {}", fn.name,
-                                      i, prm.name, args[i].bytes.size(), prm.size));
+        throw DeviceError(
+            fmt::format("kernel '{}': argument {} ('{}') has {} bytes; the parameter has {}",
+                        fn.name, i, prm.name, args[i].bytes.size(), prm.size));
       std::memcpy(rq.params.data() + prm.offset, args[i].bytes.data(), prm.size);
     }
     counters_.push_back(executeLaunch(rq));
@@ -166,6 +176,8 @@ std::unique_ptr<Device> makeSimDevice(const DeviceSpec& spec, const ExecOptions&
   return std::make_unique<SimDevice>(spec, options);
 }
 
-std::unique_ptr<Device> makeSimDevice(const DeviceSpec& spec) { return makeSimDevice(spec, ExecOptions{}); }
+std::unique_ptr<Device> makeSimDevice(const DeviceSpec& spec) {
+  return makeSimDevice(spec, ExecOptions{});
+}
 
 } // namespace weft::sim

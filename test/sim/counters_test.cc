@@ -35,7 +35,8 @@ const char* kGather = R"(.version 8.5
 TEST_CASE("coalesced 32 x f32 load is 4 sectors; stride 32 is 32 sectors", "[sim][counters]") {
   auto dev = makeSimDevice(h100());
   std::vector<float> in(32 * 32);
-  for (size_t i = 0; i < in.size(); ++i) in[i] = float(i);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = float(i);
   Buffer<float> In(*dev, in), Out(*dev, size_t(64));
   auto mod = dev->loadModule(kGather);
   auto k = dev->getKernel(mod, "gather");
@@ -161,10 +162,11 @@ DONE:
   Buffer<uint32_t> data(*dev, size_t(2 * blocks)), bar(*dev, size_t(2));
   auto c = runPtx(*dev, ptx, "phases", grid1D(blocks, 64, true), {data.arg(), bar.arg()});
   auto d = data.get();
-  for (uint32_t b = 0; b < blocks; ++b) CHECK(d[blocks + b] == (b + 1) % blocks);
+  for (uint32_t b = 0; b < blocks; ++b)
+    CHECK(d[blocks + b] == (b + 1) % blocks);
   CHECK(c.gridBarriers == 2);
-  CHECK(c.blockBarriers == 0);            // the bar.syncs inside the barrier are sync traffic
-  CHECK(c.atomics == 0);                  // the arrival atomics are sync traffic
+  CHECK(c.blockBarriers == 0); // the bar.syncs inside the barrier are sync traffic
+  CHECK(c.atomics == 0);       // the arrival atomics are sync traffic
   CHECK(c.globalStoreRequests == 2 * blocks * 2); // two data stores per warp
   CHECK(c.globalLoadRequests == blocks * 2);
   // the kernel body is 20 instructions per warp (param stores and calls included)

@@ -45,9 +45,9 @@ TEST_CASE("maxActiveBlocksPerSM follows threads, registers and shared memory", "
   auto dev = makeSimDevice(h100());
   auto k = dev->getKernel(dev->loadModule(kAddScalar), "add_scalar");
   // register pressure 6 (+ 8) → the 16-register minimum per thread
-  CHECK(dev->maxActiveBlocksPerSM(k, 256, 0) == 8);   // threads: 2048/256 (registers allow 16)
+  CHECK(dev->maxActiveBlocksPerSM(k, 256, 0) == 8); // threads: 2048/256 (registers allow 16)
   CHECK(dev->maxActiveBlocksPerSM(k, 1024, 0) == 2);
-  CHECK(dev->maxActiveBlocksPerSM(k, 32, 0) == 32);   // capped by maxBlocksPerSM
+  CHECK(dev->maxActiveBlocksPerSM(k, 32, 0) == 32);          // capped by maxBlocksPerSM
   CHECK(dev->maxActiveBlocksPerSM(k, 256, 100 * 1024) == 2); // 228 KiB / 100 KiB
   CHECK(dev->maxActiveBlocksPerSM(k, 256, 300 * 1024) == 0);
   CHECK(dev->maxActiveBlocksPerSM(k, 2048, 0) == 0);
@@ -60,8 +60,11 @@ TEST_CASE("a cooperative launch needs every block resident", "[sim][device]") {
   const uint32_t fits = uint32_t(dev->maxActiveBlocksPerSM(k, 256, 0) * dev->spec().smCount);
   CHECK_NOTHROW(dev->launch(k, grid1D(fits, 256, true), {buf.arg(), KernelArg::of(1u)}));
   CHECK(buf.get()[0] == fits);
-  std::string err = errorOf([&] { dev->launch(k, grid1D(fits + 1, 256, true), {buf.arg(), KernelArg::of(1u)}); });
-  CHECK_THAT(err, Catch::Contains("cooperative launch of 1057 blocks") && Catch::Contains("only 1056 can be resident"));
+  std::string err = errorOf([&] {
+    dev->launch(k, grid1D(fits + 1, 256, true), {buf.arg(), KernelArg::of(1u)});
+  });
+  CHECK_THAT(err, Catch::Contains("cooperative launch of 1057 blocks") &&
+                      Catch::Contains("only 1056 can be resident"));
   // the same grid without the cooperative flag runs block by block
   CHECK_NOTHROW(dev->launch(k, grid1D(fits + 1, 256), {buf.arg(), KernelArg::of(1u)}));
 }
@@ -73,16 +76,24 @@ TEST_CASE("launch validation: arguments, block size, shared memory, names", "[si
   Buffer<uint32_t> buf(*dev, size_t(32));
   CHECK_THAT(errorOf([&] { dev->launch(k, grid1D(1, 32), {buf.arg()}); }),
              Catch::Contains("takes 2 parameters; launched with 1"));
-  CHECK_THAT(errorOf([&] { dev->launch(k, grid1D(1, 32), {buf.arg(), KernelArg::of(uint64_t(1))}); }),
+  CHECK_THAT(errorOf([&] {
+               dev->launch(k, grid1D(1, 32), {buf.arg(), KernelArg::of(uint64_t(1))});
+             }),
              Catch::Contains("argument 1 ('v') has 8 bytes; the parameter has 4"));
-  CHECK_THAT(errorOf([&] { dev->launch(k, grid1D(1, 2048), {buf.arg(), KernelArg::of(1u)}); }),
+  CHECK_THAT(errorOf([&] {
+               dev->launch(k, grid1D(1, 2048), {buf.arg(), KernelArg::of(1u)});
+             }),
              Catch::Contains("2048 threads per block exceeds"));
-  CHECK_THAT(errorOf([&] { dev->launch(k, grid1D(1, 32, false, 228 * 1024), {buf.arg(), KernelArg::of(1u)}); }),
+  CHECK_THAT(errorOf([&] {
+               dev->launch(k, grid1D(1, 32, false, 228 * 1024), {buf.arg(), KernelArg::of(1u)});
+             }),
              Catch::Contains("dynamic shared memory exceed"));
-  CHECK_THAT(errorOf([&] { dev->getKernel(mod, "nope"); }), Catch::Contains("no kernel 'nope' (kernels: add_scalar)"));
+  CHECK_THAT(errorOf([&] { dev->getKernel(mod, "nope"); }),
+             Catch::Contains("no kernel 'nope' (kernels: add_scalar)"));
 }
 
-TEST_CASE("graph capture records launches; replay runs them; node arguments can be replaced", "[sim][device]") {
+TEST_CASE("graph capture records launches; replay runs them; node arguments can be replaced",
+          "[sim][device]") {
   auto dev = makeSimDevice(h100());
   auto k = dev->getKernel(dev->loadModule(kAddScalar), "add_scalar");
   Buffer<uint32_t> a(*dev, size_t(32)), b(*dev, size_t(32));
@@ -100,7 +111,8 @@ TEST_CASE("graph capture records launches; replay runs them; node arguments can 
   dev->replay(g);
   CHECK(a.get()[5] == 23);
   CHECK(b.get()[5] == 100);
-  CHECK_THAT(errorOf([&] { dev->updateGraphKernelArgs(g, 2, {}); }), Catch::Contains("has 2 nodes, no node 2"));
+  CHECK_THAT(errorOf([&] { dev->updateGraphKernelArgs(g, 2, {}); }),
+             Catch::Contains("has 2 nodes, no node 2"));
   CHECK_THAT(errorOf([&] { dev->replay(g + 1); }), Catch::Contains("no captured graph"));
 }
 

@@ -13,12 +13,18 @@ using namespace weft::sim::test;
 
 namespace {
 // st.global.u32 of register `reg` into slot k
-std::string st32(const std::string& reg, int k) { return "  st.global.u32 [%rd2+" + std::to_string(8 * k) + "], " + reg + ";\n"; }
-std::string st64(const std::string& reg, int k) { return "  st.global.u64 [%rd2+" + std::to_string(8 * k) + "], " + reg + ";\n"; }
+std::string st32(const std::string& reg, int k) {
+  return "  st.global.u32 [%rd2+" + std::to_string(8 * k) + "], " + reg + ";\n";
+}
+std::string st64(const std::string& reg, int k) {
+  return "  st.global.u64 [%rd2+" + std::to_string(8 * k) + "], " + reg + ";\n";
+}
 std::string stPred(const std::string& p, int k) {
   return "  selp.u32 %r31, 1, 0, " + p + ";\n" + st32("%r31", k);
 }
-uint64_t u32(int64_t v) { return uint32_t(v); }
+uint64_t u32(int64_t v) {
+  return uint32_t(v);
+}
 } // namespace
 
 TEST_CASE("integer arithmetic", "[sim][instr]") {
@@ -46,10 +52,12 @@ TEST_CASE("integer arithmetic", "[sim][instr]") {
   mad.wide.s32 %rd5, %r1, %r2, 1000;
   mul.hi.u64 %rd6, -1, 3;
   add.sat.s32 %r19, 2147483647, 5;
-)" + st32("%r3", 0) + st32("%r4", 1) + st32("%r5", 2) + st32("%r6", 3) + st32("%r7", 4) + st64("%rd3", 5) +
-                         st64("%rd4", 6) + st32("%r8", 7) + st32("%r9", 8) + st32("%r10", 9) + st32("%r11", 10) +
-                         st32("%r12", 11) + st32("%r13", 12) + st32("%r14", 13) + st32("%r15", 14) + st32("%r16", 15) +
-                         st32("%r17", 16) + st32("%r18", 17) + st64("%rd5", 18) + st64("%rd6", 19) + st32("%r19", 20),
+)" + st32("%r3", 0) + st32("%r4", 1) +
+                         st32("%r5", 2) + st32("%r6", 3) + st32("%r7", 4) + st64("%rd3", 5) +
+                         st64("%rd4", 6) + st32("%r8", 7) + st32("%r9", 8) + st32("%r10", 9) +
+                         st32("%r11", 10) + st32("%r12", 11) + st32("%r13", 12) + st32("%r14", 13) +
+                         st32("%r15", 14) + st32("%r16", 15) + st32("%r17", 16) + st32("%r18", 17) +
+                         st64("%rd5", 18) + st64("%rd6", 19) + st32("%r19", 20),
                      21);
   const uint32_t m7 = uint32_t(-7);
   CHECK(r[0] == u32(-4));
@@ -60,7 +68,7 @@ TEST_CASE("integer arithmetic", "[sim][instr]") {
   CHECK(r[5] == uint64_t(-21));
   CHECK(r[6] == uint64_t(m7) * 3);
   CHECK(r[7] == 79);
-  CHECK(r[8] == u32(-2));  // truncating division
+  CHECK(r[8] == u32(-2)); // truncating division
   CHECK(r[9] == u32(-1));
   CHECK(r[10] == m7 / 3);
   CHECK(r[11] == m7 % 3);
@@ -83,13 +91,15 @@ TEST_CASE("carry chains: add.cc / addc / sub.cc / subc / mad.lo.cc / madc.hi", "
   subc.u32 %r4, 10, 2;
   mad.lo.cc.u32 %r5, 65536, 65536, 7;
   madc.hi.u32 %r6, 65536, 65536, 1;
-)" + st32("%r1", 0) + st32("%r2", 1) + st32("%r3", 2) + st32("%r4", 3) + st32("%r5", 4) + st32("%r6", 5), 6);
+)" + st32("%r1", 0) + st32("%r2", 1) +
+                         st32("%r3", 2) + st32("%r4", 3) + st32("%r5", 4) + st32("%r6", 5),
+                     6);
   CHECK(r[0] == 0);
   CHECK(r[1] == 12); // 5 + 6 + carry
   CHECK(r[2] == 0xffffffffu);
-  CHECK(r[3] == 7);  // 10 - 2 - borrow
-  CHECK(r[4] == 7);  // low word of 2^32 + 7, no carry out of the low add
-  CHECK(r[5] == 2);  // high word 1 + 1 + carry 0
+  CHECK(r[3] == 7); // 10 - 2 - borrow
+  CHECK(r[4] == 7); // low word of 2^32 + 7, no carry out of the low add
+  CHECK(r[5] == 2); // high word 1 + 1 + carry 0
 }
 
 TEST_CASE("logic, shifts and bit manipulation", "[sim][instr]") {
@@ -122,11 +132,14 @@ TEST_CASE("logic, shifts and bit manipulation", "[sim][instr]") {
   not.pred %p1, 1;
   setp.ne.s32 %p2, %r1, 0;
   xor.pred %p3, %p1, %p2;
-)" + st32("%r2", 0) + st32("%r3", 1) + st32("%r4", 2) + st32("%r5", 3) + st32("%r6", 4) + st32("%r7", 5) +
-                         st32("%r8", 6) + st32("%r9", 7) + st32("%r10", 8) + st32("%r11", 9) + st32("%r12", 10) +
-                         st32("%r13", 11) + st32("%r14", 12) + st32("%r15", 13) + st32("%r16", 14) + st32("%r17", 15) +
-                         st32("%r18", 16) + st32("%r19", 17) + st32("%r20", 18) + st32("%r21", 19) + st32("%r22", 20) +
-                         st32("%r23", 21) + st64("%rd3", 22) + st64("%rd4", 23) + stPred("%p1", 24) + stPred("%p3", 25),
+)" + st32("%r2", 0) + st32("%r3", 1) +
+                         st32("%r4", 2) + st32("%r5", 3) + st32("%r6", 4) + st32("%r7", 5) +
+                         st32("%r8", 6) + st32("%r9", 7) + st32("%r10", 8) + st32("%r11", 9) +
+                         st32("%r12", 10) + st32("%r13", 11) + st32("%r14", 12) + st32("%r15", 13) +
+                         st32("%r16", 14) + st32("%r17", 15) + st32("%r18", 16) + st32("%r19", 17) +
+                         st32("%r20", 18) + st32("%r21", 19) + st32("%r22", 20) + st32("%r23", 21) +
+                         st64("%rd3", 22) + st64("%rd4", 23) + stPred("%p1", 24) +
+                         stPred("%p3", 25),
                      26);
   const uint32_t x = 0xF0F0A5A5;
   CHECK(r[0] == 0xA5);
@@ -157,7 +170,8 @@ TEST_CASE("logic, shifts and bit manipulation", "[sim][instr]") {
   CHECK(r[25] == 1);
 }
 
-TEST_CASE("setp: every comparison, unordered floats, .and/.or and the second predicate", "[sim][instr]") {
+TEST_CASE("setp: every comparison, unordered floats, .and/.or and the second predicate",
+          "[sim][instr]") {
   std::string body = R"(
   mov.f32 %f1, 0f7FC00000;
   mov.f32 %f2, 0f3F800000;
@@ -168,12 +182,14 @@ TEST_CASE("setp: every comparison, unordered floats, .and/.or and the second pre
     body += "  setp." + op + " %p1, " + a + ", " + b + ";\n" + stPred("%p1", k++);
   };
   // floats: 1 vs 2, NaN vs 1
-  for (const char* c : {"eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"}) {
+  for (const char* c : {"eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu",
+                        "geu", "num", "nan"}) {
     cmp(std::string(c) + ".f32", "%f2", "%f3");
     cmp(std::string(c) + ".f32", "%f1", "%f2");
   }
   // integers: -1 vs 1 signed and unsigned
-  for (const char* c : {"lt.s32", "lt.u32", "lo.u32", "hs.u32", "ge.s64", "eq.b32"}) cmp(c, "-1", "1");
+  for (const char* c : {"lt.s32", "lt.u32", "lo.u32", "hs.u32", "ge.s64", "eq.b32"})
+    cmp(c, "-1", "1");
   body += "  setp.lt.and.f32 %p2|%p3, %f2, %f3, %p1;\n" + stPred("%p2", k);
   body += stPred("%p3", k + 1);
   k += 2;
@@ -211,8 +227,10 @@ TEST_CASE("selp, slct, mov pack/unpack and special registers", "[sim][instr]") {
   mov.b32 %r10, {%h3, %h3};
   mov.b32 {%h4, %h5}, %r10;
   cvt.u32.u16 %r11, %h5;
-)" + st32("%r1", 0) + st32("%r2", 1) + st32("%f1", 2) + st64("%rd3", 3) + st32("%r4", 4) + st32("%r6", 5) +
-                         st32("%r7", 6) + st32("%r8", 7) + st32("%r9", 8) + st32("%r10", 9) + st32("%r11", 10),
+)" + st32("%r1", 0) + st32("%r2", 1) +
+                         st32("%f1", 2) + st64("%rd3", 3) + st32("%r4", 4) + st32("%r6", 5) +
+                         st32("%r7", 6) + st32("%r8", 7) + st32("%r9", 8) + st32("%r10", 9) +
+                         st32("%r11", 10),
                      11, 40);
   for (int t = 0; t < 40; ++t) {
     const uint64_t* s = &r[size_t(t) * 11];
@@ -289,7 +307,8 @@ TEST_CASE("special registers in a 3-D grid", "[sim][instr]") {
 }
 
 TEST_CASE("cvt: rounding modes, saturation, f16/bf16 and integer widths", "[sim][instr]") {
-  auto r = runScalar(R"(
+  auto r = runScalar(
+      R"(
   mov.f32 %f1, 0f40200000;
   mov.f32 %f2, 0fC0200000;
   cvt.rni.s32.f32 %r1, %f1;
@@ -330,25 +349,27 @@ TEST_CASE("cvt: rounding modes, saturation, f16/bf16 and integer widths", "[sim]
   cvt.u32.u16 %r12, %h9;
   cvt.rzi.u8.f32 %r13, 0f43960000;
   cvt.rn.f16.f32 %h10, 0f7FC00000;
-)" + st32("%r1", 0) + st32("%r2", 1) + st32("%r3", 2) + st32("%r4", 3) + st32("%r5", 4) + st32("%r6", 5) +
-                         st32("%r7", 6) + st32("%r8", 7) + st32("%f3", 8) + st32("%f4", 9) + st32("%f5", 10) +
-                         "  st.global.b16 [%rd2+88], %h1;\n  st.global.b16 [%rd2+96], %h2;\n"
-                         "  st.global.b16 [%rd2+104], %h3;\n" + st32("%f6", 14) +
-                         "  st.global.b16 [%rd2+120], %h4;\n  st.global.b16 [%rd2+128], %h5;\n" + st32("%f7", 17) +
-                         "  st.global.b16 [%rd2+144], %h6;\n  st.global.b16 [%rd2+152], %h7;\n" + st32("%f8", 20) +
-                         st32("%f9", 21) + st64("%fd1", 22) + st32("%f10", 23) + st32("%f11", 24) + st32("%f12", 25) +
-                         st32("%r9", 26) + st32("%r10", 27) + st64("%rd3", 28) + st64("%rd4", 29) + st64("%rd5", 30) +
-                         st64("%fd2", 31) + st32("%r11", 32) + st32("%r12", 33) + st32("%r13", 34) +
-                         "  st.global.b16 [%rd2+280], %h10;\n",
-                     36);
-  CHECK(r[0] == 2);        // rni(2.5) = 2 (ties to even)
-  CHECK(r[1] == u32(-2));  // rzi(-2.5)
-  CHECK(r[2] == u32(-3));  // rmi(-2.5)
-  CHECK(r[3] == 3);        // rpi(2.5)
-  CHECK(r[4] == u32(-2));  // rni(-2.5)
-  CHECK(r[5] == 0);        // NaN → 0
+)" + st32("%r1", 0) +
+          st32("%r2", 1) + st32("%r3", 2) + st32("%r4", 3) + st32("%r5", 4) + st32("%r6", 5) +
+          st32("%r7", 6) + st32("%r8", 7) + st32("%f3", 8) + st32("%f4", 9) + st32("%f5", 10) +
+          "  st.global.b16 [%rd2+88], %h1;\n  st.global.b16 [%rd2+96], %h2;\n"
+          "  st.global.b16 [%rd2+104], %h3;\n" +
+          st32("%f6", 14) + "  st.global.b16 [%rd2+120], %h4;\n  st.global.b16 [%rd2+128], %h5;\n" +
+          st32("%f7", 17) + "  st.global.b16 [%rd2+144], %h6;\n  st.global.b16 [%rd2+152], %h7;\n" +
+          st32("%f8", 20) + st32("%f9", 21) + st64("%fd1", 22) + st32("%f10", 23) +
+          st32("%f11", 24) + st32("%f12", 25) + st32("%r9", 26) + st32("%r10", 27) +
+          st64("%rd3", 28) + st64("%rd4", 29) + st64("%rd5", 30) + st64("%fd2", 31) +
+          st32("%r11", 32) + st32("%r12", 33) + st32("%r13", 34) +
+          "  st.global.b16 [%rd2+280], %h10;\n",
+      36);
+  CHECK(r[0] == 2);           // rni(2.5) = 2 (ties to even)
+  CHECK(r[1] == u32(-2));     // rzi(-2.5)
+  CHECK(r[2] == u32(-3));     // rmi(-2.5)
+  CHECK(r[3] == 3);           // rpi(2.5)
+  CHECK(r[4] == u32(-2));     // rni(-2.5)
+  CHECK(r[5] == 0);           // NaN → 0
   CHECK(r[6] == 0x7fffffffu); // 1e10 saturates
-  CHECK(r[7] == 0);        // -1 → u32 saturates to 0
+  CHECK(r[7] == 0);           // -1 → u32 saturates to 0
   CHECK(asFloat(r[8]) == 16777216.0f);
   CHECK(asFloat(r[9]) == 16777218.0f);
   CHECK(asFloat(r[10]) == 16777218.0f);
@@ -379,7 +400,8 @@ TEST_CASE("cvt: rounding modes, saturation, f16/bf16 and integer widths", "[sim]
   CHECK(r[35] == 0x7FFF); // canonical NaN
 }
 
-TEST_CASE("floating-point arithmetic, min/max NaN rules, ftz, sat, approximations", "[sim][instr]") {
+TEST_CASE("floating-point arithmetic, min/max NaN rules, ftz, sat, approximations",
+          "[sim][instr]") {
   auto r = runScalar(R"(
   mov.f32 %f1, 0f3F800000;
   mov.f32 %f2, 0f40400000;
@@ -415,13 +437,15 @@ TEST_CASE("floating-point arithmetic, min/max NaN rules, ftz, sat, approximation
   min.f64 %fd4, 0d7FF8000000000000, 0d3FF0000000000000;
   div.full.f32 %f26, %f1, %f2;
   mul.f32 %f27, 0f7F7FFFFF, 0f40000000;
-)" + st32("%f3", 0) + st32("%f4", 1) + st32("%f5", 2) + st32("%f6", 3) + st32("%f7", 4) + st32("%f8", 5) +
-                         st32("%f9", 6) + st32("%f10", 7) + st32("%f11", 8) + st32("%f12", 9) + st32("%f13", 10) +
-                         st32("%f14", 11) + st32("%f15", 12) + st32("%f16", 13) + st32("%f17", 14) + st32("%f18", 15) +
-                         st32("%f19", 16) + st32("%f20", 17) + st32("%f21", 18) + st32("%f22", 19) + st32("%f23", 20) +
-                         st32("%f24", 21) + st32("%f25", 22) + stPred("%p1", 23) + stPred("%p2", 24) +
-                         stPred("%p3", 25) + st64("%fd1", 26) + st64("%fd2", 27) + st64("%fd3", 28) +
-                         st64("%fd4", 29) + st32("%f26", 30) + st32("%f27", 31),
+)" + st32("%f3", 0) + st32("%f4", 1) +
+                         st32("%f5", 2) + st32("%f6", 3) + st32("%f7", 4) + st32("%f8", 5) +
+                         st32("%f9", 6) + st32("%f10", 7) + st32("%f11", 8) + st32("%f12", 9) +
+                         st32("%f13", 10) + st32("%f14", 11) + st32("%f15", 12) + st32("%f16", 13) +
+                         st32("%f17", 14) + st32("%f18", 15) + st32("%f19", 16) + st32("%f20", 17) +
+                         st32("%f21", 18) + st32("%f22", 19) + st32("%f23", 20) + st32("%f24", 21) +
+                         st32("%f25", 22) + stPred("%p1", 23) + stPred("%p2", 24) +
+                         stPred("%p3", 25) + st64("%fd1", 26) + st64("%fd2", 27) +
+                         st64("%fd3", 28) + st64("%fd4", 29) + st32("%f26", 30) + st32("%f27", 31),
                      32);
   const float third = 1.0f / 3.0f;
   CHECK(asFloat(r[0]) == third);
@@ -433,8 +457,8 @@ TEST_CASE("floating-point arithmetic, min/max NaN rules, ftz, sat, approximation
   CHECK(asFloat(r[5]) == 3.0f);
   CHECK(r[6] == 0x80000000u);
   CHECK(r[7] == 0x00000000u);
-  CHECK(r[8] == 0);        // ftz flushes the subnormal
-  CHECK(r[9] == 1);        // without ftz it stays
+  CHECK(r[8] == 0); // ftz flushes the subnormal
+  CHECK(r[9] == 1); // without ftz it stays
   CHECK(asFloat(r[10]) == 1.0f);
   CHECK(asFloat(r[11]) == std::sqrt(3.0f));
   CHECK(asFloat(r[12]) == 0.5f);
@@ -473,9 +497,12 @@ TEST_CASE("half-precision arithmetic (f16, bf16, f16x2)", "[sim][instr]") {
   add.bf16 %h8, %h7, %h7;
   setp.lt.f16 %p1, %h1, %h2;
   max.f16 %h9, %h1, %h2;
-)" + std::string("  st.global.b16 [%rd2+0], %h3;\n  st.global.b16 [%rd2+8], %h4;\n  st.global.b16 [%rd2+16], %h5;\n"
-                 "  st.global.b16 [%rd2+24], %h6;\n") + st32("%r2", 4) + "  st.global.b16 [%rd2+40], %h8;\n" +
-                         stPred("%p1", 6) + "  st.global.b16 [%rd2+56], %h9;\n",
+)" +
+                         std::string("  st.global.b16 [%rd2+0], %h3;\n  st.global.b16 [%rd2+8], "
+                                     "%h4;\n  st.global.b16 [%rd2+16], %h5;\n"
+                                     "  st.global.b16 [%rd2+24], %h6;\n") +
+                         st32("%r2", 4) + "  st.global.b16 [%rd2+40], %h8;\n" + stPred("%p1", 6) +
+                         "  st.global.b16 [%rd2+56], %h9;\n",
                      8);
   CHECK(r[0] == 0x4200); // 3.0
   CHECK(r[1] == 0x4400); // 4.0
@@ -487,7 +514,8 @@ TEST_CASE("half-precision arithmetic (f16, bf16, f16x2)", "[sim][instr]") {
   CHECK(r[7] == 0x4000);
 }
 
-TEST_CASE("memory: vectors, generic addressing, local, const and global variables", "[sim][instr]") {
+TEST_CASE("memory: vectors, generic addressing, local, const and global variables",
+          "[sim][instr]") {
   const std::string decls = R"(
 .const .align 4 .b32 table[4] = {10, 20, 30, 40};
 .global .align 8 .u64 gvar = 77;
@@ -519,9 +547,12 @@ TEST_CASE("memory: vectors, generic addressing, local, const and global variable
   mov.u64 %rd9, gfloats;
   ld.global.v2.f32 {%f1, %f2}, [%rd9];
   ld.global.s8 %r7, [%rd2+0];
-)" + st32("%r1", 0) + st32("%r2", 1) + st32("%r3", 2) + st32("%r4", 3) + st64("%rd6", 4) + st32("%r5", 5) +
-                         st32("%r6", 6) + st64("%rd8", 7) + st32("%f2", 8) + "  st.global.u8 [%rd2+72], 200;\n"
-                         "  ld.global.s8 %r8, [%rd2+72];\n" + st32("%r8", 10),
+)" + st32("%r1", 0) + st32("%r2", 1) +
+                         st32("%r3", 2) + st32("%r4", 3) + st64("%rd6", 4) + st32("%r5", 5) +
+                         st32("%r6", 6) + st64("%rd8", 7) + st32("%f2", 8) +
+                         "  st.global.u8 [%rd2+72], 200;\n"
+                         "  ld.global.s8 %r8, [%rd2+72];\n" +
+                         st32("%r8", 10),
                      11, 1, decls);
   CHECK(r[0] == 11);
   CHECK(r[1] == 13);
@@ -593,10 +624,10 @@ DONE:
 }
 )";
   std::vector<uint32_t> g(18, 0);
-  g[2] = 999;             // min
-  g[6] = 50;              // dec starts at 50
-  g[7] = 0xff;            // and
-  g[16] = 7;              // cas: thread 7 matches
+  g[2] = 999;  // min
+  g[6] = 50;   // dec starts at 50
+  g[7] = 0xff; // and
+  g[16] = 7;   // cas: thread 7 matches
   Buffer<uint32_t> G(*dev, g), Out(*dev, size_t(4));
   auto cnt = runPtx(*dev, ptx, "t", grid1D(1, 64), {G.arg(), Out.arg()});
   auto r = G.get();
@@ -610,7 +641,7 @@ DONE:
   CHECK(r[5] == 64 % 10); // inc wraps at 9: 64 increments from 0 → 4
   CHECK(r[6] == 50 - 50 + 100 - 13);
   CHECK(r[7] == 0xfe);
-  CHECK(r[8] == 0);       // 64 xors of 1
+  CHECK(r[8] == 0); // 64 xors of 1
   double dsum;
   std::memcpy(&dsum, &r[10], 8);
   CHECK(dsum == 2016.0);
@@ -694,15 +725,18 @@ TEST_CASE("exit ends threads early and bar.sync still completes", "[sim][instr]"
   setp.ge.u32 %p1, %r0, 16;
   @%p1 exit;
   bar.sync 0;
-)" + st32("%r0", 0), 1, 64);
-  for (int t = 0; t < 64; ++t) CHECK(r[t] == (t < 16 ? uint64_t(t) : 0));
+)" + st32("%r0", 0),
+                     1, 64);
+  for (int t = 0; t < 64; ++t)
+    CHECK(r[t] == (t < 16 ? uint64_t(t) : 0));
 }
 
 TEST_CASE("trap stops the launch with its location", "[sim][instr]") {
   auto dev = sim::makeSimDevice(h100());
   Buffer<uint64_t> out(*dev, size_t(4));
   try {
-    runPtx(*dev, scalarKernel("  setp.eq.u32 %p1, %r0, 3;\n  @%p1 trap;\n", 1), "t", grid1D(1, 4), {out.arg()});
+    runPtx(*dev, scalarKernel("  setp.eq.u32 %p1, %r0, 3;\n  @%p1 trap;\n", 1), "t", grid1D(1, 4),
+           {out.arg()});
     FAIL("trap should fail the launch");
   } catch (const DeviceError& e) {
     CHECK_THAT(e.what(), Catch::Contains("trap executed") && Catch::Contains("thread (3,0,0)") &&

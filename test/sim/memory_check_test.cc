@@ -47,7 +47,8 @@ std::string errorOf(const std::function<void()>& f) {
 }
 } // namespace
 
-TEST_CASE("out-of-bounds global store is caught with kernel, line, block, thread and address", "[sim][memcheck]") {
+TEST_CASE("out-of-bounds global store is caught with kernel, line, block, thread and address",
+          "[sim][memcheck]") {
   auto dev = makeSimDevice(h100());
   Buffer<uint32_t> buf(*dev, size_t(100));
   // off-by-one bound: thread 100 (block 1, thread 36) stores one element past the end
@@ -66,9 +67,11 @@ TEST_CASE("misaligned access is caught", "[sim][memcheck]") {
   auto dev = makeSimDevice(h100());
   Buffer<uint32_t> buf(*dev, size_t(64));
   std::string err = errorOf([&] {
-    runPtx(*dev, kStore, "store_at", grid1D(1, 4), {KernelArg::pointer(buf.ptr + 2), KernelArg::of(3u)});
+    runPtx(*dev, kStore, "store_at", grid1D(1, 4),
+           {KernelArg::pointer(buf.ptr + 2), KernelArg::of(3u)});
   });
-  CHECK_THAT(err, Catch::Contains("misaligned 4-byte store") && Catch::Contains(fmt::format("0x{:x}", buf.ptr + 2)) &&
+  CHECK_THAT(err, Catch::Contains("misaligned 4-byte store") &&
+                      Catch::Contains(fmt::format("0x{:x}", buf.ptr + 2)) &&
                       Catch::Contains("thread (0,0,0)"));
 }
 
@@ -78,9 +81,13 @@ TEST_CASE("use after free and null pointers are caught", "[sim][memcheck]") {
   dev->free(p);
   auto mod = dev->loadModule(kStore);
   auto k = dev->getKernel(mod, "store_at");
-  CHECK_THAT(errorOf([&] { dev->launch(k, grid1D(1, 1), {KernelArg::pointer(p), KernelArg::of(0u)}); }),
+  CHECK_THAT(errorOf([&] {
+               dev->launch(k, grid1D(1, 1), {KernelArg::pointer(p), KernelArg::of(0u)});
+             }),
              Catch::Contains("out-of-bounds global store"));
-  CHECK_THAT(errorOf([&] { dev->launch(k, grid1D(1, 1), {KernelArg::pointer(0), KernelArg::of(0u)}); }),
+  CHECK_THAT(errorOf([&] {
+               dev->launch(k, grid1D(1, 1), {KernelArg::pointer(0), KernelArg::of(0u)});
+             }),
              Catch::Contains("at address 0x0"));
   CHECK_THAT(errorOf([&] { dev->free(p); }), Catch::Contains("not the start of a live allocation"));
 }
@@ -89,13 +96,16 @@ TEST_CASE("host copies are bounds-checked", "[sim][memcheck]") {
   auto dev = makeSimDevice(h100());
   DevicePtr p = dev->allocate(16);
   std::vector<uint8_t> host(32);
-  CHECK_THAT(errorOf([&] { dev->copyToDevice(p, host.data(), 17); }), Catch::Contains("copyToDevice"));
-  CHECK_THAT(errorOf([&] { dev->copyToHost(host.data(), p + 8, 9); }), Catch::Contains("copyToHost"));
+  CHECK_THAT(errorOf([&] { dev->copyToDevice(p, host.data(), 17); }),
+             Catch::Contains("copyToDevice"));
+  CHECK_THAT(errorOf([&] { dev->copyToHost(host.data(), p + 8, 9); }),
+             Catch::Contains("copyToHost"));
   CHECK_THAT(errorOf([&] { dev->memset(p + 16, 0, 1); }), Catch::Contains("memset"));
   CHECK_NOTHROW(dev->copyToDevice(p, host.data(), 16));
 }
 
-TEST_CASE("uninitialised shared memory read is reported; after a barrier it is fine", "[sim][memcheck]") {
+TEST_CASE("uninitialised shared memory read is reported; after a barrier it is fine",
+          "[sim][memcheck]") {
   const std::string racy = R"(
   .shared .align 4 .b8 sh[128];
   mul.wide.u32 %rd3, %r0, 4;
@@ -112,16 +122,19 @@ TEST_CASE("uninitialised shared memory read is reported; after a barrier it is f
   // 16 threads write sh[0..15]; reading past the 128-byte array is out of bounds, reading
   // sh[16..31] reads bytes no thread wrote
   const std::string never = racy + "  ld.shared.u32 %r2, [%rd5+128];\n";
-  std::string err = errorOf([&] { runPtx(*dev, scalarKernel(never, 1), "t", grid1D(1, 16), {out.arg()}); });
+  std::string err =
+      errorOf([&] { runPtx(*dev, scalarKernel(never, 1), "t", grid1D(1, 16), {out.arg()}); });
   CHECK_THAT(err, Catch::Contains("out-of-bounds shared load"));
   const std::string unwritten = racy + "  ld.shared.u32 %r2, [%rd5+64];\n";
   err = errorOf([&] { runPtx(*dev, scalarKernel(unwritten, 1), "t", grid1D(1, 16), {out.arg()}); });
-  CHECK_THAT(err, Catch::Contains("uninitialised shared memory") && Catch::Contains("shared address 0x40") &&
-                      Catch::Contains("thread (0,0,0)"));
+  CHECK_THAT(err, Catch::Contains("uninitialised shared memory") &&
+                      Catch::Contains("shared address 0x40") && Catch::Contains("thread (0,0,0)"));
   // with a barrier between the writes and the reads, every slot read was written
-  CHECK_NOTHROW(runPtx(*dev, scalarKernel(racy + "  bar.sync 0;\n" + read, 1), "t", grid1D(1, 32), {out.arg()}));
+  CHECK_NOTHROW(runPtx(*dev, scalarKernel(racy + "  bar.sync 0;\n" + read, 1), "t", grid1D(1, 32),
+                       {out.arg()}));
   auto o = out.get();
-  for (uint32_t t = 0; t < 32; ++t) CHECK(o[t] == (t ^ 1));
+  for (uint32_t t = 0; t < 32; ++t)
+    CHECK(o[t] == (t ^ 1));
 }
 
 TEST_CASE("local and shared accesses outside their windows are caught", "[sim][memcheck]") {
@@ -139,6 +152,7 @@ TEST_CASE("local and shared accesses outside their windows are caught", "[sim][m
   .shared .align 4 .b8 sh2[8];
   st.shared.u32 [sh2+8], 1;
 )";
-  CHECK_THAT(errorOf([&] { runPtx(*dev, scalarKernel(shared, 1), "t", grid1D(1, 1), {out.arg()}); }),
-             Catch::Contains("out-of-bounds shared store") && Catch::Contains("8 bytes of shared memory"));
+  CHECK_THAT(
+      errorOf([&] { runPtx(*dev, scalarKernel(shared, 1), "t", grid1D(1, 1), {out.arg()}); }),
+      Catch::Contains("out-of-bounds shared store") && Catch::Contains("8 bytes of shared memory"));
 }

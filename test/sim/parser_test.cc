@@ -118,41 +118,58 @@ TEST_CASE("parser: unsupported instruction is rejected at load with its line", "
 
 TEST_CASE("parser: other load-time errors name what is wrong", "[sim][parser]") {
   const std::string head = ".version 8.5\n.target sm_80\n.address_size 64\n";
-  CHECK_THAT(loadError(head + ".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  add.s32 %r1, %r7, 1;\n  ret;\n}\n"),
-             Catch::Contains("PTX line 7") && Catch::Contains("%r7"));
-  CHECK_THAT(loadError(head + ".visible .entry k()\n{\n  bra.uni NOWHERE;\n}\n"), Catch::Contains("unknown label 'NOWHERE'"));
-  CHECK_THAT(loadError(head + ".extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);\n"
-                              ".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  {\n  .param .b64 p0;\n  .param .b64 p1;\n"
-                              "  .param .b32 r0;\n  st.param.b64 [p0], 0;\n  st.param.b64 [p1], 0;\n"
-                              "  call.uni (r0), vprintf, (p0, p1);\n  }\n  ret;\n}\n"),
-             Catch::Contains("vprintf") && Catch::Contains("not defined"));
-  CHECK_THAT(loadError(head + ".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  mov.u32 %r1, %nonsense;\n  ret;\n}\n"),
-             Catch::Contains("%nonsense"));
-  CHECK_THAT(loadError(head + ".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  add %r1, %r1, 1;\n  ret;\n}\n"),
-             Catch::Contains("missing type suffix"));
+  CHECK_THAT(
+      loadError(head +
+                ".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  add.s32 %r1, %r7, 1;\n  ret;\n}\n"),
+      Catch::Contains("PTX line 7") && Catch::Contains("%r7"));
+  CHECK_THAT(loadError(head + ".visible .entry k()\n{\n  bra.uni NOWHERE;\n}\n"),
+             Catch::Contains("unknown label 'NOWHERE'"));
+  CHECK_THAT(
+      loadError(
+          head +
+          ".extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);\n"
+          ".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  {\n  .param .b64 p0;\n  .param .b64 p1;\n"
+          "  .param .b32 r0;\n  st.param.b64 [p0], 0;\n  st.param.b64 [p1], 0;\n"
+          "  call.uni (r0), vprintf, (p0, p1);\n  }\n  ret;\n}\n"),
+      Catch::Contains("vprintf") && Catch::Contains("not defined"));
+  CHECK_THAT(
+      loadError(
+          head +
+          ".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  mov.u32 %r1, %nonsense;\n  ret;\n}\n"),
+      Catch::Contains("%nonsense"));
+  CHECK_THAT(
+      loadError(head +
+                ".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  add %r1, %r1, 1;\n  ret;\n}\n"),
+      Catch::Contains("missing type suffix"));
 }
 
 TEST_CASE("parser: SimDevice::loadModule reports the parser's message", "[sim][parser]") {
   auto dev = makeSimDevice(h100());
   try {
-    dev->loadModule(".version 8.5\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n  suld.b.1d.b32 x;\n}\n");
+    dev->loadModule(".version 8.5\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n  "
+                    "suld.b.1d.b32 x;\n}\n");
     FAIL("expected a load error");
   } catch (const DeviceError& e) {
     CHECK_THAT(e.what(), Catch::Contains("PTX line 6") && Catch::Contains("suld.b.1d.b32"));
   }
 }
 
-TEST_CASE("parser: registers are compacted by liveness; pressure drives the occupancy estimate", "[sim][parser]") {
+TEST_CASE("parser: registers are compacted by liveness; pressure drives the occupancy estimate",
+          "[sim][parser]") {
   // a chain of 200 registers where only two are live at a time, then 40 64-bit values live
   // together (80 32-bit registers)
   std::string body;
-  for (int i = 1; i < 200; ++i) body += fmt::format("  add.s32 %r{}, %r{}, {};\n", i, i - 1, i);
+  for (int i = 1; i < 200; ++i)
+    body += fmt::format("  add.s32 %r{}, %r{}, {};\n", i, i - 1, i);
   body += "  cvt.u64.u32 %rd0, %r199;\n";
-  for (int i = 1; i < 40; ++i) body += fmt::format("  add.s64 %rd{}, %rd{}, {};\n", i, i - 1, i);
-  for (int i = 1; i < 40; ++i) body += fmt::format("  add.s64 %rd0, %rd0, %rd{};\n", i);
-  Program p = parse(".version 8.5\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 o)\n{\n"
-                    "  .reg .b32 %r<200>;\n  .reg .b64 %rd<41>;\n  mov.u32 %r0, 0;\n" + body +
-                    "  ld.param.u64 %rd40, [o];\n  st.global.u64 [%rd40], %rd0;\n  ret;\n}\n");
+  for (int i = 1; i < 40; ++i)
+    body += fmt::format("  add.s64 %rd{}, %rd{}, {};\n", i, i - 1, i);
+  for (int i = 1; i < 40; ++i)
+    body += fmt::format("  add.s64 %rd0, %rd0, %rd{};\n", i);
+  Program p =
+      parse(".version 8.5\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 o)\n{\n"
+            "  .reg .b32 %r<200>;\n  .reg .b64 %rd<41>;\n  mov.u32 %r0, 0;\n" +
+            body + "  ld.param.u64 %rd40, [o];\n  st.global.u64 [%rd40], %rd0;\n  ret;\n}\n");
   const Function& k = p.functions[0];
   CHECK(k.numRegs <= 42);
   CHECK(k.maxLive32 == 80);
@@ -163,16 +180,21 @@ TEST_CASE("parser: registers are compacted by liveness; pressure drives the occu
 
 TEST_CASE("parser: a compacted kernel still computes the same values", "[sim][parser]") {
   std::string body;
-  for (int i = 1; i < 200; ++i) body += fmt::format("  add.s32 %q{}, %q{}, {};\n", i, i - 1, i);
+  for (int i = 1; i < 200; ++i)
+    body += fmt::format("  add.s32 %q{}, %q{}, {};\n", i, i - 1, i);
   body += "  cvt.u64.u32 %x3, %q199;\n";
-  for (int i = 4; i < 30; ++i) body += fmt::format("  mul.lo.s64 %x{}, %x{}, {};\n", i, i - 1, i);
-  for (int i = 4; i < 30; ++i) body += fmt::format("  add.s64 %x3, %x3, %x{};\n", i);
+  for (int i = 4; i < 30; ++i)
+    body += fmt::format("  mul.lo.s64 %x{}, %x{}, {};\n", i, i - 1, i);
+  for (int i = 4; i < 30; ++i)
+    body += fmt::format("  add.s64 %x3, %x3, %x{};\n", i);
   body += "  st.global.u64 [%rd2], %x3;\n";
   auto r = runScalar("  .reg .b32 %q<200>;\n  .reg .b64 %x<30>;\n  mov.u32 %q0, 0;\n" + body, 1);
   uint64_t v[30];
   v[3] = 199 * 200 / 2;
-  for (int i = 4; i < 30; ++i) v[i] = v[i - 1] * uint64_t(i);
+  for (int i = 4; i < 30; ++i)
+    v[i] = v[i - 1] * uint64_t(i);
   uint64_t sum = v[3];
-  for (int i = 4; i < 30; ++i) sum += v[i];
+  for (int i = 4; i < 30; ++i)
+    sum += v[i];
   CHECK(r[0] == sum);
 }

@@ -47,7 +47,8 @@ template <class T> struct Buffer {
   KernelArg arg() const { return KernelArg::pointer(ptr); }
 };
 
-inline LaunchConfig grid1D(uint32_t blocks, uint32_t threads, bool cooperative = false, uint32_t dyn = 0) {
+inline LaunchConfig grid1D(uint32_t blocks, uint32_t threads, bool cooperative = false,
+                           uint32_t dyn = 0) {
   LaunchConfig c;
   c.grid.x = blocks;
   c.block.x = threads;
@@ -57,8 +58,8 @@ inline LaunchConfig grid1D(uint32_t blocks, uint32_t threads, bool cooperative =
 }
 
 /// Runs `kernel` of a PTX text once and returns its counters.
-inline LaunchCounters runPtx(Device& dev, const std::string& ptx, const std::string& kernel, const LaunchConfig& cfg,
-                             const std::vector<KernelArg>& args) {
+inline LaunchCounters runPtx(Device& dev, const std::string& ptx, const std::string& kernel,
+                             const LaunchConfig& cfg, const std::vector<KernelArg>& args) {
   ModuleHandle m = dev.loadModule(ptx);
   KernelHandle k = dev.getKernel(m, kernel);
   dev.takeCounters();
@@ -80,8 +81,11 @@ inline std::string scalarKernel(const std::string& body, int slots, const std::s
          "  .reg .pred %p<8>;\n  .reg .b16 %h<16>;\n  .reg .b32 %r<32>;\n  .reg .f32 %f<32>;\n"
          "  .reg .b64 %rd<32>;\n  .reg .f64 %fd<16>;\n"
          "  ld.param.u64 %rd0, [t_out];\n  mov.u32 %r0, %tid.x;\n"
-         "  mul.wide.u32 %rd1, %r0, " + std::to_string(slots * 8) + ";\n"
-         "  add.s64 %rd2, %rd0, %rd1;\n" + body + "\n  ret;\n}\n";
+         "  mul.wide.u32 %rd1, %r0, " +
+         std::to_string(slots * 8) +
+         ";\n"
+         "  add.s64 %rd2, %rd0, %rd1;\n" +
+         body + "\n  ret;\n}\n";
 }
 
 /// Runs scalarKernel(body) with `threads` threads and returns all slots (thread-major).

@@ -9,7 +9,9 @@ using namespace weft;
 using namespace weft::sim::test;
 
 namespace {
-std::string st32(const std::string& reg, int k) { return "  st.global.u32 [%rd2+" + std::to_string(8 * k) + "], " + reg + ";\n"; }
+std::string st32(const std::string& reg, int k) {
+  return "  st.global.u32 [%rd2+" + std::to_string(8 * k) + "], " + reg + ";\n";
+}
 } // namespace
 
 TEST_CASE("divergent branch reconverges and is counted per path", "[sim][warp]") {
@@ -50,14 +52,16 @@ LOOP:
   bra.uni LOOP;
 END:
   activemask.b32 %r3;
-)" + st32("%r2", 0) + st32("%r3", 1), 2, 32);
+)" + st32("%r2", 0) + st32("%r3", 1),
+                     2, 32);
   for (int t = 0; t < 32; ++t) {
     CHECK(r[2 * t] == uint64_t(t * (t - 1) / 2));
     CHECK(r[2 * t + 1] == 0xFFFFFFFFu);
   }
 }
 
-TEST_CASE("shfl.sync: up, down, bfly and idx within 8-lane segments, with the predicate", "[sim][warp]") {
+TEST_CASE("shfl.sync: up, down, bfly and idx within 8-lane segments, with the predicate",
+          "[sim][warp]") {
   auto r = runScalar(R"(
   mul.lo.u32 %r1, %r0, 10;
   shfl.sync.down.b32 %r2|%p1, %r1, 3, 0x181f, -1;
@@ -67,7 +71,8 @@ TEST_CASE("shfl.sync: up, down, bfly and idx within 8-lane segments, with the pr
   shfl.sync.idx.b32 %r6, %r1, 33, 31, -1;
   selp.u32 %r7, 1, 0, %p1;
   selp.u32 %r8, 1, 0, %p2;
-)" + st32("%r2", 0) + st32("%r3", 1) + st32("%r4", 2) + st32("%r5", 3) + st32("%r6", 4) + st32("%r7", 5) +
+)" + st32("%r2", 0) + st32("%r3", 1) +
+                         st32("%r4", 2) + st32("%r5", 3) + st32("%r6", 4) + st32("%r7", 5) +
                          st32("%r8", 6),
                      7, 32);
   for (int l = 0; l < 32; ++l) {
@@ -101,7 +106,8 @@ TEST_CASE("vote.sync: all, any, uni, ballot over the member mask", "[sim][warp]"
   selp.u32 %r4, 1, 0, %p4;
   selp.u32 %r5, 1, 0, %p5;
   selp.u32 %r6, 1, 0, %p6;
-)" + st32("%r2", 0) + st32("%r3", 1) + st32("%r4", 2) + st32("%r5", 3) + st32("%r6", 4) + st32("%r9", 5) +
+)" + st32("%r2", 0) + st32("%r3", 1) +
+                         st32("%r4", 2) + st32("%r5", 3) + st32("%r6", 4) + st32("%r9", 5) +
                          "DONE:\n",
                      6, 32);
   for (int l = 0; l < 20; ++l) {
@@ -128,7 +134,8 @@ LOW:
   mul.lo.u32 %r1, %r0, 2;
 SHFL:
   shfl.sync.bfly.b32 %r2, %r1, 16, 31, -1;
-)" + st32("%r2", 0), 1, 32);
+)" + st32("%r2", 0),
+                     1, 32);
   for (int l = 0; l < 32; ++l) {
     int src = l ^ 16;
     CHECK(r[l] == uint64_t(src < 16 ? src * 2 : src * 100));
@@ -156,7 +163,8 @@ DONE:
   }
 }
 
-TEST_CASE("a lane spinning on a flag set by another lane of its warp makes progress", "[sim][warp]") {
+TEST_CASE("a lane spinning on a flag set by another lane of its warp makes progress",
+          "[sim][warp]") {
   // lane 0 waits for lane 1 through shared memory; with lowest-pc-first scheduling alone
   // lane 0 would spin forever (independent thread scheduling guarantees lane 1 runs)
   auto r = runScalar(R"(
@@ -179,12 +187,14 @@ SETTER:
 DONE:
   ld.volatile.shared.u32 %r2, [flag];
   st.global.u32 [%rd2], %r2;
-)", 1, 2);
+)",
+                     1, 2);
   CHECK(r[0] == 42);
   CHECK(r[1] == 42);
 }
 
 TEST_CASE("cvt.rn.f16x2.f32 packs two conversions", "[sim][warp]") {
-  auto r = runScalar("  cvt.rn.f16x2.f32 %r1, 0f3F800000, 0f40000000;\n  st.global.u32 [%rd2], %r1;\n", 1);
+  auto r = runScalar(
+      "  cvt.rn.f16x2.f32 %r1, 0f3F800000, 0f40000000;\n  st.global.u32 [%rd2], %r1;\n", 1);
   CHECK(r[0] == 0x3C004000u);
 }
