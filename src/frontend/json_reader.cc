@@ -59,20 +59,21 @@ size_t editDistance(const std::string& a, const std::string& b) {
 /// "; did you mean "x" or "y"?" for the candidates closest to `word`, or "" when none is close.
 std::string didYouMean(const std::string& word, const std::vector<std::string>& candidates) {
   std::vector<std::string> close;
-  size_t limit = std::max<size_t>(2, word.size() / 3);
-  for (const auto& c : candidates)
-    if (editDistance(word, c) <= limit || (word.size() >= 3 && c.find(word) != std::string::npos))
+  size_t limit = std::max<size_t>(1, word.size() / 3);
+  for (const auto& c : candidates) {
+    size_t d = editDistance(word, c);
+    if ((d <= limit && d < word.size()) || (word.size() >= 3 && c.find(word) != std::string::npos))
       close.push_back(c);
+  }
   if (close.empty() || close.size() > 5) return "";
-  std::string out = "; did you mean ";
+  std::string out = " (did you mean ";
   for (size_t i = 0; i < close.size(); ++i)
     out += fmt::format("{}\"{}\"", i == 0 ? "" : (i + 1 == close.size() ? " or " : ", "), close[i]);
-  return out + "?";
+  return out + "?)";
 }
 
 std::string jsonTypeName(const json& j) {
-  if (j.is_number_integer()) return "an integer";
-  if (j.is_number_float()) return "a number";
+  if (j.is_number()) return j.dump();
   if (j.is_string()) return fmt::format("the string {}", j.dump());
   if (j.is_boolean()) return j.get<bool>() ? "true" : "false";
   if (j.is_null()) return "null";
@@ -739,7 +740,11 @@ private:
       try {
         values_[name] = g_.parameter(name, {t, shape});
       } catch (const InputError& e) {
-        fail(fmt::format("input \"{}\": {}", name, e.what()));
+        // The builder says `op "x" (parameter): ...`; in the file it is an input's shape.
+        std::string msg = e.what();
+        std::string builderPrefix = fmt::format("op \"{}\" (parameter): ", name);
+        if (msg.rfind(builderPrefix, 0) == 0) msg = msg.substr(builderPrefix.size());
+        fail(fmt::format("input \"{}\": field \"shape\": {}: {}", name, ir::shapeStr(shape), msg));
       }
     }
   }
@@ -770,9 +775,9 @@ private:
         if (e.op == "parameter")
           fail(fmt::format("{}: field \"op\": graph inputs are declared in \"inputs\", not as ops",
                            where));
-        fail(
-            fmt::format("{}: field \"op\": unknown op \"{}\"{}; docs/graph-format.md lists the ops",
-                        where, e.op, didYouMean(e.op, knownOpNames())));
+        fail(fmt::format(
+            "{}: field \"op\": unknown op \"{}\"{}; the ops are listed in docs/graph-format.md",
+            where, e.op, didYouMean(e.op, knownOpNames())));
       }
       if (const json* in = f.find("inputs")) {
         if (!in->is_array())
@@ -944,6 +949,16 @@ ParsedGraph readGraphJson(const std::string& text, const std::string& fileName) 
     // error ..."
     if (auto colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
     throw InputError(fmt::format("{}:{}:{}: invalid JSON: {}", fileName, line, column, what));
+  } catch (const json::out_of_range& e) {
+    // A number too large for a double: nlohmann names the literal but not where it is.
+    std::string what = e.what();
+    std::string literal;
+    if (auto q = what.find('\''); q != std::string::npos)
+      literal = what.substr(q + 1, what.rfind('\'') - q - 1);
+    size_t at = literal.empty() ? std::string::npos : text.find(literal);
+    auto [line, column] = lineAndColumn(text, at == std::string::npos ? 1 : at + 1);
+    throw InputError(fmt::format("{}:{}:{}: invalid JSON: the number {} does not fit in a double",
+                                 fileName, line, column, literal.empty() ? "(?)" : literal));
   }
   std::string stem = std::filesystem::path(fileName).stem().string();
   try {

@@ -75,6 +75,15 @@ struct AttrWriter {
   }
 };
 
+/// Like json::dump() but with ", " between array elements, as people write JSON.
+std::string dumpSpaced(const json& j) {
+  if (!j.is_array()) return j.dump();
+  std::string out = "[";
+  for (size_t i = 0; i < j.size(); ++i)
+    out += (i ? ", " : "") + dumpSpaced(j[i]);
+  return out + "]";
+}
+
 /// Fields in a fixed, readable order: name, op, inputs, then the attributes.
 std::string opLine(const ir::Graph& g, const ir::Node& n) {
   json attrs = json::object();
@@ -86,13 +95,13 @@ std::string opLine(const ir::Graph& g, const ir::Node& n) {
     inputs.push_back(g.node(o).name);
   std::string line = fmt::format("{{\"name\": {}, \"op\": {}", json(n.name).dump(),
                                  json(std::string(ir::opName(n.kind))).dump());
-  if (!inputs.empty()) line += fmt::format(", \"inputs\": {}", inputs.dump());
+  if (!inputs.empty()) line += fmt::format(", \"inputs\": {}", dumpSpaced(inputs));
   // A fixed attribute order keeps diffs of written files small.
-  static const char* kOrder[] = {"dtype",   "shape",     "dims", "axis",   "axes",
-                                 "kind",    "direction", "perm", "starts", "limits",
-                                 "strides", "low",       "high", "value",  "values"};
+  static const char* kOrder[] = {"kind",    "direction", "dtype", "shape",  "dims",
+                                 "axis",    "axes",      "perm",  "starts", "limits",
+                                 "strides", "low",       "high",  "value",  "values"};
   for (const char* key : kOrder)
-    if (attrs.contains(key)) line += fmt::format(", \"{}\": {}", key, attrs[key].dump());
+    if (attrs.contains(key)) line += fmt::format(", \"{}\": {}", key, dumpSpaced(attrs[key]));
   return line + "}";
 }
 
@@ -104,7 +113,7 @@ std::string writeGraphJson(const ir::Graph& g, const std::string& name) {
     const ir::Node& n = g.node(g.inputs()[i]);
     out += fmt::format("{}\n    {{\"name\": {}, \"dtype\": \"{}\", \"shape\": {}}}", i ? "," : "",
                        json(n.name).dump(), ir::dtypeName(n.type.dtype),
-                       shapeJson(n.type.shape).dump());
+                       dumpSpaced(shapeJson(n.type.shape)));
   }
   out += g.inputs().empty() ? "],\n  \"ops\": [" : "\n  ],\n  \"ops\": [";
   bool first = true;

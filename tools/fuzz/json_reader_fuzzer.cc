@@ -2,8 +2,8 @@
 // writes and reads back to the same text, or an InputError. Anything else (a crash, a
 // sanitizer report, another exception) is a bug.
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "frontend/json_reader.h"
@@ -25,7 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     back = weft::frontend::readGraphJson(written, "written.json");
   } catch (const weft::InputError& e) {
-    std::fprintf(stderr, "the written graph does not read back: %s\n%s\n", e.what(), written.c_str());
+    std::fprintf(stderr, "the written graph does not read back: %s\n%s\n", e.what(),
+                 written.c_str());
     std::abort();
   }
   if (weft::ir::printGraph(back.graph, back.name) != printed) {

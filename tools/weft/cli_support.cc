@@ -45,8 +45,11 @@ ir::Binding completeBinding(const frontend::ParsedGraph& g, const std::string& f
     std::string example;
     for (const auto& s : unbound)
       example += fmt::format("{}{}=16", example.empty() ? "" : ",", s);
+    std::string names;
+    for (const auto& s : unbound)
+      names += fmt::format("{}\"{}\"", names.empty() ? "" : ", ", s);
     throw InputError(fmt::format("{}: symbol{} {} {} not bound; give {} a size with --bind {}",
-                                 file, unbound.size() > 1 ? "s" : "", fmt::join(unbound, ", "),
+                                 file, unbound.size() > 1 ? "s" : "", names,
                                  unbound.size() > 1 ? "are" : "is",
                                  unbound.size() > 1 ? "them" : "it", example));
   }

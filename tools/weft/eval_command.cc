@@ -21,7 +21,7 @@ struct EvalOptions {
   uint64_t seed = 0;
 };
 
-void runEval(const EvalOptions& o) {
+void evaluate(const EvalOptions& o) {
   frontend::ParsedGraph g = loadGraph(o.file);
   ir::Binding binding = parseBindOption(o.bind);
   std::vector<HostTensor> inputs;
@@ -30,7 +30,11 @@ void runEval(const EvalOptions& o) {
     binding = completeBinding(g, o.file, binding, &inputs);
   } else {
     binding = completeBinding(g, o.file, binding, nullptr);
-    inputs = frontend::randomInputs(g.graph, binding, o.seed);
+    try {
+      inputs = frontend::randomInputs(g.graph, binding, o.seed);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: {}", o.file, e.what()));
+    }
     spdlog::info("random inputs, seed {}", o.seed);
   }
   std::vector<HostTensor> outputs;
@@ -43,6 +47,17 @@ void runEval(const EvalOptions& o) {
     fmt::print("{}: {}\n", g.graph.node(g.graph.outputs()[k]).name,
                frontend::summarizeTensor(outputs[k]));
   if (!o.saveDir.empty()) saveOutputs(g.graph, outputs, o.saveDir);
+}
+
+void runEval(const EvalOptions& o) {
+  try {
+    evaluate(o);
+  } catch (const std::bad_alloc&) {
+    throw InputError(
+        fmt::format("{}: not enough host memory for the inputs and outputs under --bind {}; use "
+                    "smaller sizes",
+                    o.file, o.bind.empty() ? "(none)" : o.bind));
+  }
 }
 
 } // namespace

@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
     app.footer("Logging: set WEFT_LOG to error, warn (default), info, debug or trace.");
     weft::tools::addCheckCommand(app);
     weft::tools::addEvalCommand(app);
+    weft::tools::addImportCommand(app);
+    weft::tools::addOnnxTestCommand(app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::Success& e) {

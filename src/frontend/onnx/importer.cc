@@ -430,8 +430,7 @@ struct ModelImporter {
 int ModelImporter::defaultOpset(const ::onnx::ModelProto& m) const {
   for (const auto& o : m.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
-  failAt(source, "the model imports no opset of the default ONNX domain (opset_import has no entry for \"\" or "
-                 "\"ai.onnx\")");
+  return 0;
 }
 
 void ModelImporter::addInput(const ::onnx::ValueInfoProto& vi) {
@@ -573,6 +572,10 @@ void ModelImporter::importModel(const ::onnx::ModelProto& m) {
   if (!m.has_graph() || m.ir_version() <= 0)
     failAt(source, "not an ONNX model (no ir_version or no graph in the protobuf)");
   opset = defaultOpset(m);
+  checkOperators(m.graph()); // operators of other domains are reported even without a default opset
+  if (opset == 0)
+    failAt(source, "the model imports no opset of the default ONNX domain (opset_import has no entry for \"\" or "
+                   "\"ai.onnx\")");
   if (opset < kMinOpset || opset > kMaxOpset)
     failAt(source, fmt::format("the model imports opset {} of the default domain; weft supports opsets {} to {}", opset,
                                kMinOpset, kMaxOpset));
@@ -585,7 +588,6 @@ void ModelImporter::importModel(const ::onnx::ModelProto& m) {
   }
   for (const auto& vi : graph.input())
     if (!values.count(vi.name())) addInput(vi);
-  checkOperators(graph);
   for (const auto& n : graph.node()) importNode(n);
   if (graph.output_size() == 0) failAt(source, "the graph has no outputs");
   std::vector<ir::NodeId> outputs;

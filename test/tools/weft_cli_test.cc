@@ -1,0 +1,179 @@
+// The weft program: output, exit codes (0 ok, 2 input errors, 1 other errors) and messages.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "frontend/npy.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int rc;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path scratch() {
+  fs::path dir = fs::temp_directory_path() / ("weft_cli_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+Result runWeft(const std::string& args, const std::string& env = "") {
+  fs::path dir = scratch();
+  std::string cmd = env + " " WEFT_BINARY_DIR "/tools/weft " + args + " > " +
+                    (dir / "out").string() + " 2> " + (dir / "err").string();
+  int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out"), slurp(dir / "err")};
+}
+
+std::string writeFile(const std::string& name, const std::string& text) {
+  fs::path p = scratch() / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+const std::string kSoftmax =
+    R"({"name": "sm", "inputs": [{"name": "x", "dtype": "f32", "shape": ["B", 3]}],
+  "ops": [{"name": "y", "op": "softmax", "inputs": ["x"]}], "outputs": ["y"]})";
+
+} // namespace
+
+TEST_CASE("weft --version and --help") {
+  Result r = runWeft("--version");
+  CHECK(r.rc == 0);
+  CHECK(r.out.rfind("weft 0.", 0) == 0);
+  for (const char* cmd : {"--help", "check --help", "eval --help"}) {
+    Result h = runWeft(cmd);
+    CHECK(h.rc == 0);
+    CHECK(h.out.find("Usage:") != std::string::npos);
+  }
+  CHECK(runWeft("eval --help").out.find("--save-outputs") != std::string::npos);
+}
+
+TEST_CASE("weft check prints the IR with shapes") {
+  std::string g = writeFile("sm.json", kSoftmax);
+  Result r = runWeft("check " + g);
+  CHECK(r.rc == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.rfind("graph sm(%x: f32[B, 3]) {\n  %y.max = reduce[max, axes=[1]](%x) : f32[B]\n",
+                    0) == 0);
+  CHECK(r.out.find("  %y = div(%y.exp, %y.sum_broadcast) : f32[B, 3]\n  return %y\n}\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("weft eval of a 2x3 softmax on given inputs matches the hand-computed values") {
+  fs::path in = scratch() / "inputs";
+  fs::create_directories(in);
+  weft::HostTensor x(weft::DType::f32, {2, 3});
+  std::vector<double> v{1, 2, 3, 0, 0, 0};
+  for (int i = 0; i < 6; ++i)
+    x.set(i, v[i]);
+  weft::frontend::writeNpy((in / "x.npy").string(), x);
+  std::string g = writeFile("sm.json", kSoftmax);
+  fs::path outDir = scratch() / "outputs";
+  Result r =
+      runWeft("eval " + g + " --inputs " + in.string() + " --save-outputs " + outDir.string());
+  CHECK(r.err.empty());
+  REQUIRE(r.rc == 0);
+  // B is bound from x.npy's shape.
+  CHECK(
+      r.out ==
+      "y: f32[2, 3] min 0.0900306 max 0.665241 mean 0.333333 first [0.0900306, 0.244728, 0.665241, "
+      "0.333333, 0.333333, 0.333333]\n");
+  weft::HostTensor y = weft::frontend::readNpy((outDir / "y.npy").string(), weft::DType::f32);
+  CHECK(y.shape == std::vector<int64_t>{2, 3});
+  CHECK(y.get(2) == Approx(0.66524095577).epsilon(1e-6));
+}
+
+TEST_CASE("weft eval of layer norm on a known row") {
+  std::string g =
+      writeFile("ln.json", R"({"inputs": [{"name": "x", "dtype": "f32", "shape": [1, 4]}],
+    "ops": [{"name": "y", "op": "layer_norm", "inputs": ["x"], "epsilon": 0}], "outputs": ["y"]})");
+  fs::path in = scratch() / "ln_inputs";
+  fs::create_directories(in);
+  weft::HostTensor x(weft::DType::f32, {1, 4});
+  for (int i = 0; i < 4; ++i)
+    x.set(i, i + 1); // mean 2.5, variance 1.25
+  weft::frontend::writeNpy((in / "x.npy").string(), x);
+  Result r = runWeft("eval " + g + " --inputs " + in.string());
+  CHECK(r.rc == 0);
+  CHECK(r.out == "y: f32[1, 4] min -1.34164 max 1.34164 mean 0 first [-1.34164, -0.447214, "
+                 "0.447214, 1.34164]\n");
+}
+
+TEST_CASE("weft eval with random inputs is seeded") {
+  std::string g = writeFile("sm.json", kSoftmax);
+  Result a = runWeft("eval " + g + " --bind B=4 --random --seed 5");
+  Result b = runWeft("eval " + g + " --bind B=4 --random --seed 5");
+  Result c = runWeft("eval " + g + " --bind B=4 --random --seed 6");
+  CHECK(a.rc == 0);
+  CHECK(a.out.rfind("y: f32[4, 3] min ", 0) == 0);
+  CHECK(a.out.find("mean 0.333333") != std::string::npos);
+  CHECK(a.out == b.out);
+  CHECK(a.out != c.out);
+}
+
+TEST_CASE("input errors go to stderr with exit code 2") {
+  std::string g = writeFile("sm.json", kSoftmax);
+  Result unbound = runWeft("eval " + g);
+  CHECK(unbound.rc == 2);
+  CHECK(unbound.out.empty());
+  CHECK(unbound.err ==
+        "weft: error: " + g + ": symbol \"B\" is not bound; give it a size with --bind B=16\n");
+
+  std::string square =
+      writeFile("square.json", R"({"inputs": [{"name": "x", "dtype": "f32", "shape": ["B", "B"]}],
+    "ops": [{"name": "y", "op": "neg", "inputs": ["x"]}], "outputs": ["y"]})");
+  Result overflow = runWeft("eval " + square + " --bind B=10000000000");
+  CHECK(overflow.rc == 2);
+  CHECK(overflow.err == "weft: error: " + square +
+                            ": input \"x\" f32[B, B]: size overflow: 10000000000 * 10000000000 "
+                            "does not fit in int64\n");
+  Result tooBig = runWeft("eval " + square + " --bind B=1000000000");
+  CHECK(tooBig.rc == 2);
+  CHECK(tooBig.err == "weft: error: " + square +
+                          ": not enough host memory for the inputs and outputs under --bind "
+                          "B=1000000000; use smaller sizes\n");
+
+  Result bad = runWeft("check " + writeFile("bad.json", "{\"inputs\": [}"));
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find(": invalid JSON: ") != std::string::npos);
+  CHECK(bad.err.rfind("weft: error: ", 0) == 0);
+
+  Result missing = runWeft("check /nonexistent/g.json");
+  CHECK(missing.rc == 2);
+  CHECK(missing.err == "weft: error: /nonexistent/g.json: cannot open the graph file (does it "
+                       "exist and is it readable?)\n");
+
+  Result usage = runWeft("frobnicate");
+  CHECK(usage.rc == 2);
+  CHECK(usage.err.rfind("weft: error: ", 0) == 0);
+
+  Result noCommand = runWeft("");
+  CHECK(noCommand.rc == 2);
+
+  Result log = runWeft("check " + g, "WEFT_LOG=loud");
+  CHECK(log.rc == 2);
+  CHECK(log.err == "weft: error: WEFT_LOG=\"loud\": unknown log level; use one of error, warn, "
+                   "info, debug, trace, off\n");
+}
+
+TEST_CASE("WEFT_LOG=info logs to stderr, not stdout") {
+  std::string g = writeFile("sm.json", kSoftmax);
+  Result r = runWeft("eval " + g + " --bind B=2 --seed 1", "WEFT_LOG=info");
+  CHECK(r.rc == 0);
+  CHECK(r.err.find("weft: info: random inputs, seed 1") != std::string::npos);
+  CHECK(r.out.find("weft: info") == std::string::npos);
+}
