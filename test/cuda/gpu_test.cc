@@ -3,6 +3,7 @@
 // there is one). Kernels are small hand-written PTX whose results are computed on the host.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <numeric>
 #include <vector>
 
@@ -79,10 +80,13 @@ DONE:
 }
 )";
 
-/// The cuda device, or null after a WARN saying why it cannot be had here.
+/// The cuda device, or null after a WARN saying why it cannot be had here. Where a GPU is
+/// expected (WEFT_REQUIRE_GPU=1, as scripts/gpu-smoke sets it) a missing one fails instead.
 std::unique_ptr<Device> gpuOrSkip() {
   std::string why;
   if (!cudaDriverAvailable(&why)) {
+    if (std::getenv("WEFT_REQUIRE_GPU"))
+      FAIL("WEFT_REQUIRE_GPU is set but there is no usable GPU: " << why);
     WARN("skipped, no GPU: " << why);
     return nullptr;
   }
