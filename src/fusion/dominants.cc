@@ -29,7 +29,14 @@ bool fitsSchedule(const ir::Graph& g, const LoopSpace& d, ir::NodeId c) {
     LoopSpace s = loopSpaceOf(g, c);
     return s.kind == d.kind && s.shape == d.shape && s.tileDims == d.tileDims;
   }
-  return n.type.shape == d.shape || n.type.shape == rowShapeOf(d.shape, d.tileDims);
+  if (n.type.shape == d.shape) return true;
+  // The row space, or a projection of it (a value broadcast along some row dims, like
+  // power.1 in Figure 7): materialised by the group in its own index space.
+  ir::Shape rows = rowShapeOf(d.shape, d.tileDims);
+  size_t i = 0;
+  for (const ir::Dim& dim : rows)
+    if (i < n.type.shape.size() && n.type.shape[i] == dim) ++i;
+  return i == n.type.shape.size() && !n.type.shape.empty();
 }
 
 ir::NodeId pickDominant(const ir::Graph& g, const std::vector<ir::NodeId>& candidates) {
@@ -74,28 +81,110 @@ std::vector<GroupSeed> identifyDominants(const ir::Graph& g,
     if (isDominantCandidate(g, users, inScope, output, op))
       candidate[static_cast<size_t>(op)] = true, candidates.push_back(op);
 
-  // Connectivity through local ops: an edge out of a candidate is where a stitching scheme
-  // applies, so it does not connect; values from outside the scope (parameters, dot results)
-  // connect their readers (operator-level reuse). Sources never connect.
+  // The local graph: a candidate's one-to-many use (a broadcast that expands it, possibly after
+  // reshapes) is where a stitching scheme applies, so that edge does not connect; its
+  // one-to-one uses do (reduce.1 → add.1 in Figure 7). Values from outside the scope
+  // (parameters, dot results) connect their readers (operator-level reuse, parameter.2 in
+  // Figure 9). Sources never connect.
+  std::vector<bool> fromCandidate(g.size(), false); // a candidate or a reshape of one
+  for (ir::NodeId op : scopeOps) {
+    const ir::Node& n = g.node(op);
+    fromCandidate[static_cast<size_t>(op)] =
+        candidate[static_cast<size_t>(op)] ||
+        (n.kind == ir::OpKind::Reshape && fromCandidate[static_cast<size_t>(n.operands[0])]);
+  }
+  auto expands = [&](const ir::Node& n) {
+    return n.kind == ir::OpKind::BroadcastInDim &&
+           ir::numElements(n.type.shape) != ir::numElements(g.node(n.operands[0]).type.shape);
+  };
+  std::vector<std::vector<ir::NodeId>> adjacent(g.size());
   UnionFind uf(g.size());
   for (ir::NodeId op : scopeOps) {
     const ir::Node& n = g.node(op);
     if (isSource(n) && !candidate[static_cast<size_t>(op)]) continue;
     for (ir::NodeId p : n.operands) {
       if (isSource(g.node(p)) && !candidate[static_cast<size_t>(p)]) continue;
-      if (inScope[static_cast<size_t>(p)] && candidate[static_cast<size_t>(p)]) continue;
+      if (inScope[static_cast<size_t>(p)] && fromCandidate[static_cast<size_t>(p)] && expands(n))
+        continue;
       uf.unite(static_cast<size_t>(op), static_cast<size_t>(p));
+      adjacent[static_cast<size_t>(op)].push_back(p);
+      adjacent[static_cast<size_t>(p)].push_back(op);
     }
   }
+  // Hops from `from` to every candidate through local ops (other candidates end a path).
+  auto distancesFrom = [&](ir::NodeId from) {
+    std::map<ir::NodeId, int> dist{{from, 0}};
+    std::vector<ir::NodeId> frontier{from};
+    for (int d = 1; !frontier.empty(); ++d) {
+      std::vector<ir::NodeId> next;
+      for (ir::NodeId n : frontier) {
+        if (n != from && candidate[static_cast<size_t>(n)]) continue;
+        for (ir::NodeId m : adjacent[static_cast<size_t>(n)])
+          if (dist.emplace(m, d).second) next.push_back(m);
+      }
+      frontier = std::move(next);
+    }
+    return dist;
+  };
 
-  // Candidates per component → groups (dominant + the sub-dominants that fit its schedule).
   std::map<size_t, std::vector<ir::NodeId>> byComponent;
   for (ir::NodeId c : candidates)
     byComponent[uf.find(static_cast<size_t>(c))].push_back(c);
   std::vector<GroupSeed> seeds;
   std::vector<int> groupOf(g.size(), -1);
+  auto addSeed = [&](GroupSeed seed) {
+    int index = static_cast<int>(seeds.size());
+    groupOf[static_cast<size_t>(seed.dominant)] = index;
+    for (ir::NodeId sd : seed.subDominants)
+      groupOf[static_cast<size_t>(sd)] = index;
+    seeds.push_back(std::move(seed));
+  };
   for (auto& [component, members] : byComponent) {
-    std::vector<ir::NodeId> left = members;
+    // Reduces over the same loop and dims share a group; the first row reduce's group leads.
+    std::vector<std::vector<ir::NodeId>> classes;
+    std::vector<LoopSpace> classSpace;
+    for (ir::NodeId c : members) {
+      if (g.node(c).kind != ir::OpKind::Reduce) continue;
+      LoopSpace s = loopSpaceOf(g, c);
+      size_t k = 0;
+      while (k < classes.size() &&
+             !(classSpace[k].kind == s.kind && classSpace[k].shape == s.shape &&
+               classSpace[k].tileDims == s.tileDims))
+        ++k;
+      if (k == classes.size()) classes.push_back({}), classSpace.push_back(s);
+      classes[k].push_back(c);
+    }
+    std::stable_partition(classes.begin(), classes.end(), [&](const std::vector<ir::NodeId>& cl) {
+      return loopSpaceOf(g, cl.front()).kind == LoopSpace::Kind::RowReduce;
+    });
+    size_t firstSeed = seeds.size();
+    for (const auto& cl : classes)
+      addSeed({cl.front(), std::vector<ir::NodeId>(cl.begin() + 1, cl.end()), {}});
+
+    // Other candidates join the nearest reduce group whose schedule they fit.
+    std::vector<ir::NodeId> left;
+    for (ir::NodeId c : members) {
+      if (g.node(c).kind == ir::OpKind::Reduce) continue;
+      auto dist = distancesFrom(c);
+      int best = -1, bestDist = 0;
+      for (size_t si = firstSeed; si < seeds.size(); ++si) {
+        if (!fitsSchedule(g, loopSpaceOf(g, seeds[si].dominant), c)) continue;
+        std::vector<ir::NodeId> members{seeds[si].dominant};
+        members.insert(members.end(), seeds[si].subDominants.begin(), seeds[si].subDominants.end());
+        for (ir::NodeId m : members) {
+          auto it = dist.find(m);
+          if (it == dist.end() || g.node(m).kind != ir::OpKind::Reduce) continue;
+          if (best < 0 || it->second < bestDist) best = static_cast<int>(si), bestDist = it->second;
+        }
+      }
+      if (best < 0) {
+        left.push_back(c);
+        continue;
+      }
+      seeds[static_cast<size_t>(best)].subDominants.push_back(c);
+      groupOf[static_cast<size_t>(c)] = best;
+    }
+    // What is left forms elementwise groups: the biggest result dominates what fits it.
     while (!left.empty()) {
       GroupSeed seed;
       seed.dominant = pickDominant(g, left);
@@ -108,27 +197,24 @@ std::vector<GroupSeed> identifyDominants(const ir::Graph& g,
         else
           rest.push_back(c);
       }
-      int index = static_cast<int>(seeds.size());
-      groupOf[static_cast<size_t>(seed.dominant)] = index;
-      for (ir::NodeId s : seed.subDominants)
-        groupOf[static_cast<size_t>(s)] = index;
-      seeds.push_back(std::move(seed));
+      addSeed(std::move(seed));
       left = std::move(rest);
     }
   }
+  for (GroupSeed& seed : seeds)
+    std::sort(seed.subDominants.begin(), seed.subDominants.end());
 
-  // Local ops join the group of the first candidate they feed (through local ops only);
-  // sources follow their first reader.
+  // Local ops join the group of their first reader (so, through local ops, of a candidate
+  // they feed); sources too. Dead ops go to the first group (nothing materialises them).
   for (auto it = scopeOps.rbegin(); it != scopeOps.rend(); ++it) {
     ir::NodeId op = *it;
     if (groupOf[static_cast<size_t>(op)] >= 0) continue;
-    int group = -1;
     for (ir::NodeId u : users[static_cast<size_t>(op)]) {
       if (!inScope[static_cast<size_t>(u)] || groupOf[static_cast<size_t>(u)] < 0) continue;
-      if (group < 0 || u < seeds[static_cast<size_t>(group)].dominant)
-        group = groupOf[static_cast<size_t>(u)];
+      groupOf[static_cast<size_t>(op)] = groupOf[static_cast<size_t>(u)];
+      break;
     }
-    groupOf[static_cast<size_t>(op)] = group >= 0 ? group : 0;
+    if (groupOf[static_cast<size_t>(op)] < 0) groupOf[static_cast<size_t>(op)] = 0;
   }
   for (ir::NodeId op : scopeOps)
     seeds[static_cast<size_t>(groupOf[static_cast<size_t>(op)])].ops.push_back(op);

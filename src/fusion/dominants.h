@@ -2,13 +2,16 @@
 // Step 2 of the AStitch planner (AStitch §4.3 step 1): dominant identification and merging.
 // Takes a graph, one stitch scope and the scope's outputs (values read after the kernel);
 // returns its groups. Candidates are reduces, expensive elementwise ops whose result is
-// broadcast, and the scope's outputs; everything else is local. Two candidates connected
-// through local ops only (a shared parameter counts, as in AStitch's Figure 9) merge into one
-// group whose dominant is a reduce when there is one (the first row reduce, else the first
-// reduce, topologically), otherwise the candidate with the largest result. A merged candidate whose
-// result is neither in the dominant's loop space nor in its row space cannot take the dominant's
-// schedule and becomes the dominant of a group of its own. Guarantees: every op of the scope
-// (sources included) is in exactly one group; groups come in topological order of their dominants.
+// broadcast, and the scope's outputs; everything else is local. Candidates are connected
+// through local ops (a shared parameter counts, as parameter.2 in AStitch's Figure 9; a
+// candidate's one-to-many use through a broadcast does not, its one-to-one uses do). Within
+// one connected region, reduces over the same loop and dims form one group (the region's first
+// row reduce leads); every other candidate joins the nearest reduce group (fewest local ops
+// between them) whose schedule it fits: its result lies in the group's loop space, its row
+// space, or a projection of the row space (broadcast along some row dims; materialised in its
+// own index space). Candidates that fit no reduce group form elementwise groups dominated by
+// the biggest result. Guarantees: every op of the scope (sources included) is in exactly one
+// group; groups come in topological order of their dominants.
 #include <vector>
 
 #include "ir/graph.h"

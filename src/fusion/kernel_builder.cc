@@ -55,6 +55,42 @@ int groupToFollow(const ir::Graph& g, const KernelPlan& k, size_t gi,
   return -1;
 }
 
+/// Where `producer`'s tile (row) coordinates sit in a loop of `shape`: its tileDims when the
+/// loop is its loop, every dim when the loop is its row space; empty when neither.
+std::vector<int64_t> tilePositions(const Group& producer, const ir::Shape& shape) {
+  if (shape == producer.loopShape) return producer.tileDims;
+  std::vector<int64_t> all;
+  if (shape == rowShapeOf(producer.loopShape, producer.tileDims))
+    for (size_t d = 0; d < shape.size(); ++d)
+      all.push_back(static_cast<int64_t>(d));
+  return all;
+}
+
+/// A tiled, unsplit row-reduce group whose tiles a reduce over `space` can run in and reduce
+/// across: the reduce's loop is that group's loop or row space and it reduces only dims that
+/// tiles cut (so each tile adds a partial, and blocks combine their partials).
+int tilesToReduceAcross(const ir::Graph& g, const KernelPlan& k, const LoopSpace& space,
+                        const std::vector<bool>& mapped) {
+  (void)g;
+  for (size_t p = 0; p < k.groups.size(); ++p) {
+    const Group& producer = k.groups[p];
+    auto* row = std::get_if<RowReduceMapping>(&producer.mapping);
+    if (!mapped[p] || !row || row->splitFactor > 1 || producer.acrossTiles) continue;
+    std::vector<int64_t> tiles = tilePositions(producer, space.shape);
+    if (tiles.empty()) continue;
+    bool reducesTileDimsOnly = true;
+    for (size_t d = 0; d < space.shape.size(); ++d) {
+      bool kept = std::find(space.tileDims.begin(), space.tileDims.end(), int64_t(d)) !=
+                  space.tileDims.end();
+      bool tiled = std::find(tiles.begin(), tiles.end(), int64_t(d)) != tiles.end();
+      if (!kept && !tiled) reducesTileDimsOnly = false;
+    }
+    if (reducesTileDimsOnly && ir::numElements(space.shape).dividedBy(producer.rows))
+      return static_cast<int>(p);
+  }
+  return -1;
+}
+
 } // namespace
 
 KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops,
@@ -85,12 +121,14 @@ KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops,
     spaces.push_back(loopSpaceOf(g, s.dominant));
   }
 
-  // The heaviest group (a reduce before an elementwise group, then the biggest loop) picks
-  // the block size the whole kernel shares.
+  // The heaviest group (a row reduce, then a column reduce, then an elementwise group; then
+  // the biggest loop) picks the block size the whole kernel shares.
   size_t heaviest = 0;
   auto weight = [&](size_t i) {
-    bool reduce = spaces[i].kind != LoopSpace::Kind::Elementwise;
-    return std::pair<int, int64_t>(reduce, staticElementsOr(spaces[i].shape, int64_t(1) << 40));
+    int kind = spaces[i].kind == LoopSpace::Kind::RowReduce      ? 2
+               : spaces[i].kind == LoopSpace::Kind::ColumnReduce ? 1
+                                                                 : 0;
+    return std::pair<int, int64_t>(kind, staticElementsOr(spaces[i].shape, int64_t(1) << 40));
   };
   for (size_t i = 1; i < spaces.size(); ++i)
     if (weight(i) > weight(heaviest)) heaviest = i;
@@ -99,11 +137,32 @@ KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops,
   k.launch.blockSize = blockSize;
 
   std::vector<bool> mapped(k.groups.size(), false);
-  for (size_t i = 0; i < k.groups.size();
-       ++i) { // reduce groups first: elementwise ones may follow them
-    if (spaces[i].kind == LoopSpace::Kind::Elementwise) continue;
-    applyChoice(k.groups[i], spaces[i],
-                i == heaviest ? first : chooseThreadMapping(spaces[i], spec, blockSize));
+  applyChoice(k.groups[heaviest], spaces[heaviest], first);
+  mapped[heaviest] = true;
+  for (size_t i = 0; i < k.groups.size(); ++i) { // row reduces: their own tiles
+    if (mapped[i] || spaces[i].kind != LoopSpace::Kind::RowReduce) continue;
+    applyChoice(k.groups[i], spaces[i], chooseThreadMapping(spaces[i], spec, blockSize));
+    mapped[i] = true;
+  }
+  for (size_t i = 0; i < k.groups.size(); ++i) { // other reduces: across a row reduce's tiles
+    if (mapped[i] || spaces[i].kind == LoopSpace::Kind::Elementwise) continue;
+    int p = tilesToReduceAcross(g, k, spaces[i], mapped);
+    if (p < 0) {
+      applyChoice(k.groups[i], spaces[i], chooseThreadMapping(spaces[i], spec, blockSize));
+    } else {
+      Group& group = k.groups[i];
+      const Group& producer = k.groups[static_cast<size_t>(p)];
+      group.follows = p;
+      group.acrossTiles = true;
+      group.loopShape = spaces[i].shape;
+      group.tileDims = tilePositions(producer, spaces[i].shape);
+      group.rows = producer.rows;
+      group.rowsPerTile = producer.rowsPerTile;
+      group.rowLength = *ir::numElements(group.loopShape).dividedBy(producer.rows);
+      group.mapping =
+          elementwiseInTiles(group.rowsPerTile, group.rowLength, spaces[i].dtype, blockSize, spec)
+              .mapping;
+    }
     mapped[i] = true;
   }
   for (size_t i = 0; i < k.groups.size(); ++i) {

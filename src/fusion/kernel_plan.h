@@ -84,7 +84,10 @@ enum class OpSpace : uint8_t {
   Row,   // the group's row space (loopShape restricted to tileDims): one element per row,
          // e.g. a reduce's result and the elementwise ops between it and a broadcast
   Other, // neither (layout ops feeding the loop through an index map): generated inline
-         // at whatever index its consumer asks for, never materialised by this group
+         // at whatever index its consumer asks for. A materialised Other value (a sub-dominant
+         // in a projection of the row space, or an acrossTiles reduce) is never block-local: it
+         // is Global or Output, produced by a flat loop over its own elements spread over the
+         // grid (acrossTiles reduces: by their partials combine).
 };
 
 struct Group {
@@ -108,6 +111,12 @@ struct Group {
   ir::Dim rowLength = 1;
   int64_t rowsPerTile = 1;
   int follows = -1;                     // proactive re-mapping: runs in the tiles of this group
+  // With follows >= 0 and a reduce dominant: the reduce runs in the followed group's tiles and
+  // reduces across them (e.g. a column sum over a row reduce's loop): each block accumulates
+  // the tiles it handles into its partials (ValuePlacement::partialsBuffer, maxBlocks x result
+  // elements), then the partials are combined across blocks (a grid-wide combine; the kernel is
+  // cooperative). `mapping` then says how the block's threads cover one tile (elementwise).
+  bool acrossTiles = false;
   std::map<ir::NodeId, OpSpace> space;  // every op of the group
 };
 

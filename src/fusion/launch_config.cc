@@ -64,8 +64,9 @@ void configureLaunch(KernelPlan& kernel, const DeviceSpec& spec) {
 
   bool gridBarrier = std::any_of(kernel.stages.begin(), kernel.stages.end(),
                                  [](const Stage& s) { return s.barrierBefore == Barrier::Grid; });
-  bool split = std::any_of(kernel.groups.begin(), kernel.groups.end(),
-                           [](const Group& g) { return splitFactorOf(g.mapping) > 1; });
+  bool split = std::any_of(kernel.groups.begin(), kernel.groups.end(), [](const Group& g) {
+    return splitFactorOf(g.mapping) > 1 || g.acrossTiles;
+  });
   launch.cooperative = gridBarrier || split;
 
   if (kernel.stages.empty()) return;

@@ -3,9 +3,9 @@
 // assume-relax-apply. Assume a register bound (32 per thread), compute how many blocks one SM
 // holds with the kernel's block size and planned shared memory, relax the register bound as far
 // as that block count still fits, and apply it (LaunchPlan::maxRegisters → .maxnreg).
-// Guarantees: a kernel with a grid barrier (or a split reduce) is cooperative and its grid never
-// exceeds one wave (maxBlocks = blocks per wave); every kernel is capped at one wave, the tile
-// loop covering the rest (vertical packing).
+// Guarantees: a kernel with a grid barrier (or a split or acrossTiles reduce) is cooperative and
+// its grid never exceeds one wave (maxBlocks = blocks per wave); every kernel is capped at one
+// wave, the tile loop covering the rest (vertical packing).
 #include <cstdint>
 
 #include "fusion/kernel_plan.h"

@@ -122,7 +122,8 @@ FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy polic
       }
     }
     for (const Group& group : k->groups) {
-      int split = splitOf(group.mapping);
+      // split reduces: one partial per split part; acrossTiles: one per block of the grid
+      int64_t split = group.acrossTiles ? k->launch.maxBlocks : splitOf(group.mapping);
       if (split <= 1) continue;
       for (ir::NodeId op : group.ops) {
         if (g.node(op).kind != ir::OpKind::Reduce || !k->placement.count(op)) continue;

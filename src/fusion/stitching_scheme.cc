@@ -60,10 +60,12 @@ public:
   }
 
   void run() {
-    formStages();
+    for (ir::NodeId v : materialised_)
+      readsOf(v, reads_[v], touches_[v]);
     for (ir::NodeId u : materialised_)
       if (sharedBytesOf(u) >= kNotShareable) demoted_.insert(u);
     for (;;) {
+      formStages();
       assignPhases();
       assignStorage();
       int64_t bytes = layoutShared();
@@ -129,10 +131,15 @@ private:
 
   void readsOf(ir::NodeId v, std::vector<Read>& reads, std::vector<Touch>& touches) const {
     const Group& gc = groupOfValue(v);
+    const ir::Node& n = g_.node(v);
     OpSpace frame = spaceOf(g_, gc, v);
     std::set<std::tuple<ir::NodeId, int, bool>> seen;
-    for (ir::NodeId o : g_.node(v).operands) {
-      auto [f, a] = operandFrame(g_.node(v), o, frame, frame != OpSpace::Other, gc);
+    for (ir::NodeId o : n.operands) {
+      auto [f, a] = operandFrame(n, o, frame, frame != OpSpace::Other, gc);
+      // A reduce of the group reads its operand over the group's loop, whatever its own
+      // result's space (an acrossTiles reduce's result is in none of the group's spaces).
+      if (n.kind == ir::OpKind::Reduce && g_.node(o).type.shape == gc.loopShape)
+        f = OpSpace::Loop, a = true;
       walk(o, f, a, gc, reads, touches, seen);
     }
   }
@@ -151,6 +158,7 @@ private:
   /// dims are the row.
   bool local(const Read& r, const Group& reader) const {
     const Group& producer = groupOfValue(r.value);
+    if (producer.acrossTiles && g_.node(r.value).kind == ir::OpKind::Reduce) return false;
     OpSpace produced = spaceOf(g_, producer, r.value);
     if (!r.aligned || produced == OpSpace::Other || !tileCompatible(producer, reader) ||
         splitOf(producer) != 1)
@@ -159,26 +167,64 @@ private:
     return rowPositions(reader, r.frame, rank) == rowPositions(producer, produced, rank);
   }
 
+  bool localOk(const Read& r, ir::NodeId reader) const {
+    return local(r, groupOfValue(reader)) && !demoted_.count(r.value);
+  }
+
+  /// Phase levels: a value sits one level after every value it reads non-locally and at the
+  /// level of the values it reads locally (as soon as possible), then values whose readers all
+  /// read them locally move down to their earliest reader (as late as possible), so that
+  /// regional values share a phase with their consumers (Figure 7's power.1 runs first, then
+  /// reduce.1 with the column reduce that consumes it in the same tiles).
+  std::map<ir::NodeId, int> levels() const {
+    std::map<ir::NodeId, int> level;
+    for (ir::NodeId v : materialised_) {
+      int l = 0;
+      for (const Read& r : reads_.at(v))
+        l = std::max(l, level.at(r.value) + (localOk(r, v) ? 0 : 1));
+      level[v] = l;
+    }
+    std::map<ir::NodeId, std::vector<std::pair<ir::NodeId, bool>>> readers;
+    for (ir::NodeId v : materialised_)
+      for (const Read& r : reads_.at(v))
+        readers[r.value].push_back({v, localOk(r, v)});
+    for (auto it = materialised_.rbegin(); it != materialised_.rend(); ++it) {
+      auto rs = readers.find(*it);
+      if (rs == readers.end()) continue;
+      bool allLocal =
+          std::all_of(rs->second.begin(), rs->second.end(), [](const auto& p) { return p.second; });
+      if (!allLocal) continue;
+      int earliest = level.at(rs->second.front().first);
+      for (const auto& [w, ok] : rs->second)
+        earliest = std::min(earliest, level.at(w));
+      level[*it] = std::max(level[*it], earliest);
+    }
+    return level;
+  }
+
   void formStages() {
-    std::vector<ir::NodeId> values(materialised_.begin(), materialised_.end()); // ids: topological
+    stages_.clear();
+    stageOf_.clear();
+    std::map<ir::NodeId, int> level = levels();
+    std::vector<ir::NodeId> values(materialised_.begin(), materialised_.end());
+    std::stable_sort(values.begin(), values.end(),
+                     [&](ir::NodeId a, ir::NodeId b) { return level.at(a) < level.at(b); });
     for (ir::NodeId v : values) {
-      std::vector<Read> reads;
-      std::vector<Touch> touches;
-      readsOf(v, reads, touches);
-      reads_[v] = reads;
-      touches_[v] = touches;
       int group = groupOf_.at(v);
       int last = -1;
-      for (int s = static_cast<int>(stages_.size()) - 1; s >= 0; --s)
+      for (int s = static_cast<int>(stages_.size()) - 1; s >= 0; --s) {
+        if (stages_[static_cast<size_t>(s)].level != level.at(v)) break;
         if (stages_[static_cast<size_t>(s)].group == group) {
           last = s;
           break;
         }
+      }
+      const auto& reads = reads_.at(v);
       bool canJoin = last >= 0 && std::none_of(reads.begin(), reads.end(), [&](const Read& r) {
                        return stageOf_.at(r.value) >= last;
                      });
       if (!canJoin) {
-        stages_.push_back({group, {}});
+        stages_.push_back({group, level.at(v), {}});
         last = static_cast<int>(stages_.size()) - 1;
       }
       stages_[static_cast<size_t>(last)].values.push_back(v);
@@ -194,13 +240,14 @@ private:
     for (size_t s = 0; s < stages_.size(); ++s) {
       const Group& gc = k_.groups[static_cast<size_t>(stages_[s].group)];
       if (s == 0) continue;
-      bool grid = !tileCompatible(k_.groups[static_cast<size_t>(phaseGroup)], gc);
+      bool grid = stages_[s].level != stages_[s - 1].level ||
+                  !tileCompatible(k_.groups[static_cast<size_t>(phaseGroup)], gc);
       bool readsPhase = false;
       for (ir::NodeId v : stages_[s].values)
         for (const Read& r : reads_.at(v)) {
           if (phaseOfStage_[static_cast<size_t>(stageOf_.at(r.value))] != phase) continue;
           readsPhase = true;
-          if (!local(r, gc) || demoted_.count(r.value)) grid = true;
+          if (!localOk(r, v)) grid = true;
         }
       if (grid) {
         ++phase;
@@ -323,6 +370,7 @@ private:
 
   struct StageInfo {
     int group;
+    int level;
     std::vector<ir::NodeId> values;
   };
 

@@ -13,7 +13,7 @@ TEST_CASE("stitch scope: a whole memory-intensive region is one scope", "[planne
   auto scopes = findStitchScopes(g);
   REQUIRE(scopes.size() == 1);
   // every op but the parameters
-  CHECK(scopes[0].ops.size() == g.size() - 3);
+  CHECK(scopes[0].ops.size() == g.size() - 2);
 }
 
 TEST_CASE("stitch scope: a dot splits the graph and is not in any scope", "[planner][scope]") {

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "frontend/json_reader.h"
 #include "fusion/launch_config.h"
 #include "fusion/plan.h"
 #include "plan_queries.h"
@@ -18,55 +19,70 @@ int64_t blocksPerWaveOf(const DeviceSpec& spec, const KernelPlan& k) {
 }
 } // namespace
 
+static void checkFig7(const FusionPlan& p) {
+  const ir::Graph& g = p.graph;
+  REQUIRE(p.kernelCount() == 1);
+  const KernelPlan& k = *kernelsOf(p)[0];
+  CHECK(dominants(g, k) == std::vector<std::string>{"reduce.1", "reduce.2"});
+  CHECK(names(g, groupDominatedBy(g, k, "reduce.1").subDominants) ==
+        std::vector<std::string>{"power.1"});
+  CHECK(names(g, groupDominatedBy(g, k, "reduce.2").subDominants) ==
+        std::vector<std::string>{"multiply.1"});
+
+  CHECK(storageOf(g, k, "reduce.1") == Storage::Shared);   // regional
+  CHECK(storageOf(g, k, "power.1") == Storage::Global);    // global
+  CHECK(storageOf(g, k, "reduce.2") == Storage::Global);   // global
+  CHECK(storageOf(g, k, "multiply.1") == Storage::Output); // "independent": no reader here
+  for (std::string local :
+       {"broadcast.1", "add.1", "divide.1", "broadcast.2", "add.2", "broadcast.3"})
+    CHECK(storageOf(g, k, local) == Storage::Register);
+
+  // power.1 first (its readers need all of it); then reduce.1 and, in the same tiles, the
+  // column reduce over its rows (so add.1 reads reduce.1 in the block that reduced it); then
+  // multiply.1 once reduce.2 is combined across blocks
+  CHECK(barriers(k) ==
+        std::vector<Barrier>{Barrier::None, Barrier::Grid, Barrier::Block, Barrier::Grid});
+  REQUIRE(k.stages.size() == 4);
+  CHECK(names(g, k.stages[0].materialized) == std::vector<std::string>{"power.1"});
+  CHECK(names(g, k.stages[1].materialized) == std::vector<std::string>{"reduce.1"});
+  CHECK(names(g, k.stages[2].materialized) == std::vector<std::string>{"reduce.2"});
+  CHECK(names(g, k.stages[3].materialized) == std::vector<std::string>{"multiply.1"});
+  CHECK(k.launch.cooperative);
+  CHECK(k.launch.maxBlocks > 0);
+
+  const Group& g1 = groupDominatedBy(g, k, "reduce.1");
+  auto m1 = std::get<RowReduceMapping>(g1.mapping);
+  CHECK(m1.kind == RowReduceMapping::Kind::WarpPerRow); // rows of 32: packed 32 to a block
+  CHECK(m1.threadsPerRow == 32);
+  CHECK(g1.space.at(id(g, "reduce.1")) == OpSpace::Row);
+  CHECK(g1.space.at(id(g, "power.1")) == OpSpace::Other); // a projection of the rows
+  const Group& g2 = groupDominatedBy(g, k, "reduce.2");
+  CHECK(g2.follows == 0);
+  CHECK(g2.acrossTiles); // the column sum runs in reduce.1's tiles, partials across blocks
+  CHECK(g2.rowsPerTile == g1.rowsPerTile);
+  CHECK(g2.space.at(id(g, "add.1")) == OpSpace::Loop);
+  CHECK(g2.space.at(id(g, "multiply.1")) == OpSpace::Loop);
+  CHECK(k.placement.at(id(g, "reduce.2")).partialsBuffer >= 0);
+}
+
 TEST_CASE(
     "stitching: AStitch Figure 7 — reduce.1 regional, power.1 and reduce.2 global, one kernel",
     "[planner][stitching][fig7]") {
   for (std::string dev : {"v100", "a100", "h100"}) {
     DYNAMIC_SECTION(dev) {
-      FusionPlan p = plan(astitchFig7(), profile(dev), Policy::AStitch);
-      const ir::Graph& g = p.graph;
-      REQUIRE(p.kernelCount() == 1);
-      const KernelPlan& k = *kernelsOf(p)[0];
-      CHECK(dominants(g, k) == std::vector<std::string>{"reduce.1", "reduce.2"});
-      CHECK(names(g, groupDominatedBy(g, k, "reduce.1").subDominants) ==
-            std::vector<std::string>{"power.1"});
-      CHECK(names(g, groupDominatedBy(g, k, "reduce.2").subDominants) ==
-            std::vector<std::string>{"multiply.1"});
+      checkFig7(plan(astitchFig7(), profile(dev), Policy::AStitch));
+    }
+  }
+}
 
-      CHECK(storageOf(g, k, "reduce.1") == Storage::Shared);
-      CHECK(storageOf(g, k, "power.1") == Storage::Global);
-      CHECK(storageOf(g, k, "reduce.2") == Storage::Global);
-      CHECK(storageOf(g, k, "multiply.1") ==
-            Storage::Output); // "independent": nothing reads it here
-      for (std::string local : {"broadcast.1", "add.1", "divide.1", "broadcast.2", "broadcast.3",
-                                "add.2", "broadcast.4"})
-        CHECK(storageOf(g, k, local) == Storage::Register);
-
-      // reduce.1's rows are read in the block that reduced them; the column reduce runs in
-      // other tiles (and is split), so power.1 and reduce.2 cross grid barriers
-      CHECK(barriers(k) ==
-            std::vector<Barrier>{Barrier::None, Barrier::Block, Barrier::Grid, Barrier::Grid});
-      CHECK(names(g, k.stages[0].materialized) == std::vector<std::string>{"reduce.1"});
-      CHECK(names(g, k.stages[1].materialized) == std::vector<std::string>{"power.1"});
-      CHECK(names(g, k.stages[2].materialized) == std::vector<std::string>{"reduce.2"});
-      CHECK(names(g, k.stages[3].materialized) == std::vector<std::string>{"multiply.1"});
-      CHECK(k.launch.cooperative);
-      CHECK(k.launch.maxBlocks > 0);
-
-      // operator-level reuse: parameter.2 and broadcast.2 are loaded once, kept in registers
-      CHECK(k.placement.at(id(g, "parameter.2")).registerReuse);
-      CHECK(k.placement.at(id(g, "broadcast.2")).registerReuse);
-
-      // schedule propagation: which space each op lives in
-      const Group& g1 = groupDominatedBy(g, k, "reduce.1");
-      CHECK(g1.space.at(id(g, "add.1")) == OpSpace::Loop);
-      CHECK(g1.space.at(id(g, "reduce.1")) == OpSpace::Row);
-      CHECK(g1.space.at(id(g, "divide.1")) == OpSpace::Row);
-      CHECK(g1.space.at(id(g, "power.1")) == OpSpace::Row);
-      const Group& g2 = groupDominatedBy(g, k, "reduce.2");
-      CHECK(std::holds_alternative<ColumnReduceMapping>(g2.mapping));
-      CHECK(g2.space.at(id(g, "multiply.1")) == OpSpace::Loop);
-      CHECK(g2.space.at(id(g, "reduce.2")) == OpSpace::Row);
+TEST_CASE("stitching: examples/graphs/astitch_fig7.json plans like the built Figure 7",
+          "[planner][stitching][fig7]") {
+  frontend::ParsedGraph parsed =
+      frontend::readGraphFile(std::string(WEFT_SOURCE_DIR) + "/examples/graphs/astitch_fig7.json");
+  CHECK(parsed.graph.size() == astitchFig7().size());
+  for (std::string dev : {"v100", "a100", "h100"}) {
+    DYNAMIC_SECTION(dev) {
+      checkFig7(plan(ir::bindSymbols(parsed.graph, {{"B", 4096}}), profile(dev), Policy::AStitch));
     }
   }
 }
@@ -76,10 +92,11 @@ TEST_CASE("stitching: layer norm is one kernel with block barriers only", "[plan
   const ir::Graph& g = p.graph;
   REQUIRE(p.kernelCount() == 1);
   const KernelPlan& k = *kernelsOf(p)[0];
-  CHECK(dominants(g, k) == std::vector<std::string>{"sum", "mean", "rstd"});
-  // the statistics' groups run in the rows of the reduce group (proactive re-mapping)
-  CHECK(groupDominatedBy(g, k, "mean").follows == 0);
-  CHECK(groupDominatedBy(g, k, "rstd").follows == 0);
+  CHECK(dominants(g, k) == std::vector<std::string>{"sum"});
+  const Group& g0 = k.groups[0];
+  CHECK(g0.space.at(id(g, "mean")) == OpSpace::Row);
+  CHECK(g0.space.at(id(g, "rstd")) == OpSpace::Row);
+  CHECK(g0.space.at(id(g, "centered")) == OpSpace::Loop);
   CHECK(storageOf(g, k, "sum") == Storage::Shared);
   CHECK(storageOf(g, k, "mean") == Storage::Shared);
   CHECK(storageOf(g, k, "sqsum") == Storage::Shared);
@@ -136,23 +153,29 @@ TEST_CASE("stitching: softmax keeps both reductions on chip", "[planner][stitchi
   CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Block, Barrier::Block});
 }
 
-TEST_CASE(
-    "stitching: layer norm backward — sibling reduces share a pass, column reduces another phase",
-    "[planner][stitching]") {
+TEST_CASE("stitching: layer norm backward — one pass: sibling reduces share a stage, column "
+          "reduces accumulate across the row tiles",
+          "[planner][stitching]") {
   FusionPlan p = plan(layerNormBackward(16384, 768), profile("v100"), Policy::AStitch);
   const ir::Graph& g = p.graph;
   REQUIRE(p.kernelCount() == 1);
   const KernelPlan& k = *kernelsOf(p)[0];
   CHECK(dominants(g, k) == std::vector<std::string>{"dgamma", "sum_dxhat"});
+  const Group& columns = groupDominatedBy(g, k, "dgamma");
+  CHECK(columns.acrossTiles);
+  CHECK(columns.follows == 1);
   REQUIRE(k.stages.size() == 3);
   CHECK(names(g, k.stages[0].materialized) == std::vector<std::string>{"dgamma", "dbeta"});
   CHECK(names(g, k.stages[1].materialized) ==
         std::vector<std::string>{"sum_dxhat", "sum_dxhat_xhat", "scale"});
   CHECK(names(g, k.stages[2].materialized) == std::vector<std::string>{"dx"});
-  CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Grid, Barrier::Block});
+  CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::None, Barrier::Block});
   CHECK(storageOf(g, k, "dgamma") == Storage::Output);
+  CHECK(k.placement.at(id(g, "dgamma")).partialsBuffer >= 0);
+  CHECK(k.placement.at(id(g, "dbeta")).partialsBuffer >= 0);
   CHECK(storageOf(g, k, "sum_dxhat") == Storage::Shared);
   CHECK(storageOf(g, k, "scale") == Storage::Shared);
+  CHECK(k.launch.cooperative); // the column partials are combined across blocks
 }
 
 TEST_CASE(

@@ -43,23 +43,20 @@ ir::NodeId affine(ir::Graph& g, ir::NodeId normed, int64_t rows, int64_t hidden)
 
 } // namespace
 
-ir::Graph astitchFig7(int64_t rows, int64_t cols) {
+ir::Graph astitchFig7(int64_t batch) {
   ir::Graph g;
-  ir::NodeId p1 = g.parameter("parameter.1", {DType::f32, {rows, cols}});
-  ir::NodeId p2 = g.parameter("parameter.2", {DType::f32, {rows}});
-  ir::NodeId p3 = g.parameter("parameter.3", {DType::f32, {cols}});
-  ir::NodeId b1 = bcastRows(g, p2, rows, cols, "broadcast.1");
-  ir::NodeId a1 = g.binary(OpKind::Add, p1, b1, "add.1");
-  ir::NodeId r1 = g.reduce(ir::ReduceKind::Sum, a1, {1}, "reduce.1");
-  ir::NodeId d1 = g.binary(OpKind::Div, r1, p2, "divide.1");
-  ir::NodeId pw = g.binary(OpKind::Pow, d1, splat(g, {rows}, 2.0, "constant.1"), "power.1");
-  ir::NodeId b3 = bcastRows(g, pw, rows, cols, "broadcast.3");
-  ir::NodeId b2 = bcastCols(g, p3, rows, cols, "broadcast.2");
-  ir::NodeId a2 = g.binary(OpKind::Add, b3, b2, "add.2");
+  ir::NodeId p1 = g.parameter("parameter.1", {DType::f32, {batch, 128, 32}});
+  ir::NodeId p2 = g.parameter("parameter.2", {DType::f32, {128}});
+  ir::NodeId r1 = g.reduce(ir::ReduceKind::Sum, p1, {2}, "reduce.1");
+  ir::NodeId b1 = bcastCols(g, p2, batch, 128, "broadcast.1");
+  ir::NodeId a1 = g.binary(OpKind::Add, r1, b1, "add.1");
+  ir::NodeId d1 = g.binary(OpKind::Div, p2, splat(g, {128}, 32.0, "constant.1"), "divide.1");
+  ir::NodeId pw = g.binary(OpKind::Pow, d1, splat(g, {128}, 2.0, "constant.2"), "power.1");
+  ir::NodeId b2 = bcastCols(g, pw, batch, 128, "broadcast.2");
+  ir::NodeId a2 = g.binary(OpKind::Add, a1, b2, "add.2");
   ir::NodeId r2 = g.reduce(ir::ReduceKind::Sum, a2, {0}, "reduce.2");
-  ir::NodeId b4 = bcastCols(g, r2, rows, cols, "broadcast.4");
-  ir::NodeId m1 = g.binary(OpKind::Mul, b2, b4, "multiply.1");
-  g.addOutput(m1);
+  ir::NodeId b3 = bcastCols(g, r2, batch, 128, "broadcast.3");
+  g.addOutput(g.binary(OpKind::Mul, b3, b2, "multiply.1"));
   return g;
 }
 

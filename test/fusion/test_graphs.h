@@ -7,13 +7,13 @@
 
 namespace weft::fusion::testing {
 
-/// AStitch Figure 7(a), as reconstructed from §3.2.2 and §4.3 (rows A, columns B):
-///   broadcast.1 = bcast(parameter.2[A]); add.1 = parameter.1[A,B] + broadcast.1
-///   reduce.1 = row-sum(add.1); divide.1 = reduce.1 / parameter.2; power.1 = divide.1 ^ 2
-///   broadcast.3 = bcast(power.1); broadcast.2 = bcast(parameter.3[B])
-///   add.2 = broadcast.3 + broadcast.2; reduce.2 = column-sum(add.2)
-///   multiply.1 = broadcast.2 * bcast(reduce.2)   (the output)
-ir::Graph astitchFig7(int64_t rows = 2048, int64_t cols = 1024);
+/// AStitch Figure 7(a) with the paper's op names, the same graph as
+/// examples/graphs/astitch_fig7.json (B = batch):
+///   reduce.1 = row-sum(parameter.1[B,128,32]);  add.1 = reduce.1 + bcast(parameter.2[128])
+///   divide.1 = parameter.2 / 32;  power.1 = divide.1 ^ 2;  broadcast.2 = bcast(power.1)
+///   add.2 = add.1 + broadcast.2;  reduce.2 = column-sum(add.2)  (over B)
+///   multiply.1 = bcast(reduce.2) * broadcast.2   (the output)
+ir::Graph astitchFig7(int64_t batch = 4096);
 
 ir::Graph layerNorm(int64_t rows = 16384, int64_t hidden = 768);
 ir::Graph softmax(int64_t rows = 4096, int64_t length = 1024);
