@@ -1,0 +1,370 @@
+// The ONNX importer: lowering per operator and opset, checked against the reference
+// interpreter, and the errors a bad model gives.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "frontend/onnx/load_graph.h"
+#include "frontend/onnx/onnx_import.h"
+#include "ir/interpreter.h"
+#include "model_builder.h"
+
+using namespace weft;
+using namespace weft::onnx;
+using namespace weft::onnx::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+HostTensor tensor(std::vector<int64_t> shape, const std::vector<double>& values, DType t = DType::f32) {
+  HostTensor h(t, std::move(shape));
+  REQUIRE(static_cast<int64_t>(values.size()) == h.numElements());
+  for (size_t i = 0; i < values.size(); ++i) h.set(static_cast<int64_t>(i), values[i]);
+  return h;
+}
+
+std::vector<double> valuesOf(const HostTensor& t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.numElements(); ++i) v.push_back(t.get(i));
+  return v;
+}
+
+std::vector<HostTensor> run(const ir::Graph& g, const std::vector<HostTensor>& inputs, const ir::Binding& b = {}) {
+  return ir::interpret(g, inputs, b);
+}
+
+int countKind(const ir::Graph& g, ir::OpKind k) {
+  int n = 0;
+  for (const auto& node : g.nodes()) n += node.kind == k;
+  return n;
+}
+
+std::string errorOf(const std::string& bytes, const std::string& source = "m.onnx") {
+  try {
+    importOnnxBytes(bytes, source);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  FAIL("expected an InputError");
+  return "";
+}
+
+std::string tempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("weft_onnx_test_" + name)).string();
+}
+
+void writeFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+}
+
+} // namespace
+
+TEST_CASE("Add broadcasts numpy-style through an explicit broadcast_in_dim", "[onnx]") {
+  ModelBuilder m;
+  m.input("a", kFloat, {"2", "3"}).input("b", kFloat, {"3"}).node("Add", {"a", "b"}, {"y"}).output("y");
+  ir::Graph g = importOnnxBytes(m.bytes());
+  CHECK(countKind(g, ir::OpKind::BroadcastInDim) == 1);
+  auto out = run(g, {tensor({2, 3}, {1, 2, 3, 4, 5, 6}), tensor({3}, {10, 20, 30})});
+  CHECK(valuesOf(out[0]) == std::vector<double>{11, 22, 33, 14, 25, 36});
+  CHECK(g.node(g.outputs()[0]).name == "y");
+}
+
+TEST_CASE("dim_param becomes a symbolic dim and dim_value a static one", "[onnx]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {"batch", "4"}).node("Relu", {"x"}, {"y"}).output("y");
+  ir::Graph g = importOnnxBytes(m.bytes());
+  const auto& x = g.node(g.inputs()[0]);
+  REQUIRE(x.type.shape.size() == 2);
+  CHECK_FALSE(x.type.shape[0].isStatic());
+  CHECK(x.type.shape[0] == ir::Dim::symbol("batch"));
+  CHECK(x.type.shape[1] == ir::Dim(4));
+  auto out = run(g, {tensor({1, 4}, {-1, 2, -3, 4})}, {{"batch", 1}});
+  CHECK(valuesOf(out[0]) == std::vector<double>{0, 2, 0, 4});
+}
+
+TEST_CASE("initializers are constants, also when listed as graph inputs", "[onnx]") {
+  ModelBuilder m;
+  m.input("x", kFloat, {"2"}).input("w", kFloat, {"2"}).initializer("w", {2}, {3, 4});
+  m.node("Mul", {"x", "w"}, {"y"}).output("y");
+  ir::Graph g = importOnnxBytes(m.bytes());
+  REQUIRE(g.inputs().size() == 1);
+  CHECK(g.node(g.inputs()[0]).name == "x");
+  CHECK(valuesOf(run(g, {tensor({2}, {1, 2})})[0]) == std::vector<double>{3, 8});
+}
+
+TEST_CASE("ReduceSum takes axes as an attribute before opset 13 and as an input from 13", "[onnx]") {
+  auto x = tensor({2, 3}, {1, 2, 3, 4, 5, 6});
+  ModelBuilder old(11);
+  old.input("x", kFloat, {"2", "3"}).node("ReduceSum", {"x"}, {"y"}, {Attr::list("axes", {1}), Attr::integer("keepdims", 0)});
+  old.output("y");
+  ModelBuilder now(13);
+  now.input("x", kFloat, {"2", "3"}).initializerInts("axes", {1}, {1});
+  now.node("ReduceSum", {"x", "axes"}, {"y"}, {Attr::integer("keepdims", 0)}).output("y");
+  CHECK(valuesOf(run(importOnnxBytes(old.bytes()), {x})[0]) == std::vector<double>{6, 15});
+  CHECK(valuesOf(run(importOnnxBytes(now.bytes()), {x})[0]) == std::vector<double>{6, 15});
+
+  SECTION("no axes reduces everything unless noop_with_empty_axes") {
+    ModelBuilder all(13), noop(13);
+    all.input("x", kFloat, {"2", "3"}).node("ReduceSum", {"x"}, {"y"}).output("y");
+    noop.input("x", kFloat, {"2", "3"}).node("ReduceSum", {"x"}, {"y"}, {Attr::integer("noop_with_empty_axes", 1)});
+    noop.output("y");
+    auto a = run(importOnnxBytes(all.bytes()), {x})[0];
+    CHECK(a.shape == std::vector<int64_t>{1, 1});
+    CHECK(valuesOf(a) == std::vector<double>{21});
+    CHECK(valuesOf(run(importOnnxBytes(noop.bytes()), {x})[0]) == valuesOf(x));
+  }
+}
+
+TEST_CASE("Softmax before opset 13 normalizes over every axis from `axis` on", "[onnx]") {
+  auto x = tensor({1, 2, 2}, {0, 0, 0, 0});
+  for (int opset : {11, 13}) {
+    ModelBuilder m(opset);
+    m.input("x", kFloat, {"1", "2", "2"}).node("Softmax", {"x"}, {"y"}, {Attr::integer("axis", 1)}).output("y");
+    auto y = valuesOf(run(importOnnxBytes(m.bytes()), {x})[0]);
+    double want = opset == 11 ? 0.25 : 0.5; // coerced to [1, 4] vs per axis 1 of size 2
+    for (double v : y) CHECK(v == Approx(want));
+  }
+}
+
+TEST_CASE("Squeeze and Unsqueeze take axes from an input from opset 13", "[onnx]") {
+  ModelBuilder old(11), now(13);
+  old.input("x", kFloat, {"3"}).node("Unsqueeze", {"x"}, {"y"}, {Attr::list("axes", {0, 2})}).output("y");
+  now.input("x", kFloat, {"3"}).initializerInts("axes", {2}, {0, -1}).node("Unsqueeze", {"x", "axes"}, {"y"}).output("y");
+  for (auto* m : {&old, &now}) {
+    ir::Graph g = importOnnxBytes(m->bytes());
+    CHECK(g.node(g.outputs()[0]).type.shape == ir::Shape{1, 3, 1});
+  }
+}
+
+TEST_CASE("Clip bounds are attributes before opset 11 and optional inputs from 11", "[onnx]") {
+  auto x = tensor({4}, {-5, -1, 1, 5});
+  ModelBuilder old(6);
+  old.input("x", kFloat, {"4"}).node("Clip", {"x"}, {"y"}, {Attr::real("min", -2), Attr::real("max", 2)}).output("y");
+  CHECK(valuesOf(run(importOnnxBytes(old.bytes()), {x})[0]) == std::vector<double>{-2, -1, 1, 2});
+  ModelBuilder maxOnly(13);
+  maxOnly.input("x", kFloat, {"4"}).initializer("hi", {}, {2}).node("Clip", {"x", "", "hi"}, {"y"}).output("y");
+  CHECK(valuesOf(run(importOnnxBytes(maxOnly.bytes()), {x})[0]) == std::vector<double>{-5, -1, 1, 2});
+}
+
+TEST_CASE("Pad takes pads as an attribute before opset 11 and as an input from 11", "[onnx]") {
+  auto x = tensor({2}, {1, 2});
+  ModelBuilder old(2), now(13);
+  old.input("x", kFloat, {"2"}).node("Pad", {"x"}, {"y"}, {Attr::list("pads", {1, 2}), Attr::real("value", 7)});
+  old.output("y");
+  now.input("x", kFloat, {"2"}).initializerInts("pads", {2}, {1, 2}).initializer("v", {}, {7});
+  now.node("Pad", {"x", "pads", "v"}, {"y"}).output("y");
+  for (auto* m : {&old, &now})
+    CHECK(valuesOf(run(importOnnxBytes(m->bytes()), {x})[0]) == std::vector<double>{7, 1, 2, 7, 7});
+  ModelBuilder reflect(13);
+  reflect.input("x", kFloat, {"3"}).initializerInts("pads", {2}, {2, 1});
+  reflect.node("Pad", {"x", "pads"}, {"y"}, {Attr::text("mode", "reflect")}).output("y");
+  CHECK(valuesOf(run(importOnnxBytes(reflect.bytes()), {tensor({3}, {1, 2, 3})})[0]) ==
+        std::vector<double>{3, 2, 1, 2, 3, 2});
+}
+
+TEST_CASE("Slice takes attributes before opset 10 and inputs (with negative steps) from 10", "[onnx]") {
+  auto x = tensor({5}, {0, 1, 2, 3, 4});
+  ModelBuilder old(9);
+  old.input("x", kFloat, {"5"}).node("Slice", {"x"}, {"y"}, {Attr::list("starts", {1}), Attr::list("ends", {-1})});
+  old.output("y");
+  CHECK(valuesOf(run(importOnnxBytes(old.bytes()), {x})[0]) == std::vector<double>{1, 2, 3});
+  ModelBuilder now(13);
+  now.input("x", kFloat, {"5"}).initializerInts("s", {1}, {-1}).initializerInts("e", {1}, {-100});
+  now.initializerInts("a", {1}, {0}).initializerInts("st", {1}, {-2});
+  now.node("Slice", {"x", "s", "e", "a", "st"}, {"y"}).output("y");
+  CHECK(valuesOf(run(importOnnxBytes(now.bytes()), {x})[0]) == std::vector<double>{4, 2, 0});
+}
+
+TEST_CASE("Reshape with 0 and -1 keeps symbolic dims exact", "[onnx]") {
+  ModelBuilder m(14);
+  m.input("x", kFloat, {"N", "2", "3"}).initializerInts("shape", {2}, {0, -1});
+  m.node("Reshape", {"x", "shape"}, {"y"}).output("y");
+  ir::Graph g = importOnnxBytes(m.bytes());
+  CHECK(g.node(g.outputs()[0]).type.shape == ir::Shape{ir::Dim::symbol("N"), 6});
+}
+
+TEST_CASE("shape computations on static shapes fold at import time", "[onnx]") {
+  // y = Reshape(x, Concat(Gather(Shape(x), 0), [-1])): the usual flatten-but-batch idiom
+  ModelBuilder m(13);
+  m.input("x", kFloat, {"2", "3", "4"}).initializerInts("zero", {}, {0}).initializerInts("minus1", {1}, {-1});
+  m.node("Shape", {"x"}, {"s"}).node("Gather", {"s", "zero"}, {"b"});
+  m.initializerInts("ax", {1}, {0}).node("Unsqueeze", {"b", "ax"}, {"b1"});
+  m.node("Concat", {"b1", "minus1"}, {"target"}, {Attr::integer("axis", 0)});
+  m.node("Reshape", {"x", "target"}, {"y"}).output("y");
+  ir::Graph g = importOnnxBytes(m.bytes());
+  CHECK(g.node(g.outputs()[0]).type.shape == ir::Shape{2, 12});
+  CHECK(g.size() == 2); // the parameter and the reshape: everything else folded away
+}
+
+TEST_CASE("Gather with run-time indices selects through a one-hot sum", "[onnx]") {
+  ModelBuilder m(13);
+  m.input("data", kFloat, {"3", "2"}).input("idx", kInt64, {"2"});
+  m.node("Gather", {"data", "idx"}, {"y"}, {Attr::integer("axis", 0)}).output("y");
+  ir::Graph g = importOnnxBytes(m.bytes());
+  auto out = run(g, {tensor({3, 2}, {1, 2, 3, 4, 5, 6}), tensor({2}, {2, -3}, DType::i64)});
+  CHECK(out[0].shape == std::vector<int64_t>{2, 2});
+  CHECK(valuesOf(out[0]) == std::vector<double>{5, 6, 1, 2});
+}
+
+TEST_CASE("Gemm expands transA, transB, alpha, beta and a broadcast C", "[onnx]") {
+  ModelBuilder m(13);
+  m.input("a", kFloat, {"2", "1"}).input("b", kFloat, {"2", "2"}).input("c", kFloat, {"2"});
+  m.node("Gemm", {"a", "b", "c"}, {"y"},
+         {Attr::integer("transA", 1), Attr::integer("transB", 1), Attr::real("alpha", 2), Attr::real("beta", 3)});
+  m.output("y");
+  ir::Graph g = importOnnxBytes(m.bytes());
+  CHECK(countKind(g, ir::OpKind::Dot) == 1);
+  // A' = [[1, 2]] (1x2), B' = [[1, 3], [2, 4]]: A'B' = [[5, 11]]; 2 * that + 3 * [1, 1]
+  auto out = run(g, {tensor({2, 1}, {1, 2}), tensor({2, 2}, {1, 2, 3, 4}), tensor({2}, {1, 1})});
+  CHECK(valuesOf(out[0]) == std::vector<double>{13, 25});
+}
+
+TEST_CASE("MatMul broadcasts batch dims and handles 1-D operands", "[onnx]") {
+  ModelBuilder m(13);
+  m.input("a", kFloat, {"2", "1", "3", "4"}).input("b", kFloat, {"5", "4", "2"}).node("MatMul", {"a", "b"}, {"y"});
+  m.output("y");
+  ir::Graph g = importOnnxBytes(m.bytes());
+  CHECK(g.node(g.outputs()[0]).type.shape == ir::Shape{2, 5, 3, 2});
+  ModelBuilder v(13);
+  v.input("a", kFloat, {"3"}).input("b", kFloat, {"3", "2"}).node("MatMul", {"a", "b"}, {"y"}).output("y");
+  ir::Graph gv = importOnnxBytes(v.bytes());
+  auto out = run(gv, {tensor({3}, {1, 2, 3}), tensor({3, 2}, {1, 0, 0, 1, 1, 1})});
+  CHECK(out[0].shape == std::vector<int64_t>{2});
+  CHECK(valuesOf(out[0]) == std::vector<double>{4, 5});
+}
+
+TEST_CASE("LayerNormalization and BatchNormalization lower to primitives", "[onnx]") {
+  ModelBuilder ln(17);
+  ln.input("x", kFloat, {"1", "4"}).initializer("s", {4}, {1, 1, 1, 1}).initializer("b", {4}, {0, 0, 0, 1});
+  ln.node("LayerNormalization", {"x", "s", "b"}, {"y"}).output("y");
+  auto y = valuesOf(run(importOnnxBytes(ln.bytes()), {tensor({1, 4}, {1, 2, 3, 4})})[0]);
+  double sd = std::sqrt(1.25 + 1e-5);
+  CHECK(y[0] == Approx(-1.5 / sd));
+  CHECK(y[3] == Approx(1.5 / sd + 1));
+
+  ModelBuilder bn(15);
+  bn.input("x", kFloat, {"1", "2", "1"}).initializer("s", {2}, {2, 1}).initializer("b", {2}, {0, 1});
+  bn.initializer("m", {2}, {1, 0}).initializer("v", {2}, {4, 1});
+  bn.node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"}, {Attr::real("epsilon", 0)}).output("y");
+  CHECK(valuesOf(run(importOnnxBytes(bn.bytes()), {tensor({1, 2, 1}, {5, 3})})[0]) == std::vector<double>{4, 4});
+}
+
+TEST_CASE("element types the IR lacks are widened", "[onnx]") {
+  ModelBuilder m(14);
+  m.input("a", kUint8, {"2"}).input("b", kUint8, {"2"}).node("Add", {"a", "b"}, {"y"}).output("y");
+  ir::Graph g = importOnnxBytes(m.bytes());
+  CHECK(g.node(g.inputs()[0]).type.dtype == DType::i32);
+}
+
+TEST_CASE("an unsupported operator is reported once per type with node name and opset", "[onnx]") {
+  ModelBuilder m(13);
+  m.input("x", kFloat, {"2"}).node("Foo", {"x"}, {"a"}, {}, "first_foo").node("Foo", {"a"}, {"b"}, {}, "second_foo");
+  m.node("Bar", {"b"}, {"y"}, {}, "the_bar").output("y");
+  try {
+    importOnnxBytes(m.bytes(), "m.onnx");
+    FAIL("expected UnsupportedError");
+  } catch (const UnsupportedError& e) {
+    std::string msg = e.what();
+    CHECK_THAT(msg, Contains("m.onnx: unsupported operator Foo (node \"first_foo\", opset 13)"));
+    CHECK_THAT(msg, Contains("unsupported operator Bar (node \"the_bar\", opset 13)"));
+    CHECK(msg.find("second_foo") == std::string::npos);
+    CHECK(e.opType() == "Foo");
+  }
+  ModelBuilder other(13);
+  other.input("x", kFloat, {"2"}).node("Custom", {"x"}, {"y"}, {}, "c", "com.example").output("y");
+  CHECK_THAT(errorOf(other.bytes()), Contains("com.example.Custom"));
+}
+
+TEST_CASE("bad ONNX files give InputErrors that say what is wrong", "[onnx]") {
+  ModelBuilder good(13);
+  good.input("x", kFloat, {"2", "3"}).initializer("w", {3}, {1, 2, 3});
+  good.node("Mul", {"x", "w"}, {"t"}).node("Relu", {"t"}, {"y"}).output("y");
+  std::string bytes = good.bytes();
+  REQUIRE_NOTHROW(importOnnxBytes(bytes));
+
+  SECTION("truncated protobuf") {
+    CHECK_THAT(errorOf(bytes.substr(0, bytes.size() / 2)), Contains("cannot be parsed"));
+  }
+  SECTION("every truncation is rejected cleanly") {
+    for (size_t n = 0; n < bytes.size(); n += 3) CHECK_THROWS_AS(importOnnxBytes(bytes.substr(0, n), "m.onnx"), InputError);
+  }
+  SECTION("not an ONNX file") {
+    CHECK_THAT(errorOf("{\"name\": \"a weft JSON graph\"}"), Contains("not a valid ONNX model"));
+    CHECK_THAT(errorOf("hello, world\n"), Contains("m.onnx: not"));
+    CHECK_THAT(errorOf(""), Contains("empty"));
+  }
+  SECTION("unsupported opset") {
+    ModelBuilder m(99);
+    m.input("x", kFloat, {"2"}).node("Relu", {"x"}, {"y"}).output("y");
+    CHECK_THAT(errorOf(m.bytes()), Contains("opset 99") && Contains("supports opsets 1 to"));
+    ModelBuilder none(13);
+    none.input("x", kFloat, {"2"}).node("Relu", {"x"}, {"y"}).output("y");
+    none.proto().mutable_opset_import(0)->set_domain("ai.onnx.ml");
+    CHECK_THAT(errorOf(none.bytes()), Contains("no opset of the default ONNX domain"));
+  }
+  SECTION("missing initializer / undefined input") {
+    ModelBuilder m(13);
+    m.input("x", kFloat, {"2"}).node("Mul", {"x", "w"}, {"y"}, {}, "scale").output("y");
+    CHECK_THAT(errorOf(m.bytes()), Contains("node \"scale\" (Mul): input 1 \"w\" is not an initializer"));
+  }
+  SECTION("undefined graph output") {
+    ModelBuilder m(13);
+    m.input("x", kFloat, {"2"}).node("Relu", {"x"}, {"y"}).output("z");
+    CHECK_THAT(errorOf(m.bytes()), Contains("graph output \"z\" is not produced"));
+  }
+  SECTION("a shape operand only known at run time") {
+    ModelBuilder m(14);
+    m.input("x", kFloat, {"2", "3"}).input("shape", kInt64, {"1"}).node("Reshape", {"x", "shape"}, {"y"}).output("y");
+    try {
+      importOnnxBytes(m.bytes(), "m.onnx");
+      FAIL("expected ImportTimeValueError");
+    } catch (const ImportTimeValueError& e) {
+      CHECK(e.input() == "shape");
+      CHECK_THAT(std::string(e.what()), Contains("graph input \"shape\""));
+    }
+    ImportOptions frozen;
+    frozen.frozenInputs["shape"] = tensor({1}, {6}, DType::i64);
+    ir::Graph g = importOnnxBytes(m.bytes(), "m.onnx", frozen);
+    CHECK(g.inputs().size() == 1);
+    CHECK(g.node(g.outputs()[0]).type.shape == ir::Shape{6});
+  }
+  SECTION("files") {
+    CHECK_THAT(std::string([] {
+                 try {
+                   importOnnx(tempPath("does_not_exist.onnx"));
+                 } catch (const InputError& e) {
+                   return std::string(e.what());
+                 }
+                 return std::string();
+               }()),
+               Contains("cannot open"));
+  }
+}
+
+TEST_CASE("loadGraphAnyFormat reads ONNX models by extension", "[onnx]") {
+  ModelBuilder m(13);
+  m.input("x", kFloat, {"2"}).node("Neg", {"x"}, {"y"}).output("y");
+  std::string path = tempPath("neg.onnx");
+  writeFile(path, m.bytes());
+  frontend::ParsedGraph g = frontend::loadGraphAnyFormat(path);
+  CHECK(g.name == "weft_onnx_test_neg");
+  CHECK(g.graph.outputs().size() == 1);
+  CHECK(looksLikeOnnx(path));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("TensorProto files read into HostTensors", "[onnx]") {
+  ::onnx::TensorProto t;
+  t.set_data_type(::onnx::TensorProto::INT32);
+  t.add_dims(3);
+  int32_t raw[3] = {1, -2, 3};
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(raw), sizeof(raw)));
+  HostTensor h = parseTensorProto(t.SerializeAsString(), "t.pb");
+  CHECK(h.dtype == DType::i32);
+  CHECK(valuesOf(h) == std::vector<double>{1, -2, 3});
+  t.set_raw_data("abc");
+  CHECK_THROWS_WITH(parseTensorProto(t.SerializeAsString(), "t.pb"), Contains("3 bytes of raw data"));
+}
