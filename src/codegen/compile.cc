@@ -86,6 +86,7 @@ CompiledModule compileToPtx(const fusion::FusionPlan& plan, const CodegenOptions
   llvm::Module m("weft", ctx);
   m.setTargetTriple(kTriple);
   m.setDataLayout(tm->createDataLayout());
+  m.addModuleFlag(llvm::Module::Override, "weft.sm", uint32_t(plan.device.computeCapability));
 
   std::string libdevice = options.useLibdevice ? findLibdevice(options.libdevicePath) : "";
   bool useLibdevice = !libdevice.empty();

@@ -143,6 +143,9 @@ llvm::Value* bf16BitsToFloat(llvm::IRBuilder<>& b, llvm::Value* bits16) {
 
 /// f32 → bf16 bits, round to nearest even; NaN stays a (quiet) NaN.
 llvm::Value* floatToBf16Bits(llvm::IRBuilder<>& b, llvm::Value* f) {
+  // sm_80+ has cvt.rn.bf16.f32 (compile.cc records the target's sm as module flag "weft.sm").
+  auto* sm = llvm::mdconst::extract_or_null<llvm::ConstantInt>(b.GetInsertBlock()->getModule()->getModuleFlag("weft.sm"));
+  if (sm && sm->getZExtValue() >= 80) return b.CreateBitCast(b.CreateFPTrunc(f, b.getBFloatTy()), b.getInt16Ty());
   llvm::Value* bits = b.CreateBitCast(f, b.getInt32Ty());
   llvm::Value* lsb = b.CreateAnd(b.CreateLShr(bits, 16), 1);
   llvm::Value* rounded = b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(lsb, b.getInt32(0x7fff))), 16);

@@ -1,0 +1,190 @@
+// Codegen end to end: plans → PTX → the simulator, compared with the reference interpreter.
+#include <catch2/catch.hpp>
+
+#include "codegen/compile.h"
+#include "fusion/policy_none.h"
+#include "hand_plans.h"
+#include "ir/graph.h"
+#include "ir/interpreter.h"
+#include "sim_runner.h"
+
+using namespace weft;
+using ir::DType;
+using ir::OpKind;
+
+namespace {
+
+DeviceSpec h100() { return *deviceSpecProfile("h100"); }
+
+/// Compiles `plan`, runs it on the simulator and checks every output against ir::interpret.
+void checkAgainstInterpreter(const fusion::FusionPlan& plan, double tolerance, const ir::Binding& binding = {},
+                             codegen::CodegenOptions options = {}) {
+  codegen::CompiledModule m = codegen::compileToPtx(plan, options);
+  auto inputs = test::makeInputs(plan.graph, binding);
+  auto want = ir::interpret(plan.graph, inputs, binding);
+  auto got = test::runOnSim(plan, m, inputs, binding);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("output " << plan.graph.node(plan.graph.outputs()[i]).name << " " << want[i].typeStr());
+    double err = test::maxError(got[i], want[i]);
+    CHECK(err <= tolerance);
+  }
+}
+
+} // namespace
+
+TEST_CASE("none policy: elementwise, layout and reduce ops match the interpreter", "[codegen][sim]") {
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {6, 40}});
+  auto z = g.parameter("z", {DType::f32, {6, 40}});
+  auto e = g.unary(OpKind::Exp, g.binary(OpKind::Mul, x, z, "xz"), "e");
+  auto sm = g.reduce(ir::ReduceKind::Sum, e, {1}, "row_sum");
+  auto cm = g.reduce(ir::ReduceKind::Max, x, {0}, "col_max");
+  auto t = g.transpose(x, {1, 0}, "t");
+  auto p = g.pad(t, {1, 0}, {2, 3}, 0.5, "p");
+  auto c = g.concatenate({x, z}, 1, "cat");
+  auto sl = g.slice(c, {1, 3}, {5, 77}, {2, 3}, "sl");
+  auto r = g.reshape(sl, {ir::Dim(25), ir::Dim(2)}, "r");
+  auto io = g.iota(DType::f32, {6, 40}, 1, "io");
+  auto sel = g.select(g.compare(ir::CompareDir::GT, x, io, "gt"), x, g.unary(OpKind::Tanh, z, "tz"), "sel");
+  auto cl = g.clamp(g.constant(DType::f32, {6, 40}, {-0.5}, "lo"), x, g.constant(DType::f32, {6, 40}, {0.5}, "hi"), "cl");
+  g.setOutputs({e, sm, cm, p, r, sel, cl});
+  checkAgainstInterpreter(fusion::planNone(g, h100()), 2e-6);
+}
+
+TEST_CASE("none policy: f16, bf16, integer and bool dtypes", "[codegen][sim]") {
+  ir::Graph g;
+  auto h = g.parameter("h", {DType::f16, {4, 64}});
+  auto b = g.parameter("b", {DType::bf16, {4, 64}});
+  auto i = g.parameter("i", {DType::i32, {4, 64}});
+  auto l = g.parameter("l", {DType::i64, {4, 64}});
+  auto q = g.parameter("q", {DType::i8, {4, 64}});
+  auto hh = g.binary(OpKind::Add, h, g.unary(OpKind::Sigmoid, h, "sig"), "hh");
+  auto bb = g.binary(OpKind::Mul, b, b, "bb");
+  auto hs = g.reduce(ir::ReduceKind::Sum, hh, {1}, "h_sum");
+  auto id = g.binary(OpKind::Div, i, g.binary(OpKind::Add, g.unary(OpKind::Abs, i, "ai"), g.constant(DType::i32, {4, 64}, {1}, "one"), "den"), "idiv");
+  auto ir_ = g.binary(OpKind::Rem, l, g.constant(DType::i64, {4, 64}, {3}, "three"), "lrem");
+  auto imax = g.reduce(ir::ReduceKind::Max, i, {1}, "i_max");
+  auto qsum = g.reduce(ir::ReduceKind::Sum, q, {0}, "q_sum");
+  auto pos = g.compare(ir::CompareDir::GT, i, g.constant(DType::i32, {4, 64}, {0}, "zero"), "pos");
+  auto anyPos = g.reduce(ir::ReduceKind::Any, pos, {1}, "any_pos");
+  auto allPos = g.reduce(ir::ReduceKind::All, pos, {1}, "all_pos");
+  auto conv = g.convert(g.binary(OpKind::Mul, g.convert(h, DType::f32, "hf"), g.constant(DType::f32, {4, 64}, {40}, "forty"), "h40"), DType::i8, "to_i8");
+  g.setOutputs({hh, bb, hs, id, ir_, imax, qsum, anyPos, allPos, conv});
+  checkAgainstInterpreter(fusion::planNone(g, h100()), 1e-2);
+}
+
+TEST_CASE("none policy: the Figure 6 row reduces (scaled down) and a dot", "[codegen][sim]") {
+  ir::Graph g;
+  auto a = g.parameter("a", {DType::f32, {300, 32}});
+  auto b = g.parameter("b", {DType::f32, {3, 3000}});
+  auto m = g.parameter("m", {DType::f32, {2, 8, 5}});
+  auto n = g.parameter("n", {DType::f32, {2, 5, 3}});
+  auto ra = g.reduce(ir::ReduceKind::Sum, a, {1}, "ra");
+  auto rb = g.reduce(ir::ReduceKind::Min, b, {1}, "rb");
+  auto d = g.dot(m, n, "d");
+  g.setOutputs({ra, rb, d});
+  checkAgainstInterpreter(fusion::planNone(g, h100()), 1e-5);
+}
+
+TEST_CASE("symbolic dims become i64 kernel parameters", "[codegen][sim]") {
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {ir::Dim::symbol("B"), 48}});
+  auto s = g.reduce(ir::ReduceKind::Sum, g.unary(OpKind::Neg, x, "nx"), {1}, "s");
+  g.setOutputs({s});
+  auto plan = fusion::planNone(g, h100());
+  codegen::CompiledModule m = codegen::compileToPtx(plan);
+  bool hasSymbol = false;
+  for (const auto& k : m.kernels)
+    for (const auto& p : k.params)
+      hasSymbol = hasSymbol || (p.kind == codegen::KernelParam::Kind::Symbol && p.symbol == "B");
+  CHECK(hasSymbol);
+  CHECK(m.ptx.find(".param .u64") != std::string::npos);
+  checkAgainstInterpreter(plan, 1e-5, {{"B", 37}});
+}
+
+TEST_CASE("LayerNorm as one kernel: shared-memory stages with block barriers", "[codegen][sim]") {
+  for (bool warp : {false, true}) {
+    INFO("warp per row: " << warp);
+    auto plan = test::layerNormOneKernel(h100(), 7, 96, warp);
+    codegen::CompiledModule m = codegen::compileToPtx(plan);
+    REQUIRE(m.kernels.size() == 1);
+    CHECK(m.kernels[0].dynamicSharedBytes > 96 * 4);
+    CHECK(m.ptx.find("bar.sync") != std::string::npos);
+    checkAgainstInterpreter(plan, 1e-4);
+  }
+}
+
+TEST_CASE("a Global value read after a grid barrier (cooperative kernel)", "[codegen][sim]") {
+  auto plan = test::gridBarrierKernel(h100(), 100, 24, 3);
+  codegen::CompiledModule m = codegen::compileToPtx(plan);
+  REQUIRE(m.kernels.size() == 1);
+  CHECK(m.kernels[0].launch.cooperative);
+  CHECK(m.kernels[0].params.back().kind == codegen::KernelParam::Kind::BarrierState);
+  CHECK(m.ptx.find(".func weft_grid_barrier") != std::string::npos);
+  CHECK(m.ptx.find("call.uni") != std::string::npos);
+  std::vector<LaunchCounters> counters;
+  auto inputs = test::makeInputs(plan.graph);
+  auto want = ir::interpret(plan.graph, inputs);
+  auto got = test::runOnSim(plan, m, inputs, {}, &counters);
+  CHECK(test::maxError(got[0], want[0]) <= 1e-5);
+  REQUIRE(counters.size() == 1);
+  CHECK(counters[0].gridBarriers == 1);
+}
+
+TEST_CASE("a split row reduce combines partials across blocks with atomics", "[codegen][sim]") {
+  auto plan = test::splitRowReduce(h100(), 3, 1000, 4);
+  codegen::CompiledModule m = codegen::compileToPtx(plan);
+  CHECK(m.ptx.find("atom.global.add.f32") != std::string::npos);
+  checkAgainstInterpreter(plan, 1e-5);
+}
+
+TEST_CASE("a column-reduce stage materialises a value computed from the reduce", "[codegen][sim]") {
+  checkAgainstInterpreter(test::columnReduceThenScale(h100(), 37, 70), 0);
+}
+
+TEST_CASE("weft's own math (no libdevice) matches the interpreter", "[codegen][sim][math]") {
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {2, 64}});
+  auto ax = g.unary(OpKind::Abs, x, "ax");
+  std::vector<ir::NodeId> outs;
+  for (OpKind k : {OpKind::Exp, OpKind::Tanh, OpKind::Erf, OpKind::Sin, OpKind::Cos, OpKind::Sqrt, OpKind::Sigmoid})
+    outs.push_back(g.unary(k, x));
+  outs.push_back(g.unary(OpKind::Log, ax));
+  outs.push_back(g.unary(OpKind::Rsqrt, ax));
+  outs.push_back(g.binary(OpKind::Pow, ax, x));
+  auto xd = g.parameter("xd", {DType::f64, {2, 64}});
+  outs.push_back(g.unary(OpKind::Exp, xd));
+  g.setOutputs(outs);
+  codegen::CodegenOptions own;
+  own.useLibdevice = false;
+  checkAgainstInterpreter(fusion::planNone(g, h100()), 2e-6, {}, own);
+}
+
+TEST_CASE("CompiledModule reports kernels, timings and optimised IR", "[codegen]") {
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {1024}});
+  g.setOutputs({g.unary(OpKind::Exp, x, "e")});
+  codegen::CodegenOptions o;
+  o.keepLlvmIr = true;
+  auto plan = fusion::planNone(g, h100());
+  auto m = codegen::compileToPtx(plan, o);
+  REQUIRE(m.kernels.size() == 1);
+  CHECK(m.kernels[0].name == "k0_e");
+  CHECK(m.kernels[0].planStep == 0);
+  CHECK(m.ptx.find(".target sm_90") != std::string::npos);
+  CHECK(m.ptx.find(".maxntid 256") != std::string::npos);
+  CHECK(m.ptx.find("ld.global.nc.v4.f32") != std::string::npos);
+  CHECK(m.ptx.find("st.global.v4.f32") != std::string::npos);
+  CHECK(m.llvmIr.find("define") != std::string::npos);
+  CHECK(m.llvmIr.find("__nv_expf") == std::string::npos); // libdevice was linked and inlined
+  CHECK(m.timings.optimiseMs > 0);
+  CHECK(m.timings.ptxMs > 0);
+}
+
+TEST_CASE("maxRegisters becomes .maxnreg", "[codegen]") {
+  auto plan = test::layerNormOneKernel(h100(), 4, 64);
+  std::get<fusion::KernelPlan>(plan.steps[0]).launch.maxRegisters = 40;
+  auto m = codegen::compileToPtx(plan);
+  CHECK(m.ptx.find(".maxnreg 40") != std::string::npos);
+}
