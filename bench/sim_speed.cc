@@ -70,6 +70,30 @@ void BM_RowSumReduction(benchmark::State& state) {
 }
 BENCHMARK(BM_RowSumReduction)->Arg(4096)->Unit(benchmark::kMillisecond);
 
+// A cooperative launch with every block resident: block reductions, two grid barriers
+// (atomics + spinning) and an elementwise pass. Spinning is synchronisation, not data.
+void BM_GridBarrierCenter(benchmark::State& state) {
+  Setup s("grid_barrier.ptx", "center");
+  const int blocks = int(state.range(0)), n = blocks * 256;
+  auto x = s.dev->allocate(n * 4), y = s.dev->allocate(n * 4),
+       partial = s.dev->allocate((blocks + 1) * 4);
+  auto bar = s.dev->allocate(8);
+  s.dev->memset(x, 0, n * 4);
+  s.dev->memset(bar, 0, 8);
+  weft::LaunchConfig cfg;
+  cfg.grid.x = uint32_t(blocks);
+  cfg.block.x = 256;
+  cfg.cooperative = true;
+  std::vector<weft::KernelArg> args = {weft::KernelArg::pointer(x), weft::KernelArg::pointer(y),
+                                       weft::KernelArg::pointer(partial),
+                                       weft::KernelArg::pointer(bar), weft::KernelArg::of(n)};
+  s.dev->takeCounters();
+  for (auto _ : state)
+    s.dev->launch(s.kernel, cfg, args);
+  report(state, *s.dev);
+}
+BENCHMARK(BM_GridBarrierCenter)->Arg(1056)->Unit(benchmark::kMillisecond);
+
 } // namespace
 
 BENCHMARK_MAIN();

@@ -1893,6 +1893,8 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
           w.mergePc = ~0u; // run the others until they branch, wait or leave
           continue;
         }
+        // a spin-wait inside the grid barrier: let the other blocks run now
+        if (cooperative_ && (I.flags & kSync) && target <= w.gpc) budget = 0;
         w.gpc = target;
         if (w.gpc >= w.mergePc) resched = true;
         goto next; // pc already set
