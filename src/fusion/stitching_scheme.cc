@@ -210,20 +210,21 @@ private:
     std::stable_sort(values.begin(), values.end(),
                      [&](ir::NodeId a, ir::NodeId b) { return level.at(a) < level.at(b); });
     for (ir::NodeId v : values) {
+      // The earliest stage of v's group and level after every stage v reads from: sibling
+      // reduces of one loop then share a pass over it.
       int group = groupOf_.at(v);
+      int after = -1;
+      for (const Read& r : reads_.at(v))
+        after = std::max(after, stageOf_.at(r.value));
       int last = -1;
-      for (int s = static_cast<int>(stages_.size()) - 1; s >= 0; --s) {
-        if (stages_[static_cast<size_t>(s)].level != level.at(v)) break;
-        if (stages_[static_cast<size_t>(s)].group == group) {
-          last = s;
+      for (int st = after + 1; st < static_cast<int>(stages_.size()); ++st) {
+        const StageInfo& info = stages_[static_cast<size_t>(st)];
+        if (info.level == level.at(v) && info.group == group) {
+          last = st;
           break;
         }
       }
-      const auto& reads = reads_.at(v);
-      bool canJoin = last >= 0 && std::none_of(reads.begin(), reads.end(), [&](const Read& r) {
-                       return stageOf_.at(r.value) >= last;
-                     });
-      if (!canJoin) {
+      if (last < 0) {
         stages_.push_back({group, level.at(v), {}});
         last = static_cast<int>(stages_.size()) - 1;
       }

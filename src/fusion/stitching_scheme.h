@@ -5,21 +5,26 @@
 // launch.sharedBytes.
 //
 // Materialised values are the groups' dominants and sub-dominants (and so the kernel's
-// outputs); every other op is local (Register, generated inline where used). Stages hold
-// materialised values of one group in topological order; a value joins the last stage of its
-// group when it reads nothing that stage or a later one produces (sibling reduces over the same
-// loop share one pass). A read is block-local (regional) when the consumer's group runs in the
-// same tiles as the producer's (same row shape and rows per tile, neither split) and the
-// index maps between them keep rows in place (elementwise, a broadcast along the non-tile
-// dims); the passive check of reduce-dominated groups and the proactive re-mapping of
-// elementwise groups (done before, by the kernel builder) both end here. A stage that reads a
-// non-local value of its phase, or whose group runs in other tiles, starts a new phase (Grid
-// barrier); otherwise it waits for the values of its phase it reads (Block barrier).
+// outputs); every other op is local (Register, generated inline where used). A read is
+// block-local (regional) when the consumer's group runs in the same tiles as the producer's
+// (same row shape and rows per tile, neither split) and the index maps between them keep rows
+// in place (elementwise, a broadcast along the non-tile dims, the group's own reduce); the
+// passive check of reduce-dominated groups and the proactive re-mapping of elementwise groups
+// (done before, by the kernel builder) both end here.
+// Phases: each value gets a level, one more than every value it reads non-locally and equal
+// to those it reads locally (as soon as possible), after which a value read only locally moves
+// to its earliest reader's level (so regional values share a phase with their consumers).
+// Stages hold values of one group and level; a value joins the earliest stage of its group
+// and level after every stage it reads from (sibling reduces over one loop share a pass). A
+// stage starts a new phase (Grid barrier) when its level changes, its group runs in other
+// tiles, or it reads a non-local value of the phase; otherwise it waits with a Block barrier
+// for the values of its phase it reads.
 // A value is Shared when every read is block-local and in its own phase, Output when read
 // after the kernel, Global (scratch) otherwise. While shared memory exceeds
 // DeviceSpec::sharedMemoryPerBlock the largest Shared value is demoted to Global, one at a
-// time. Inputs and local ops read by several stages of one group in one phase are kept in
-// registers across them (operator-level reuse).
+// time (and the phases are planned again). Inputs and local ops read by several stages of one
+// group are kept in registers across them (operator-level reuse) when each thread's share of
+// a tile is small and, across a grid barrier, when one wave holds every tile.
 #include "fusion/kernel_plan.h"
 #include "ir/graph.h"
 #include "weft/device_spec.h"

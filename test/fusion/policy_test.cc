@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "frontend/json_reader.h"
 #include "fusion/plan.h"
 #include "plan_queries.h"
 #include "test_graphs.h"
@@ -113,4 +114,37 @@ TEST_CASE("plans around a dot: library call between two stitched kernels, buffer
     for (auto& [v, pl] : k->placement)
       if (pl.storage == Storage::Global)
         CHECK(p.buffers[static_cast<size_t>(pl.buffer)].kind == Buffer::Kind::Scratch);
+}
+
+TEST_CASE(
+    "example graphs: one kernel each under astitch; xla splits wherever a reduce has consumers",
+    "[planner][policy][examples]") {
+  struct Example {
+    std::string file;
+    bool reduceWithConsumers;
+  };
+  for (Example e :
+       {Example{"astitch_fig7", true}, Example{"layer_norm", true}, Example{"softmax", true},
+        Example{"residual_add_layer_norm", true}, Example{"rms_norm", true},
+        Example{"layer_norm_backward", true}, Example{"gelu_bias", false},
+        Example{"column_reduce_bias_grad", false}, Example{"row_reduce_64x30000", false},
+        Example{"row_reduce_750000x32", false}}) {
+    DYNAMIC_SECTION(e.file) {
+      auto parsed = frontend::readGraphFile(std::string(WEFT_SOURCE_DIR) + "/examples/graphs/" +
+                                            e.file + ".json");
+      ir::Binding binding;
+      for (const std::string& s : parsed.graph.symbols())
+        binding[s] = 4096;
+      ir::Graph g = ir::bindSymbols(parsed.graph, binding);
+      for (std::string dev : {"v100", "a100", "h100"}) {
+        FusionPlan astitch = plan(g, *deviceSpecProfile(dev), Policy::AStitch);
+        FusionPlan xla = plan(g, *deviceSpecProfile(dev), Policy::Xla);
+        CHECK(astitch.kernelCount() == 1);
+        if (e.reduceWithConsumers)
+          CHECK(xla.kernelCount() > 1);
+        else
+          CHECK(xla.kernelCount() == 1);
+      }
+    }
+  }
 }
