@@ -743,3 +743,50 @@ TEST_CASE("trap stops the launch with its location", "[sim][instr]") {
                              Catch::Contains("@%p1 trap;"));
   }
 }
+
+TEST_CASE("named barriers with a thread count, fences, warp sync, clocks, shared atomics",
+          "[sim][instr]") {
+  // warps 0-1 meet at barrier 1 (64 threads); warps 2-3 at barrier 2 (64 threads)
+  auto r = runScalar(R"(
+  .shared .align 4 .b8 cnt[8];
+  setp.ne.u32 %p1, %r0, 0;
+  @%p1 bra INIT_DONE;
+  st.shared.u32 [cnt], 0;
+  st.shared.u32 [cnt+4], 5;
+INIT_DONE:
+  bar.sync 0;
+  shr.u32 %r1, %r0, 6;
+  setp.eq.u32 %p2, %r1, 0;
+  @%p2 bra LOW;
+  red.shared.add.u32 [cnt], 1;
+  barrier.sync 2, 64;
+  bra.uni JOIN;
+LOW:
+  red.shared.add.u32 [cnt], 1;
+  bar.sync 1, 64;
+JOIN:
+  membar.gl;
+  fence.acq_rel.gpu;
+  bar.warp.sync -1;
+  mov.u64 %rd3, %clock64;
+  mov.u64 %rd4, %clock64;
+  sub.s64 %rd5, %rd4, %rd3;
+  setp.gt.s64 %p3, %rd5, 0;
+  selp.u32 %r2, 1, 0, %p3;
+  atom.shared.cas.b32 %r3, [cnt+4], 5, 6;
+  bar.sync 0;
+  ld.shared.u32 %r4, [cnt];
+  ld.shared.u32 %r5, [cnt+4];
+  ld.global.nc.u32 %r6, [%rd2];
+  st.global.u32 [%rd2], %r2;
+  st.global.u32 [%rd2+8], %r4;
+  st.global.u32 [%rd2+16], %r5;
+)",
+                     3, 128);
+  for (int t = 0; t < 128; ++t) {
+    INFO("thread " << t);
+    CHECK(r[3 * t] == 1);       // the clock moves forward
+    CHECK(r[3 * t + 1] == 128); // every thread's reduction landed before the last barrier
+    CHECK(r[3 * t + 2] == 6);   // exactly one compare-and-swap succeeded
+  }
+}
