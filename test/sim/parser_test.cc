@@ -198,3 +198,26 @@ TEST_CASE("parser: a compacted kernel still computes the same values", "[sim][pa
     sum += v[i];
   CHECK(r[0] == sum);
 }
+
+TEST_CASE("parser: truncated or damaged PTX fails with a DeviceError, never a crash",
+          "[sim][parser]") {
+  for (const char* file : {"math.ptx", "control.ptx", "reduce.ptx"}) {
+    const std::string ptx = readPtx(file);
+    for (size_t cut = 0; cut < ptx.size(); cut += 397) {
+      INFO(file << " cut at " << cut);
+      std::string text = ptx.substr(0, cut);
+      try {
+        parse(text);
+      } catch (const DeviceError&) {
+      }
+      // damage one character instead of truncating
+      std::string damaged = ptx;
+      damaged[cut] = "%;{}[]@!"[cut % 8];
+      try {
+        parse(damaged);
+      } catch (const DeviceError&) {
+      }
+    }
+  }
+  SUCCEED("no crash");
+}
