@@ -1870,10 +1870,16 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
       if (!m) break;
       uint32_t id = uint32_t(src(I.s[0], R)[__builtin_ctz(m)]) & 15;
       uint32_t count = I.ns > 1 ? uint32_t(src(I.s[1], R)[__builtin_ctz(m)]) : 0;
+      if (I.aux) {
+        // bar.arrive: count the arrival and go on; the waiting threads may now be released
+        b.barArrived[id] += __builtin_popcount(m);
+        b.barExpected[id] = count;
+        ++progress_;
+        releaseIfComplete(b, id, I.flags & kSync);
+        break;
+      }
       forLanes(w.mask, [&](int l) { w.pc[l] = w.gpc + 1; });
-      uint32_t rest = w.mask & ~m;
       w.mask = 0;
-      (void)rest;
       arriveBarrier(b, w, m, id, count, I.flags & kSync);
       resched = true;
       break;

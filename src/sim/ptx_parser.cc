@@ -1457,7 +1457,11 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
       in.op = Op::BarWarp;
       if (p.ops.size() == 1) in.s[0] = src(p.ops[0], Ty::U32), in.ns = 1;
     } else {
-      if (m.has("arrive") || m.has("red")) bad("bar.arrive / bar.red are not supported");
+      if (m.has("red")) bad("bar.red is not supported");
+      if (m.has("arrive")) {
+        if (p.ops.size() != 2) bad("bar.arrive needs a barrier and a thread count");
+        in.aux = 1; // arrive without waiting
+      }
       in.op = Op::Bar;
       if (p.ops.empty()) {
         in.ns = 1;

@@ -790,3 +790,29 @@ JOIN:
     CHECK(r[3 * t + 2] == 6);   // exactly one compare-and-swap succeeded
   }
 }
+
+TEST_CASE("bar.arrive: producers arrive without waiting, consumers wait for them", "[sim][instr]") {
+  // warp 1 produces into shared memory and arrives at barrier 3; warp 0, which runs first,
+  // waits there (64 threads) and must not read before the producers arrived
+  auto r = runScalar(R"(
+  .shared .align 4 .b8 buf[128];
+  and.b32 %r1, %r0, 31;
+  mul.wide.u32 %rd3, %r1, 4;
+  mov.u64 %rd4, buf;
+  add.s64 %rd5, %rd4, %rd3;
+  setp.ge.u32 %p1, %r0, 32;
+  @!%p1 bra CONSUMER;
+  mul.lo.u32 %r2, %r0, 3;
+  st.shared.u32 [%rd5], %r2;
+  bar.arrive 3, 64;
+  bra.uni DONE;
+CONSUMER:
+  bar.sync 3, 64;
+  ld.shared.u32 %r3, [%rd5];
+  st.global.u32 [%rd2], %r3;
+DONE:
+)",
+                     1, 64);
+  for (int t = 32; t < 64; ++t)
+    CHECK(r[t] == uint64_t((t - 32) * 3));
+}
