@@ -813,6 +813,6 @@ CONSUMER:
 DONE:
 )",
                      1, 64);
-  for (int t = 32; t < 64; ++t)
-    CHECK(r[t] == uint64_t((t - 32) * 3));
+  for (int t = 0; t < 32; ++t)
+    CHECK(r[t] == uint64_t((t + 32) * 3));
 }
