@@ -75,7 +75,7 @@ public:
         if (p.storage == Storage::Shared &&
             (largest < 0 || p.sharedBytes > k_.placement[largest].sharedBytes))
           largest = v;
-      assert(largest >= 0 && "shared memory over budget with nothing left to demote");
+      if (largest < 0) break; // only the reductions' own scratch is left: nothing to demote
       demoted_.insert(largest);
     }
     markRegisterReuse();

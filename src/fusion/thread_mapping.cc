@@ -39,7 +39,9 @@ MappingChoice mapRowReduce(const LoopSpace& s, const DeviceSpec& spec, int block
   MappingChoice c;
   c.blockSize = blockSize;
   c.blocksPerWave = blocksPerWave(spec, blockSize);
-  int64_t rows = staticOr(s.rows, kUnknownSize), len = staticOr(s.rowLength, kUnknownSize);
+  // empty tensors still get a valid mapping (one row of one element)
+  int64_t rows = std::max<int64_t>(1, staticOr(s.rows, kUnknownSize));
+  int64_t len = std::max<int64_t>(1, staticOr(s.rowLength, kUnknownSize));
   RowReduceMapping m;
   double laneUse = 1;
   if (len <= kWarpRowLimit) { // warp (or part of one) per row, rows packed into the block
@@ -69,7 +71,8 @@ MappingChoice mapColumnReduce(const LoopSpace& s, const DeviceSpec& spec, int bl
   MappingChoice c;
   c.blockSize = blockSize;
   c.blocksPerWave = blocksPerWave(spec, blockSize);
-  int64_t columns = staticOr(s.rows, kUnknownSize), reduced = staticOr(s.rowLength, kUnknownSize);
+  int64_t columns = std::max<int64_t>(1, staticOr(s.rows, kUnknownSize));
+  int64_t reduced = std::max<int64_t>(1, staticOr(s.rowLength, kUnknownSize));
   ColumnReduceMapping m;
   m.tileColumns = std::min(spec.warpSize, pow2Ceil(columns));
   m.tileRows = blockSize / m.tileColumns;
@@ -90,7 +93,7 @@ MappingChoice mapElementwise(const LoopSpace& s, const DeviceSpec& spec, int blo
   MappingChoice c;
   c.blockSize = blockSize;
   c.blocksPerWave = blocksPerWave(spec, blockSize);
-  int64_t n = staticOr(s.rows, kUnknownSize) * staticOr(s.rowLength, 1);
+  int64_t n = std::max<int64_t>(1, staticOr(s.rows, kUnknownSize) * staticOr(s.rowLength, 1));
   int64_t inner = s.shape.empty() ? 1 : staticOr(s.shape.back(), 1);
   ElementwiseMapping m;
   m.vectorWidth = vectorWidthFor(s.dtype, inner, 1);
@@ -175,7 +178,7 @@ MappingChoice elementwiseInTiles(int64_t rowsPerTile, const ir::Dim& rowLength, 
   c.blockSize = blockSize;
   c.blocksPerWave = blocksPerWave(spec, blockSize);
   c.rowsPerTile = rowsPerTile;
-  int64_t len = staticOr(rowLength, kUnknownSize);
+  int64_t len = std::max<int64_t>(1, staticOr(rowLength, kUnknownSize));
   int64_t tileElements = rowsPerTile * len;
   ElementwiseMapping m;
   m.vectorWidth = tileElements >= 4 * int64_t(blockSize) ? vectorWidthFor(dtype, len, 1) : 1;

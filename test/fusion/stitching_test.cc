@@ -200,3 +200,24 @@ TEST_CASE(
   CHECK(k.launch.cooperative);
   CHECK(k.launch.maxBlocks <= blocksPerWaveOf(spec, k));
 }
+
+TEST_CASE("stitching: symbolic shapes plan too (rows unknown until launch)",
+          "[planner][stitching]") {
+  ir::Graph g;
+  ir::Dim b = ir::Dim::symbol("B");
+  ir::NodeId x = g.parameter("x", {ir::DType::f32, {b, 768}});
+  ir::NodeId sum = g.reduce(ir::ReduceKind::Sum, x, {1}, "sum");
+  ir::NodeId mean =
+      g.binary(ir::OpKind::Div, sum, g.constant(ir::DType::f32, {b}, {768.0}), "mean");
+  ir::NodeId centered =
+      g.binary(ir::OpKind::Sub, x, g.broadcastInDim(mean, {b, 768}, {0}), "centered");
+  g.addOutput(centered);
+  FusionPlan p = plan(g, profile("h100"), Policy::AStitch);
+  REQUIRE(p.kernelCount() == 1);
+  const KernelPlan& k = *kernelsOf(p)[0];
+  CHECK(storageOf(p.graph, k, "sum") == Storage::Shared);
+  CHECK(storageOf(p.graph, k, "mean") == Storage::Shared);
+  CHECK_FALSE(k.launch.tiles.isStatic());
+  CHECK(k.launch.maxBlocks == 2 * 132); // still one wave of 1024-thread blocks
+  CHECK(k.groups[0].rows == b);
+}
