@@ -16,11 +16,12 @@ int main(int argc, char** argv) {
     CLI::App app{"weft: a JIT fusion compiler for GPUs (AStitch-style operator stitching)", "weft"};
     app.set_version_flag("--version", std::string("weft ") + WEFT_VERSION);
     app.require_subcommand(1);
-    app.footer("Logging: set WEFT_LOG to error, warn (default), info, debug or trace.");
+    app.footer("Logging: set WEFT_LOG to error, warn (default), info, debug, trace or off.");
     weft::tools::addCheckCommand(app);
     weft::tools::addEvalCommand(app);
     weft::tools::addImportCommand(app);
     weft::tools::addOnnxTestCommand(app);
+    weft::tools::addCompileCommand(app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::Success& e) {
