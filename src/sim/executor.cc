@@ -1899,8 +1899,15 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
           w.mergePc = ~0u; // run the others until they branch, wait or leave
           continue;
         }
-        // a spin-wait inside the grid barrier: let the other blocks run now
-        if (cooperative_ && (I.flags & kSync) && target <= w.gpc) budget = 0;
+        // a spin-wait inside the grid barrier: let the other blocks run now; without a
+        // cooperative launch the blocks it waits for cannot run until it finishes
+        if ((I.flags & kSync) && target <= w.gpc) {
+          if (!cooperative_ && rq_.config.grid.count() > 1)
+            fault(b, w, __builtin_ctz(m), I,
+                  "waits in a grid barrier (weft_grid_barrier) for blocks that cannot run: the "
+                  "launch is not cooperative, so blocks run one after another");
+          budget = 0;
+        }
         w.gpc = target;
         if (w.gpc >= w.mergePc) resched = true;
         goto next; // pc already set

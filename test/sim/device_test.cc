@@ -123,3 +123,24 @@ TEST_CASE("device name, spec and global variables initialised at load", "[sim][d
   CHECK(dev->name() == "sim (h100)");
   CHECK(dev->spec().smCount == 4);
 }
+
+TEST_CASE("a spin that never ends is reported as a deadlock, not a hang", "[sim][device]") {
+  sim::ExecOptions opts;
+  opts.deadlockInstructions = 1 << 16;
+  auto dev = makeSimDevice(h100(), opts);
+  Buffer<uint64_t> out(*dev, size_t(2));
+  const std::string spin = R"(
+  setp.ne.u32 %p1, %r0, 0;
+  @%p1 bra DONE;
+WAIT:
+  ld.volatile.global.u32 %r1, [%rd0];
+  setp.eq.u32 %p2, %r1, 0;
+  @%p2 bra WAIT;
+DONE:
+)";
+  std::string err =
+      errorOf([&] { runPtx(*dev, scalarKernel(spin, 1), "t", grid1D(2, 32), {out.arg()}); });
+  CHECK_THAT(err, Catch::Contains("no thread made progress") &&
+                      Catch::Contains("65536 warp instructions") &&
+                      Catch::Contains("block (0,0,0), thread (0,0,0)"));
+}
