@@ -233,6 +233,13 @@ private:
     }
   }
 
+  bool splitStage(size_t s) const {
+    const Group& gr = k_.groups[static_cast<size_t>(stages_[s].group)];
+    if (splitOf(gr) <= 1) return false;
+    return std::any_of(stages_[s].values.begin(), stages_[s].values.end(),
+                       [&](ir::NodeId v) { return g_.node(v).kind == ir::OpKind::Reduce; });
+  }
+
   void assignPhases() {
     phaseOfStage_.assign(stages_.size(), 0);
     barriers_.assign(stages_.size(), Barrier::None);
@@ -241,8 +248,11 @@ private:
     for (size_t s = 0; s < stages_.size(); ++s) {
       const Group& gc = k_.groups[static_cast<size_t>(stages_[s].group)];
       if (s == 0) continue;
+      // A split reduce combines its partials across blocks inside its stage: it gets a
+      // phase of its own (codegen's emitters rely on it).
       bool grid = stages_[s].level != stages_[s - 1].level ||
-                  !tileCompatible(k_.groups[static_cast<size_t>(phaseGroup)], gc);
+                  !tileCompatible(k_.groups[static_cast<size_t>(phaseGroup)], gc) ||
+                  splitStage(s) || splitStage(s - 1);
       bool readsPhase = false;
       for (ir::NodeId v : stages_[s].values)
         for (const Read& r : reads_.at(v)) {

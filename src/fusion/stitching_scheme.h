@@ -17,14 +17,14 @@
 // Stages hold values of one group and level; a value joins the earliest stage of its group
 // and level after every stage it reads from (sibling reduces over one loop share a pass). A
 // stage starts a new phase (Grid barrier) when its level changes, its group runs in other
-// tiles, or it reads a non-local value of the phase; otherwise it waits with a Block barrier
-// for the values of its phase it reads.
-// A value is Shared when every read is block-local and in its own phase, Output when read
-// after the kernel, Global (scratch) otherwise. While shared memory exceeds
-// DeviceSpec::sharedMemoryPerBlock the largest Shared value is demoted to Global, one at a
-// time (and the phases are planned again). Inputs and local ops read by several stages of one
-// group are kept in registers across them (operator-level reuse) when each thread's share of
-// a tile is small and, across a grid barrier, when one wave holds every tile.
+// tiles, it reads a non-local value of the phase, or it or the stage before it holds a split
+// reduce (whose cross-block combine needs the phase to itself); otherwise it waits with a Block
+// barrier for the values of its phase it reads. A value is Shared when every read is block-local
+// and in its own phase, Output when read after the kernel, Global (scratch) otherwise. While shared
+// memory exceeds DeviceSpec::sharedMemoryPerBlock the largest Shared value is demoted to Global,
+// one at a time (and the phases are planned again). Inputs and local ops read by several stages of
+// one group are kept in registers across them (operator-level reuse) when each thread's share of a
+// tile is small and, across a grid barrier, when one wave holds every tile.
 #include "fusion/kernel_plan.h"
 #include "ir/graph.h"
 #include "weft/device_spec.h"

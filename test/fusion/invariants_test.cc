@@ -153,3 +153,23 @@ TEST_CASE("plan invariants hold on the workload graphs", "[planner][invariants]"
         checkPlan(plan(g, *deviceSpecProfile(dev), policy));
       }
 }
+
+TEST_CASE("a split reduce's stage is the only stage of its phase", "[planner][invariants]") {
+  // codegen combines a split reduce's partials inside its stage, so it needs the phase alone
+  for (uint64_t seed = 1; seed <= 150; ++seed) {
+    ir::Graph g = weft::testing::randomGraph(seed);
+    FusionPlan p = plan(g, *deviceSpecProfile("h100"), Policy::AStitch);
+    for (const KernelPlan* k : weft::fusion::testing::kernelsOf(p)) {
+      for (size_t s = 0; s < k->stages.size(); ++s) {
+        const Group& gr = k->groups[static_cast<size_t>(k->stages[s].group)];
+        int split = 1;
+        if (auto* r = std::get_if<RowReduceMapping>(&gr.mapping)) split = r->splitFactor;
+        if (auto* c = std::get_if<ColumnReduceMapping>(&gr.mapping)) split = c->splitFactor;
+        if (split <= 1) continue;
+        INFO("seed " << seed << " kernel " << k->name << " stage " << s);
+        if (s > 0) CHECK(k->stages[s].barrierBefore == Barrier::Grid);
+        if (s + 1 < k->stages.size()) CHECK(k->stages[s + 1].barrierBefore == Barrier::Grid);
+      }
+    }
+  }
+}
