@@ -6,6 +6,7 @@ packages=(
   cmake ninja-build g++ make pkg-config
   llvm-19-dev libzstd-dev zlib1g-dev libedit-dev libxml2-dev libcurl4-openssl-dev
   libfmt-dev libspdlog-dev nlohmann-json3-dev libcli11-dev catch2 libbenchmark-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
 )
 missing=()
 for p in "${packages[@]}"; do
