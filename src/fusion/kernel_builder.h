@@ -1,8 +1,11 @@
 #pragma once
-// One stitched kernel from a set of ops and its groups: runs steps 3–7 of the planner in
-// order — thread mapping of every dominant (the heaviest group picks the block size; the
-// others are mapped at it, elementwise groups proactively re-mapped into their producer's
-// tiles), schedule propagation, stitching schemes and launch configuration. Buffers are not
+// One stitched kernel from a set of ops and its groups: runs steps 3–6 of the planner in
+// order — thread mapping of every dominant, schedule propagation, stitching schemes and launch
+// configuration. The heaviest group (row reduce, then column reduce, then elementwise; then the
+// biggest loop) picks the block size and every other group is mapped at it: row reduces in
+// their own tiles; other reduces over a row reduce's loop or rows across that group's tiles
+// (Group::acrossTiles), else in their own; elementwise groups proactively re-mapped into the
+// tiles of a reduce group they read from or feed (Group::follows), else flat. Buffers are not
 // assigned here (plan_assembly.h does that for the whole plan).
 #include <string>
 #include <vector>
