@@ -40,6 +40,7 @@ struct TileSpace {
   llvm::Value* u0 = nullptr;
   llvm::Value* u1 = nullptr;
   llvm::Value* part = nullptr;
+  llvm::Value* firstTile = nullptr; // i1: this is the block's first tile of the phase
 };
 
 /// The function builder for one KernelPlan.
@@ -73,7 +74,10 @@ private:
   void emitPhase(const std::vector<const fusion::Stage*>& phase);
   void emitStage(TileSpace& s, const fusion::Stage& st);
   void emitElementwiseStage(TileSpace& s, const fusion::Group& g, const std::vector<ir::NodeId>& values);
-  void emitReduceStage(TileSpace& s, const fusion::Group& g, const fusion::Stage& st);
+  void emitReduceStage(TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
+                       const std::vector<ir::NodeId>& materialized);
+  void emitPartialsCombine(const TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
+                           const std::vector<ir::NodeId>& materialized);
   bool isSplit(const fusion::Group& g) const;
   void emitSplitInit();
   void gridBarrier();
@@ -89,6 +93,7 @@ private:
   std::set<ir::NodeId> written_;     // values materialised by an earlier stage
   std::set<ir::NodeId> sharedThisPhase_;
   bool sharedDirty_ = false;         // shared memory written since the last block barrier
+  std::vector<ir::NodeId> phaseShared_; // shared values written by the current phase
   int64_t dynamicShared_ = 0;
   bool needsBarrierState_ = false;
 };
@@ -126,6 +131,11 @@ void KernelEmitter::validate() {
   }
   for (const fusion::Group& g : kp_.groups) {
     if (!isSplit(g)) continue;
+    needsBarrierState_ = true;
+    if (!l.cooperative)
+      k_.fail(g.dominant, "a split reduce combines its partials across blocks behind a grid barrier, so the kernel "
+                          "must be cooperative");
+    if (placement(g.dominant).partialsBuffer >= 0) continue; // partials + grid barrier: any kind and dtype
     const ir::Node& r = node(g.dominant);
     ir::DType t = r.type.dtype;
     auto kind = r.kind == ir::OpKind::Reduce ? r.attr<ir::ReduceAttrs>().kind : ir::ReduceKind::Prod;
@@ -138,11 +148,8 @@ void KernelEmitter::validate() {
                                       ir::dtypeName(t)));
     Storage s = placement(g.dominant).storage;
     if (s != Storage::Global && s != Storage::Output)
-      k_.fail(g.dominant, "a split reduce must be placed in global or output storage (its partials meet there)");
-    if (!l.cooperative)
-      k_.fail(g.dominant, "a split reduce initialises its result before a grid barrier, so the kernel must be "
-                          "cooperative");
-    needsBarrierState_ = true;
+      k_.fail(g.dominant, "a split reduce without a partials buffer must be placed in global or output storage "
+                          "(its partials meet there through atomics)");
   }
   if (kp_.hasGridBarrier() && !l.cooperative)
     k_.fail(first, "the plan has a grid barrier but the launch is not cooperative");
@@ -159,6 +166,8 @@ void KernelEmitter::declareFunction() {
     auto [it, inserted] = buffers.emplace(p.buffer, readOnly);
     if (!inserted) it->second = it->second && readOnly;
   }
+  for (const auto& [id, p] : kp_.placement)
+    if (p.partialsBuffer >= 0) buffers[p.partialsBuffer] = false;
   std::set<std::string> symbols;
   int64_t largest = 0;
   auto noteShape = [&](const ir::Shape& s) {
@@ -284,6 +293,17 @@ TileSpace KernelEmitter::spaceOf(const std::vector<const fusion::Stage*>& phase)
     s.unitsPerTile = int64_t(kp_.launch.blockSize) * std::max(1, e.elementsPerThread);
     s.anchor = g.dominant;
   }
+  // A planner schedule (Group::rows / rowsPerTile) fixes the phase's tiles: its first group's.
+  const fusion::Group& first = kp_.groups.at(size_t(phase.front()->group));
+  if (!first.loopShape.empty()) {
+    s.units = first.rows;
+    s.unitsPerTile = std::max<int64_t>(1, first.rowsPerTile);
+    if (s.kind == TileSpace::Kind::Flat) s.kind = TileSpace::Kind::Rows;
+  }
+  const auto& m0 = phase.front()->materialized;
+  bool splitHere = kp_.groups.at(size_t(phase.front()->group)).dominant == s.anchor &&
+                   std::find(m0.begin(), m0.end(), s.anchor) != m0.end() && !written_.count(s.anchor);
+  if (!splitHere) s.split = 1;
   if (s.split > 1 && phase.size() > 1)
     k_.fail(s.anchor, "a split reduce must be the only stage of its phase");
   return s;
@@ -368,7 +388,7 @@ void KernelEmitter::emitSplitInit() {
   // Split reduces meet in their buffer through atomics: fill it with the identity first.
   bool any = false;
   for (const fusion::Group& g : kp_.groups) {
-    if (!isSplit(g)) continue;
+    if (!isSplit(g) || placement(g.dominant).partialsBuffer >= 0) continue;
     any = true;
     const ir::Node& r = node(g.dominant);
     llvm::Value* base = k_.bufferPointer(placement(g.dominant).buffer, g.dominant);
@@ -391,6 +411,33 @@ void KernelEmitter::emitElementwiseStage(TileSpace& s, const fusion::Group& g, c
   for (ir::NodeId v : values)
     byCount[ir::numElements(node(v).type.shape)].push_back(v);
   for (const auto& [count, vs] : byCount) {
+    bool fits = count == s.units || (s.kind != TileSpace::Kind::Flat && count.dividedBy(s.units).has_value());
+    bool inMemory = std::all_of(vs.begin(), vs.end(), [&](ir::NodeId v) {
+      Storage st = placement(v).storage;
+      return st == Storage::Global || st == Storage::Output;
+    });
+    if (!fits && inMemory && !phaseShared_.empty())
+      k_.fail(vs.front(), fmt::format("has {} elements, outside the phase's {} rows, and its phase keeps values in "
+                                      "shared memory that it may read across tiles; codegen does not support "
+                                      "across-tiles reduces yet",
+                                      count.str(), s.units.str()));
+    if (!fits && inMemory) {
+      // Not in the phase's index space (e.g. a projection of it): computed once per phase by
+      // a grid-stride loop over its own elements, in each block's first tile; readers see it
+      // after the next grid barrier.
+      k_.ifThen(s.firstTile, [&] {
+        llvm::Value* start = b.CreateAdd(b.CreateMul(k_.toIndex(k_.blockId()), k_.index(k_.blockSize)),
+                                         k_.toIndex(k_.threadId()));
+        llvm::Value* stride = b.CreateMul(k_.toIndex(k_.gridSize()), k_.index(k_.blockSize));
+        k_.loop("untiled", start, k_.dim(count), stride, [&](llvm::Value* flat) {
+          gen_->clearCache();
+          for (ir::NodeId v : vs)
+            store(s, v, flat, gen_->emit(v, delinearize(k_, node(v).type.shape, flat)));
+        });
+        gen_->clearCache();
+      });
+      continue;
+    }
     ir::Dim inner = innerOf(s, vs.front());
     llvm::Value* width = b.CreateSub(s.u1, s.u0);
     llvm::Value* localCount = b.CreateMul(width, k_.dim(inner)); // Flat/Rows: width * inner
@@ -427,23 +474,25 @@ void KernelEmitter::emitElementwiseStage(TileSpace& s, const fusion::Group& g, c
   }
 }
 
-void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, const fusion::Stage& st) {
+void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
+                                    const std::vector<ir::NodeId>& materialized) {
   llvm::IRBuilder<>& b = b_;
-  const ir::Node& r = node(g.dominant);
+  const ir::Node& r = node(reduce);
   ReduceGeometry geo = reduceGeometry(plan_.graph, r);
-  bool split = isSplit(g);
+  bool split = isSplit(g) && reduce == g.dominant;
+  int partials = split ? placement(reduce).partialsBuffer : -1;
   bool rows = std::holds_alternative<fusion::RowReduceMapping>(g.mapping);
   if ((rows && s.kind != TileSpace::Kind::Rows) || (!rows && s.kind != TileSpace::Kind::Columns))
-    k_.fail(g.dominant, "its mapping differs in kind from the phase's first reduce; put it in a phase of its own");
+    k_.fail(reduce, "its mapping differs in kind from the phase's first reduce; put it in a phase of its own");
   if (!(geo.kept == s.units))
-    k_.fail(g.dominant, fmt::format("reduces to {} results but the phase's tiles cover {}", geo.kept.str(), s.units.str()));
-  for (ir::NodeId v : st.materialized)
+    k_.fail(reduce, fmt::format("reduces to {} results but the phase's tiles cover {}", geo.kept.str(), s.units.str()));
+  for (ir::NodeId v : materialized)
     if (!(ir::numElements(node(v).type.shape) == geo.kept))
       k_.fail(v, fmt::format("is materialised by the stage of reduce \"{}\" but has {} elements, not one per result "
                              "({}); give it a stage of its own",
                              r.name, ir::numElements(node(v).type.shape).str(), geo.kept.str()));
-  if (split && (st.materialized.size() != 1 || st.materialized[0] != g.dominant))
-    k_.fail(g.dominant, "a split reduce's stage may materialise only the reduce itself");
+  if (split && partials < 0 && (materialized.size() != 1 || materialized[0] != reduce))
+    k_.fail(reduce, "a split reduce combined with atomics may materialise only the reduce itself");
 
   llvm::Value* reducedBegin = k_.index(0);
   llvm::Value* reducedEnd = k_.dim(geo.reduced);
@@ -452,13 +501,18 @@ void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, const 
     if (const auto* rm = std::get_if<fusion::RowReduceMapping>(&g.mapping)) vw = std::max(1, rm->vectorWidth);
     llvm::Value* chunk = b.CreateUDiv(b.CreateAdd(reducedEnd, k_.index(int64_t(s.split) * vw - 1)), k_.index(int64_t(s.split) * vw));
     chunk = b.CreateMul(chunk, k_.index(vw));
-    reducedBegin = b.CreateMul(s.part, chunk);
+    reducedBegin = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateMul(s.part, chunk), reducedEnd);
     reducedEnd = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(reducedBegin, chunk), reducedEnd);
   }
   ReduceResult onResult = [&](llvm::Value* kept, llvm::Value* value) {
     gen_->clearCache();
+    if (partials >= 0) { // partials[part][kept], combined after the phase's grid barrier
+      llvm::Value* slot = b.CreateAdd(b.CreateMul(s.part, k_.dim(geo.kept)), kept);
+      k_.storeElement(k_.bufferPointer(partials, reduce), r.type.dtype, slot, value);
+      return;
+    }
     if (split) {
-      llvm::Value* base = k_.bufferPointer(placement(g.dominant).buffer, g.dominant);
+      llvm::Value* base = k_.bufferPointer(placement(reduce).buffer, reduce);
       llvm::Value* p = b.CreateInBoundsGEP(memoryType(k_.ctx(), r.type.dtype), base, kept);
       bool fp = ir::isFloat(r.type.dtype);
       llvm::AtomicRMWInst::BinOp op;
@@ -477,10 +531,10 @@ void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, const 
       return;
     }
     llvm::Value* result = ir::isFloat(r.type.dtype) ? roundToDType(b, value, r.type.dtype) : value;
-    gen_->setGenerator(g.dominant, [result](const Index&) { return result; });
-    for (ir::NodeId v : st.materialized)
+    gen_->setGenerator(reduce, [result](const Index&) { return result; });
+    for (ir::NodeId v : materialized)
       store(s, v, kept, gen_->emit(v, delinearize(k_, node(v).type.shape, kept)));
-    gen_->clearGenerator(g.dominant);
+    gen_->clearGenerator(reduce);
     gen_->clearCache();
   };
   if (const auto* rm = std::get_if<fusion::RowReduceMapping>(&g.mapping))
@@ -491,6 +545,37 @@ void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, const 
   gen_->clearCache();
 }
 
+void KernelEmitter::emitPartialsCombine(const TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
+                                        const std::vector<ir::NodeId>& materialized) {
+  // After the grid barrier: every result combines its splitFactor partials, then the stage's
+  // values are computed from it and stored (one thread per result, grid-stride).
+  llvm::IRBuilder<>& b = b_;
+  const ir::Node& r = node(reduce);
+  ReduceGeometry geo = reduceGeometry(plan_.graph, r);
+  ir::ReduceKind kind = r.attr<ir::ReduceAttrs>().kind;
+  llvm::Value* partials = k_.bufferPointer(placement(reduce).partialsBuffer, reduce);
+  llvm::Value* results = k_.dim(geo.kept);
+  llvm::Value* start = b.CreateAdd(b.CreateMul(k_.toIndex(k_.blockId()), k_.index(k_.blockSize)), k_.toIndex(k_.threadId()));
+  llvm::Value* stride = b.CreateMul(k_.toIndex(k_.gridSize()), k_.index(k_.blockSize));
+  (void)g;
+  k_.loop(r.name + ".combine", start, results, stride, [&](llvm::Value* kept) {
+    gen_->clearCache();
+    llvm::Value* acc = reductionIdentity(k_.ctx(), kind, r.type.dtype);
+    for (int part = 0; part < s.split; ++part) {
+      llvm::Value* slot = b.CreateAdd(b.CreateMul(k_.index(part), results), kept);
+      acc = reductionCombine(b, kind, r.type.dtype, acc, k_.loadElement(partials, r.type.dtype, slot));
+    }
+    gen_->setGenerator(reduce, [acc](const Index&) { return acc; });
+    for (ir::NodeId v : materialized) {
+      if (placement(v).storage == Storage::Shared)
+        k_.fail(v, "a split reduce's stage cannot keep values in shared memory (they are combined across blocks)");
+      store(s, v, kept, gen_->emit(v, delinearize(k_, node(v).type.shape, kept)));
+    }
+    gen_->clearGenerator(reduce);
+    gen_->clearCache();
+  });
+}
+
 void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
   const fusion::Group& g = kp_.groups.at(size_t(st.group));
   if (st.barrierBefore == fusion::Barrier::Block || sharedDirty_) {
@@ -498,13 +583,62 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
     sharedDirty_ = false;
   }
   // Values materialised by earlier stages are loaded from their storage from now on.
-  for (ir::NodeId v : written_)
-    if (!gen_->hasGenerator(v)) installLoad(v, placement(v).storage == Storage::Shared ? &s : nullptr);
+  auto installWritten = [&] {
+    for (ir::NodeId v : written_)
+      if (!gen_->hasGenerator(v)) installLoad(v, placement(v).storage == Storage::Shared ? &s : nullptr);
+  };
+  installWritten();
   bool reduceMapped = !std::holds_alternative<fusion::ElementwiseMapping>(g.mapping);
-  if (reduceMapped)
-    emitReduceStage(s, g, st);
-  else if (!st.materialized.empty())
-    emitElementwiseStage(s, g, st.materialized);
+  // The reduces the stage materialises run with the group's reduce mapping, one after another;
+  // everything else is elementwise over the tile (its rows, or its loop elements).
+  std::vector<ir::NodeId> reduces, rest;
+  for (ir::NodeId v : st.materialized) {
+    bool isReduce = reduceMapped && node(v).kind == ir::OpKind::Reduce &&
+                    reduceGeometry(plan_.graph, node(v)).kept == s.units;
+    (isReduce ? reduces : rest).push_back(v);
+  }
+  bool materialisesDominant = std::find(st.materialized.begin(), st.materialized.end(), g.dominant) != st.materialized.end();
+  if (isSplit(g) && materialisesDominant && !written_.count(g.dominant)) {
+    // Split reduces: the tile loop only accumulates partials; the stage's values are computed
+    // after the cross-block combine (emitPartialsCombine) or meet through atomics.
+    bool onlyDominant = st.materialized.size() == 1 && st.materialized[0] == g.dominant;
+    if (placement(g.dominant).partialsBuffer < 0 && !onlyDominant)
+      k_.fail(g.dominant, "a split reduce combined with atomics may materialise only the reduce itself");
+    emitReduceStage(s, g, g.dominant, {g.dominant});
+    return;
+  }
+  bool dominantStage = false;
+  if (reduceMapped && node(g.dominant).kind == ir::OpKind::Reduce && !written_.count(g.dominant) &&
+      reduceGeometry(plan_.graph, node(g.dominant)).kept == s.units) {
+    ir::Dim results = reduceGeometry(plan_.graph, node(g.dominant)).kept;
+    for (ir::NodeId v : st.materialized)
+      dominantStage = dominantStage || v == g.dominant || (reduces.empty() && ir::numElements(node(v).type.shape) == results);
+  }
+  if (dominantStage && (reduces.empty() || (reduces.size() == 1 && reduces[0] == g.dominant))) {
+    reduces = {g.dominant};
+    // The dominant's stage: values of one element per result are computed from the reduce in
+    // the thread that holds it.
+    std::vector<ir::NodeId> perResult = {g.dominant}, others;
+    ir::Dim results = reduceGeometry(plan_.graph, node(g.dominant)).kept;
+    for (ir::NodeId v : rest)
+      (ir::numElements(node(v).type.shape) == results && !isSplit(g) ? perResult : others).push_back(v);
+    emitReduceStage(s, g, g.dominant, perResult);
+    rest = others;
+  } else {
+    for (ir::NodeId r : reduces) {
+      emitReduceStage(s, g, r, {r});
+      written_.insert(r);
+    }
+  }
+  if (rest.empty()) return;
+  for (ir::NodeId r : reduces)
+    written_.insert(r);
+  if (sharedDirty_) {
+    k_.blockBarrier();
+    sharedDirty_ = false;
+  }
+  installWritten();
+  emitElementwiseStage(s, g, rest);
 }
 
 void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
@@ -514,11 +648,13 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
   llvm::Value* unitTiles = b.CreateUDiv(b.CreateAdd(units, k_.index(s.unitsPerTile - 1)), k_.index(s.unitsPerTile));
   llvm::Value* tiles = b.CreateMul(unitTiles, k_.index(s.split));
   sharedDirty_ = false;
-  std::vector<ir::NodeId> phaseShared; // shared values of this phase: valid per tile only
+  std::vector<ir::NodeId>& phaseShared = phaseShared_; // shared values of this phase: valid per tile only
+  phaseShared.clear();
   for (const fusion::Stage* st : phase)
     for (ir::NodeId v : st->materialized)
       if (placement(v).storage == Storage::Shared) phaseShared.push_back(v);
   k_.loop("tile", k_.toIndex(k_.blockId()), tiles, k_.toIndex(k_.gridSize()), [&](llvm::Value* tile) {
+    s.firstTile = b.CreateICmpEQ(tile, k_.toIndex(k_.blockId()));
     llvm::Value* unitTile = s.split > 1 ? b.CreateUDiv(tile, k_.index(s.split)) : tile;
     s.part = s.split > 1 ? b.CreateURem(tile, k_.index(s.split)) : k_.index(0);
     s.u0 = b.CreateMul(unitTile, k_.index(s.unitsPerTile));
@@ -531,6 +667,14 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
     if (!phaseShared.empty()) k_.blockBarrier(); // the next tile overwrites this tile's shared values
     sharedDirty_ = false;
   });
+  // A split reduce with a partials buffer: combine the partials after a grid barrier.
+  const fusion::Group& g0 = kp_.groups.at(size_t(phase.front()->group));
+  if (s.split > 1 && placement(g0.dominant).partialsBuffer >= 0) {
+    gridBarrier();
+    emitPartialsCombine(s, g0, g0.dominant, phase.front()->materialized);
+    for (ir::NodeId v : phase.front()->materialized)
+      written_.insert(v);
+  }
   // Later phases cannot read this phase's shared values (their generators captured `s`).
   for (ir::NodeId v : phaseShared)
     gen_->setGenerator(v, [this, v](const Index&) -> llvm::Value* {
