@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     weft::tools::addEvalCommand(app);
     weft::tools::addImportCommand(app);
     weft::tools::addOnnxTestCommand(app);
+    weft::tools::addCompileCommand(app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::Success& e) {

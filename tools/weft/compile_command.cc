@@ -1,0 +1,86 @@
+// weft compile G.json --device-spec h100 [--policy none] [--bind B=64] --emit plan|dot|llvm|ptx
+// [-o DIR]: plan the graph (after the canonicalizing passes, as weft::compile does) and print
+// the plan, its Graphviz DOT, the optimised LLVM IR or the PTX — to stdout, or to
+// DIR/<graph>.{plan.txt,dot,ll,ptx} with -o. Unbound symbols stay symbolic (i64 kernel
+// parameters).
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <memory>
+
+#include "cli_support.h"
+#include "codegen/compile.h"
+#include "commands.h"
+#include "fusion/plan.h"
+#include "fusion/plan_printer.h"
+#include "passes/pipeline.h"
+#include "weft/device_spec.h"
+#include "weft/error.h"
+
+namespace weft::tools {
+namespace {
+
+struct CompileArgs {
+  std::string file;
+  std::string deviceSpec = "h100";
+  std::string policy = "none";
+  std::string bind;
+  std::string emit = "ptx";
+  std::string outDir;
+  bool noLibdevice = false;
+};
+
+void writeOut(const CompileArgs& a, const std::string& name, const std::string& ext, const std::string& text) {
+  if (a.outDir.empty()) {
+    fmt::print("{}", text);
+    return;
+  }
+  std::filesystem::create_directories(a.outDir);
+  std::string path = (std::filesystem::path(a.outDir) / (name + ext)).string();
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw Error("cannot write " + path);
+  fmt::print(stderr, "wrote {}\n", path);
+}
+
+void runCompile(const CompileArgs& a) {
+  std::optional<DeviceSpec> spec = deviceSpecProfile(a.deviceSpec);
+  if (!spec)
+    throw InputError(fmt::format("--device-spec {}: unknown profile; use one of {}", a.deviceSpec,
+                                 fmt::join(deviceSpecProfileNames(), ", ")));
+  std::optional<fusion::Policy> policy = fusion::parsePolicy(a.policy);
+  if (!policy) throw InputError(fmt::format("--policy {}: unknown policy; use none, xla or astitch", a.policy));
+  frontend::ParsedGraph g = loadGraph(a.file);
+  ir::Binding binding = parseBindOption(a.bind);
+  ir::Graph graph = binding.empty() ? g.graph : ir::bindSymbols(g.graph, binding);
+  graph = passes::canonicalize(graph);
+  fusion::FusionPlan plan = fusion::plan(graph, *spec, *policy);
+  if (a.emit == "plan") return writeOut(a, g.name, ".plan.txt", fusion::printFusionPlan(plan));
+  if (a.emit == "dot") return writeOut(a, g.name, ".dot", fusion::fusionPlanDot(plan));
+  codegen::CodegenOptions o;
+  o.keepLlvmIr = a.emit == "llvm";
+  o.useLibdevice = !a.noLibdevice;
+  codegen::CompiledModule m = codegen::compileToPtx(plan, o);
+  if (a.emit == "llvm") return writeOut(a, g.name, ".ll", m.llvmIr);
+  writeOut(a, g.name, ".ptx", m.ptx);
+}
+
+} // namespace
+
+void addCompileCommand(CLI::App& app) {
+  auto a = std::make_shared<CompileArgs>();
+  CLI::App* cmd = app.add_subcommand("compile", "Plan a graph and emit its plan, DOT, LLVM IR or PTX");
+  cmd->add_option("graph", a->file, "Graph file (JSON, docs/graph-format.md)")->required();
+  cmd->add_option("--device-spec", a->deviceSpec, "Device profile: v100, a100, h100")->capture_default_str();
+  cmd->add_option("--policy", a->policy, "Fusion policy: none, xla, astitch")->capture_default_str();
+  cmd->add_option("--bind", a->bind, "Symbol sizes, e.g. B=64,S=128 (unbound symbols stay symbolic)");
+  cmd->add_option("--emit", a->emit, "What to print: plan, dot, llvm, ptx")
+      ->check(CLI::IsMember({"plan", "dot", "llvm", "ptx"}))
+      ->capture_default_str();
+  cmd->add_option("-o,--output", a->outDir, "Write DIR/<graph>.{plan.txt,dot,ll,ptx} instead of stdout");
+  cmd->add_flag("--no-libdevice", a->noLibdevice, "Use weft's own math instead of libdevice");
+  cmd->callback([a] { runCompile(*a); });
+}
+
+} // namespace weft::tools
