@@ -370,8 +370,26 @@ ir::NodeId NodeContext::broadcastTo(ir::NodeId x, const ir::Shape& shape, const 
   if (from == shape) return x;
   if (from.size() > shape.size())
     fail(fmt::format("cannot broadcast {} to the lower-rank shape {}", ir::shapeStr(from), ir::shapeStr(shape)));
-  std::vector<int64_t> dims;
   size_t offset = shape.size() - from.size();
+  // A keepdims reshape (a reduce's result with size-1 dims put back) is broadcast from the
+  // reduce itself: the form the planner propagates schedules through.
+  const ir::Node& n = g.node(x);
+  if (n.kind == ir::OpKind::Reshape) {
+    ir::NodeId src = n.operands[0];
+    ir::Shape inner = typeOf(src).shape;
+    std::vector<int64_t> dims;
+    size_t j = 0;
+    for (size_t i = 0; i < from.size(); ++i) {
+      if (j < inner.size() && inner[j] == from[i]) {
+        dims.push_back(static_cast<int64_t>(offset + i));
+        ++j;
+      } else if (!(from[i].isStatic() && from[i].size() == 1)) {
+        break;
+      }
+    }
+    if (j == inner.size() && dims.size() == inner.size()) return g.broadcastInDim(src, shape, dims, nm);
+  }
+  std::vector<int64_t> dims;
   for (size_t i = 0; i < from.size(); ++i) dims.push_back(static_cast<int64_t>(offset + i));
   return g.broadcastInDim(x, shape, dims, nm);
 }

@@ -1,5 +1,6 @@
 // Neural-network ONNX operators expanded into IR primitives: Softmax, LogSoftmax,
 // LayerNormalization, BatchNormalization, and MatMul / Gemm as the IR's dot.
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "frontend/onnx/importer.h"
@@ -23,15 +24,23 @@ std::vector<int64_t> softmaxAxes(NodeContext& c, size_t rank) {
   return axes;
 }
 
+/// A reduction over `axes` broadcast straight back to `shape` (no keepdims reshape between).
+NodeId reduceBroadcast(NodeContext& c, ReduceKind kind, NodeId x, const std::vector<int64_t>& axes) {
+  Shape s = c.typeOf(x).shape;
+  std::vector<int64_t> kept;
+  for (size_t d = 0; d < s.size(); ++d)
+    if (!std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d))) kept.push_back(static_cast<int64_t>(d));
+  return c.g.broadcastInDim(c.g.reduce(kind, x, axes), s, kept);
+}
+
 Lowering softmax(bool logarithmic) {
   return [logarithmic](NodeContext& c) {
     NodeId x = c.in(0);
-    Shape s = c.typeOf(x).shape;
-    std::vector<int64_t> axes = softmaxAxes(c, s.size());
-    NodeId m = c.broadcastTo(c.reduceKeep(ReduceKind::Max, x, axes, true), s);
+    std::vector<int64_t> axes = softmaxAxes(c, c.typeOf(x).shape.size());
+    NodeId m = reduceBroadcast(c, ReduceKind::Max, x, axes);
     NodeId shifted = c.g.binary(OpKind::Sub, x, m);
     NodeId e = c.g.unary(OpKind::Exp, shifted);
-    NodeId sum = c.broadcastTo(c.reduceKeep(ReduceKind::Sum, e, axes, true), s);
+    NodeId sum = reduceBroadcast(c, ReduceKind::Sum, e, axes);
     if (logarithmic) c.setOutput(0, c.g.binary(OpKind::Sub, shifted, c.g.unary(OpKind::Log, sum), c.name()));
     else c.setOutput(0, c.g.binary(OpKind::Div, e, sum, c.name()));
   };
