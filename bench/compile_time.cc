@@ -1,4 +1,4 @@
-// Compile time per example graph: plan (policy none) + LLVM IR + O3 + PTX, per kernel.
+// Compile time per example graph: plan (policies none and astitch) + LLVM IR + O3 + PTX, per kernel.
 // Run: build/bench/compile_time [--benchmark_repetitions=N]. The *_median rows give the
 // median; "ms_per_kernel" divides the whole compile by the kernel count (target <= 30 ms);
 // llvm_ms / opt_ms / ptx_ms split it by step (also per kernel). Symbols are bound to 64.
@@ -12,6 +12,7 @@
 #include "frontend/json_reader.h"
 #include "fusion/plan.h"
 #include "ir/graph.h"
+#include "weft/error.h"
 
 namespace {
 
@@ -27,7 +28,13 @@ void compileExample(benchmark::State& state, const std::string& path, fusion::Po
   double kernels = 0, llvm = 0, opt = 0, ptx = 0;
   for (auto _ : state) {
     fusion::FusionPlan plan = fusion::plan(bound, spec, policy);
-    codegen::CompiledModule m = codegen::compileToPtx(plan);
+    codegen::CompiledModule m;
+    try {
+      m = codegen::compileToPtx(plan);
+    } catch (const Error& e) {
+      state.SkipWithError(e.what());
+      return;
+    }
     benchmark::DoNotOptimize(m.ptx.data());
     kernels = double(m.kernels.size());
     llvm += m.timings.llvmIrMs;
@@ -51,10 +58,12 @@ int main(int argc, char** argv) {
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.path().extension() == ".json") files.push_back(e.path());
   std::sort(files.begin(), files.end());
-  for (const auto& f : files)
-    benchmark::RegisterBenchmark(("compile/none/" + f.stem().string()).c_str(), compileExample, f.string(),
-                                 fusion::Policy::None)
-        ->Unit(benchmark::kMillisecond);
+  for (fusion::Policy policy : {fusion::Policy::None, fusion::Policy::AStitch})
+    for (const auto& f : files)
+      benchmark::RegisterBenchmark(
+          ("compile/" + std::string(fusion::policyName(policy)) + "/" + f.stem().string()).c_str(), compileExample,
+          f.string(), policy)
+          ->Unit(benchmark::kMillisecond);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
