@@ -22,7 +22,8 @@ namespace {
 
 HostTensor tensor(DType t, std::vector<int64_t> shape, const std::vector<double>& values) {
   HostTensor h(t, std::move(shape));
-  for (size_t i = 0; i < values.size(); ++i) h.set(static_cast<int64_t>(i), values[i]);
+  for (size_t i = 0; i < values.size(); ++i)
+    h.set(static_cast<int64_t>(i), values[i]);
   return h;
 }
 
@@ -30,25 +31,31 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 } // namespace
 
-TEST_CASE("compareTensors applies rtol and atol, matches NaN with NaN and names the worst element", "[onnx]") {
+TEST_CASE("compareTensors applies rtol and atol, matches NaN with NaN and names the worst element",
+          "[onnx]") {
   Tolerance tol; // rtol 1e-3, atol 1e-7
   auto want = tensor(DType::f32, {2, 2}, {1, 100, kNaN, 0});
-  CHECK(compareTensors(tensor(DType::f32, {2, 2}, {1.0009, 100.09, kNaN, 5e-8}), want, tol).empty());
+  CHECK(
+      compareTensors(tensor(DType::f32, {2, 2}, {1.0009, 100.09, kNaN, 5e-8}), want, tol).empty());
   std::string bad = compareTensors(tensor(DType::f32, {2, 2}, {1.0009, 101, kNaN, 0}), want, tol);
   CHECK_THAT(bad, Contains("1 of 4 elements differ; worst at [0, 1]: got 101 want 100"));
   CHECK_FALSE(compareTensors(tensor(DType::f32, {2, 2}, {1, 100, 0, 0}), want, tol).empty());
-  CHECK_THAT(compareTensors(tensor(DType::f32, {4}, {1, 100, kNaN, 0}), want, tol), Contains("shape [4]"));
+  CHECK_THAT(compareTensors(tensor(DType::f32, {4}, {1, 100, kNaN, 0}), want, tol),
+             Contains("shape [4]"));
   // integers compare exactly
-  CHECK_FALSE(compareTensors(tensor(DType::i32, {1}, {1000}), tensor(DType::i32, {1}, {1001}), tol).empty());
+  CHECK_FALSE(compareTensors(tensor(DType::i32, {1}, {1000}), tensor(DType::i32, {1}, {1001}), tol)
+                  .empty());
   // f16 passes within one unit in the last place
-  CHECK(compareTensors(tensor(DType::f16, {1}, {1000.5}), tensor(DType::f16, {1}, {1001}), tol).empty());
+  CHECK(compareTensors(tensor(DType::f16, {1}, {1000.5}), tensor(DType::f16, {1}, {1001}), tol)
+            .empty());
 }
 
 TEST_CASE("readExpectations parses statuses and reasons, and rejects malformed lines", "[onnx]") {
   auto path = (std::filesystem::temp_directory_path() / "weft_expectations_test.txt").string();
   {
     std::ofstream out(path);
-    out << "# comment\n\ntest_a pass\ntest_b unsupported  # Cast to STRING\ntest_c skip # too slow\n";
+    out << "# comment\n\ntest_a pass\ntest_b unsupported  # Cast to STRING\ntest_c skip # too "
+           "slow\n";
   }
   auto e = readExpectations(path);
   REQUIRE(e.size() == 3);
@@ -91,7 +98,8 @@ TEST_CASE("ONNX node tests do at least as well as test/onnx/" EXPECTATIONS, "[on
     if (e.skip) continue;
     listedPass += e.status == CaseStatus::Passed;
     std::string dir = nodeDir + "/" + name;
-    if (!std::filesystem::exists(dir)) FAIL(EXPECTATIONS " lists " << name << ", which " << nodeDir << " lacks");
+    if (!std::filesystem::exists(dir))
+      FAIL(EXPECTATIONS " lists " << name << ", which " << nodeDir << " lacks");
     dirs.push_back(dir);
   }
 #ifdef WEFT_ONNX_CONFORMANCE_SIM
@@ -102,8 +110,10 @@ TEST_CASE("ONNX node tests do at least as well as test/onnx/" EXPECTATIONS, "[on
   std::vector<CaseResult> results = runTestCases(findTestCases(dirs), backend);
   ExpectationDiff diff = compareWithExpectations(results, expected);
   INFO("backend " << backend.name << "\n" << formatResultTable(results));
-  for (const auto& s : diff.improvements) WARN(s << " (update test/onnx/" EXPECTATIONS ")");
-  for (const auto& s : diff.regressions) CHECK(s == "");
+  for (const auto& s : diff.improvements)
+    WARN(s << " (update test/onnx/" EXPECTATIONS ")");
+  for (const auto& s : diff.regressions)
+    CHECK(s == "");
   CHECK(diff.regressions.empty());
   CHECK(listedPass > 0);
 }

@@ -18,26 +18,31 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-HostTensor tensor(std::vector<int64_t> shape, const std::vector<double>& values, DType t = DType::f32) {
+HostTensor tensor(std::vector<int64_t> shape, const std::vector<double>& values,
+                  DType t = DType::f32) {
   HostTensor h(t, std::move(shape));
   REQUIRE(static_cast<int64_t>(values.size()) == h.numElements());
-  for (size_t i = 0; i < values.size(); ++i) h.set(static_cast<int64_t>(i), values[i]);
+  for (size_t i = 0; i < values.size(); ++i)
+    h.set(static_cast<int64_t>(i), values[i]);
   return h;
 }
 
 std::vector<double> valuesOf(const HostTensor& t) {
   std::vector<double> v;
-  for (int64_t i = 0; i < t.numElements(); ++i) v.push_back(t.get(i));
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    v.push_back(t.get(i));
   return v;
 }
 
-std::vector<HostTensor> run(const ir::Graph& g, const std::vector<HostTensor>& inputs, const ir::Binding& b = {}) {
+std::vector<HostTensor> run(const ir::Graph& g, const std::vector<HostTensor>& inputs,
+                            const ir::Binding& b = {}) {
   return ir::interpret(g, inputs, b);
 }
 
 int countKind(const ir::Graph& g, ir::OpKind k) {
   int n = 0;
-  for (const auto& node : g.nodes()) n += node.kind == k;
+  for (const auto& node : g.nodes())
+    n += node.kind == k;
   return n;
 }
 
@@ -64,7 +69,10 @@ void writeFile(const std::string& path, const std::string& bytes) {
 
 TEST_CASE("Add broadcasts numpy-style through an explicit broadcast_in_dim", "[onnx]") {
   ModelBuilder m;
-  m.input("a", kFloat, {"2", "3"}).input("b", kFloat, {"3"}).node("Add", {"a", "b"}, {"y"}).output("y");
+  m.input("a", kFloat, {"2", "3"})
+      .input("b", kFloat, {"3"})
+      .node("Add", {"a", "b"}, {"y"})
+      .output("y");
   ir::Graph g = importOnnxBytes(m.bytes());
   CHECK(countKind(g, ir::OpKind::BroadcastInDim) == 1);
   auto out = run(g, {tensor({2, 3}, {1, 2, 3, 4, 5, 6}), tensor({3}, {10, 20, 30})});
@@ -95,10 +103,12 @@ TEST_CASE("initializers are constants, also when listed as graph inputs", "[onnx
   CHECK(valuesOf(run(g, {tensor({2}, {1, 2})})[0]) == std::vector<double>{3, 8});
 }
 
-TEST_CASE("ReduceSum takes axes as an attribute before opset 13 and as an input from 13", "[onnx]") {
+TEST_CASE("ReduceSum takes axes as an attribute before opset 13 and as an input from 13",
+          "[onnx]") {
   auto x = tensor({2, 3}, {1, 2, 3, 4, 5, 6});
   ModelBuilder old(11);
-  old.input("x", kFloat, {"2", "3"}).node("ReduceSum", {"x"}, {"y"}, {Attr::list("axes", {1}), Attr::integer("keepdims", 0)});
+  old.input("x", kFloat, {"2", "3"})
+      .node("ReduceSum", {"x"}, {"y"}, {Attr::list("axes", {1}), Attr::integer("keepdims", 0)});
   old.output("y");
   ModelBuilder now(13);
   now.input("x", kFloat, {"2", "3"}).initializerInts("axes", {1}, {1});
@@ -109,7 +119,8 @@ TEST_CASE("ReduceSum takes axes as an attribute before opset 13 and as an input 
   SECTION("no axes reduces everything unless noop_with_empty_axes") {
     ModelBuilder all(13), noop(13);
     all.input("x", kFloat, {"2", "3"}).node("ReduceSum", {"x"}, {"y"}).output("y");
-    noop.input("x", kFloat, {"2", "3"}).node("ReduceSum", {"x"}, {"y"}, {Attr::integer("noop_with_empty_axes", 1)});
+    noop.input("x", kFloat, {"2", "3"})
+        .node("ReduceSum", {"x"}, {"y"}, {Attr::integer("noop_with_empty_axes", 1)});
     noop.output("y");
     auto a = run(importOnnxBytes(all.bytes()), {x})[0];
     CHECK(a.shape == std::vector<int64_t>{1, 1});
@@ -122,17 +133,25 @@ TEST_CASE("Softmax before opset 13 normalizes over every axis from `axis` on", "
   auto x = tensor({1, 2, 2}, {0, 0, 0, 0});
   for (int opset : {11, 13}) {
     ModelBuilder m(opset);
-    m.input("x", kFloat, {"1", "2", "2"}).node("Softmax", {"x"}, {"y"}, {Attr::integer("axis", 1)}).output("y");
+    m.input("x", kFloat, {"1", "2", "2"})
+        .node("Softmax", {"x"}, {"y"}, {Attr::integer("axis", 1)})
+        .output("y");
     auto y = valuesOf(run(importOnnxBytes(m.bytes()), {x})[0]);
     double want = opset == 11 ? 0.25 : 0.5; // coerced to [1, 4] vs per axis 1 of size 2
-    for (double v : y) CHECK(v == Approx(want));
+    for (double v : y)
+      CHECK(v == Approx(want));
   }
 }
 
 TEST_CASE("Squeeze and Unsqueeze take axes from an input from opset 13", "[onnx]") {
   ModelBuilder old(11), now(13);
-  old.input("x", kFloat, {"3"}).node("Unsqueeze", {"x"}, {"y"}, {Attr::list("axes", {0, 2})}).output("y");
-  now.input("x", kFloat, {"3"}).initializerInts("axes", {2}, {0, -1}).node("Unsqueeze", {"x", "axes"}, {"y"}).output("y");
+  old.input("x", kFloat, {"3"})
+      .node("Unsqueeze", {"x"}, {"y"}, {Attr::list("axes", {0, 2})})
+      .output("y");
+  now.input("x", kFloat, {"3"})
+      .initializerInts("axes", {2}, {0, -1})
+      .node("Unsqueeze", {"x", "axes"}, {"y"})
+      .output("y");
   for (auto* m : {&old, &now}) {
     ir::Graph g = importOnnxBytes(m->bytes());
     CHECK(g.node(g.outputs()[0]).type.shape == ir::Shape{1, 3, 1});
@@ -142,17 +161,24 @@ TEST_CASE("Squeeze and Unsqueeze take axes from an input from opset 13", "[onnx]
 TEST_CASE("Clip bounds are attributes before opset 11 and optional inputs from 11", "[onnx]") {
   auto x = tensor({4}, {-5, -1, 1, 5});
   ModelBuilder old(6);
-  old.input("x", kFloat, {"4"}).node("Clip", {"x"}, {"y"}, {Attr::real("min", -2), Attr::real("max", 2)}).output("y");
+  old.input("x", kFloat, {"4"})
+      .node("Clip", {"x"}, {"y"}, {Attr::real("min", -2), Attr::real("max", 2)})
+      .output("y");
   CHECK(valuesOf(run(importOnnxBytes(old.bytes()), {x})[0]) == std::vector<double>{-2, -1, 1, 2});
   ModelBuilder maxOnly(13);
-  maxOnly.input("x", kFloat, {"4"}).initializer("hi", {}, {2}).node("Clip", {"x", "", "hi"}, {"y"}).output("y");
-  CHECK(valuesOf(run(importOnnxBytes(maxOnly.bytes()), {x})[0]) == std::vector<double>{-5, -1, 1, 2});
+  maxOnly.input("x", kFloat, {"4"})
+      .initializer("hi", {}, {2})
+      .node("Clip", {"x", "", "hi"}, {"y"})
+      .output("y");
+  CHECK(valuesOf(run(importOnnxBytes(maxOnly.bytes()), {x})[0]) ==
+        std::vector<double>{-5, -1, 1, 2});
 }
 
 TEST_CASE("Pad takes pads as an attribute before opset 11 and as an input from 11", "[onnx]") {
   auto x = tensor({2}, {1, 2});
   ModelBuilder old(2), now(13);
-  old.input("x", kFloat, {"2"}).node("Pad", {"x"}, {"y"}, {Attr::list("pads", {1, 2}), Attr::real("value", 7)});
+  old.input("x", kFloat, {"2"})
+      .node("Pad", {"x"}, {"y"}, {Attr::list("pads", {1, 2}), Attr::real("value", 7)});
   old.output("y");
   now.input("x", kFloat, {"2"}).initializerInts("pads", {2}, {1, 2}).initializer("v", {}, {7});
   now.node("Pad", {"x", "pads", "v"}, {"y"}).output("y");
@@ -165,10 +191,12 @@ TEST_CASE("Pad takes pads as an attribute before opset 11 and as an input from 1
         std::vector<double>{3, 2, 1, 2, 3, 2});
 }
 
-TEST_CASE("Slice takes attributes before opset 10 and inputs (with negative steps) from 10", "[onnx]") {
+TEST_CASE("Slice takes attributes before opset 10 and inputs (with negative steps) from 10",
+          "[onnx]") {
   auto x = tensor({5}, {0, 1, 2, 3, 4});
   ModelBuilder old(9);
-  old.input("x", kFloat, {"5"}).node("Slice", {"x"}, {"y"}, {Attr::list("starts", {1}), Attr::list("ends", {-1})});
+  old.input("x", kFloat, {"5"})
+      .node("Slice", {"x"}, {"y"}, {Attr::list("starts", {1}), Attr::list("ends", {-1})});
   old.output("y");
   CHECK(valuesOf(run(importOnnxBytes(old.bytes()), {x})[0]) == std::vector<double>{1, 2, 3});
   ModelBuilder now(13);
@@ -189,7 +217,9 @@ TEST_CASE("Reshape with 0 and -1 keeps symbolic dims exact", "[onnx]") {
 TEST_CASE("shape computations on static shapes fold at import time", "[onnx]") {
   // y = Reshape(x, Concat(Gather(Shape(x), 0), [-1])): the usual flatten-but-batch idiom
   ModelBuilder m(13);
-  m.input("x", kFloat, {"2", "3", "4"}).initializerInts("zero", {}, {0}).initializerInts("minus1", {1}, {-1});
+  m.input("x", kFloat, {"2", "3", "4"})
+      .initializerInts("zero", {}, {0})
+      .initializerInts("minus1", {1}, {-1});
   m.node("Shape", {"x"}, {"s"}).node("Gather", {"s", "zero"}, {"b"});
   m.initializerInts("ax", {1}, {0}).node("Unsqueeze", {"b", "ax"}, {"b1"});
   m.node("Concat", {"b1", "minus1"}, {"target"}, {Attr::integer("axis", 0)});
@@ -213,7 +243,8 @@ TEST_CASE("Gemm expands transA, transB, alpha, beta and a broadcast C", "[onnx]"
   ModelBuilder m(13);
   m.input("a", kFloat, {"2", "1"}).input("b", kFloat, {"2", "2"}).input("c", kFloat, {"2"});
   m.node("Gemm", {"a", "b", "c"}, {"y"},
-         {Attr::integer("transA", 1), Attr::integer("transB", 1), Attr::real("alpha", 2), Attr::real("beta", 3)});
+         {Attr::integer("transA", 1), Attr::integer("transB", 1), Attr::real("alpha", 2),
+          Attr::real("beta", 3)});
   m.output("y");
   ir::Graph g = importOnnxBytes(m.bytes());
   CHECK(countKind(g, ir::OpKind::Dot) == 1);
@@ -224,12 +255,17 @@ TEST_CASE("Gemm expands transA, transB, alpha, beta and a broadcast C", "[onnx]"
 
 TEST_CASE("MatMul broadcasts batch dims and handles 1-D operands", "[onnx]") {
   ModelBuilder m(13);
-  m.input("a", kFloat, {"2", "1", "3", "4"}).input("b", kFloat, {"5", "4", "2"}).node("MatMul", {"a", "b"}, {"y"});
+  m.input("a", kFloat, {"2", "1", "3", "4"})
+      .input("b", kFloat, {"5", "4", "2"})
+      .node("MatMul", {"a", "b"}, {"y"});
   m.output("y");
   ir::Graph g = importOnnxBytes(m.bytes());
   CHECK(g.node(g.outputs()[0]).type.shape == ir::Shape{2, 5, 3, 2});
   ModelBuilder v(13);
-  v.input("a", kFloat, {"3"}).input("b", kFloat, {"3", "2"}).node("MatMul", {"a", "b"}, {"y"}).output("y");
+  v.input("a", kFloat, {"3"})
+      .input("b", kFloat, {"3", "2"})
+      .node("MatMul", {"a", "b"}, {"y"})
+      .output("y");
   ir::Graph gv = importOnnxBytes(v.bytes());
   auto out = run(gv, {tensor({3}, {1, 2, 3}), tensor({3, 2}, {1, 0, 0, 1, 1, 1})});
   CHECK(out[0].shape == std::vector<int64_t>{2});
@@ -238,7 +274,9 @@ TEST_CASE("MatMul broadcasts batch dims and handles 1-D operands", "[onnx]") {
 
 TEST_CASE("LayerNormalization and BatchNormalization lower to primitives", "[onnx]") {
   ModelBuilder ln(17);
-  ln.input("x", kFloat, {"1", "4"}).initializer("s", {4}, {1, 1, 1, 1}).initializer("b", {4}, {0, 0, 0, 1});
+  ln.input("x", kFloat, {"1", "4"})
+      .initializer("s", {4}, {1, 1, 1, 1})
+      .initializer("b", {4}, {0, 0, 0, 1});
   ln.node("LayerNormalization", {"x", "s", "b"}, {"y"}).output("y");
   auto y = valuesOf(run(importOnnxBytes(ln.bytes()), {tensor({1, 4}, {1, 2, 3, 4})})[0]);
   double sd = std::sqrt(1.25 + 1e-5);
@@ -246,10 +284,14 @@ TEST_CASE("LayerNormalization and BatchNormalization lower to primitives", "[onn
   CHECK(y[3] == Approx(1.5 / sd + 1));
 
   ModelBuilder bn(15);
-  bn.input("x", kFloat, {"1", "2", "1"}).initializer("s", {2}, {2, 1}).initializer("b", {2}, {0, 1});
+  bn.input("x", kFloat, {"1", "2", "1"})
+      .initializer("s", {2}, {2, 1})
+      .initializer("b", {2}, {0, 1});
   bn.initializer("m", {2}, {1, 0}).initializer("v", {2}, {4, 1});
-  bn.node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"}, {Attr::real("epsilon", 0)}).output("y");
-  CHECK(valuesOf(run(importOnnxBytes(bn.bytes()), {tensor({1, 2, 1}, {5, 3})})[0]) == std::vector<double>{4, 4});
+  bn.node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"}, {Attr::real("epsilon", 0)})
+      .output("y");
+  CHECK(valuesOf(run(importOnnxBytes(bn.bytes()), {tensor({1, 2, 1}, {5, 3})})[0]) ==
+        std::vector<double>{4, 4});
 }
 
 TEST_CASE("element types the IR lacks are widened", "[onnx]") {
@@ -261,7 +303,9 @@ TEST_CASE("element types the IR lacks are widened", "[onnx]") {
 
 TEST_CASE("an unsupported operator is reported once per type with node name and opset", "[onnx]") {
   ModelBuilder m(13);
-  m.input("x", kFloat, {"2"}).node("Foo", {"x"}, {"a"}, {}, "first_foo").node("Foo", {"a"}, {"b"}, {}, "second_foo");
+  m.input("x", kFloat, {"2"})
+      .node("Foo", {"x"}, {"a"}, {}, "first_foo")
+      .node("Foo", {"a"}, {"b"}, {}, "second_foo");
   m.node("Bar", {"b"}, {"y"}, {}, "the_bar").output("y");
   try {
     importOnnxBytes(m.bytes(), "m.onnx");
@@ -289,7 +333,8 @@ TEST_CASE("bad ONNX files give InputErrors that say what is wrong", "[onnx]") {
     CHECK_THAT(errorOf(bytes.substr(0, bytes.size() / 2)), Contains("cannot be parsed"));
   }
   SECTION("every truncation is rejected cleanly") {
-    for (size_t n = 0; n < bytes.size(); n += 3) CHECK_THROWS_AS(importOnnxBytes(bytes.substr(0, n), "m.onnx"), InputError);
+    for (size_t n = 0; n < bytes.size(); n += 3)
+      CHECK_THROWS_AS(importOnnxBytes(bytes.substr(0, n), "m.onnx"), InputError);
   }
   SECTION("not an ONNX file") {
     CHECK_THAT(errorOf("{\"name\": \"a weft JSON graph\"}"), Contains("not a valid ONNX model"));
@@ -308,7 +353,8 @@ TEST_CASE("bad ONNX files give InputErrors that say what is wrong", "[onnx]") {
   SECTION("missing initializer / undefined input") {
     ModelBuilder m(13);
     m.input("x", kFloat, {"2"}).node("Mul", {"x", "w"}, {"y"}, {}, "scale").output("y");
-    CHECK_THAT(errorOf(m.bytes()), Contains("node \"scale\" (Mul): input 1 \"w\" is not an initializer"));
+    CHECK_THAT(errorOf(m.bytes()),
+               Contains("node \"scale\" (Mul): input 1 \"w\" is not an initializer"));
   }
   SECTION("undefined graph output") {
     ModelBuilder m(13);
@@ -317,7 +363,10 @@ TEST_CASE("bad ONNX files give InputErrors that say what is wrong", "[onnx]") {
   }
   SECTION("a shape operand only known at run time") {
     ModelBuilder m(14);
-    m.input("x", kFloat, {"2", "3"}).input("shape", kInt64, {"1"}).node("Reshape", {"x", "shape"}, {"y"}).output("y");
+    m.input("x", kFloat, {"2", "3"})
+        .input("shape", kInt64, {"1"})
+        .node("Reshape", {"x", "shape"}, {"y"})
+        .output("y");
     try {
       importOnnxBytes(m.bytes(), "m.onnx");
       FAIL("expected ImportTimeValueError");
@@ -366,5 +415,6 @@ TEST_CASE("TensorProto files read into HostTensors", "[onnx]") {
   CHECK(h.dtype == DType::i32);
   CHECK(valuesOf(h) == std::vector<double>{1, -2, 3});
   t.set_raw_data("abc");
-  CHECK_THROWS_WITH(parseTensorProto(t.SerializeAsString(), "t.pb"), Contains("3 bytes of raw data"));
+  CHECK_THROWS_WITH(parseTensorProto(t.SerializeAsString(), "t.pb"),
+                    Contains("3 bytes of raw data"));
 }

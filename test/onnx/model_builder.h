@@ -18,8 +18,12 @@ struct Attr {
   std::string s;
   static Attr integer(std::string n, int64_t v) { return {std::move(n), Int, v, 0, {}, {}}; }
   static Attr real(std::string n, float v) { return {std::move(n), Float, 0, v, {}, {}}; }
-  static Attr list(std::string n, std::vector<int64_t> v) { return {std::move(n), Ints, 0, 0, std::move(v), {}}; }
-  static Attr text(std::string n, std::string v) { return {std::move(n), String, 0, 0, {}, std::move(v)}; }
+  static Attr list(std::string n, std::vector<int64_t> v) {
+    return {std::move(n), Ints, 0, 0, std::move(v), {}};
+  }
+  static Attr text(std::string n, std::string v) {
+    return {std::move(n), String, 0, 0, {}, std::move(v)};
+  }
 };
 
 class ModelBuilder {
@@ -41,8 +45,10 @@ public:
     auto* shape = tt->mutable_shape();
     for (const auto& d : dims) {
       auto* dim = shape->add_dim();
-      if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0]))) dim->set_dim_value(std::stoll(d));
-      else dim->set_dim_param(d);
+      if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0])))
+        dim->set_dim_value(std::stoll(d));
+      else
+        dim->set_dim_param(d);
     }
     return *this;
   }
@@ -50,12 +56,15 @@ public:
     model_.mutable_graph()->add_output()->set_name(name);
     return *this;
   }
-  ModelBuilder& initializer(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& values) {
+  ModelBuilder& initializer(const std::string& name, const std::vector<int64_t>& dims,
+                            const std::vector<float>& values) {
     auto* t = model_.mutable_graph()->add_initializer();
     t->set_name(name);
     t->set_data_type(::onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    for (float v : values) t->add_float_data(v);
+    for (int64_t d : dims)
+      t->add_dims(d);
+    for (float v : values)
+      t->add_float_data(v);
     return *this;
   }
   ModelBuilder& initializerInts(const std::string& name, const std::vector<int64_t>& dims,
@@ -63,8 +72,10 @@ public:
     auto* t = model_.mutable_graph()->add_initializer();
     t->set_name(name);
     t->set_data_type(::onnx::TensorProto::INT64);
-    for (int64_t d : dims) t->add_dims(d);
-    for (int64_t v : values) t->add_int64_data(v);
+    for (int64_t d : dims)
+      t->add_dims(d);
+    for (int64_t v : values)
+      t->add_int64_data(v);
     return *this;
   }
   ModelBuilder& node(const std::string& op, const std::vector<std::string>& inputs,
@@ -74,19 +85,31 @@ public:
     n->set_op_type(op);
     n->set_name(name);
     n->set_domain(domain);
-    for (const auto& i : inputs) n->add_input(i);
-    for (const auto& o : outputs) n->add_output(o);
+    for (const auto& i : inputs)
+      n->add_input(i);
+    for (const auto& o : outputs)
+      n->add_output(o);
     for (const auto& a : attrs) {
       auto* p = n->add_attribute();
       p->set_name(a.name);
       switch (a.kind) {
-      case Attr::Int: p->set_type(::onnx::AttributeProto::INT); p->set_i(a.i); break;
-      case Attr::Float: p->set_type(::onnx::AttributeProto::FLOAT); p->set_f(a.f); break;
+      case Attr::Int:
+        p->set_type(::onnx::AttributeProto::INT);
+        p->set_i(a.i);
+        break;
+      case Attr::Float:
+        p->set_type(::onnx::AttributeProto::FLOAT);
+        p->set_f(a.f);
+        break;
       case Attr::Ints:
         p->set_type(::onnx::AttributeProto::INTS);
-        for (int64_t v : a.ints) p->add_ints(v);
+        for (int64_t v : a.ints)
+          p->add_ints(v);
         break;
-      case Attr::String: p->set_type(::onnx::AttributeProto::STRING); p->set_s(a.s); break;
+      case Attr::String:
+        p->set_type(::onnx::AttributeProto::STRING);
+        p->set_s(a.s);
+        break;
       }
     }
     return *this;

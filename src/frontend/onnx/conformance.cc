@@ -25,7 +25,8 @@ ir::Binding bindingFromInputs(const ir::Graph& g, const std::vector<HostTensor>&
   for (size_t i = 0; i < inputs.size() && i < g.inputs().size(); ++i) {
     const ir::Shape& s = g.node(g.inputs()[i]).type.shape;
     for (size_t d = 0; d < s.size() && d < inputs[i].shape.size(); ++d)
-      if (s[d].symbols().size() == 1 && s[d].factor() == 1) b.emplace(s[d].symbols()[0], inputs[i].shape[d]);
+      if (s[d].symbols().size() == 1 && s[d].factor() == 1)
+        b.emplace(s[d].symbols()[0], inputs[i].shape[d]);
   }
   return b;
 }
@@ -39,7 +40,8 @@ std::vector<std::string> sortedFiles(const fs::path& dir, const std::string& pre
   }
   std::sort(found.begin(), found.end());
   std::vector<std::string> out;
-  for (auto& [i, p] : found) out.push_back(p);
+  for (auto& [i, p] : found)
+    out.push_back(p);
   return out;
 }
 
@@ -78,9 +80,12 @@ std::string indexStr(int64_t flat, const std::vector<int64_t>& shape) {
 
 std::string_view caseStatusName(CaseStatus s) {
   switch (s) {
-  case CaseStatus::Passed: return "pass";
-  case CaseStatus::Failed: return "fail";
-  case CaseStatus::Unsupported: return "unsupported";
+  case CaseStatus::Passed:
+    return "pass";
+  case CaseStatus::Failed:
+    return "fail";
+  case CaseStatus::Unsupported:
+    return "unsupported";
   }
   return "?";
 }
@@ -100,12 +105,14 @@ std::vector<TestCase> findTestCases(const std::vector<std::string>& paths) {
         found[e.path().filename().string()] = {e.path().filename().string(), e.path().string()};
   }
   std::vector<TestCase> out;
-  for (auto& [n, tc] : found) out.push_back(tc);
+  for (auto& [n, tc] : found)
+    out.push_back(tc);
   return out;
 }
 
 Backend interpreterBackend() {
-  return {"interpreter", [](const ir::Graph& g, const std::vector<HostTensor>& inputs, int* kernels) {
+  return {"interpreter",
+          [](const ir::Graph& g, const std::vector<HostTensor>& inputs, int* kernels) {
             if (kernels) *kernels = -1;
             return ir::interpret(g, inputs, bindingFromInputs(g, inputs));
           }};
@@ -113,7 +120,8 @@ Backend interpreterBackend() {
 
 std::string compareTensors(const HostTensor& got, const HostTensor& want, const Tolerance& tol) {
   if (got.shape != want.shape)
-    return fmt::format("shape [{}] but the reference has [{}]", fmt::join(got.shape, ", "), fmt::join(want.shape, ", "));
+    return fmt::format("shape [{}] but the reference has [{}]", fmt::join(got.shape, ", "),
+                       fmt::join(want.shape, ", "));
   bool exact = !ir::isFloat(want.dtype) || !ir::isFloat(got.dtype);
   int64_t worst = -1, mismatches = 0;
   double worstRatio = 0;
@@ -135,8 +143,9 @@ std::string compareTensors(const HostTensor& got, const HostTensor& want, const 
   }
   if (worst < 0) return "";
   double g = got.get(worst), w = want.get(worst);
-  return fmt::format("{} of {} elements differ; worst at {}: got {} want {} (|diff| {:.3g})", mismatches,
-                     want.numElements(), indexStr(worst, want.shape), g, w, std::fabs(g - w));
+  return fmt::format("{} of {} elements differ; worst at {}: got {} want {} (|diff| {:.3g})",
+                     mismatches, want.numElements(), indexStr(worst, want.shape), g, w,
+                     std::fabs(g - w));
 }
 
 CaseResult runTestCase(const TestCase& tc, const Backend& backend, const RunnerOptions& options) {
@@ -161,16 +170,20 @@ CaseResult runTestCase(const TestCase& tc, const Backend& backend, const RunnerO
     }
     std::vector<fs::path> sets;
     for (const auto& e : fs::directory_iterator(tc.dir))
-      if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+      if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0)
+        sets.push_back(e.path());
     std::sort(sets.begin(), sets.end());
     if (sets.empty()) return finish(CaseStatus::Failed, "no test_data_set_* folder");
     for (const fs::path& set : sets) {
       std::vector<HostTensor> given, expected;
-      for (const auto& f : sortedFiles(set, "input_")) given.push_back(readTensorProtoFile(f));
-      for (const auto& f : sortedFiles(set, "output_")) expected.push_back(readTensorProtoFile(f));
+      for (const auto& f : sortedFiles(set, "input_"))
+        given.push_back(readTensorProtoFile(f));
+      for (const auto& f : sortedFiles(set, "output_"))
+        expected.push_back(readTensorProtoFile(f));
       if (given.size() > names.size())
-        return finish(CaseStatus::Failed, fmt::format("{}: {} input files for a model of {} inputs",
-                                                      set.filename().string(), given.size(), names.size()));
+        return finish(CaseStatus::Failed,
+                      fmt::format("{}: {} input files for a model of {} inputs",
+                                  set.filename().string(), given.size(), names.size()));
       // Operands weft needs at import time (shapes, axes, pads) that the test feeds as graph
       // inputs are frozen to this data set's values, as if the model stored them as initializers.
       ImportOptions import;
@@ -196,18 +209,22 @@ CaseResult runTestCase(const TestCase& tc, const Backend& backend, const RunnerO
       for (size_t i = 0; i < inputs.size() && i < g->inputs().size(); ++i)
         inputs[i] = fromStoredBits(inputs[i], g->node(g->inputs()[i]).type.dtype);
       if (inputs.size() != g->inputs().size())
-        return finish(CaseStatus::Failed, fmt::format("{}: {} input files for a graph of {} inputs",
-                                                      set.filename().string(), inputs.size(), g->inputs().size()));
+        return finish(CaseStatus::Failed,
+                      fmt::format("{}: {} input files for a graph of {} inputs",
+                                  set.filename().string(), inputs.size(), g->inputs().size()));
       int kernels = -1;
       std::vector<HostTensor> got = backend.run(*g, inputs, &kernels);
       r.kernels = kernels;
       if (got.size() < expected.size())
-        return finish(CaseStatus::Failed, fmt::format("{} outputs, the reference has {}", got.size(), expected.size()));
+        return finish(CaseStatus::Failed,
+                      fmt::format("{} outputs, the reference has {}", got.size(), expected.size()));
       for (size_t i = 0; i < expected.size(); ++i) {
-        std::string diff = compareTensors(got[i], fromStoredBits(expected[i], got[i].dtype), options.tolerance);
+        std::string diff =
+            compareTensors(got[i], fromStoredBits(expected[i], got[i].dtype), options.tolerance);
         if (!diff.empty())
-          return finish(CaseStatus::Failed, fmt::format("{}: output {} ({}): {}", set.filename().string(), i,
-                                                        g->node(g->outputs()[i]).name, diff));
+          return finish(CaseStatus::Failed,
+                        fmt::format("{}: output {} ({}): {}", set.filename().string(), i,
+                                    g->node(g->outputs()[i]).name, diff));
       }
     }
     return finish(CaseStatus::Passed, "");
@@ -232,7 +249,8 @@ std::vector<CaseResult> runTestCases(const std::vector<TestCase>& cases, const B
 std::string formatResultTable(const std::vector<CaseResult>& results, bool includePassed) {
   std::ostringstream out;
   size_t width = 4;
-  for (const auto& r : results) width = std::max(width, r.name.size());
+  for (const auto& r : results)
+    width = std::max(width, r.name.size());
   size_t counts[3] = {0, 0, 0};
   out << fmt::format("{:<{}}  {:<11}  {}\n", "case", width, "status", "detail");
   for (const auto& r : results) {
@@ -241,13 +259,14 @@ std::string formatResultTable(const std::vector<CaseResult>& results, bool inclu
     std::string detail = r.status == CaseStatus::Unsupported && !r.operatorName.empty()
                              ? fmt::format("operator {}: {}", r.operatorName, r.detail)
                              : r.detail;
-    if (r.status == CaseStatus::Passed && r.kernels >= 0) detail = fmt::format("{} kernel(s)", r.kernels);
+    if (r.status == CaseStatus::Passed && r.kernels >= 0)
+      detail = fmt::format("{} kernel(s)", r.kernels);
     out << fmt::format("{:<{}}  {:<11}  {}\n", r.name, width, caseStatusName(r.status), detail);
   }
   size_t total = results.size();
   double pct = total ? 100.0 * static_cast<double>(counts[0]) / static_cast<double>(total) : 0.0;
-  out << fmt::format("passed {} / failed {} / unsupported {} of {} cases ({:.1f}% passed)\n", counts[0], counts[1],
-                     counts[2], total, pct);
+  out << fmt::format("passed {} / failed {} / unsupported {} of {} cases ({:.1f}% passed)\n",
+                     counts[0], counts[1], counts[2], total, pct);
   return out.str();
 }
 
@@ -256,7 +275,8 @@ std::string resultsToJson(const std::vector<CaseResult>& results, const std::str
   size_t counts[3] = {0, 0, 0};
   for (const auto& r : results) {
     ++counts[static_cast<int>(r.status)];
-    nlohmann::json c = {{"name", r.name}, {"status", caseStatusName(r.status)}, {"seconds", r.seconds}};
+    nlohmann::json c = {
+        {"name", r.name}, {"status", caseStatusName(r.status)}, {"seconds", r.seconds}};
     if (!r.detail.empty()) c["detail"] = r.detail;
     if (!r.operatorName.empty()) c["operator"] = r.operatorName;
     if (r.kernels >= 0) c["kernels"] = r.kernels;
@@ -290,13 +310,19 @@ std::map<std::string, Expectation> readExpectations(const std::string& path) {
       throw InputError(fmt::format("{}:{}: expected \"CASE STATUS  # reason\"", path, lineNo));
     Expectation e;
     e.reason = reason;
-    if (status == "pass") e.status = CaseStatus::Passed;
-    else if (status == "fail") e.status = CaseStatus::Failed;
-    else if (status == "unsupported") e.status = CaseStatus::Unsupported;
-    else if (status == "skip") e.skip = true;
+    if (status == "pass")
+      e.status = CaseStatus::Passed;
+    else if (status == "fail")
+      e.status = CaseStatus::Failed;
+    else if (status == "unsupported")
+      e.status = CaseStatus::Unsupported;
+    else if (status == "skip")
+      e.skip = true;
     else
-      throw InputError(fmt::format("{}:{}: status \"{}\" is not pass, fail, unsupported or skip", path, lineNo, status));
-    if (!out.emplace(name, e).second) throw InputError(fmt::format("{}:{}: {} is listed twice", path, lineNo, name));
+      throw InputError(fmt::format("{}:{}: status \"{}\" is not pass, fail, unsupported or skip",
+                                   path, lineNo, status));
+    if (!out.emplace(name, e).second)
+      throw InputError(fmt::format("{}:{}: {} is listed twice", path, lineNo, name));
   }
   return out;
 }
@@ -314,9 +340,11 @@ ExpectationDiff compareWithExpectations(const std::vector<CaseResult>& results,
     if (e.skip) continue;
     bool passed = r.status == CaseStatus::Passed;
     if (e.status == CaseStatus::Passed && !passed)
-      d.regressions.push_back(fmt::format("{}: expected to pass, got {}: {}", r.name, caseStatusName(r.status), r.detail));
+      d.regressions.push_back(fmt::format("{}: expected to pass, got {}: {}", r.name,
+                                          caseStatusName(r.status), r.detail));
     else if (e.status != CaseStatus::Passed && passed)
-      d.improvements.push_back(fmt::format("{}: listed as {} but passes now", r.name, caseStatusName(e.status)));
+      d.improvements.push_back(
+          fmt::format("{}: listed as {} but passes now", r.name, caseStatusName(e.status)));
   }
   return d;
 }

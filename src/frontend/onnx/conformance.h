@@ -27,7 +27,9 @@ std::vector<TestCase> findTestCases(const std::vector<std::string>& paths);
 /// backend launched for one run, or -1 when it does not know.
 struct Backend {
   std::string name;
-  std::function<std::vector<HostTensor>(const ir::Graph&, const std::vector<HostTensor>&, int* kernels)> run;
+  std::function<std::vector<HostTensor>(const ir::Graph&, const std::vector<HostTensor>&,
+                                        int* kernels)>
+      run;
 };
 /// The reference interpreter (ir::interpret), symbols bound from the input shapes.
 Backend interpreterBackend();
@@ -43,9 +45,9 @@ std::string_view caseStatusName(CaseStatus s); // "pass", "fail", "unsupported"
 struct CaseResult {
   std::string name;
   CaseStatus status = CaseStatus::Failed;
-  std::string detail;      // fail: the worst element or the error; unsupported: what is missing
+  std::string detail;       // fail: the worst element or the error; unsupported: what is missing
   std::string operatorName; // unsupported: the ONNX operator (empty for a dtype or other feature)
-  int kernels = -1;        // kernels launched for one run (sim), -1 when unknown
+  int kernels = -1;         // kernels launched for one run (sim), -1 when unknown
   std::vector<std::string> frozenInputs; // graph inputs fixed at import time (shape operands)
   double seconds = 0;
 };
@@ -57,7 +59,8 @@ struct RunnerOptions {
 };
 
 /// Imports, runs and checks one case (every test_data_set_* in it).
-CaseResult runTestCase(const TestCase& tc, const Backend& backend, const RunnerOptions& options = {});
+CaseResult runTestCase(const TestCase& tc, const Backend& backend,
+                       const RunnerOptions& options = {});
 std::vector<CaseResult> runTestCases(const std::vector<TestCase>& cases, const Backend& backend,
                                      const RunnerOptions& options = {});
 
@@ -75,7 +78,7 @@ std::string resultsToJson(const std::vector<CaseResult>& results, const std::str
 /// status pass / fail / unsupported / skip. Throws InputError on a malformed line.
 struct Expectation {
   CaseStatus status = CaseStatus::Passed;
-  bool skip = false;   // not run (too slow for CI); the reason says why
+  bool skip = false; // not run (too slow for CI); the reason says why
   std::string reason;
 };
 std::map<std::string, Expectation> readExpectations(const std::string& path);

@@ -8,7 +8,8 @@ Backend simBackend(Policy policy, const std::string& profile) {
   auto spec = deviceSpecProfile(profile);
   if (!spec) throw InputError(fmt::format("unknown device profile \"{}\"", profile));
   return {fmt::format("sim/{}/{}", profile, fusion::policyName(policy)),
-          [policy, spec = *spec](const ir::Graph& g, const std::vector<HostTensor>& inputs, int* kernels) {
+          [policy, spec = *spec](const ir::Graph& g, const std::vector<HostTensor>& inputs,
+                                 int* kernels) {
             CompileOptions options;
             options.policy = policy;
             options.device = spec;

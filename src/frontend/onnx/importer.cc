@@ -29,11 +29,25 @@ std::string readFile(const std::string& path) {
 /// Bytes per element of an ONNX element type as stored in raw_data; 0 for unknown ones.
 size_t rawElementBytes(int t) {
   switch (t) {
-  case TensorProto::UINT8: case TensorProto::INT8: case TensorProto::BOOL: return 1;
-  case TensorProto::UINT16: case TensorProto::INT16: case TensorProto::FLOAT16: case TensorProto::BFLOAT16: return 2;
-  case TensorProto::FLOAT: case TensorProto::INT32: case TensorProto::UINT32: return 4;
-  case TensorProto::DOUBLE: case TensorProto::INT64: case TensorProto::UINT64: return 8;
-  default: return 0;
+  case TensorProto::UINT8:
+  case TensorProto::INT8:
+  case TensorProto::BOOL:
+    return 1;
+  case TensorProto::UINT16:
+  case TensorProto::INT16:
+  case TensorProto::FLOAT16:
+  case TensorProto::BFLOAT16:
+    return 2;
+  case TensorProto::FLOAT:
+  case TensorProto::INT32:
+  case TensorProto::UINT32:
+    return 4;
+  case TensorProto::DOUBLE:
+  case TensorProto::INT64:
+  case TensorProto::UINT64:
+    return 8;
+  default:
+    return 0;
   }
 }
 
@@ -45,27 +59,42 @@ template <class T> T loadLE(const char* p) {
 
 double decodeRaw(int t, const char* p) {
   switch (t) {
-  case TensorProto::FLOAT: return loadLE<float>(p);
-  case TensorProto::DOUBLE: return loadLE<double>(p);
-  case TensorProto::FLOAT16: return halfToFloat(loadLE<uint16_t>(p));
-  case TensorProto::BFLOAT16: return bfloat16ToFloat(loadLE<uint16_t>(p));
-  case TensorProto::UINT8: return loadLE<uint8_t>(p);
-  case TensorProto::INT8: return loadLE<int8_t>(p);
-  case TensorProto::UINT16: return loadLE<uint16_t>(p);
-  case TensorProto::INT16: return loadLE<int16_t>(p);
-  case TensorProto::INT32: return loadLE<int32_t>(p);
-  case TensorProto::UINT32: return loadLE<uint32_t>(p);
-  case TensorProto::INT64: return static_cast<double>(loadLE<int64_t>(p));
-  case TensorProto::UINT64: return static_cast<double>(loadLE<uint64_t>(p));
-  case TensorProto::BOOL: return loadLE<uint8_t>(p) ? 1.0 : 0.0;
-  default: return 0;
+  case TensorProto::FLOAT:
+    return loadLE<float>(p);
+  case TensorProto::DOUBLE:
+    return loadLE<double>(p);
+  case TensorProto::FLOAT16:
+    return halfToFloat(loadLE<uint16_t>(p));
+  case TensorProto::BFLOAT16:
+    return bfloat16ToFloat(loadLE<uint16_t>(p));
+  case TensorProto::UINT8:
+    return loadLE<uint8_t>(p);
+  case TensorProto::INT8:
+    return loadLE<int8_t>(p);
+  case TensorProto::UINT16:
+    return loadLE<uint16_t>(p);
+  case TensorProto::INT16:
+    return loadLE<int16_t>(p);
+  case TensorProto::INT32:
+    return loadLE<int32_t>(p);
+  case TensorProto::UINT32:
+    return loadLE<uint32_t>(p);
+  case TensorProto::INT64:
+    return static_cast<double>(loadLE<int64_t>(p));
+  case TensorProto::UINT64:
+    return static_cast<double>(loadLE<uint64_t>(p));
+  case TensorProto::BOOL:
+    return loadLE<uint8_t>(p) ? 1.0 : 0.0;
+  default:
+    return 0;
   }
 }
 
 /// An identifier usable as an IR symbol (Dim::parse accepts [A-Za-z_][A-Za-z0-9_]*).
 std::string symbolName(const std::string& text) {
   std::string s;
-  for (char c : text) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  for (char c : text)
+    s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "d_" + s;
   return s;
 }
@@ -76,7 +105,8 @@ std::string symbolName(const std::string& text) {
 
 int64_t Literal::numElements() const {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    n *= d;
   return n;
 }
 
@@ -87,40 +117,61 @@ ir::TensorType Literal::type() const {
 std::vector<int64_t> Literal::ints() const {
   std::vector<int64_t> out;
   out.reserve(values.size());
-  for (double v : values) out.push_back(static_cast<int64_t>(v));
+  for (double v : values)
+    out.push_back(static_cast<int64_t>(v));
   return out;
 }
 
 std::optional<ir::DType> irDTypeOf(int t) {
   switch (t) {
-  case TensorProto::FLOAT: return ir::DType::f32;
-  case TensorProto::DOUBLE: return ir::DType::f64;
-  case TensorProto::FLOAT16: return ir::DType::f16;
-  case TensorProto::BFLOAT16: return ir::DType::bf16;
-  case TensorProto::INT8: return ir::DType::i8;
-  case TensorProto::INT32: return ir::DType::i32;
-  case TensorProto::INT64: return ir::DType::i64;
-  case TensorProto::BOOL: return ir::DType::boolean;
+  case TensorProto::FLOAT:
+    return ir::DType::f32;
+  case TensorProto::DOUBLE:
+    return ir::DType::f64;
+  case TensorProto::FLOAT16:
+    return ir::DType::f16;
+  case TensorProto::BFLOAT16:
+    return ir::DType::bf16;
+  case TensorProto::INT8:
+    return ir::DType::i8;
+  case TensorProto::INT32:
+    return ir::DType::i32;
+  case TensorProto::INT64:
+    return ir::DType::i64;
+  case TensorProto::BOOL:
+    return ir::DType::boolean;
   // widened: the IR has no unsigned or 16-bit integers
-  case TensorProto::UINT8: case TensorProto::UINT16: case TensorProto::INT16: return ir::DType::i32;
-  case TensorProto::UINT32: case TensorProto::UINT64: return ir::DType::i64;
-  default: return std::nullopt;
+  case TensorProto::UINT8:
+  case TensorProto::UINT16:
+  case TensorProto::INT16:
+    return ir::DType::i32;
+  case TensorProto::UINT32:
+  case TensorProto::UINT64:
+    return ir::DType::i64;
+  default:
+    return std::nullopt;
   }
 }
 
 std::string onnxTypeName(int t) {
-  if (TensorProto::DataType_IsValid(t)) return TensorProto::DataType_Name(static_cast<TensorProto::DataType>(t));
+  if (TensorProto::DataType_IsValid(t))
+    return TensorProto::DataType_Name(static_cast<TensorProto::DataType>(t));
   return fmt::format("data type {}", t);
 }
 
 Literal literalFromTensorProto(const TensorProto& t, const std::string& where) {
   auto dtype = irDTypeOf(t.data_type());
   if (!dtype)
-    throw UnsupportedError(fmt::format("{}: tensor \"{}\" has element type {}, which weft does not support",
-                                       where, t.name(), onnxTypeName(t.data_type())), "");
+    throw UnsupportedError(
+        fmt::format("{}: tensor \"{}\" has element type {}, which weft does not support", where,
+                    t.name(), onnxTypeName(t.data_type())),
+        "");
   if (t.data_location() == TensorProto::EXTERNAL)
-    throw UnsupportedError(fmt::format("{}: tensor \"{}\" keeps its data in an external file, which weft does not read",
-                                       where, t.name()), "");
+    throw UnsupportedError(
+        fmt::format(
+            "{}: tensor \"{}\" keeps its data in an external file, which weft does not read", where,
+            t.name()),
+        "");
   Literal lit;
   lit.dtype = *dtype;
   for (int64_t d : t.dims()) {
@@ -134,38 +185,57 @@ Literal literalFromTensorProto(const TensorProto& t, const std::string& where) {
     size_t eb = rawElementBytes(dt);
     const std::string& raw = t.raw_data();
     if (raw.size() != eb * static_cast<size_t>(n))
-      failAt(where, fmt::format("tensor \"{}\" has {} bytes of raw data but {} elements of {} need {}", t.name(),
-                                raw.size(), n, onnxTypeName(dt), eb * static_cast<size_t>(n)));
-    for (int64_t i = 0; i < n; ++i) lit.values.push_back(decodeRaw(dt, raw.data() + static_cast<size_t>(i) * eb));
+      failAt(where,
+             fmt::format("tensor \"{}\" has {} bytes of raw data but {} elements of {} need {}",
+                         t.name(), raw.size(), n, onnxTypeName(dt), eb * static_cast<size_t>(n)));
+    for (int64_t i = 0; i < n; ++i)
+      lit.values.push_back(decodeRaw(dt, raw.data() + static_cast<size_t>(i) * eb));
     return lit;
   }
   auto take = [&](auto&& field, auto&& convert) {
     if (field.size() != n)
-      failAt(where, fmt::format("tensor \"{}\" holds {} values but its shape [{}] needs {}", t.name(), field.size(),
-                                fmt::join(lit.shape, ", "), n));
-    for (const auto& v : field) lit.values.push_back(convert(v));
+      failAt(where, fmt::format("tensor \"{}\" holds {} values but its shape [{}] needs {}",
+                                t.name(), field.size(), fmt::join(lit.shape, ", "), n));
+    for (const auto& v : field)
+      lit.values.push_back(convert(v));
   };
   auto asIs = [](auto v) { return static_cast<double>(v); };
   switch (dt) {
-  case TensorProto::FLOAT: take(t.float_data(), asIs); break;
-  case TensorProto::DOUBLE: take(t.double_data(), asIs); break;
-  case TensorProto::INT64: take(t.int64_data(), asIs); break;
-  case TensorProto::UINT32: case TensorProto::UINT64: take(t.uint64_data(), asIs); break;
+  case TensorProto::FLOAT:
+    take(t.float_data(), asIs);
+    break;
+  case TensorProto::DOUBLE:
+    take(t.double_data(), asIs);
+    break;
+  case TensorProto::INT64:
+    take(t.int64_data(), asIs);
+    break;
+  case TensorProto::UINT32:
+  case TensorProto::UINT64:
+    take(t.uint64_data(), asIs);
+    break;
   case TensorProto::FLOAT16:
-    take(t.int32_data(), [](int32_t v) { return static_cast<double>(halfToFloat(static_cast<uint16_t>(v))); });
+    take(t.int32_data(),
+         [](int32_t v) { return static_cast<double>(halfToFloat(static_cast<uint16_t>(v))); });
     break;
   case TensorProto::BFLOAT16:
-    take(t.int32_data(), [](int32_t v) { return static_cast<double>(bfloat16ToFloat(static_cast<uint16_t>(v))); });
+    take(t.int32_data(),
+         [](int32_t v) { return static_cast<double>(bfloat16ToFloat(static_cast<uint16_t>(v))); });
     break;
-  case TensorProto::BOOL: take(t.int32_data(), [](int32_t v) { return v ? 1.0 : 0.0; }); break;
-  default: take(t.int32_data(), asIs); break; // INT32, INT16, INT8, UINT16, UINT8
+  case TensorProto::BOOL:
+    take(t.int32_data(), [](int32_t v) { return v ? 1.0 : 0.0; });
+    break;
+  default:
+    take(t.int32_data(), asIs);
+    break; // INT32, INT16, INT8, UINT16, UINT8
   }
   return lit;
 }
 
 HostTensor toHostTensor(const Literal& lit) {
   HostTensor h(lit.dtype, lit.shape);
-  for (size_t i = 0; i < lit.values.size(); ++i) h.set(static_cast<int64_t>(i), lit.values[i]);
+  for (size_t i = 0; i < lit.values.size(); ++i)
+    h.set(static_cast<int64_t>(i), lit.values[i]);
   return h;
 }
 
@@ -173,7 +243,8 @@ Literal toLiteral(const HostTensor& h) {
   Literal lit{h.dtype, h.shape, {}};
   int64_t n = h.numElements();
   lit.values.reserve(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) lit.values.push_back(h.get(i));
+  for (int64_t i = 0; i < n; ++i)
+    lit.values.push_back(h.get(i));
   return lit;
 }
 
@@ -193,7 +264,8 @@ const OperatorTable& operatorTable() {
 
 std::vector<std::string> supportedOperators() {
   std::vector<std::string> names;
-  for (const auto& [name, fn] : operatorTable()) names.push_back(name);
+  for (const auto& [name, fn] : operatorTable())
+    names.push_back(name);
   return names;
 }
 
@@ -203,15 +275,19 @@ NodeContext::NodeContext(ir::Graph& graph, const ::onnx::NodeProto& n, int op, s
                          std::vector<Value*> inputs)
     : g(graph), node(n), opset(op), source_(std::move(source)), inputs_(std::move(inputs)),
       outputs_(static_cast<size_t>(n.output_size())) {
-  for (size_t i = 0; i < outputs_.size(); ++i) outputs_[i].name = n.output(static_cast<int>(i));
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    outputs_[i].name = n.output(static_cast<int>(i));
 }
 
 std::string NodeContext::where() const {
-  std::string name = node.name().empty() ? (node.output_size() ? node.output(0) : std::string("?")) : node.name();
+  std::string name =
+      node.name().empty() ? (node.output_size() ? node.output(0) : std::string("?")) : node.name();
   return fmt::format("{}: node \"{}\" ({}, opset {})", source_, name, node.op_type(), opset);
 }
 
-void NodeContext::fail(const std::string& what) const { failAt(where(), what); }
+void NodeContext::fail(const std::string& what) const {
+  failAt(where(), what);
+}
 
 void NodeContext::unsupported(const std::string& what) const {
   throw UnsupportedError(fmt::format("{}: {}", where(), what), node.op_type());
@@ -235,13 +311,15 @@ const Literal& NodeContext::requireLiteral(size_t i, const std::string& what) co
   if (v->literal) return *v->literal;
   if (v->graphInput)
     throw ImportTimeValueError(
-        fmt::format("{}: input {} ({}) must be known when the model is imported, but it is the graph input \"{}\"; "
+        fmt::format("{}: input {} ({}) must be known when the model is imported, but it is the "
+                    "graph input \"{}\"; "
                     "store it as an initializer or freeze it (ImportOptions::frozenInputs)",
                     where(), i, what, v->name),
         node.op_type(), v->name);
-  unsupported(fmt::format("input {} ({}) must be known when the model is imported (an initializer, a Constant or a "
-                          "static shape computation), but \"{}\" is computed at run time",
-                          i, what, v->name));
+  unsupported(fmt::format(
+      "input {} ({}) must be known when the model is imported (an initializer, a Constant or a "
+      "static shape computation), but \"{}\" is computed at run time",
+      i, what, v->name));
 }
 
 std::vector<int64_t> NodeContext::constInts(size_t i, const std::string& what) const {
@@ -250,7 +328,8 @@ std::vector<int64_t> NodeContext::constInts(size_t i, const std::string& what) c
 
 double NodeContext::constScalar(size_t i, const std::string& what) const {
   const Literal& lit = requireLiteral(i, what);
-  if (lit.values.size() != 1) fail(fmt::format("input {} ({}) must hold one value, it holds {}", i, what, lit.values.size()));
+  if (lit.values.size() != 1)
+    fail(fmt::format("input {} ({}) must hold one value, it holds {}", i, what, lit.values.size()));
   return lit.values[0];
 }
 
@@ -267,7 +346,9 @@ const ::onnx::AttributeProto* findAttr(const ::onnx::NodeProto& n, const std::st
   return nullptr;
 }
 
-bool NodeContext::hasAttr(const std::string& name) const { return findAttr(node, name) != nullptr; }
+bool NodeContext::hasAttr(const std::string& name) const {
+  return findAttr(node, name) != nullptr;
+}
 
 int64_t NodeContext::attrInt(const std::string& name, int64_t dflt) const {
   const auto* a = findAttr(node, name);
@@ -305,7 +386,8 @@ std::string NodeContext::name(size_t i) const {
   std::string base = wantsOutput(i) ? node.output(static_cast<int>(i)) : std::string();
   if (base.empty()) return "";
   std::string n = base;
-  for (int k = 1; g.find(n); ++k) n = fmt::format("{}.{}", base, k);
+  for (int k = 1; g.find(n); ++k)
+    n = fmt::format("{}.{}", base, k);
   return n;
 }
 
@@ -335,14 +417,17 @@ ir::NodeId NodeContext::splatLike(ir::NodeId x, double v) {
 
 ir::NodeId NodeContext::constant(const Literal& lit, const std::string& nm) {
   std::string n = nm;
-  for (int k = 1; !n.empty() && g.find(n); ++k) n = fmt::format("{}.{}", nm, k);
+  for (int k = 1; !n.empty() && g.find(n); ++k)
+    n = fmt::format("{}.{}", nm, k);
   ir::Shape shape(lit.shape.begin(), lit.shape.end());
   std::vector<double> values = lit.values;
   bool uniform = !values.empty() && std::all_of(values.begin(), values.end(), [&](double v) {
     return std::memcmp(&v, &values[0], sizeof(double)) == 0;
   });
-  if (values.empty()) values = {0.0}; // an empty tensor: a splat over zero elements
-  else if (uniform) values.resize(1);
+  if (values.empty())
+    values = {0.0}; // an empty tensor: a splat over zero elements
+  else if (uniform)
+    values.resize(1);
   return g.constant(lit.dtype, shape, std::move(values), n);
 }
 
@@ -353,13 +438,19 @@ ir::Shape NodeContext::broadcastShape(const ir::Shape& a, const ir::Shape& b) co
     const ir::Dim* da = i + a.size() >= r ? &a[i + a.size() - r] : nullptr;
     const ir::Dim* db = i + b.size() >= r ? &b[i + b.size() - r] : nullptr;
     auto isOne = [](const ir::Dim* d) { return !d || (d->isStatic() && d->size() == 1); };
-    if (!da) out[i] = *db;
-    else if (!db) out[i] = *da;
-    else if (*da == *db) out[i] = *da;
-    else if (isOne(da)) out[i] = *db;
-    else if (isOne(db)) out[i] = *da;
+    if (!da)
+      out[i] = *db;
+    else if (!db)
+      out[i] = *da;
+    else if (*da == *db)
+      out[i] = *da;
+    else if (isOne(da))
+      out[i] = *db;
+    else if (isOne(db))
+      out[i] = *da;
     else
-      fail(fmt::format("shapes {} and {} cannot be broadcast together (numpy rules: trailing dims must match or be 1)",
+      fail(fmt::format("shapes {} and {} cannot be broadcast together (numpy rules: trailing dims "
+                       "must match or be 1)",
                        ir::shapeStr(a), ir::shapeStr(b)));
   }
   return out;
@@ -369,7 +460,8 @@ ir::NodeId NodeContext::broadcastTo(ir::NodeId x, const ir::Shape& shape, const 
   ir::Shape from = typeOf(x).shape;
   if (from == shape) return x;
   if (from.size() > shape.size())
-    fail(fmt::format("cannot broadcast {} to the lower-rank shape {}", ir::shapeStr(from), ir::shapeStr(shape)));
+    fail(fmt::format("cannot broadcast {} to the lower-rank shape {}", ir::shapeStr(from),
+                     ir::shapeStr(shape)));
   size_t offset = shape.size() - from.size();
   // A keepdims reshape (a reduce's result with size-1 dims put back) is broadcast from the
   // reduce itself: the form the planner propagates schedules through.
@@ -387,10 +479,12 @@ ir::NodeId NodeContext::broadcastTo(ir::NodeId x, const ir::Shape& shape, const 
         break;
       }
     }
-    if (j == inner.size() && dims.size() == inner.size()) return g.broadcastInDim(src, shape, dims, nm);
+    if (j == inner.size() && dims.size() == inner.size())
+      return g.broadcastInDim(src, shape, dims, nm);
   }
   std::vector<int64_t> dims;
-  for (size_t i = 0; i < from.size(); ++i) dims.push_back(static_cast<int64_t>(offset + i));
+  for (size_t i = 0; i < from.size(); ++i)
+    dims.push_back(static_cast<int64_t>(offset + i));
   return g.broadcastInDim(x, shape, dims, nm);
 }
 
@@ -409,10 +503,12 @@ ir::NodeId NodeContext::reshapeTo(ir::NodeId x, const ir::Shape& shape, const st
   return g.reshape(x, shape, nm);
 }
 
-ir::NodeId NodeContext::reduceKeep(ir::ReduceKind kind, ir::NodeId x, const std::vector<int64_t>& axes, bool keepdims,
+ir::NodeId NodeContext::reduceKeep(ir::ReduceKind kind, ir::NodeId x,
+                                   const std::vector<int64_t>& axes, bool keepdims,
                                    const std::string& nm) {
   ir::Shape kept = typeOf(x).shape;
-  for (int64_t a : axes) kept[static_cast<size_t>(a)] = ir::Dim(1);
+  for (int64_t a : axes)
+    kept[static_cast<size_t>(a)] = ir::Dim(1);
   ir::NodeId r = g.reduce(kind, x, axes, keepdims ? "" : nm);
   if (!keepdims) return r;
   return g.reshape(r, kept, nm);
@@ -454,18 +550,23 @@ int ModelImporter::defaultOpset(const ::onnx::ModelProto& m) const {
 void ModelImporter::addInput(const ::onnx::ValueInfoProto& vi) {
   std::string where = fmt::format("{}: graph input \"{}\"", source, vi.name());
   if (!vi.type().has_tensor_type())
-    throw UnsupportedError(where + ": only tensor inputs are supported (not sequences, maps or optionals)", "");
+    throw UnsupportedError(
+        where + ": only tensor inputs are supported (not sequences, maps or optionals)", "");
   const auto& tt = vi.type().tensor_type();
   auto dtype = irDTypeOf(tt.elem_type());
   if (!dtype)
-    throw UnsupportedError(fmt::format("{}: element type {} is not supported", where, onnxTypeName(tt.elem_type())), "");
+    throw UnsupportedError(
+        fmt::format("{}: element type {} is not supported", where, onnxTypeName(tt.elem_type())),
+        "");
   if (!tt.has_shape())
-    throw UnsupportedError(where + ": has no shape (rank unknown); weft needs the rank of every input", "");
+    throw UnsupportedError(
+        where + ": has no shape (rank unknown); weft needs the rank of every input", "");
   ir::Shape shape;
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
     const auto& d = tt.shape().dim(i);
     if (d.has_dim_value()) {
-      if (d.dim_value() < 0) failAt(where, fmt::format("dim {} is negative ({})", i, d.dim_value()));
+      if (d.dim_value() < 0)
+        failAt(where, fmt::format("dim {} is negative ({})", i, d.dim_value()));
       shape.push_back(ir::Dim(d.dim_value()));
     } else if (d.has_dim_param() && !d.dim_param().empty()) {
       shape.push_back(ir::Dim::symbol(symbolName(d.dim_param())));
@@ -479,8 +580,8 @@ void ModelImporter::addInput(const ::onnx::ValueInfoProto& vi) {
   if (auto frozen = options.frozenInputs.find(vi.name()); frozen != options.frozenInputs.end()) {
     v.literal = toLiteral(frozen->second);
     if (v.literal->dtype != *dtype || v.literal->shape.size() != shape.size())
-      failAt(where, fmt::format("the frozen value {} does not match the input's type {}", frozen->second.typeStr(),
-                                ir::TensorType{*dtype, shape}.str()));
+      failAt(where, fmt::format("the frozen value {} does not match the input's type {}",
+                                frozen->second.typeStr(), ir::TensorType{*dtype, shape}.str()));
   } else {
     v.node = g.parameter(vi.name(), {*dtype, shape});
   }
@@ -495,12 +596,15 @@ void ModelImporter::checkOperators(const ::onnx::GraphProto& graph) const {
     std::string key = n.domain() + "::" + n.op_type();
     if (defaultDomain && operatorTable().count(n.op_type())) continue;
     if (!seen.insert(key).second) continue;
-    std::string name = n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name();
+    std::string name =
+        n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name();
     if (defaultDomain)
-      problems.push_back(fmt::format("unsupported operator {} (node \"{}\", opset {})", n.op_type(), name, opset));
+      problems.push_back(
+          fmt::format("unsupported operator {} (node \"{}\", opset {})", n.op_type(), name, opset));
     else
-      problems.push_back(fmt::format("unsupported operator {}.{} (node \"{}\"; only the default ONNX domain is supported)",
-                                     n.domain(), n.op_type(), name));
+      problems.push_back(fmt::format(
+          "unsupported operator {}.{} (node \"{}\"; only the default ONNX domain is supported)",
+          n.domain(), n.op_type(), name));
   }
   if (problems.empty()) return;
   std::string first;
@@ -509,8 +613,9 @@ void ModelImporter::checkOperators(const ::onnx::GraphProto& graph) const {
       first = n.op_type();
       break;
     }
-  throw UnsupportedError(fmt::format("{}: {}; see docs/onnx.md for the operators weft lowers", source,
-                                     fmt::join(problems, "; ")), first);
+  throw UnsupportedError(fmt::format("{}: {}; see docs/onnx.md for the operators weft lowers",
+                                     source, fmt::join(problems, "; ")),
+                         first);
 }
 
 bool ModelImporter::foldNode(const ::onnx::NodeProto& n, std::vector<Value*>& inputs) {
@@ -570,10 +675,14 @@ void ModelImporter::importNode(const ::onnx::NodeProto& n) {
     }
     auto it = values.find(name);
     if (it == values.end()) {
-      std::string node = n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name();
-      failAt(source, fmt::format("node \"{}\" ({}): input {} \"{}\" is not an initializer, a graph input or the output "
-                                 "of an earlier node (missing initializer or nodes out of topological order)",
-                                 node, n.op_type(), i, name));
+      std::string node =
+          n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name();
+      failAt(
+          source,
+          fmt::format("node \"{}\" ({}): input {} \"{}\" is not an initializer, a graph input or "
+                      "the output "
+                      "of an earlier node (missing initializer or nodes out of topological order)",
+                      node, n.op_type(), i, name));
     }
     inputs.push_back(&it->second);
   }
@@ -592,33 +701,42 @@ void ModelImporter::importModel(const ::onnx::ModelProto& m) {
   opset = defaultOpset(m);
   checkOperators(m.graph()); // operators of other domains are reported even without a default opset
   if (opset == 0)
-    failAt(source, "the model imports no opset of the default ONNX domain (opset_import has no entry for \"\" or "
+    failAt(source, "the model imports no opset of the default ONNX domain (opset_import has no "
+                   "entry for \"\" or "
                    "\"ai.onnx\")");
   if (opset < kMinOpset || opset > kMaxOpset)
-    failAt(source, fmt::format("the model imports opset {} of the default domain; weft supports opsets {} to {}", opset,
-                               kMinOpset, kMaxOpset));
+    failAt(source,
+           fmt::format(
+               "the model imports opset {} of the default domain; weft supports opsets {} to {}",
+               opset, kMinOpset, kMaxOpset));
   const auto& graph = m.graph();
   for (const auto& init : graph.initializer()) {
     Value v;
     v.name = init.name();
-    v.literal = literalFromTensorProto(init, fmt::format("{}: initializer \"{}\"", source, init.name()));
+    v.literal =
+        literalFromTensorProto(init, fmt::format("{}: initializer \"{}\"", source, init.name()));
     values[init.name()] = std::move(v);
   }
   for (const auto& vi : graph.input())
     if (!values.count(vi.name())) addInput(vi);
-  for (const auto& n : graph.node()) importNode(n);
+  for (const auto& n : graph.node())
+    importNode(n);
   if (graph.output_size() == 0) failAt(source, "the graph has no outputs");
   std::vector<ir::NodeId> outputs;
   for (const auto& o : graph.output()) {
     auto it = values.find(o.name());
     if (it == values.end())
-      failAt(source, fmt::format("graph output \"{}\" is not produced by any node, initializer or input", o.name()));
+      failAt(source,
+             fmt::format("graph output \"{}\" is not produced by any node, initializer or input",
+                         o.name()));
     Value& v = it->second;
     if (v.node < 0) {
       std::string n = o.name();
-      for (int k = 1; g.find(n); ++k) n = fmt::format("{}.{}", o.name(), k);
+      for (int k = 1; g.find(n); ++k)
+        n = fmt::format("{}.{}", o.name(), k);
       ir::Shape shape(v.literal->shape.begin(), v.literal->shape.end());
-      std::vector<double> vals = v.literal->values.empty() ? std::vector<double>{0.0} : v.literal->values;
+      std::vector<double> vals =
+          v.literal->values.empty() ? std::vector<double>{0.0} : v.literal->values;
       v.node = g.constant(v.literal->dtype, shape, std::move(vals), n);
     }
     outputs.push_back(v.node);
@@ -634,13 +752,15 @@ namespace {
   ::onnx::ModelProto model;
   if (bytes.empty()) failAt(source, "the file is empty, not an ONNX model");
   if (!model.ParseFromString(bytes))
-    failAt(source, "not a valid ONNX model: the protobuf cannot be parsed (a truncated or corrupt file, or not an "
+    failAt(source, "not a valid ONNX model: the protobuf cannot be parsed (a truncated or corrupt "
+                   "file, or not an "
                    "ONNX file)");
   return model;
 }
 } // namespace
 
-ir::Graph importOnnxBytes(const std::string& bytes, const std::string& source, const ImportOptions& options) {
+ir::Graph importOnnxBytes(const std::string& bytes, const std::string& source,
+                          const ImportOptions& options) {
   ::onnx::ModelProto model = parseModel(bytes, source);
   ModelImporter importer;
   importer.source = source;
@@ -656,7 +776,8 @@ ir::Graph importOnnx(const std::string& path, const ImportOptions& options) {
 std::vector<std::string> onnxInputNames(const std::string& path) {
   ::onnx::ModelProto model = parseModel(readFile(path), path);
   std::set<std::string> initializers;
-  for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
+  for (const auto& init : model.graph().initializer())
+    initializers.insert(init.name());
   std::vector<std::string> names;
   for (const auto& vi : model.graph().input())
     if (!initializers.count(vi.name())) names.push_back(vi.name());
@@ -665,11 +786,14 @@ std::vector<std::string> onnxInputNames(const std::string& path) {
 
 HostTensor parseTensorProto(const std::string& bytes, const std::string& source) {
   TensorProto t;
-  if (!t.ParseFromString(bytes)) failAt(source, "not a valid TensorProto (the protobuf cannot be parsed)");
+  if (!t.ParseFromString(bytes))
+    failAt(source, "not a valid TensorProto (the protobuf cannot be parsed)");
   return toHostTensor(literalFromTensorProto(t, source));
 }
 
-HostTensor readTensorProtoFile(const std::string& path) { return parseTensorProto(readFile(path), path); }
+HostTensor readTensorProtoFile(const std::string& path) {
+  return parseTensorProto(readFile(path), path);
+}
 
 bool looksLikeOnnx(const std::string& path) {
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) return true;

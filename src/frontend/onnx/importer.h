@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/onnx/onnx_proto.h"
 #include "frontend/onnx/onnx_import.h"
+#include "frontend/onnx/onnx_proto.h"
 #include "ir/graph.h"
 
 namespace weft::onnx {
@@ -92,7 +92,9 @@ public:
 
   // --- outputs ---
   size_t numOutputs() const { return static_cast<size_t>(node.output_size()); }
-  bool wantsOutput(size_t i) const { return i < numOutputs() && !node.output(static_cast<int>(i)).empty(); }
+  bool wantsOutput(size_t i) const {
+    return i < numOutputs() && !node.output(static_cast<int>(i)).empty();
+  }
   /// A fresh graph name for output i (the ONNX value name, made unique), for its last op.
   std::string name(size_t i = 0) const;
   void setOutput(size_t i, ir::NodeId id);
@@ -119,7 +121,9 @@ public:
                         bool keepdims, const std::string& name = "");
   /// Normalizes a possibly negative axis for rank r; fails naming `what` when out of range.
   int64_t axis(int64_t a, size_t r, const std::string& what) const;
-  ir::TensorType typeOf(ir::NodeId id) const { return g.node(id).type; } // a copy: adding nodes moves them
+  ir::TensorType typeOf(ir::NodeId id) const {
+    return g.node(id).type;
+  } // a copy: adding nodes moves them
 
   // --- errors ---
   /// "model.onnx: node "name" (OpType, opset N): " — the prefix of every error.

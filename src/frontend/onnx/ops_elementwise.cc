@@ -21,16 +21,19 @@ std::pair<NodeId, NodeId> binaryOperands(NodeContext& c) {
   ir::Shape sb = c.typeOf(b).shape;
   if (!c.attrInt("broadcast", 0)) {
     if (sa != sb)
-      c.fail(fmt::format("operands have shapes {} and {}; before opset 7 they must match unless broadcast=1",
-                         ir::shapeStr(sa), ir::shapeStr(sb)));
+      c.fail(fmt::format(
+          "operands have shapes {} and {}; before opset 7 they must match unless broadcast=1",
+          ir::shapeStr(sa), ir::shapeStr(sb)));
     return {a, b};
   }
   if (!c.hasAttr("axis")) return {a, c.broadcastTo(b, sa)};
   int64_t axis = c.axis(c.attrInt("axis", 0), sa.size(), "axis");
   if (axis + static_cast<int64_t>(sb.size()) > static_cast<int64_t>(sa.size()))
-    c.fail(fmt::format("operand B {} does not fit into A {} at axis {}", ir::shapeStr(sb), ir::shapeStr(sa), axis));
+    c.fail(fmt::format("operand B {} does not fit into A {} at axis {}", ir::shapeStr(sb),
+                       ir::shapeStr(sa), axis));
   std::vector<int64_t> dims;
-  for (size_t i = 0; i < sb.size(); ++i) dims.push_back(axis + static_cast<int64_t>(i));
+  for (size_t i = 0; i < sb.size(); ++i)
+    dims.push_back(axis + static_cast<int64_t>(i));
   return {a, c.g.broadcastInDim(b, sa, dims)};
 }
 
@@ -69,7 +72,8 @@ void lowerPow(NodeContext& c) {
     c.setOutput(0, c.g.binary(OpKind::Pow, x, c.convertTo(y, t), c.name()));
     return;
   }
-  NodeId p = c.g.binary(OpKind::Pow, c.convertTo(x, ir::DType::f64), c.convertTo(y, ir::DType::f64));
+  NodeId p =
+      c.g.binary(OpKind::Pow, c.convertTo(x, ir::DType::f64), c.convertTo(y, ir::DType::f64));
   c.setOutput(0, c.g.convert(p, t, c.name()));
 }
 
@@ -113,7 +117,8 @@ void lowerSelu(NodeContext& c) {
 void lowerHardSigmoid(NodeContext& c) {
   NodeId x = c.in(0);
   double alpha = c.attrFloat("alpha", 0.2f), beta = c.attrFloat("beta", 0.5f);
-  NodeId lin = c.g.binary(OpKind::Add, c.g.binary(OpKind::Mul, x, c.splatLike(x, alpha)), c.splatLike(x, beta));
+  NodeId lin = c.g.binary(OpKind::Add, c.g.binary(OpKind::Mul, x, c.splatLike(x, alpha)),
+                          c.splatLike(x, beta));
   c.setOutput(0, c.g.clamp(c.splatLike(x, 0.0), lin, c.splatLike(x, 1.0), c.name()));
 }
 
@@ -129,7 +134,8 @@ Lowering variadic(OpKind kind, bool mean = false) {
   return [kind, mean](NodeContext& c) {
     if (c.numInputs() == 0) c.fail("needs at least one input");
     ir::Shape shape = c.type(0).shape;
-    for (size_t i = 1; i < c.numInputs(); ++i) shape = c.broadcastShape(shape, c.type(i).shape);
+    for (size_t i = 1; i < c.numInputs(); ++i)
+      shape = c.broadcastShape(shape, c.type(i).shape);
     NodeId acc = c.broadcastTo(c.in(0), shape);
     for (size_t i = 1; i < c.numInputs(); ++i) {
       NodeId x = c.broadcastTo(c.in(i), shape);
@@ -137,7 +143,9 @@ Lowering variadic(OpKind kind, bool mean = false) {
       bool last = i + 1 == c.numInputs() && !mean;
       acc = c.g.binary(kind, acc, x, last ? c.name() : "");
     }
-    if (mean) acc = c.g.binary(OpKind::Div, acc, c.splatLike(acc, static_cast<double>(c.numInputs())), c.name());
+    if (mean)
+      acc = c.g.binary(OpKind::Div, acc, c.splatLike(acc, static_cast<double>(c.numInputs())),
+                       c.name());
     c.setOutput(0, acc); // with one input (and not Mean), the input itself
   };
 }
@@ -145,15 +153,19 @@ Lowering variadic(OpKind kind, bool mean = false) {
 void lowerWhere(NodeContext& c) {
   NodeId cond = c.in(0), x = c.in(1), y = c.in(2);
   if (c.typeOf(cond).dtype != ir::DType::boolean) c.fail("input 0 (condition) must be bool");
-  ir::Shape shape = c.broadcastShape(c.broadcastShape(c.typeOf(cond).shape, c.typeOf(x).shape), c.typeOf(y).shape);
+  ir::Shape shape = c.broadcastShape(c.broadcastShape(c.typeOf(cond).shape, c.typeOf(x).shape),
+                                     c.typeOf(y).shape);
   requireSameDType(c, x, y);
-  c.setOutput(0, c.g.select(c.broadcastTo(cond, shape), c.broadcastTo(x, shape), c.broadcastTo(y, shape), c.name()));
+  c.setOutput(0, c.g.select(c.broadcastTo(cond, shape), c.broadcastTo(x, shape),
+                            c.broadcastTo(y, shape), c.name()));
 }
 
 void lowerCast(NodeContext& c) {
   int to = static_cast<int>(c.attrInt("to", 0));
   auto t = irDTypeOf(to);
-  if (!t) c.unsupported(fmt::format("Cast to {} is not supported (weft has no such dtype)", onnxTypeName(to)));
+  if (!t)
+    c.unsupported(
+        fmt::format("Cast to {} is not supported (weft has no such dtype)", onnxTypeName(to)));
   c.setOutput(0, c.g.convert(c.in(0), *t, c.name()));
 }
 
@@ -170,7 +182,8 @@ void lowerClip(NodeContext& c) {
       if (!c.has(i)) return std::nullopt;
       if (c.type(i).shape.size() != 0) c.fail(fmt::format("input {} must be a scalar", i));
       NodeId b = c.in(i);
-      if (c.typeOf(b).dtype != c.typeOf(x).dtype) c.fail(fmt::format("input {} must have the dtype of input 0", i));
+      if (c.typeOf(b).dtype != c.typeOf(x).dtype)
+        c.fail(fmt::format("input {} must have the dtype of input 0", i));
       return c.broadcastTo(b, c.typeOf(x).shape);
     };
     lo = bound(1);
@@ -186,7 +199,9 @@ void lowerClip(NodeContext& c) {
   c.setOutput(0, y);
 }
 
-void lowerIdentity(NodeContext& c) { c.setOutput(0, c.in(0)); }
+void lowerIdentity(NodeContext& c) {
+  c.setOutput(0, c.in(0));
+}
 
 /// Dropout in inference: the identity, with an all-true mask. Training mode is random and
 /// is rejected unless the ratio is a known 0.

@@ -20,18 +20,21 @@ using ir::Shape;
 /// reflect Pad, Gather by constant indices).
 constexpr int64_t kMaxUnrolled = 1024;
 
-std::string listStr(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+std::string listStr(const std::vector<int64_t>& v) {
+  return fmt::format("[{}]", fmt::join(v, ", "));
+}
 
 Dim product(const Shape& s, size_t begin, size_t end) {
   Dim p(1);
-  for (size_t i = begin; i < end; ++i) p = p * s[i];
+  for (size_t i = begin; i < end; ++i)
+    p = p * s[i];
   return p;
 }
 
 /// Reshape's target: 0 copies the input dim (unless allowzero), -1 takes what is left.
 void lowerReshape(NodeContext& c) {
-  std::vector<int64_t> target = c.opset < 5 ? c.attrInts("shape").value_or(std::vector<int64_t>{})
-                                            : c.constInts(1, "shape");
+  std::vector<int64_t> target =
+      c.opset < 5 ? c.attrInts("shape").value_or(std::vector<int64_t>{}) : c.constInts(1, "shape");
   bool allowZero = c.opset >= 14 && c.attrInt("allowzero", 0) != 0;
   NodeId x = c.in(0);
   Shape in = c.typeOf(x).shape;
@@ -48,8 +51,9 @@ void lowerReshape(NodeContext& c) {
     }
     if (t < -1) c.fail(fmt::format("shape {} has a negative size {}", listStr(target), t));
     if (t == 0 && !allowZero) {
-      if (i >= in.size()) c.fail(fmt::format("shape {}: a 0 at position {} copies no input dim (input rank {})",
-                                             listStr(target), i, in.size()));
+      if (i >= in.size())
+        c.fail(fmt::format("shape {}: a 0 at position {} copies no input dim (input rank {})",
+                           listStr(target), i, in.size()));
       out.push_back(in[i]);
     } else {
       out.push_back(Dim(t));
@@ -58,12 +62,15 @@ void lowerReshape(NodeContext& c) {
   }
   if (inferred >= 0) {
     auto rest = ir::numElements(in).dividedBy(known);
-    if (!rest) c.fail(fmt::format("cannot infer the -1 of shape {}: {} elements of {} do not divide by {}",
-                                  listStr(target), ir::numElements(in).str(), ir::shapeStr(in), known.str()));
+    if (!rest)
+      c.fail(fmt::format("cannot infer the -1 of shape {}: {} elements of {} do not divide by {}",
+                         listStr(target), ir::numElements(in).str(), ir::shapeStr(in),
+                         known.str()));
     out[static_cast<size_t>(inferred)] = *rest;
   }
   if (ir::numElements(out) != ir::numElements(in))
-    c.fail(fmt::format("cannot reshape {} into {} (shape input {})", ir::shapeStr(in), ir::shapeStr(out), listStr(target)));
+    c.fail(fmt::format("cannot reshape {} into {} (shape input {})", ir::shapeStr(in),
+                       ir::shapeStr(out), listStr(target)));
   c.setOutput(0, c.g.reshape(x, out, c.name()));
 }
 
@@ -73,13 +80,16 @@ void lowerFlatten(NodeContext& c) {
   int64_t r = static_cast<int64_t>(in.size());
   int64_t a = c.attrInt("axis", 1);
   if (a < 0) a += r;
-  if (a < 0 || a > r) c.fail(fmt::format("axis {} is out of range for rank {}", c.attrInt("axis", 1), r));
+  if (a < 0 || a > r)
+    c.fail(fmt::format("axis {} is out of range for rank {}", c.attrInt("axis", 1), r));
   size_t axis = static_cast<size_t>(a);
   c.setOutput(0, c.g.reshape(x, {product(in, 0, axis), product(in, axis, in.size())}, c.name()));
 }
 
-std::vector<int64_t> normalizedAxes(NodeContext& c, std::vector<int64_t> axes, size_t rank, const char* what) {
-  for (int64_t& a : axes) a = c.axis(a, rank, what);
+std::vector<int64_t> normalizedAxes(NodeContext& c, std::vector<int64_t> axes, size_t rank,
+                                    const char* what) {
+  for (int64_t& a : axes)
+    a = c.axis(a, rank, what);
   std::sort(axes.begin(), axes.end());
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
     c.fail(fmt::format("{}s {} repeat an axis", what, listStr(axes)));
@@ -113,7 +123,8 @@ void lowerSqueeze(NodeContext& c) {
       continue;
     }
     if (!(in[i].isStatic() && in[i].size() == 1))
-      c.fail(fmt::format("cannot squeeze axis {} of {}: its size is {}, not 1", i, ir::shapeStr(in), in[i].str()));
+      c.fail(fmt::format("cannot squeeze axis {} of {}: its size is {}, not 1", i, ir::shapeStr(in),
+                         in[i].str()));
   }
   c.setOutput(0, c.reshapeTo(x, out, c.name()));
 }
@@ -128,8 +139,10 @@ void lowerUnsqueeze(NodeContext& c) {
   Shape out;
   size_t next = 0;
   for (size_t i = 0; i < outRank; ++i) {
-    if (std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(i))) out.push_back(Dim(1));
-    else out.push_back(in[next++]);
+    if (std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(i)))
+      out.push_back(Dim(1));
+    else
+      out.push_back(in[next++]);
   }
   c.setOutput(0, c.g.reshape(x, out, c.name()));
 }
@@ -141,7 +154,8 @@ void lowerTranspose(NodeContext& c) {
   std::iota(perm.rbegin(), perm.rend(), 0);
   if (auto p = c.attrInts("perm")) perm = *p;
   bool identity = true;
-  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
+  for (size_t i = 0; i < perm.size(); ++i)
+    identity &= perm[i] == static_cast<int64_t>(i);
   if (identity && perm.size() == r) {
     c.setOutput(0, x);
     return;
@@ -191,8 +205,9 @@ NodeId unitSlice(NodeContext& c, NodeId x, size_t axis, int64_t index) {
 NodeId takeAlong(NodeContext& c, NodeId x, size_t axis, const std::vector<int64_t>& indices,
                  const std::string& name = "") {
   if (static_cast<int64_t>(indices.size()) > kMaxUnrolled)
-    c.unsupported(fmt::format("taking {} single elements along an axis is more than weft unrolls ({})",
-                              indices.size(), kMaxUnrolled));
+    c.unsupported(
+        fmt::format("taking {} single elements along an axis is more than weft unrolls ({})",
+                    indices.size(), kMaxUnrolled));
   Shape s = c.typeOf(x).shape;
   if (indices.empty()) {
     std::vector<int64_t> starts(s.size(), 0), limits(s.size(), -1), strides(s.size(), 1);
@@ -200,7 +215,8 @@ NodeId takeAlong(NodeContext& c, NodeId x, size_t axis, const std::vector<int64_
     return c.g.slice(x, starts, limits, strides, name);
   }
   std::vector<NodeId> parts;
-  for (int64_t i : indices) parts.push_back(unitSlice(c, x, axis, i));
+  for (int64_t i : indices)
+    parts.push_back(unitSlice(c, x, axis, i));
   if (parts.size() == 1) return parts[0];
   return c.g.concatenate(parts, static_cast<int64_t>(axis), name);
 }
@@ -220,11 +236,12 @@ void lowerSlice(NodeContext& c) {
     if (c.has(4)) steps = c.constInts(4, "steps");
   }
   if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(static_cast<int64_t>(i));
   if (steps.empty()) steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    c.fail(fmt::format("starts {}, ends {}, axes {} and steps {} need one entry per sliced axis", listStr(starts),
-                       listStr(ends), listStr(axes), listStr(steps)));
+    c.fail(fmt::format("starts {}, ends {}, axes {} and steps {} need one entry per sliced axis",
+                       listStr(starts), listStr(ends), listStr(axes), listStr(steps)));
   size_t r = in.size();
   std::vector<int64_t> lo(r, 0), hi(r, -1), st(r, 1);
   std::vector<std::pair<size_t, std::vector<int64_t>>> reversed; // negative steps: explicit indices
@@ -237,7 +254,9 @@ void lowerSlice(NodeContext& c) {
     if (step == 0) c.fail("a step of 0 is not allowed");
     if (!in[a].isStatic()) {
       bool whole = step == 1 && (starts[k] == 0) && ends[k] >= std::numeric_limits<int32_t>::max();
-      if (!whole) c.unsupported(fmt::format("slicing axis {} of symbolic size {} other than whole", a, in[a].str()));
+      if (!whole)
+        c.unsupported(
+            fmt::format("slicing axis {} of symbolic size {} other than whole", a, in[a].str()));
       continue;
     }
     int64_t n = in[a].size();
@@ -254,17 +273,20 @@ void lowerSlice(NodeContext& c) {
       s = std::clamp<int64_t>(s, 0, n - 1);
       e = std::clamp<int64_t>(e, -1, n - 1);
       std::vector<int64_t> idx;
-      for (int64_t i = s; i > e; i += step) idx.push_back(i);
+      for (int64_t i = s; i > e; i += step)
+        idx.push_back(i);
       reversed.push_back({a, idx});
     }
   }
   bool plain = std::all_of(lo.begin(), lo.end(), [](int64_t v) { return v == 0; }) &&
                std::all_of(st.begin(), st.end(), [](int64_t v) { return v == 1; });
-  for (size_t a = 0; a < r && plain; ++a) plain = hi[a] == -1 || (in[a].isStatic() && hi[a] == in[a].size());
+  for (size_t a = 0; a < r && plain; ++a)
+    plain = hi[a] == -1 || (in[a].isStatic() && hi[a] == in[a].size());
   NodeId y = x;
   if (!plain) y = c.g.slice(x, lo, hi, st, reversed.empty() ? c.name() : "");
   for (size_t k = 0; k < reversed.size(); ++k)
-    y = takeAlong(c, y, reversed[k].first, reversed[k].second, k + 1 == reversed.size() ? c.name() : "");
+    y = takeAlong(c, y, reversed[k].first, reversed[k].second,
+                  k + 1 == reversed.size() ? c.name() : "");
   c.setOutput(0, y);
 }
 
@@ -287,8 +309,8 @@ void lowerPad(NodeContext& c) {
   std::iota(axes.begin(), axes.end(), 0);
   if (c.opset >= 18 && c.has(3)) axes = normalizedAxes(c, c.constInts(3, "axes"), r, "axis");
   if (pads.size() != 2 * axes.size())
-    c.fail(fmt::format("pads {} needs {} entries (begin and end for each of {} axes)", listStr(pads), 2 * axes.size(),
-                       axes.size()));
+    c.fail(fmt::format("pads {} needs {} entries (begin and end for each of {} axes)",
+                       listStr(pads), 2 * axes.size(), axes.size()));
   std::vector<int64_t> low(r, 0), high(r, 0);
   for (size_t k = 0; k < axes.size(); ++k) {
     low[static_cast<size_t>(axes[k])] = pads[k];
@@ -299,7 +321,8 @@ void lowerPad(NodeContext& c) {
   bool crop = false;
   for (size_t a = 0; a < r; ++a) {
     if (low[a] >= 0 && high[a] >= 0) continue;
-    if (!in[a].isStatic()) c.unsupported(fmt::format("cropping axis {} of symbolic size {}", a, in[a].str()));
+    if (!in[a].isStatic())
+      c.unsupported(fmt::format("cropping axis {} of symbolic size {}", a, in[a].str()));
     crop = true;
     cropLo[a] = std::max<int64_t>(0, -low[a]);
     cropHi[a] = in[a].size() - std::max<int64_t>(0, -high[a]);
@@ -322,15 +345,22 @@ void lowerPad(NodeContext& c) {
   for (size_t a = 0; a < r; ++a) {
     if (low[a] == 0 && high[a] == 0) continue;
     Shape s = c.typeOf(x).shape;
-    if (!s[a].isStatic()) c.unsupported(fmt::format("{} padding of axis {} of symbolic size {}", mode, a, s[a].str()));
+    if (!s[a].isStatic())
+      c.unsupported(fmt::format("{} padding of axis {} of symbolic size {}", mode, a, s[a].str()));
     int64_t n = s[a].size();
     std::vector<int64_t> before, after;
-    for (int64_t i = low[a]; i >= 1; --i) before.push_back(mode == "edge" ? 0 : i);
-    for (int64_t i = 1; i <= high[a]; ++i) after.push_back(mode == "edge" ? n - 1 : n - 1 - i);
+    for (int64_t i = low[a]; i >= 1; --i)
+      before.push_back(mode == "edge" ? 0 : i);
+    for (int64_t i = 1; i <= high[a]; ++i)
+      after.push_back(mode == "edge" ? n - 1 : n - 1 - i);
     for (int64_t i : before)
-      if (i >= n) c.fail(fmt::format("reflect padding {} on axis {} needs more than {} elements", low[a], a, n));
+      if (i >= n)
+        c.fail(
+            fmt::format("reflect padding {} on axis {} needs more than {} elements", low[a], a, n));
     for (int64_t i : after)
-      if (i < 0) c.fail(fmt::format("reflect padding {} on axis {} needs more than {} elements", high[a], a, n));
+      if (i < 0)
+        c.fail(fmt::format("reflect padding {} on axis {} needs more than {} elements", high[a], a,
+                           n));
     std::vector<NodeId> parts;
     if (!before.empty()) parts.push_back(takeAlong(c, x, a, before));
     parts.push_back(x);
@@ -352,8 +382,9 @@ void lowerShape(NodeContext& c) {
   for (int64_t i = start; i < end; ++i) {
     const Dim& d = s[static_cast<size_t>(i)];
     if (!d.isStatic())
-      c.unsupported(fmt::format("Shape of {} has the symbolic dim {}, which cannot be folded at import time",
-                                ir::shapeStr(s), d.str()));
+      c.unsupported(
+          fmt::format("Shape of {} has the symbolic dim {}, which cannot be folded at import time",
+                      ir::shapeStr(s), d.str()));
     lit.values.push_back(static_cast<double>(d.size()));
   }
   c.setOutput(0, std::move(lit));
@@ -370,7 +401,9 @@ void lowerConstant(NodeContext& c) {
     return;
   }
   if (auto v = c.attrFloats("value_floats"); v && c.hasAttr("value_floats")) {
-    c.setOutput(0, Literal{ir::DType::f32, {static_cast<int64_t>(v->size())}, std::vector<double>(v->begin(), v->end())});
+    c.setOutput(0, Literal{ir::DType::f32,
+                           {static_cast<int64_t>(v->size())},
+                           std::vector<double>(v->begin(), v->end())});
     return;
   }
   if (c.hasAttr("value_int")) {
@@ -379,11 +412,13 @@ void lowerConstant(NodeContext& c) {
   }
   if (auto v = c.attrInts("value_ints")) {
     Literal lit{ir::DType::i64, {static_cast<int64_t>(v->size())}, {}};
-    for (int64_t i : *v) lit.values.push_back(static_cast<double>(i));
+    for (int64_t i : *v)
+      lit.values.push_back(static_cast<double>(i));
     c.setOutput(0, std::move(lit));
     return;
   }
-  c.unsupported("Constant without a value, value_float(s) or value_int(s) attribute (sparse and string constants "
+  c.unsupported("Constant without a value, value_float(s) or value_int(s) attribute (sparse and "
+                "string constants "
                 "are not supported)");
 }
 
@@ -409,7 +444,8 @@ void lowerGather(NodeContext& c) {
   NodeId data = c.in(0);
   Shape ds = c.typeOf(data).shape;
   size_t axis = static_cast<size_t>(c.axis(c.attrInt("axis", 0), ds.size(), "axis"));
-  if (!ds[axis].isStatic()) c.unsupported(fmt::format("Gather along axis {} of symbolic size {}", axis, ds[axis].str()));
+  if (!ds[axis].isStatic())
+    c.unsupported(fmt::format("Gather along axis {} of symbolic size {}", axis, ds[axis].str()));
   int64_t n = ds[axis].size();
   Shape is = c.type(1).shape;
   Shape out(ds.begin(), ds.begin() + static_cast<std::ptrdiff_t>(axis));
@@ -418,7 +454,8 @@ void lowerGather(NodeContext& c) {
   if (const Literal* idx = c.literal(1); idx && idx->numElements() <= kMaxUnrolled) {
     std::vector<int64_t> indices = idx->ints();
     for (int64_t& i : indices) {
-      if (i < -n || i >= n) c.fail(fmt::format("index {} is out of range for axis {} of size {}", i, axis, n));
+      if (i < -n || i >= n)
+        c.fail(fmt::format("index {} is out of range for axis {} of size {}", i, axis, n));
       if (i < 0) i += n;
     }
     NodeId taken = takeAlong(c, data, axis, indices);
@@ -437,7 +474,8 @@ void lowerGather(NodeContext& c) {
   wide.push_back(Dim(n));
   wide.insert(wide.end(), ds.begin() + static_cast<std::ptrdiff_t>(axis) + 1, ds.end());
   std::vector<int64_t> idxDims, dataDims;
-  for (size_t i = 0; i < q; ++i) idxDims.push_back(static_cast<int64_t>(axis + i));
+  for (size_t i = 0; i < q; ++i)
+    idxDims.push_back(static_cast<int64_t>(axis + i));
   NodeId idxWide = c.g.broadcastInDim(idx, wide, idxDims);
   NodeId iota = c.g.iota(ir::DType::i64, wide, static_cast<int64_t>(pos));
   NodeId hot = c.g.compare(ir::CompareDir::EQ, idxWide, iota);

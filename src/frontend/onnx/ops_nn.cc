@@ -20,16 +20,19 @@ std::vector<int64_t> softmaxAxes(NodeContext& c, size_t rank) {
   if (rank == 0) c.fail("needs an input of rank 1 or more");
   if (c.opset >= 13) return {c.axis(c.attrInt("axis", -1), rank, "axis")};
   std::vector<int64_t> axes;
-  for (int64_t a = c.axis(c.attrInt("axis", 1), rank, "axis"); a < static_cast<int64_t>(rank); ++a) axes.push_back(a);
+  for (int64_t a = c.axis(c.attrInt("axis", 1), rank, "axis"); a < static_cast<int64_t>(rank); ++a)
+    axes.push_back(a);
   return axes;
 }
 
 /// A reduction over `axes` broadcast straight back to `shape` (no keepdims reshape between).
-NodeId reduceBroadcast(NodeContext& c, ReduceKind kind, NodeId x, const std::vector<int64_t>& axes) {
+NodeId reduceBroadcast(NodeContext& c, ReduceKind kind, NodeId x,
+                       const std::vector<int64_t>& axes) {
   Shape s = c.typeOf(x).shape;
   std::vector<int64_t> kept;
   for (size_t d = 0; d < s.size(); ++d)
-    if (!std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d))) kept.push_back(static_cast<int64_t>(d));
+    if (!std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d)))
+      kept.push_back(static_cast<int64_t>(d));
   return c.g.broadcastInDim(c.g.reduce(kind, x, axes), s, kept);
 }
 
@@ -41,8 +44,10 @@ Lowering softmax(bool logarithmic) {
     NodeId shifted = c.g.binary(OpKind::Sub, x, m);
     NodeId e = c.g.unary(OpKind::Exp, shifted);
     NodeId sum = reduceBroadcast(c, ReduceKind::Sum, e, axes);
-    if (logarithmic) c.setOutput(0, c.g.binary(OpKind::Sub, shifted, c.g.unary(OpKind::Log, sum), c.name()));
-    else c.setOutput(0, c.g.binary(OpKind::Div, e, sum, c.name()));
+    if (logarithmic)
+      c.setOutput(0, c.g.binary(OpKind::Sub, shifted, c.g.unary(OpKind::Log, sum), c.name()));
+    else
+      c.setOutput(0, c.g.binary(OpKind::Div, e, sum, c.name()));
   };
 }
 
@@ -50,14 +55,16 @@ int64_t staticCount(NodeContext& c, const Shape& s, const std::vector<int64_t>& 
   int64_t n = 1;
   for (int64_t a : axes) {
     const Dim& d = s[static_cast<size_t>(a)];
-    if (!d.isStatic()) c.unsupported(fmt::format("normalizing over axis {} of symbolic size {}", a, d.str()));
+    if (!d.isStatic())
+      c.unsupported(fmt::format("normalizing over axis {} of symbolic size {}", a, d.str()));
     n *= d.size();
   }
   return n;
 }
 
 /// Mean over `axes`, kept as size-1 dims.
-NodeId meanKeep(NodeContext& c, NodeId x, const std::vector<int64_t>& axes, const std::string& name = "") {
+NodeId meanKeep(NodeContext& c, NodeId x, const std::vector<int64_t>& axes,
+                const std::string& name = "") {
   int64_t n = staticCount(c, c.typeOf(x).shape, axes);
   NodeId sum = c.reduceKeep(ReduceKind::Sum, x, axes, true);
   return c.g.binary(OpKind::Div, sum, c.splatLike(sum, static_cast<double>(n)), name);
@@ -71,7 +78,8 @@ void lowerLayerNorm(NodeContext& c) {
   double eps = c.attrFloat("epsilon", 1e-5f);
   ir::DType stash = c.attrInt("stash_type", 1) == 1 ? ir::DType::f32 : outType;
   std::vector<int64_t> axes;
-  for (int64_t a = axis; a < static_cast<int64_t>(s.size()); ++a) axes.push_back(a);
+  for (int64_t a = axis; a < static_cast<int64_t>(s.size()); ++a)
+    axes.push_back(a);
   NodeId x = c.convertTo(x0, stash);
   NodeId mean = meanKeep(c, x, axes, c.wantsOutput(1) ? c.name(1) : "");
   NodeId d = c.g.binary(OpKind::Sub, x, c.broadcastTo(mean, s));
@@ -79,7 +87,8 @@ void lowerLayerNorm(NodeContext& c) {
   NodeId stddev = c.g.unary(OpKind::Sqrt, c.g.binary(OpKind::Add, var, c.splatLike(var, eps)));
   NodeId inv = c.g.unary(OpKind::Reciprocal, stddev, c.wantsOutput(2) ? c.name(2) : "");
   NodeId normalized = c.convertTo(c.g.binary(OpKind::Div, d, c.broadcastTo(stddev, s)), outType);
-  NodeId y = c.g.binary(OpKind::Mul, normalized, c.broadcastTo(c.in(1), s), c.has(2) ? "" : c.name());
+  NodeId y =
+      c.g.binary(OpKind::Mul, normalized, c.broadcastTo(c.in(1), s), c.has(2) ? "" : c.name());
   if (c.has(2)) y = c.g.binary(OpKind::Add, y, c.broadcastTo(c.in(2), s), c.name());
   c.setOutput(0, y);
   c.setOutput(1, mean);
@@ -91,12 +100,16 @@ void lowerLayerNorm(NodeContext& c) {
 void lowerBatchNorm(NodeContext& c) {
   NodeId x = c.in(0);
   const Shape s = c.typeOf(x).shape;
-  if (s.size() < 2) c.fail(fmt::format("input {} needs rank 2 or more (N, C, ...)", ir::shapeStr(s)));
-  if (c.opset < 9 && c.attrInt("spatial", 1) == 0) c.unsupported("BatchNormalization with spatial=0");
+  if (s.size() < 2)
+    c.fail(fmt::format("input {} needs rank 2 or more (N, C, ...)", ir::shapeStr(s)));
+  if (c.opset < 9 && c.attrInt("spatial", 1) == 0)
+    c.unsupported("BatchNormalization with spatial=0");
   bool training = c.opset >= 14 ? c.attrInt("training_mode", 0) != 0
-                                : (c.opset < 7 ? c.attrInt("is_test", 0) == 0 && c.numOutputs() > 1 : c.numOutputs() > 1);
+                                : (c.opset < 7 ? c.attrInt("is_test", 0) == 0 && c.numOutputs() > 1
+                                               : c.numOutputs() > 1);
   if (training && c.opset < 14)
-    c.unsupported("BatchNormalization in training mode before opset 14 (saved mean and variance outputs)");
+    c.unsupported(
+        "BatchNormalization in training mode before opset 14 (saved mean and variance outputs)");
   double eps = c.attrFloat("epsilon", 1e-5f);
   double momentum = c.attrFloat("momentum", 0.9f);
   auto perChannel = [&](NodeId p) { return c.g.broadcastInDim(p, s, {1}); };
@@ -114,8 +127,10 @@ void lowerBatchNorm(NodeContext& c) {
     batchVar = c.g.binary(OpKind::Div, sq, c.splatLike(sq, static_cast<double>(n)));
   }
   NodeId useMean = training ? batchMean : mean, useVar = training ? batchVar : var;
-  NodeId stddev = c.g.unary(OpKind::Sqrt, c.g.binary(OpKind::Add, useVar, c.splatLike(useVar, eps)));
-  NodeId normalized = c.g.binary(OpKind::Div, c.g.binary(OpKind::Sub, x, perChannel(useMean)), perChannel(stddev));
+  NodeId stddev =
+      c.g.unary(OpKind::Sqrt, c.g.binary(OpKind::Add, useVar, c.splatLike(useVar, eps)));
+  NodeId normalized =
+      c.g.binary(OpKind::Div, c.g.binary(OpKind::Sub, x, perChannel(useMean)), perChannel(stddev));
   NodeId scaled = c.g.binary(OpKind::Mul, normalized, perChannel(c.in(1)));
   c.setOutput(0, c.g.binary(OpKind::Add, scaled, perChannel(c.in(2)), c.name()));
   if (!training) return;
@@ -161,7 +176,8 @@ void lowerMatMul(NodeContext& c) {
 void lowerGemm(NodeContext& c) {
   NodeId a = c.in(0), b = c.in(1);
   if (c.typeOf(a).shape.size() != 2 || c.typeOf(b).shape.size() != 2)
-    c.fail(fmt::format("A {} and B {} must be matrices", ir::shapeStr(c.typeOf(a).shape), ir::shapeStr(c.typeOf(b).shape)));
+    c.fail(fmt::format("A {} and B {} must be matrices", ir::shapeStr(c.typeOf(a).shape),
+                       ir::shapeStr(c.typeOf(b).shape)));
   if (c.attrInt("transA", 0)) a = c.g.transpose(a, {1, 0});
   if (c.attrInt("transB", 0)) b = c.g.transpose(b, {1, 0});
   double alpha = c.attrFloat("alpha", 1.0f), beta = c.attrFloat("beta", 1.0f);

@@ -32,11 +32,13 @@ ReduceSpec reduceSpec(NodeContext& c, int axesInputOpset) {
   ReduceSpec spec;
   spec.keepdims = c.attrInt("keepdims", 1) != 0;
   if (given && !given->empty()) {
-    for (int64_t a : *given) spec.axes.push_back(c.axis(a, r, "axis"));
+    for (int64_t a : *given)
+      spec.axes.push_back(c.axis(a, r, "axis"));
     std::sort(spec.axes.begin(), spec.axes.end());
     spec.axes.erase(std::unique(spec.axes.begin(), spec.axes.end()), spec.axes.end());
   } else if (!noop) {
-    for (size_t i = 0; i < r; ++i) spec.axes.push_back(static_cast<int64_t>(i));
+    for (size_t i = 0; i < r; ++i)
+      spec.axes.push_back(static_cast<int64_t>(i));
   }
   return spec;
 }
@@ -53,23 +55,34 @@ Lowering reduction(Reduction kind) {
     }
     std::string name = c.name();
     switch (kind) {
-    case Reduction::Sum: c.setOutput(0, c.reduceKeep(ReduceKind::Sum, x, spec.axes, spec.keepdims, name)); return;
-    case Reduction::Max: c.setOutput(0, c.reduceKeep(ReduceKind::Max, x, spec.axes, spec.keepdims, name)); return;
-    case Reduction::Min: c.setOutput(0, c.reduceKeep(ReduceKind::Min, x, spec.axes, spec.keepdims, name)); return;
-    case Reduction::Prod: c.setOutput(0, c.reduceKeep(ReduceKind::Prod, x, spec.axes, spec.keepdims, name)); return;
+    case Reduction::Sum:
+      c.setOutput(0, c.reduceKeep(ReduceKind::Sum, x, spec.axes, spec.keepdims, name));
+      return;
+    case Reduction::Max:
+      c.setOutput(0, c.reduceKeep(ReduceKind::Max, x, spec.axes, spec.keepdims, name));
+      return;
+    case Reduction::Min:
+      c.setOutput(0, c.reduceKeep(ReduceKind::Min, x, spec.axes, spec.keepdims, name));
+      return;
+    case Reduction::Prod:
+      c.setOutput(0, c.reduceKeep(ReduceKind::Prod, x, spec.axes, spec.keepdims, name));
+      return;
     case Reduction::Mean: {
       int64_t count = 1;
       for (int64_t a : spec.axes) {
         ir::Dim d = c.typeOf(x).shape[static_cast<size_t>(a)];
-        if (!d.isStatic()) c.unsupported(fmt::format("ReduceMean over axis {} of symbolic size {}", a, d.str()));
+        if (!d.isStatic())
+          c.unsupported(fmt::format("ReduceMean over axis {} of symbolic size {}", a, d.str()));
         count *= d.size();
       }
       NodeId sum = c.reduceKeep(ReduceKind::Sum, x, spec.axes, spec.keepdims);
-      c.setOutput(0, c.g.binary(OpKind::Div, sum, c.splatLike(sum, static_cast<double>(count)), name));
+      c.setOutput(0,
+                  c.g.binary(OpKind::Div, sum, c.splatLike(sum, static_cast<double>(count)), name));
       return;
     }
     case Reduction::L2: {
-      NodeId sum = c.reduceKeep(ReduceKind::Sum, c.g.binary(OpKind::Mul, x, x), spec.axes, spec.keepdims);
+      NodeId sum =
+          c.reduceKeep(ReduceKind::Sum, c.g.binary(OpKind::Mul, x, x), spec.axes, spec.keepdims);
       if (!ir::isFloat(c.typeOf(sum).dtype)) {
         NodeId root = c.g.unary(OpKind::Sqrt, c.convertTo(sum, ir::DType::f64));
         c.setOutput(0, c.g.convert(root, c.typeOf(sum).dtype, name));
@@ -80,7 +93,8 @@ Lowering reduction(Reduction kind) {
     }
     case Reduction::LogSumExp: {
       // log(sum(exp(x))), exactly as ONNX defines it
-      NodeId sum = c.reduceKeep(ReduceKind::Sum, c.g.unary(OpKind::Exp, x), spec.axes, spec.keepdims);
+      NodeId sum =
+          c.reduceKeep(ReduceKind::Sum, c.g.unary(OpKind::Exp, x), spec.axes, spec.keepdims);
       c.setOutput(0, c.g.unary(OpKind::Log, sum, name));
       return;
     }
