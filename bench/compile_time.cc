@@ -1,5 +1,5 @@
-// Compile time per example graph: plan (policies none and astitch) + LLVM IR + O3 + PTX, per kernel.
-// Run: build/bench/compile_time [--benchmark_repetitions=N]. The *_median rows give the
+// Compile time per example graph: plan (policies none and astitch) + LLVM IR + O3 + PTX, per
+// kernel. Run: build/bench/compile_time [--benchmark_repetitions=N]. The *_median rows give the
 // median; "ms_per_kernel" divides the whole compile by the kernel count (target <= 30 ms);
 // llvm_ms / opt_ms / ptx_ms split it by step (also per kernel). Symbols are bound to 64.
 #include <benchmark/benchmark.h>
@@ -61,8 +61,8 @@ int main(int argc, char** argv) {
   for (fusion::Policy policy : {fusion::Policy::None, fusion::Policy::AStitch})
     for (const auto& f : files)
       benchmark::RegisterBenchmark(
-          ("compile/" + std::string(fusion::policyName(policy)) + "/" + f.stem().string()).c_str(), compileExample,
-          f.string(), policy)
+          ("compile/" + std::string(fusion::policyName(policy)) + "/" + f.stem().string()).c_str(),
+          compileExample, f.string(), policy)
           ->Unit(benchmark::kMillisecond);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

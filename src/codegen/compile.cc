@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
-#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
@@ -48,8 +48,9 @@ std::unique_ptr<llvm::TargetMachine> nvptxMachine(const DeviceSpec& device) {
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(kTriple, err);
   if (!target) throw Error("LLVM has no NVPTX target: " + err);
   llvm::TargetOptions opts;
-  auto* tm = target->createTargetMachine(kTriple, device.smName(), kPtxFeature, opts, llvm::Reloc::PIC_, std::nullopt,
-                                         llvm::CodeGenOptLevel::Aggressive);
+  auto* tm =
+      target->createTargetMachine(kTriple, device.smName(), kPtxFeature, opts, llvm::Reloc::PIC_,
+                                  std::nullopt, llvm::CodeGenOptLevel::Aggressive);
   if (!tm) throw Error("LLVM cannot target " + device.smName());
   return std::unique_ptr<llvm::TargetMachine>(tm);
 }
@@ -103,8 +104,10 @@ CompiledModule compileToPtx(const fusion::FusionPlan& plan, const CodegenOptions
   llvm::raw_string_ostream bos(broken);
   if (llvm::verifyModule(m, &bos))
     throw Error("codegen produced invalid LLVM IR (a weft bug): " + broken + "\n" + printModule(m));
-  if (useLibdevice) linkLibdevice(m, libdevice);
-  else m.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
+  if (useLibdevice)
+    linkLibdevice(m, libdevice);
+  else
+    m.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
   out.timings.llvmIrMs = msSince(t0);
 
   auto t1 = std::chrono::steady_clock::now();
@@ -123,9 +126,10 @@ CompiledModule compileToPtx(const fusion::FusionPlan& plan, const CodegenOptions
   }
   out.ptx = std::string(ptx.str());
   out.timings.ptxMs = msSince(t2);
-  spdlog::info("codegen: {} kernel(s) for {}: LLVM IR {:.1f} ms, optimise {:.1f} ms, PTX {:.1f} ms{}", out.kernels.size(),
-               plan.device.smName(), out.timings.llvmIrMs, out.timings.optimiseMs, out.timings.ptxMs,
-               useLibdevice ? " (libdevice)" : "");
+  spdlog::info(
+      "codegen: {} kernel(s) for {}: LLVM IR {:.1f} ms, optimise {:.1f} ms, PTX {:.1f} ms{}",
+      out.kernels.size(), plan.device.smName(), out.timings.llvmIrMs, out.timings.optimiseMs,
+      out.timings.ptxMs, useLibdevice ? " (libdevice)" : "");
   return out;
 }
 

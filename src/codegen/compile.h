@@ -23,7 +23,7 @@ struct KernelParam {
 };
 
 struct CompiledKernel {
-  std::string name;                // the .entry name in the PTX
+  std::string name; // the .entry name in the PTX
   std::vector<KernelParam> params;
   fusion::LaunchPlan launch;       // copied from the KernelPlan (grid evaluated at launch)
   uint32_t dynamicSharedBytes = 0; // passed as LaunchConfig::dynamicSharedBytes
@@ -36,16 +36,16 @@ struct CompileTimings {
 
 struct CompiledModule {
   std::string ptx;
-  std::string llvmIr;              // after optimisation, when CodegenOptions::keepLlvmIr
+  std::string llvmIr;                  // after optimisation, when CodegenOptions::keepLlvmIr
   std::vector<CompiledKernel> kernels; // one per KernelPlan (and per generated library kernel)
   CompileTimings timings;
 };
 
 struct CodegenOptions {
   bool keepLlvmIr = false;
-  bool optimise = true;            // O3; off only for debugging codegen
-  std::string libdevicePath;       // "" = find through CUDA_HOME, /usr/local/cuda, or WEFT_LIBDEVICE
-  bool useLibdevice = true;        // false: weft's own math implementations
+  bool optimise = true;      // O3; off only for debugging codegen
+  std::string libdevicePath; // "" = find through CUDA_HOME, /usr/local/cuda, or WEFT_LIBDEVICE
+  bool useLibdevice = true;  // false: weft's own math implementations
 };
 
 /// Throws weft::Error (with the kernel and op named) for plans codegen cannot emit, e.g. an

@@ -29,7 +29,8 @@ llvm::Value* KernelContext::dim(const ir::Dim& d) const {
   llvm::Value* v = index(d.factor());
   for (const std::string& s : d.symbols()) {
     auto it = symbolArg.find(s);
-    if (it == symbolArg.end()) throw Error(where(-1) + ": symbol " + s + " has no kernel parameter");
+    if (it == symbolArg.end())
+      throw Error(where(-1) + ": symbol " + s + " has no kernel parameter");
     v = b->CreateMul(v, toIndex(it->second));
   }
   return v;
@@ -42,7 +43,9 @@ llvm::Value* KernelContext::elements(const ir::Shape& s) const {
   return v;
 }
 
-llvm::Value* KernelContext::toIndex(llvm::Value* v) const { return b->CreateSExtOrTrunc(v, indexTy); }
+llvm::Value* KernelContext::toIndex(llvm::Value* v) const {
+  return b->CreateSExtOrTrunc(v, indexTy);
+}
 
 llvm::Value* KernelContext::threadId() {
   return b->CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
@@ -53,15 +56,17 @@ llvm::Value* KernelContext::blockId() {
 llvm::Value* KernelContext::gridSize() {
   return b->CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x, {}, {});
 }
-void KernelContext::blockBarrier() { b->CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
+void KernelContext::blockBarrier() {
+  b->CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+}
 
 llvm::AllocaInst* KernelContext::entryAlloca(llvm::Type* t, const std::string& name) {
   llvm::IRBuilder<> eb(&fn->getEntryBlock(), fn->getEntryBlock().begin());
   return eb.CreateAlloca(t, nullptr, name);
 }
 
-void KernelContext::loop(const std::string& name, llvm::Value* start, llvm::Value* end, llvm::Value* step,
-                         const std::function<void(llvm::Value*)>& body) {
+void KernelContext::loop(const std::string& name, llvm::Value* start, llvm::Value* end,
+                         llvm::Value* step, const std::function<void(llvm::Value*)>& body) {
   llvm::BasicBlock* pre = b->GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx(), name + ".header", fn);
   auto* bodyBB = llvm::BasicBlock::Create(ctx(), name + ".body", fn);
@@ -97,7 +102,8 @@ llvm::Value* KernelContext::bufferPointer(int buffer, ir::NodeId forValue) const
 }
 
 llvm::Value* KernelContext::sharedPointer(int64_t byteOffset) {
-  return b->CreateConstInBoundsGEP1_64(llvm::Type::getInt8Ty(ctx()), dynamicShared, uint64_t(byteOffset));
+  return b->CreateConstInBoundsGEP1_64(llvm::Type::getInt8Ty(ctx()), dynamicShared,
+                                       uint64_t(byteOffset));
 }
 
 llvm::Type* memoryType(llvm::LLVMContext& c, DType t) {
@@ -144,8 +150,10 @@ llvm::Value* bf16BitsToFloat(llvm::IRBuilder<>& b, llvm::Value* bits16) {
 /// f32 → bf16 bits, round to nearest even; NaN stays a (quiet) NaN.
 llvm::Value* floatToBf16Bits(llvm::IRBuilder<>& b, llvm::Value* f) {
   // sm_80+ has cvt.rn.bf16.f32 (compile.cc records the target's sm as module flag "weft.sm").
-  auto* sm = llvm::mdconst::extract_or_null<llvm::ConstantInt>(b.GetInsertBlock()->getModule()->getModuleFlag("weft.sm"));
-  if (sm && sm->getZExtValue() >= 80) return b.CreateBitCast(b.CreateFPTrunc(f, b.getBFloatTy()), b.getInt16Ty());
+  auto* sm = llvm::mdconst::extract_or_null<llvm::ConstantInt>(
+      b.GetInsertBlock()->getModule()->getModuleFlag("weft.sm"));
+  if (sm && sm->getZExtValue() >= 80)
+    return b.CreateBitCast(b.CreateFPTrunc(f, b.getBFloatTy()), b.getInt16Ty());
   llvm::Value* bits = b.CreateBitCast(f, b.getInt32Ty());
   llvm::Value* lsb = b.CreateAnd(b.CreateLShr(bits, 16), 1);
   llvm::Value* rounded = b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(lsb, b.getInt32(0x7fff))), 16);
@@ -162,7 +170,8 @@ llvm::Value* roundToDType(llvm::IRBuilder<>& b, llvm::Value* v, DType t) {
   return v;
 }
 
-llvm::Value* KernelContext::loadElement(llvm::Value* base, DType t, llvm::Value* flat, unsigned align) {
+llvm::Value* KernelContext::loadElement(llvm::Value* base, DType t, llvm::Value* flat,
+                                        unsigned align) {
   llvm::Type* mt = memoryType(ctx(), t);
   llvm::Value* p = b->CreateInBoundsGEP(mt, base, flat);
   unsigned a = align ? align : unsigned(ir::dtypeBytes(t));
@@ -239,7 +248,8 @@ llvm::Value* convertValue(llvm::IRBuilder<>& b, llvm::Value* v, DType from, DTyp
   // integer → integer: widen, or saturate then narrow (as the reference does).
   unsigned fw = v->getType()->getIntegerBitWidth(), tw = dst->getIntegerBitWidth();
   if (tw >= fw) return b.CreateSExt(v, dst);
-  llvm::APInt lo = llvm::APInt::getSignedMinValue(tw).sext(fw), hi = llvm::APInt::getSignedMaxValue(tw).sext(fw);
+  llvm::APInt lo = llvm::APInt::getSignedMinValue(tw).sext(fw),
+              hi = llvm::APInt::getSignedMaxValue(tw).sext(fw);
   v = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, v, llvm::ConstantInt::get(v->getType(), lo));
   v = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, v, llvm::ConstantInt::get(v->getType(), hi));
   return b.CreateTrunc(v, dst);
@@ -261,13 +271,15 @@ Index delinearize(KernelContext& k, const ir::Shape& s, llvm::Value* flat) {
     idx[d] = k.b->CreateURem(flat, size);
     flat = k.b->CreateUDiv(flat, size);
   }
-  bool dependsOnFlat = std::any_of(idx.begin(), idx.end(), [](llvm::Value* v) { return !llvm::isa<llvm::Constant>(v); });
+  bool dependsOnFlat = std::any_of(idx.begin(), idx.end(),
+                                   [](llvm::Value* v) { return !llvm::isa<llvm::Constant>(v); });
   if (dependsOnFlat) k.flatOfIndex[idx] = {s, original};
   return idx;
 }
 
 llvm::Value* linearize(KernelContext& k, const ir::Shape& s, const Index& idx) {
-  if (auto it = k.flatOfIndex.find(idx); it != k.flatOfIndex.end() && it->second.first == s) return it->second.second;
+  if (auto it = k.flatOfIndex.find(idx); it != k.flatOfIndex.end() && it->second.first == s)
+    return it->second.second;
   llvm::Value* flat = k.index(0);
   for (size_t d = 0; d < s.size(); ++d) {
     if (d == 0) {
@@ -379,7 +391,8 @@ llvm::Value* ElementalEmitter::compute(const ir::Node& n, const Index& index) {
   case OpKind::Reduce:
     return reduceInline(n, index);
   case OpKind::Dot:
-    k_.fail(n.id, "dot is compute-intensive and is emitted as a library kernel, never inside a stitched kernel");
+    k_.fail(n.id, "dot is compute-intensive and is emitted as a library kernel, never inside a "
+                  "stitched kernel");
   default:
     break;
   }
@@ -416,7 +429,8 @@ llvm::Value* ElementalEmitter::unary(const ir::Node& n, const Index& index) {
     break;
   case OpKind::Sigmoid: {
     llvm::Value* e = emitMath(k_, OpKind::Exp, b.CreateFNeg(x));
-    r = b.CreateFDiv(llvm::ConstantFP::get(ty, 1.0), b.CreateFAdd(llvm::ConstantFP::get(ty, 1.0), e));
+    r = b.CreateFDiv(llvm::ConstantFP::get(ty, 1.0),
+                     b.CreateFAdd(llvm::ConstantFP::get(ty, 1.0), e));
     break;
   }
   case OpKind::Floor:
@@ -437,7 +451,8 @@ llvm::Value* ElementalEmitter::unary(const ir::Node& n, const Index& index) {
       r = b.CreateSelect(b.CreateFCmpUNO(x, x), x, b.CreateFSub(pos, neg));
     } else {
       llvm::Value* zero = llvm::ConstantInt::get(ty, 0);
-      r = b.CreateSub(b.CreateZExt(b.CreateICmpSGT(x, zero), ty), b.CreateZExt(b.CreateICmpSLT(x, zero), ty));
+      r = b.CreateSub(b.CreateZExt(b.CreateICmpSGT(x, zero), ty),
+                      b.CreateZExt(b.CreateICmpSLT(x, zero), ty));
     }
     break;
   case OpKind::Not:
@@ -565,7 +580,8 @@ llvm::Value* ElementalEmitter::constant(const ir::Node& n, const Index& index) {
       elems.push_back(c);
     }
     auto* at = llvm::ArrayType::get(mt, elems.size());
-    table = new llvm::GlobalVariable(*k_.module, at, /*isConstant=*/true, llvm::GlobalValue::InternalLinkage,
+    table = new llvm::GlobalVariable(*k_.module, at, /*isConstant=*/true,
+                                     llvm::GlobalValue::InternalLinkage,
                                      llvm::ConstantArray::get(at, elems), name, nullptr,
                                      llvm::GlobalValue::NotThreadLocal, /*AddressSpace=*/1);
     table->setAlignment(llvm::Align(16));
@@ -584,8 +600,9 @@ llvm::Value* ElementalEmitter::concatenate(const ir::Node& n, const Index& index
     llvm::Value* size = k_.dim(on.type.shape[axis]);
     llvm::Value* local = b.CreateSub(index[axis], offset);
     llvm::Value* last = b.CreateSub(size, k_.index(1));
-    llvm::Value* clamped = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin,
-                                                   b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, local, k_.index(0)), last);
+    llvm::Value* clamped = b.CreateBinaryIntrinsic(
+        llvm::Intrinsic::smin, b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, local, k_.index(0)),
+        last);
     Index oi = index;
     oi[axis] = clamped;
     llvm::Value* v = emit(o, oi);
@@ -605,9 +622,11 @@ llvm::Value* ElementalEmitter::pad(const ir::Node& n, const Index& index) {
   for (size_t i = 0; i < index.size(); ++i) {
     llvm::Value* local = b.CreateSub(index[i], k_.index(a.low[i]));
     llvm::Value* size = k_.dim(x.type.shape[i]);
-    inside = b.CreateAnd(inside, b.CreateAnd(b.CreateICmpSGE(local, k_.index(0)), b.CreateICmpSLT(local, size)));
-    xi[i] = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, local, k_.index(0)),
-                                    b.CreateSub(size, k_.index(1)));
+    inside = b.CreateAnd(
+        inside, b.CreateAnd(b.CreateICmpSGE(local, k_.index(0)), b.CreateICmpSLT(local, size)));
+    xi[i] = b.CreateBinaryIntrinsic(
+        llvm::Intrinsic::smin, b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, local, k_.index(0)),
+        b.CreateSub(size, k_.index(1)));
   }
   llvm::Value* v = emit(x.id, xi);
   llvm::Value* padValue = constantOf(k_.ctx(), n.type.dtype, a.value);

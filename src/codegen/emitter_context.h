@@ -48,9 +48,9 @@ struct KernelContext {
   [[noreturn]] void fail(ir::NodeId op, const std::string& what) const;
 
   llvm::Value* index(int64_t v) const { return llvm::ConstantInt::get(indexTy, v, true); }
-  llvm::Value* dim(const ir::Dim& d) const;          // a size in indexTy
-  llvm::Value* elements(const ir::Shape& s) const;   // product of dims, indexTy
-  llvm::Value* toIndex(llvm::Value* v) const;        // sext/trunc an integer to indexTy
+  llvm::Value* dim(const ir::Dim& d) const;        // a size in indexTy
+  llvm::Value* elements(const ir::Shape& s) const; // product of dims, indexTy
+  llvm::Value* toIndex(llvm::Value* v) const;      // sext/trunc an integer to indexTy
 
   // thread geometry
   llvm::Value* threadId();

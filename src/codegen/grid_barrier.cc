@@ -11,7 +11,8 @@ llvm::Function* getOrEmitGridBarrier(llvm::Module& m) {
   if (llvm::Function* f = m.getFunction(kGridBarrierName)) return f;
   llvm::LLVMContext& c = m.getContext();
   llvm::Type* ptr = llvm::PointerType::get(c, 1);
-  auto* fty = llvm::FunctionType::get(llvm::Type::getVoidTy(c), {ptr, llvm::Type::getInt32Ty(c)}, false);
+  auto* fty =
+      llvm::FunctionType::get(llvm::Type::getVoidTy(c), {ptr, llvm::Type::getInt32Ty(c)}, false);
   auto* f = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, kGridBarrierName, m);
   f->addFnAttr(llvm::Attribute::NoInline);
   f->addFnAttr(llvm::Attribute::Convergent);
@@ -25,12 +26,15 @@ llvm::Function* getOrEmitGridBarrier(llvm::Module& m) {
   auto* done = llvm::BasicBlock::Create(c, "done", f);
   llvm::IRBuilder<> b(entry);
   auto i32 = b.getInt32Ty();
-  auto* ldAcquire = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {ptr}, false),
-                                         "ld.acquire.gpu.global.u32 $0, [$1];", "=r,l,~{memory}", true);
+  auto* ldAcquire =
+      llvm::InlineAsm::get(llvm::FunctionType::get(i32, {ptr}, false),
+                           "ld.acquire.gpu.global.u32 $0, [$1];", "=r,l,~{memory}", true);
   auto* atomAdd = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {ptr, i32}, false),
-                                       "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;", "=r,l,r,~{memory}", true);
-  auto* stRelease = llvm::InlineAsm::get(llvm::FunctionType::get(b.getVoidTy(), {ptr, i32}, false),
-                                         "st.release.gpu.global.u32 [$0], $1;", "l,r,~{memory}", true);
+                                       "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;",
+                                       "=r,l,r,~{memory}", true);
+  auto* stRelease =
+      llvm::InlineAsm::get(llvm::FunctionType::get(b.getVoidTy(), {ptr, i32}, false),
+                           "st.release.gpu.global.u32 [$0], $1;", "l,r,~{memory}", true);
 
   b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
   llvm::Value* tid = b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});

@@ -7,8 +7,8 @@
 // word 1 = generation. Reusable sense/generation barrier:
 //   bar.sync; thread 0: gen = ld.acquire.gpu [state+4];
 //                       old = atom.acq_rel.gpu.add [state], 1;
-//                       last arriver (old == blocks-1): [state] = 0; st.release.gpu [state+4], gen+1
-//                       others: spin while ld.acquire.gpu [state+4] == gen;
+//                       last arriver (old == blocks-1): [state] = 0; st.release.gpu [state+4],
+//                       gen+1 others: spin while ld.acquire.gpu [state+4] == gen;
 //   bar.sync
 // The counter is back to 0 after every barrier, so the state needs zeroing only once.
 #include <llvm/IR/Module.h>

@@ -23,8 +23,9 @@ constexpr int64_t kMaxGrid = std::numeric_limits<int32_t>::max();
 void annotate(llvm::Module& m, llvm::Function* f, const char* key, int value) {
   llvm::LLVMContext& c = m.getContext();
   llvm::NamedMDNode* md = m.getOrInsertNamedMetadata("nvvm.annotations");
-  llvm::Metadata* ops[] = {llvm::ValueAsMetadata::get(f), llvm::MDString::get(c, key),
-                           llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(llvm::Type::getInt32Ty(c), value))};
+  llvm::Metadata* ops[] = {
+      llvm::ValueAsMetadata::get(f), llvm::MDString::get(c, key),
+      llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(llvm::Type::getInt32Ty(c), value))};
   md->addOperand(llvm::MDNode::get(c, ops));
 }
 
@@ -32,10 +33,10 @@ void annotate(llvm::Module& m, llvm::Function* f, const char* key, int value) {
 struct TileSpace {
   enum class Kind { Flat, Rows, Columns };
   Kind kind = Kind::Flat;
-  ir::Dim units = 1;         // rows, columns or flat elements
+  ir::Dim units = 1; // rows, columns or flat elements
   int64_t unitsPerTile = 1;
   int split = 1;
-  ir::NodeId anchor = -1;    // the dominant the space comes from
+  ir::NodeId anchor = -1; // the dominant the space comes from
   // the current tile, valid inside the tile loop
   llvm::Value* u0 = nullptr;
   llvm::Value* u1 = nullptr;
@@ -47,8 +48,8 @@ struct TileSpace {
 class KernelEmitter {
 public:
   KernelEmitter(llvm::Module& m, const fusion::FusionPlan& plan, int step, bool useLibdevice)
-      : m_(m), plan_(plan), kp_(std::get<fusion::KernelPlan>(plan.steps[size_t(step)])), step_(step),
-        b_(m.getContext()) {
+      : m_(m), plan_(plan), kp_(std::get<fusion::KernelPlan>(plan.steps[size_t(step)])),
+        step_(step), b_(m.getContext()) {
     k_.module = &m;
     k_.b = &b_;
     k_.plan = &plan;
@@ -73,7 +74,8 @@ private:
   void store(const TileSpace& s, ir::NodeId value, llvm::Value* flat, llvm::Value* v);
   void emitPhase(const std::vector<const fusion::Stage*>& phase);
   void emitStage(TileSpace& s, const fusion::Stage& st);
-  void emitElementwiseStage(TileSpace& s, const fusion::Group& g, const std::vector<ir::NodeId>& values);
+  void emitElementwiseStage(TileSpace& s, const fusion::Group& g,
+                            const std::vector<ir::NodeId>& values);
   void emitReduceStage(TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
                        const std::vector<ir::NodeId>& materialized);
   void emitPartialsCombine(const TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
@@ -90,9 +92,9 @@ private:
   KernelContext k_;
   std::unique_ptr<ElementalEmitter> gen_;
   CompiledKernel info_;
-  std::set<ir::NodeId> written_;     // values materialised by an earlier stage
+  std::set<ir::NodeId> written_; // values materialised by an earlier stage
   std::set<ir::NodeId> sharedThisPhase_;
-  bool sharedDirty_ = false;         // shared memory written since the last block barrier
+  bool sharedDirty_ = false;            // shared memory written since the last block barrier
   std::vector<ir::NodeId> phaseShared_; // shared values written by the current phase
   int64_t dynamicShared_ = 0;
   bool needsBarrierState_ = false;
@@ -106,7 +108,8 @@ const fusion::ValuePlacement& KernelEmitter::placement(ir::NodeId id) const {
 
 bool KernelEmitter::isSplit(const fusion::Group& g) const {
   if (const auto* r = std::get_if<fusion::RowReduceMapping>(&g.mapping)) return r->splitFactor > 1;
-  if (const auto* c = std::get_if<fusion::ColumnReduceMapping>(&g.mapping)) return c->splitFactor > 1;
+  if (const auto* c = std::get_if<fusion::ColumnReduceMapping>(&g.mapping))
+    return c->splitFactor > 1;
   return false;
 }
 
@@ -116,40 +119,52 @@ void KernelEmitter::validate() {
   ir::NodeId first = kp_.stages.empty() ? -1 : kp_.groups.at(size_t(kp_.stages[0].group)).dominant;
   if (kp_.stages.empty()) throw Error(k_.where(-1) + ": the plan has no stages");
   if (l.blockSize < 1 || l.blockSize > d.maxThreadsPerBlock)
-    k_.fail(first, fmt::format("block size {} is outside [1, {}] for {}", l.blockSize, d.maxThreadsPerBlock, d.name));
+    k_.fail(first, fmt::format("block size {} is outside [1, {}] for {}", l.blockSize,
+                               d.maxThreadsPerBlock, d.name));
   if (l.tiles.isStatic()) {
     int64_t grid = l.maxBlocks > 0 ? std::min(l.tiles.size(), l.maxBlocks) : l.tiles.size();
     if (grid > kMaxGrid)
-      k_.fail(first, fmt::format("the mapping needs a grid of {} blocks but a launch holds at most 2^31-1; "
-                                 "use more elements per thread or cap the grid (maxBlocks)",
-                                 grid));
+      k_.fail(first, fmt::format(
+                         "the mapping needs a grid of {} blocks but a launch holds at most 2^31-1; "
+                         "use more elements per thread or cap the grid (maxBlocks)",
+                         grid));
   }
   for (ir::NodeId op : kp_.ops) {
     const ir::Node& n = node(op);
     if (n.kind == ir::OpKind::Dot || n.kind == ir::OpKind::Parameter)
-      k_.fail(op, "cannot be computed inside a stitched kernel (parameters are inputs; dots are library calls)");
+      k_.fail(op, "cannot be computed inside a stitched kernel (parameters are inputs; dots are "
+                  "library calls)");
   }
   for (const fusion::Group& g : kp_.groups) {
     if (!isSplit(g)) continue;
     needsBarrierState_ = true;
     if (!l.cooperative)
-      k_.fail(g.dominant, "a split reduce combines its partials across blocks behind a grid barrier, so the kernel "
-                          "must be cooperative");
-    if (placement(g.dominant).partialsBuffer >= 0) continue; // partials + grid barrier: any kind and dtype
+      k_.fail(
+          g.dominant,
+          "a split reduce combines its partials across blocks behind a grid barrier, so the kernel "
+          "must be cooperative");
+    if (placement(g.dominant).partialsBuffer >= 0)
+      continue; // partials + grid barrier: any kind and dtype
     const ir::Node& r = node(g.dominant);
     ir::DType t = r.type.dtype;
-    auto kind = r.kind == ir::OpKind::Reduce ? r.attr<ir::ReduceAttrs>().kind : ir::ReduceKind::Prod;
-    bool typeOk = t == ir::DType::f32 || t == ir::DType::f64 || t == ir::DType::i32 || t == ir::DType::i64;
-    bool kindOk = kind == ir::ReduceKind::Sum || kind == ir::ReduceKind::Max || kind == ir::ReduceKind::Min;
+    auto kind =
+        r.kind == ir::OpKind::Reduce ? r.attr<ir::ReduceAttrs>().kind : ir::ReduceKind::Prod;
+    bool typeOk =
+        t == ir::DType::f32 || t == ir::DType::f64 || t == ir::DType::i32 || t == ir::DType::i64;
+    bool kindOk =
+        kind == ir::ReduceKind::Sum || kind == ir::ReduceKind::Max || kind == ir::ReduceKind::Min;
     if (r.kind != ir::OpKind::Reduce || !typeOk || !kindOk)
-      k_.fail(g.dominant, fmt::format("a split reduce combines partials with atomics, which exist for sum/max/min "
-                                      "of f32, f64, i32 and i64 only, not {} of {}; use splitFactor 1",
-                                      r.kind == ir::OpKind::Reduce ? ir::reduceKindName(kind) : "a non-reduce",
-                                      ir::dtypeName(t)));
+      k_.fail(
+          g.dominant,
+          fmt::format("a split reduce combines partials with atomics, which exist for sum/max/min "
+                      "of f32, f64, i32 and i64 only, not {} of {}; use splitFactor 1",
+                      r.kind == ir::OpKind::Reduce ? ir::reduceKindName(kind) : "a non-reduce",
+                      ir::dtypeName(t)));
     Storage s = placement(g.dominant).storage;
     if (s != Storage::Global && s != Storage::Output)
-      k_.fail(g.dominant, "a split reduce without a partials buffer must be placed in global or output storage "
-                          "(its partials meet there through atomics)");
+      k_.fail(g.dominant,
+              "a split reduce without a partials buffer must be placed in global or output storage "
+              "(its partials meet there through atomics)");
   }
   if (kp_.hasGridBarrier() && !l.cooperative)
     k_.fail(first, "the plan has a grid barrier but the launch is not cooperative");
@@ -161,7 +176,8 @@ void KernelEmitter::declareFunction() {
   std::map<int, bool> buffers; // buffer → read-only in this kernel
   for (const auto& [id, p] : kp_.placement) {
     if (p.storage == Storage::Register || p.storage == Storage::Shared) continue;
-    if (p.buffer < 0) k_.fail(id, fmt::format("is placed in {} storage without a buffer", int(p.storage)));
+    if (p.buffer < 0)
+      k_.fail(id, fmt::format("is placed in {} storage without a buffer", int(p.storage)));
     bool readOnly = p.storage == Storage::Input;
     auto [it, inserted] = buffers.emplace(p.buffer, readOnly);
     if (!inserted) it->second = it->second && readOnly;
@@ -183,7 +199,8 @@ void KernelEmitter::declareFunction() {
     for (ir::NodeId o : node(op).operands)
       noteShape(node(o).type.shape);
   }
-  k_.indexTy = symbols.empty() && largest < (int64_t(1) << 30) ? llvm::Type::getInt32Ty(c) : llvm::Type::getInt64Ty(c);
+  k_.indexTy = symbols.empty() && largest < (int64_t(1) << 30) ? llvm::Type::getInt32Ty(c)
+                                                               : llvm::Type::getInt64Ty(c);
   needsBarrierState_ = needsBarrierState_ || kp_.hasGridBarrier();
 
   std::vector<llvm::Type*> types;
@@ -202,7 +219,8 @@ void KernelEmitter::declareFunction() {
     info_.params.push_back({KernelParam::Kind::BarrierState, -1, ""});
   }
   auto* fty = llvm::FunctionType::get(llvm::Type::getVoidTy(c), types, false);
-  if (m_.getFunction(kp_.name)) throw Error(k_.where(-1) + ": two kernels of the plan have this name");
+  if (m_.getFunction(kp_.name))
+    throw Error(k_.where(-1) + ": two kernels of the plan have this name");
   k_.fn = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, kp_.name, m_);
   unsigned i = 0;
   for (const auto& [buf, ro] : buffers) {
@@ -239,8 +257,9 @@ void KernelEmitter::declareFunction() {
     k_.dynamicShared = m_.getNamedGlobal("weft_dynamic_shared");
     if (!k_.dynamicShared) {
       auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(c), 0);
-      k_.dynamicShared = new llvm::GlobalVariable(m_, at, false, llvm::GlobalValue::ExternalLinkage, nullptr,
-                                                  "weft_dynamic_shared", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+      k_.dynamicShared = new llvm::GlobalVariable(m_, at, false, llvm::GlobalValue::ExternalLinkage,
+                                                  nullptr, "weft_dynamic_shared", nullptr,
+                                                  llvm::GlobalValue::NotThreadLocal, 3);
       k_.dynamicShared->setAlignment(llvm::Align(16));
     }
   }
@@ -249,17 +268,19 @@ void KernelEmitter::declareFunction() {
     scratch = std::max(scratch, reduceScratchBytes(g.mapping));
   if (scratch > 0) {
     auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(c), uint64_t(scratch));
-    k_.reduceScratch = new llvm::GlobalVariable(m_, at, false, llvm::GlobalValue::InternalLinkage,
-                                                llvm::UndefValue::get(at), kp_.name + "_reduce_scratch", nullptr,
-                                                llvm::GlobalValue::NotThreadLocal, 3);
+    k_.reduceScratch = new llvm::GlobalVariable(
+        m_, at, false, llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(at),
+        kp_.name + "_reduce_scratch", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
     k_.reduceScratch->setAlignment(llvm::Align(16));
   }
   const DeviceSpec& d = plan_.device;
   if (dynamicShared_ + scratch > d.sharedMemoryPerBlock)
-    k_.fail(kp_.groups.at(size_t(kp_.stages[0].group)).dominant,
-            fmt::format("needs {} B of shared memory per block ({} B planned + {} B reduction scratch) but {} "
-                        "allows {} B",
-                        dynamicShared_ + scratch, dynamicShared_, scratch, d.name, d.sharedMemoryPerBlock));
+    k_.fail(
+        kp_.groups.at(size_t(kp_.stages[0].group)).dominant,
+        fmt::format(
+            "needs {} B of shared memory per block ({} B planned + {} B reduction scratch) but {} "
+            "allows {} B",
+            dynamicShared_ + scratch, dynamicShared_, scratch, d.name, d.sharedMemoryPerBlock));
 }
 
 TileSpace KernelEmitter::spaceOf(const std::vector<const fusion::Stage*>& phase) {
@@ -267,7 +288,8 @@ TileSpace KernelEmitter::spaceOf(const std::vector<const fusion::Stage*>& phase)
   for (const fusion::Stage* st : phase) {
     const fusion::Group& g = kp_.groups.at(size_t(st->group));
     if (const auto* r = std::get_if<fusion::RowReduceMapping>(&g.mapping)) {
-      if (node(g.dominant).kind != ir::OpKind::Reduce) k_.fail(g.dominant, "has a row-reduce mapping but is not a reduce");
+      if (node(g.dominant).kind != ir::OpKind::Reduce)
+        k_.fail(g.dominant, "has a row-reduce mapping but is not a reduce");
       s.kind = TileSpace::Kind::Rows;
       s.units = reduceGeometry(plan_.graph, node(g.dominant)).kept;
       s.unitsPerTile = std::max(1, r->rowsPerBlock);
@@ -276,7 +298,8 @@ TileSpace KernelEmitter::spaceOf(const std::vector<const fusion::Stage*>& phase)
       break;
     }
     if (const auto* c = std::get_if<fusion::ColumnReduceMapping>(&g.mapping)) {
-      if (node(g.dominant).kind != ir::OpKind::Reduce) k_.fail(g.dominant, "has a column-reduce mapping but is not a reduce");
+      if (node(g.dominant).kind != ir::OpKind::Reduce)
+        k_.fail(g.dominant, "has a column-reduce mapping but is not a reduce");
       s.kind = TileSpace::Kind::Columns;
       s.units = reduceGeometry(plan_.graph, node(g.dominant)).kept;
       s.unitsPerTile = c->tileColumns;
@@ -302,7 +325,8 @@ TileSpace KernelEmitter::spaceOf(const std::vector<const fusion::Stage*>& phase)
   }
   const auto& m0 = phase.front()->materialized;
   bool splitHere = kp_.groups.at(size_t(phase.front()->group)).dominant == s.anchor &&
-                   std::find(m0.begin(), m0.end(), s.anchor) != m0.end() && !written_.count(s.anchor);
+                   std::find(m0.begin(), m0.end(), s.anchor) != m0.end() &&
+                   !written_.count(s.anchor);
   if (!splitHere) s.split = 1;
   if (s.split > 1 && phase.size() > 1)
     k_.fail(s.anchor, "a split reduce must be the only stage of its phase");
@@ -314,13 +338,17 @@ ir::Dim KernelEmitter::innerOf(const TileSpace& s, ir::NodeId value) const {
   if (e == s.units) return 1;
   auto q = e.dividedBy(s.units);
   if (!q)
-    k_.fail(value, fmt::format("has {} elements, which the phase's index space of {} {} does not divide; "
-                               "it cannot share the tile loop of {}",
-                               e.str(), s.units.str(),
-                               s.kind == TileSpace::Kind::Rows ? "rows" : s.kind == TileSpace::Kind::Columns ? "columns" : "elements",
-                               ir::describe(node(s.anchor))));
+    k_.fail(value,
+            fmt::format("has {} elements, which the phase's index space of {} {} does not divide; "
+                        "it cannot share the tile loop of {}",
+                        e.str(), s.units.str(),
+                        s.kind == TileSpace::Kind::Rows      ? "rows"
+                        : s.kind == TileSpace::Kind::Columns ? "columns"
+                                                             : "elements",
+                        ir::describe(node(s.anchor))));
   if (s.kind == TileSpace::Kind::Flat)
-    k_.fail(value, fmt::format("has {} elements but the phase's elementwise space has {}", e.str(), s.units.str()));
+    k_.fail(value, fmt::format("has {} elements but the phase's elementwise space has {}", e.str(),
+                               s.units.str()));
   return *q;
 }
 
@@ -347,7 +375,9 @@ void KernelEmitter::installLoad(ir::NodeId value, const TileSpace* space) {
   const ir::Node& n = node(value);
   if (p.storage == Storage::Shared) {
     gen_->setGenerator(value, [this, value, space, off = p.sharedOffset, &n](const Index& idx) {
-      if (!space) k_.fail(value, "is read from shared memory outside the phase that wrote it; use global storage");
+      if (!space)
+        k_.fail(value,
+                "is read from shared memory outside the phase that wrote it; use global storage");
       llvm::Value* flat = linearize(k_, n.type.shape, idx);
       return k_.loadElement(k_.sharedPointer(off), n.type.dtype, localIndex(*space, value, flat));
     });
@@ -392,42 +422,49 @@ void KernelEmitter::emitSplitInit() {
     any = true;
     const ir::Node& r = node(g.dominant);
     llvm::Value* base = k_.bufferPointer(placement(g.dominant).buffer, g.dominant);
-    llvm::Value* start = b_.CreateAdd(b_.CreateMul(k_.toIndex(k_.blockId()), k_.index(k_.blockSize)),
-                                      k_.toIndex(k_.threadId()));
+    llvm::Value* start = b_.CreateAdd(
+        b_.CreateMul(k_.toIndex(k_.blockId()), k_.index(k_.blockSize)), k_.toIndex(k_.threadId()));
     llvm::Value* stride = b_.CreateMul(k_.toIndex(k_.gridSize()), k_.index(k_.blockSize));
     k_.loop(r.name + ".init", start, k_.elements(r.type.shape), stride, [&](llvm::Value* i) {
-      k_.storeElement(base, r.type.dtype, i, reductionIdentity(k_.ctx(), r.attr<ir::ReduceAttrs>().kind, r.type.dtype));
+      k_.storeElement(base, r.type.dtype, i,
+                      reductionIdentity(k_.ctx(), r.attr<ir::ReduceAttrs>().kind, r.type.dtype));
     });
   }
   if (any) gridBarrier();
 }
 
-void KernelEmitter::emitElementwiseStage(TileSpace& s, const fusion::Group& g, const std::vector<ir::NodeId>& values) {
+void KernelEmitter::emitElementwiseStage(TileSpace& s, const fusion::Group& g,
+                                         const std::vector<ir::NodeId>& values) {
   llvm::IRBuilder<>& b = b_;
   int vector = 1;
-  if (const auto* e = std::get_if<fusion::ElementwiseMapping>(&g.mapping)) vector = std::max(1, e->vectorWidth);
+  if (const auto* e = std::get_if<fusion::ElementwiseMapping>(&g.mapping))
+    vector = std::max(1, e->vectorWidth);
   // One loop per distinct element count (usually one: the group's dominant's).
   std::map<ir::Dim, std::vector<ir::NodeId>> byCount;
   for (ir::NodeId v : values)
     byCount[ir::numElements(node(v).type.shape)].push_back(v);
   for (const auto& [count, vs] : byCount) {
-    bool fits = count == s.units || (s.kind != TileSpace::Kind::Flat && count.dividedBy(s.units).has_value());
+    bool fits = count == s.units ||
+                (s.kind != TileSpace::Kind::Flat && count.dividedBy(s.units).has_value());
     bool inMemory = std::all_of(vs.begin(), vs.end(), [&](ir::NodeId v) {
       Storage st = placement(v).storage;
       return st == Storage::Global || st == Storage::Output;
     });
     if (!fits && inMemory && !phaseShared_.empty())
-      k_.fail(vs.front(), fmt::format("has {} elements, outside the phase's {} rows, and its phase keeps values in "
-                                      "shared memory that it may read across tiles; codegen does not support "
-                                      "across-tiles reduces yet",
-                                      count.str(), s.units.str()));
+      k_.fail(
+          vs.front(),
+          fmt::format("has {} elements, outside the phase's {} rows, and its phase keeps values in "
+                      "shared memory that it may read across tiles; codegen does not support "
+                      "across-tiles reduces yet",
+                      count.str(), s.units.str()));
     if (!fits && inMemory) {
       // Not in the phase's index space (e.g. a projection of it): computed once per phase by
       // a grid-stride loop over its own elements, in each block's first tile; readers see it
       // after the next grid barrier.
       k_.ifThen(s.firstTile, [&] {
-        llvm::Value* start = b.CreateAdd(b.CreateMul(k_.toIndex(k_.blockId()), k_.index(k_.blockSize)),
-                                         k_.toIndex(k_.threadId()));
+        llvm::Value* start =
+            b.CreateAdd(b.CreateMul(k_.toIndex(k_.blockId()), k_.index(k_.blockSize)),
+                        k_.toIndex(k_.threadId()));
         llvm::Value* stride = b.CreateMul(k_.toIndex(k_.gridSize()), k_.index(k_.blockSize));
         k_.loop("untiled", start, k_.dim(count), stride, [&](llvm::Value* flat) {
           gen_->clearCache();
@@ -483,12 +520,16 @@ void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::No
   int partials = split ? placement(reduce).partialsBuffer : -1;
   bool rows = std::holds_alternative<fusion::RowReduceMapping>(g.mapping);
   if ((rows && s.kind != TileSpace::Kind::Rows) || (!rows && s.kind != TileSpace::Kind::Columns))
-    k_.fail(reduce, "its mapping differs in kind from the phase's first reduce; put it in a phase of its own");
+    k_.fail(
+        reduce,
+        "its mapping differs in kind from the phase's first reduce; put it in a phase of its own");
   if (!(geo.kept == s.units))
-    k_.fail(reduce, fmt::format("reduces to {} results but the phase's tiles cover {}", geo.kept.str(), s.units.str()));
+    k_.fail(reduce, fmt::format("reduces to {} results but the phase's tiles cover {}",
+                                geo.kept.str(), s.units.str()));
   for (ir::NodeId v : materialized)
     if (!(ir::numElements(node(v).type.shape) == geo.kept))
-      k_.fail(v, fmt::format("is materialised by the stage of reduce \"{}\" but has {} elements, not one per result "
+      k_.fail(v, fmt::format("is materialised by the stage of reduce \"{}\" but has {} elements, "
+                             "not one per result "
                              "({}); give it a stage of its own",
                              r.name, ir::numElements(node(v).type.shape).str(), geo.kept.str()));
   if (split && partials < 0 && (materialized.size() != 1 || materialized[0] != reduce))
@@ -498,11 +539,15 @@ void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::No
   llvm::Value* reducedEnd = k_.dim(geo.reduced);
   if (split) {
     int vw = 1;
-    if (const auto* rm = std::get_if<fusion::RowReduceMapping>(&g.mapping)) vw = std::max(1, rm->vectorWidth);
-    llvm::Value* chunk = b.CreateUDiv(b.CreateAdd(reducedEnd, k_.index(int64_t(s.split) * vw - 1)), k_.index(int64_t(s.split) * vw));
+    if (const auto* rm = std::get_if<fusion::RowReduceMapping>(&g.mapping))
+      vw = std::max(1, rm->vectorWidth);
+    llvm::Value* chunk = b.CreateUDiv(b.CreateAdd(reducedEnd, k_.index(int64_t(s.split) * vw - 1)),
+                                      k_.index(int64_t(s.split) * vw));
     chunk = b.CreateMul(chunk, k_.index(vw));
-    reducedBegin = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateMul(s.part, chunk), reducedEnd);
-    reducedEnd = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(reducedBegin, chunk), reducedEnd);
+    reducedBegin =
+        b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateMul(s.part, chunk), reducedEnd);
+    reducedEnd = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(reducedBegin, chunk),
+                                         reducedEnd);
   }
   ReduceResult onResult = [&](llvm::Value* kept, llvm::Value* value) {
     gen_->clearCache();
@@ -527,7 +572,8 @@ void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::No
         op = fp ? llvm::AtomicRMWInst::FMin : llvm::AtomicRMWInst::Min;
         break;
       }
-      b.CreateAtomicRMW(op, p, value, llvm::MaybeAlign(ir::dtypeBytes(r.type.dtype)), llvm::AtomicOrdering::Monotonic);
+      b.CreateAtomicRMW(op, p, value, llvm::MaybeAlign(ir::dtypeBytes(r.type.dtype)),
+                        llvm::AtomicOrdering::Monotonic);
       return;
     }
     llvm::Value* result = ir::isFloat(r.type.dtype) ? roundToDType(b, value, r.type.dtype) : value;
@@ -540,12 +586,13 @@ void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::No
   if (const auto* rm = std::get_if<fusion::RowReduceMapping>(&g.mapping))
     emitRowReduce(k_, *gen_, r, *rm, s.u0, s.u1, reducedBegin, reducedEnd, onResult);
   else
-    emitColumnReduce(k_, *gen_, r, std::get<fusion::ColumnReduceMapping>(g.mapping), s.u0, s.u1, reducedBegin,
-                     reducedEnd, onResult);
+    emitColumnReduce(k_, *gen_, r, std::get<fusion::ColumnReduceMapping>(g.mapping), s.u0, s.u1,
+                     reducedBegin, reducedEnd, onResult);
   gen_->clearCache();
 }
 
-void KernelEmitter::emitPartialsCombine(const TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
+void KernelEmitter::emitPartialsCombine(const TileSpace& s, const fusion::Group& g,
+                                        ir::NodeId reduce,
                                         const std::vector<ir::NodeId>& materialized) {
   // After the grid barrier: every result combines its splitFactor partials, then the stage's
   // values are computed from it and stored (one thread per result, grid-stride).
@@ -555,7 +602,8 @@ void KernelEmitter::emitPartialsCombine(const TileSpace& s, const fusion::Group&
   ir::ReduceKind kind = r.attr<ir::ReduceAttrs>().kind;
   llvm::Value* partials = k_.bufferPointer(placement(reduce).partialsBuffer, reduce);
   llvm::Value* results = k_.dim(geo.kept);
-  llvm::Value* start = b.CreateAdd(b.CreateMul(k_.toIndex(k_.blockId()), k_.index(k_.blockSize)), k_.toIndex(k_.threadId()));
+  llvm::Value* start = b.CreateAdd(b.CreateMul(k_.toIndex(k_.blockId()), k_.index(k_.blockSize)),
+                                   k_.toIndex(k_.threadId()));
   llvm::Value* stride = b.CreateMul(k_.toIndex(k_.gridSize()), k_.index(k_.blockSize));
   (void)g;
   k_.loop(r.name + ".combine", start, results, stride, [&](llvm::Value* kept) {
@@ -563,12 +611,14 @@ void KernelEmitter::emitPartialsCombine(const TileSpace& s, const fusion::Group&
     llvm::Value* acc = reductionIdentity(k_.ctx(), kind, r.type.dtype);
     for (int part = 0; part < s.split; ++part) {
       llvm::Value* slot = b.CreateAdd(b.CreateMul(k_.index(part), results), kept);
-      acc = reductionCombine(b, kind, r.type.dtype, acc, k_.loadElement(partials, r.type.dtype, slot));
+      acc = reductionCombine(b, kind, r.type.dtype, acc,
+                             k_.loadElement(partials, r.type.dtype, slot));
     }
     gen_->setGenerator(reduce, [acc](const Index&) { return acc; });
     for (ir::NodeId v : materialized) {
       if (placement(v).storage == Storage::Shared)
-        k_.fail(v, "a split reduce's stage cannot keep values in shared memory (they are combined across blocks)");
+        k_.fail(v, "a split reduce's stage cannot keep values in shared memory (they are combined "
+                   "across blocks)");
       store(s, v, kept, gen_->emit(v, delinearize(k_, node(v).type.shape, kept)));
     }
     gen_->clearGenerator(reduce);
@@ -585,7 +635,8 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
   // Values materialised by earlier stages are loaded from their storage from now on.
   auto installWritten = [&] {
     for (ir::NodeId v : written_)
-      if (!gen_->hasGenerator(v)) installLoad(v, placement(v).storage == Storage::Shared ? &s : nullptr);
+      if (!gen_->hasGenerator(v))
+        installLoad(v, placement(v).storage == Storage::Shared ? &s : nullptr);
   };
   installWritten();
   bool reduceMapped = !std::holds_alternative<fusion::ElementwiseMapping>(g.mapping);
@@ -597,13 +648,15 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
                     reduceGeometry(plan_.graph, node(v)).kept == s.units;
     (isReduce ? reduces : rest).push_back(v);
   }
-  bool materialisesDominant = std::find(st.materialized.begin(), st.materialized.end(), g.dominant) != st.materialized.end();
+  bool materialisesDominant = std::find(st.materialized.begin(), st.materialized.end(),
+                                        g.dominant) != st.materialized.end();
   if (isSplit(g) && materialisesDominant && !written_.count(g.dominant)) {
     // Split reduces: the tile loop only accumulates partials; the stage's values are computed
     // after the cross-block combine (emitPartialsCombine) or meet through atomics.
     bool onlyDominant = st.materialized.size() == 1 && st.materialized[0] == g.dominant;
     if (placement(g.dominant).partialsBuffer < 0 && !onlyDominant)
-      k_.fail(g.dominant, "a split reduce combined with atomics may materialise only the reduce itself");
+      k_.fail(g.dominant,
+              "a split reduce combined with atomics may materialise only the reduce itself");
     emitReduceStage(s, g, g.dominant, {g.dominant});
     return;
   }
@@ -612,7 +665,8 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
       reduceGeometry(plan_.graph, node(g.dominant)).kept == s.units) {
     ir::Dim results = reduceGeometry(plan_.graph, node(g.dominant)).kept;
     for (ir::NodeId v : st.materialized)
-      dominantStage = dominantStage || v == g.dominant || (reduces.empty() && ir::numElements(node(v).type.shape) == results);
+      dominantStage = dominantStage || v == g.dominant ||
+                      (reduces.empty() && ir::numElements(node(v).type.shape) == results);
   }
   if (dominantStage && (reduces.empty() || (reduces.size() == 1 && reduces[0] == g.dominant))) {
     reduces = {g.dominant};
@@ -621,7 +675,8 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
     std::vector<ir::NodeId> perResult = {g.dominant}, others;
     ir::Dim results = reduceGeometry(plan_.graph, node(g.dominant)).kept;
     for (ir::NodeId v : rest)
-      (ir::numElements(node(v).type.shape) == results && !isSplit(g) ? perResult : others).push_back(v);
+      (ir::numElements(node(v).type.shape) == results && !isSplit(g) ? perResult : others)
+          .push_back(v);
     emitReduceStage(s, g, g.dominant, perResult);
     rest = others;
   } else {
@@ -645,28 +700,33 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
   llvm::IRBuilder<>& b = b_;
   TileSpace s = spaceOf(phase);
   llvm::Value* units = k_.dim(s.units);
-  llvm::Value* unitTiles = b.CreateUDiv(b.CreateAdd(units, k_.index(s.unitsPerTile - 1)), k_.index(s.unitsPerTile));
+  llvm::Value* unitTiles =
+      b.CreateUDiv(b.CreateAdd(units, k_.index(s.unitsPerTile - 1)), k_.index(s.unitsPerTile));
   llvm::Value* tiles = b.CreateMul(unitTiles, k_.index(s.split));
   sharedDirty_ = false;
-  std::vector<ir::NodeId>& phaseShared = phaseShared_; // shared values of this phase: valid per tile only
+  std::vector<ir::NodeId>& phaseShared =
+      phaseShared_; // shared values of this phase: valid per tile only
   phaseShared.clear();
   for (const fusion::Stage* st : phase)
     for (ir::NodeId v : st->materialized)
       if (placement(v).storage == Storage::Shared) phaseShared.push_back(v);
-  k_.loop("tile", k_.toIndex(k_.blockId()), tiles, k_.toIndex(k_.gridSize()), [&](llvm::Value* tile) {
-    s.firstTile = b.CreateICmpEQ(tile, k_.toIndex(k_.blockId()));
-    llvm::Value* unitTile = s.split > 1 ? b.CreateUDiv(tile, k_.index(s.split)) : tile;
-    s.part = s.split > 1 ? b.CreateURem(tile, k_.index(s.split)) : k_.index(0);
-    s.u0 = b.CreateMul(unitTile, k_.index(s.unitsPerTile));
-    s.u1 = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(s.u0, k_.index(s.unitsPerTile)), units);
-    for (const fusion::Stage* st : phase) {
-      emitStage(s, *st);
-      for (ir::NodeId v : st->materialized)
-        written_.insert(v);
-    }
-    if (!phaseShared.empty()) k_.blockBarrier(); // the next tile overwrites this tile's shared values
-    sharedDirty_ = false;
-  });
+  k_.loop("tile", k_.toIndex(k_.blockId()), tiles, k_.toIndex(k_.gridSize()),
+          [&](llvm::Value* tile) {
+            s.firstTile = b.CreateICmpEQ(tile, k_.toIndex(k_.blockId()));
+            llvm::Value* unitTile = s.split > 1 ? b.CreateUDiv(tile, k_.index(s.split)) : tile;
+            s.part = s.split > 1 ? b.CreateURem(tile, k_.index(s.split)) : k_.index(0);
+            s.u0 = b.CreateMul(unitTile, k_.index(s.unitsPerTile));
+            s.u1 = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin,
+                                           b.CreateAdd(s.u0, k_.index(s.unitsPerTile)), units);
+            for (const fusion::Stage* st : phase) {
+              emitStage(s, *st);
+              for (ir::NodeId v : st->materialized)
+                written_.insert(v);
+            }
+            if (!phaseShared.empty())
+              k_.blockBarrier(); // the next tile overwrites this tile's shared values
+            sharedDirty_ = false;
+          });
   // A split reduce with a partials buffer: combine the partials after a grid barrier.
   const fusion::Group& g0 = kp_.groups.at(size_t(phase.front()->group));
   if (s.split > 1 && placement(g0.dominant).partialsBuffer >= 0) {
@@ -678,7 +738,8 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
   // Later phases cannot read this phase's shared values (their generators captured `s`).
   for (ir::NodeId v : phaseShared)
     gen_->setGenerator(v, [this, v](const Index&) -> llvm::Value* {
-      k_.fail(v, "is read from shared memory in a later phase than the one that wrote it; use global storage");
+      k_.fail(v, "is read from shared memory in a later phase than the one that wrote it; use "
+                 "global storage");
     });
 }
 
@@ -712,13 +773,15 @@ EmittedKernel KernelEmitter::run() {
 
 } // namespace
 
-EmittedKernel emitKernel(llvm::Module& module, const fusion::FusionPlan& plan, int step, bool useLibdevice) {
+EmittedKernel emitKernel(llvm::Module& module, const fusion::FusionPlan& plan, int step,
+                         bool useLibdevice) {
   return KernelEmitter(module, plan, step, useLibdevice).run();
 }
 
 // ---- library kernels ------------------------------------------------------------------------
 
-EmittedKernel emitLibraryKernel(llvm::Module& module, const fusion::FusionPlan& plan, int step, bool useLibdevice) {
+EmittedKernel emitLibraryKernel(llvm::Module& module, const fusion::FusionPlan& plan, int step,
+                                bool useLibdevice) {
   const auto& call = std::get<fusion::LibraryCall>(plan.steps[size_t(step)]);
   const ir::Graph& g = plan.graph;
   const ir::Node& n = g.node(call.op);
@@ -781,7 +844,8 @@ EmittedKernel emitLibraryKernel(llvm::Module& module, const fusion::FusionPlan& 
   ir::Dim kDim = a.type.shape[r - 1];
   ir::DType t = n.type.dtype;
   llvm::Value* total = k.elements(os);
-  llvm::Value* start = b.CreateAdd(b.CreateMul(k.toIndex(k.blockId()), k.index(k.blockSize)), k.toIndex(k.threadId()));
+  llvm::Value* start = b.CreateAdd(b.CreateMul(k.toIndex(k.blockId()), k.index(k.blockSize)),
+                                   k.toIndex(k.threadId()));
   llvm::Value* stride = b.CreateMul(k.toIndex(k.gridSize()), k.index(k.blockSize));
   llvm::AllocaInst* acc = k.entryAlloca(computeType(c, t), "acc");
   llvm::Value* pa = k.bufferArg[plan.bufferOfValue[size_t(a.id)]];
@@ -797,8 +861,9 @@ EmittedKernel emitLibraryKernel(llvm::Module& module, const fusion::FusionPlan& 
       llvm::Value* x = k.loadElement(pa, t, linearize(k, a.type.shape, ai));
       llvm::Value* y = k.loadElement(pb, t, linearize(k, bm.type.shape, bi));
       llvm::Value* cur = b.CreateLoad(acc->getAllocatedType(), acc);
-      llvm::Value* sum = ir::isFloat(t) ? b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {x, y, cur})
-                                        : b.CreateAdd(cur, b.CreateMul(x, y));
+      llvm::Value* sum =
+          ir::isFloat(t) ? b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {x, y, cur})
+                         : b.CreateAdd(cur, b.CreateMul(x, y));
       b.CreateStore(sum, acc);
     });
     llvm::Value* v = b.CreateLoad(acc->getAllocatedType(), acc);
@@ -814,7 +879,8 @@ EmittedKernel emitLibraryKernel(llvm::Module& module, const fusion::FusionPlan& 
     info.launch.tiles = std::max<int64_t>(1, (elems.size() + k.blockSize - 1) / k.blockSize);
   } else {
     info.launch.tiles = elems;
-    info.launch.maxBlocks = int64_t(plan.device.smCount) * std::max(1, plan.device.maxThreadsPerSM / k.blockSize) * 4;
+    info.launch.maxBlocks =
+        int64_t(plan.device.smCount) * std::max(1, plan.device.maxThreadsPerSM / k.blockSize) * 4;
   }
   return {k.fn, info};
 }

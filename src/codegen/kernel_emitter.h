@@ -28,7 +28,8 @@ struct EmittedKernel {
 };
 
 /// Throws weft::Error naming the kernel and op for plans it cannot emit.
-EmittedKernel emitKernel(llvm::Module& module, const fusion::FusionPlan& plan, int step, bool useLibdevice);
+EmittedKernel emitKernel(llvm::Module& module, const fusion::FusionPlan& plan, int step,
+                         bool useLibdevice);
 EmittedKernel emitLibraryKernel(llvm::Module& module, const fusion::FusionPlan& plan, int step,
                                 bool useLibdevice);
 

@@ -21,14 +21,18 @@ struct IrF32Ops {
   F sub(F x, F y) { return b.CreateFSub(x, y); }
   F mul(F x, F y) { return b.CreateFMul(x, y); }
   F div(F x, F y) { return b.CreateFDiv(x, y); }
-  F fma(F x, F y, F z) { return b.CreateIntrinsic(llvm::Intrinsic::fma, {b.getFloatTy()}, {x, y, z}); }
+  F fma(F x, F y, F z) {
+    return b.CreateIntrinsic(llvm::Intrinsic::fma, {b.getFloatTy()}, {x, y, z});
+  }
   F neg(F x) { return b.CreateFNeg(x); }
   F abs(F x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x); }
   F rint(F x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::rint, x); }
   F floor(F x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x); }
   F min(F x, F y) { return b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, y); }
   F max(F x, F y) { return b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, y); }
-  I f2i(F x) { return b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {b.getInt32Ty(), b.getFloatTy()}, {x}); }
+  I f2i(F x) {
+    return b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {b.getInt32Ty(), b.getFloatTy()}, {x});
+  }
   F i2f(I x) { return b.CreateSIToFP(x, b.getFloatTy()); }
   I bits(F x) { return b.CreateBitCast(x, b.getInt32Ty()); }
   F fromBits(I x) { return b.CreateBitCast(x, b.getFloatTy()); }
@@ -102,11 +106,13 @@ llvm::Value* emitMath(KernelContext& k, ir::OpKind kind, llvm::Value* x, llvm::V
   bool f64 = t->isDoubleTy();
   if (kind == ir::OpKind::Sqrt) return b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
   if (kind == ir::OpKind::Rsqrt)
-    return b.CreateFDiv(llvm::ConstantFP::get(t, 1.0), b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+    return b.CreateFDiv(llvm::ConstantFP::get(t, 1.0),
+                        b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
   if (k.useLibdevice) {
     const char* name = libdeviceName(kind, f64);
     llvm::SmallVector<llvm::Type*, 2> params(kind == ir::OpKind::Pow ? 2 : 1, t);
-    llvm::FunctionCallee fn = k.module->getOrInsertFunction(name, llvm::FunctionType::get(t, params, false));
+    llvm::FunctionCallee fn =
+        k.module->getOrInsertFunction(name, llvm::FunctionType::get(t, params, false));
     if (kind == ir::OpKind::Pow) return b.CreateCall(fn, {x, y});
     return b.CreateCall(fn, {x});
   }

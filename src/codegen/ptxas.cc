@@ -22,7 +22,8 @@ bool PtxasReport::spills() const {
 std::string findPtxas() {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (const char* home = std::getenv("CUDA_HOME"); home && fs::exists(std::string(home) + "/bin/ptxas", ec))
+  if (const char* home = std::getenv("CUDA_HOME");
+      home && fs::exists(std::string(home) + "/bin/ptxas", ec))
     return std::string(home) + "/bin/ptxas";
   if (fs::exists("/usr/local/cuda/bin/ptxas", ec)) return "/usr/local/cuda/bin/ptxas";
   if (const char* path = std::getenv("PATH")) {
@@ -38,7 +39,8 @@ std::vector<PtxasFunctionReport> parsePtxasLog(const std::string& log) {
   std::vector<PtxasFunctionReport> out;
   static const std::regex props(R"(Function properties for (\S+))");
   static const std::regex entry(R"(Compiling entry function '([^']+)')");
-  static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex frame(
+      R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
   static const std::regex regs(R"(Used (\d+) registers)");
   auto current = [&](const std::string& name) -> PtxasFunctionReport& {
     for (auto& f : out)
@@ -66,13 +68,15 @@ std::vector<PtxasFunctionReport> parsePtxasLog(const std::string& log) {
   return out;
 }
 
-PtxasReport runPtxas(const std::string& ptxasPath, const std::string& ptx, const std::string& arch) {
+PtxasReport runPtxas(const std::string& ptxasPath, const std::string& ptx,
+                     const std::string& arch) {
   namespace fs = std::filesystem;
   std::string dir = (fs::temp_directory_path() / "weft-ptxas-XXXXXX").string();
   if (!mkdtemp(dir.data())) throw Error("cannot create a temporary directory for ptxas");
   std::string in = dir + "/kernels.ptx";
   std::ofstream(in) << ptx;
-  std::string cmd = "'" + ptxasPath + "' -arch=" + arch + " -v -o '" + dir + "/kernels.cubin' '" + in + "' 2>&1";
+  std::string cmd =
+      "'" + ptxasPath + "' -arch=" + arch + " -v -o '" + dir + "/kernels.cubin' '" + in + "' 2>&1";
   PtxasReport r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) throw Error("cannot run " + ptxasPath);

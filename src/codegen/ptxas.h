@@ -16,7 +16,7 @@ struct PtxasFunctionReport {
 
 struct PtxasReport {
   int exitCode = 0;
-  std::string log;                         // ptxas's stdout and stderr
+  std::string log; // ptxas's stdout and stderr
   std::vector<PtxasFunctionReport> functions;
   bool ok() const { return exitCode == 0; }
   bool spills() const;

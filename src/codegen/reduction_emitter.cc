@@ -36,7 +36,8 @@ llvm::Value* reductionIdentity(llvm::LLVMContext& c, ReduceKind kind, DType t) {
   return nullptr;
 }
 
-llvm::Value* reductionCombine(llvm::IRBuilder<>& b, ReduceKind kind, DType t, llvm::Value* x, llvm::Value* y) {
+llvm::Value* reductionCombine(llvm::IRBuilder<>& b, ReduceKind kind, DType t, llvm::Value* x,
+                              llvm::Value* y) {
   bool fp = ir::isFloat(t);
   switch (kind) {
   case ReduceKind::Sum:
@@ -59,15 +60,17 @@ namespace {
 
 llvm::Value* shuffleXor32(KernelContext& k, llvm::Value* v32, int offset) {
   llvm::IRBuilder<>& b = *k.b;
-  return b.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {},
-                           {b.getInt32(0xffffffffu), v32, b.getInt32(uint32_t(offset)), b.getInt32(0x1f)});
+  return b.CreateIntrinsic(
+      llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {},
+      {b.getInt32(0xffffffffu), v32, b.getInt32(uint32_t(offset)), b.getInt32(0x1f)});
 }
 
 /// shfl.sync.bfly of any compute type (split into 32-bit halves where wider).
 llvm::Value* shuffleXor(KernelContext& k, llvm::Value* v, int offset) {
   llvm::IRBuilder<>& b = *k.b;
   llvm::Type* t = v->getType();
-  if (t->isFloatTy()) return b.CreateBitCast(shuffleXor32(k, b.CreateBitCast(v, b.getInt32Ty()), offset), t);
+  if (t->isFloatTy())
+    return b.CreateBitCast(shuffleXor32(k, b.CreateBitCast(v, b.getInt32Ty()), offset), t);
   if (t->isIntegerTy(32)) return shuffleXor32(k, v, offset);
   if (t->isIntegerTy() && t->getIntegerBitWidth() < 32)
     return b.CreateTrunc(shuffleXor32(k, b.CreateZExt(v, b.getInt32Ty()), offset), t);
@@ -75,12 +78,15 @@ llvm::Value* shuffleXor(KernelContext& k, llvm::Value* v, int offset) {
   llvm::Value* bits = t->isDoubleTy() ? b.CreateBitCast(v, b.getInt64Ty()) : v;
   llvm::Value* lo = shuffleXor32(k, b.CreateTrunc(bits, b.getInt32Ty()), offset);
   llvm::Value* hi = shuffleXor32(k, b.CreateTrunc(b.CreateLShr(bits, 32), b.getInt32Ty()), offset);
-  llvm::Value* r = b.CreateOr(b.CreateZExt(lo, b.getInt64Ty()), b.CreateShl(b.CreateZExt(hi, b.getInt64Ty()), 32));
+  llvm::Value* r = b.CreateOr(b.CreateZExt(lo, b.getInt64Ty()),
+                              b.CreateShl(b.CreateZExt(hi, b.getInt64Ty()), 32));
   return t->isDoubleTy() ? b.CreateBitCast(r, t) : r;
 }
 
 /// Shared-memory scratch slots hold accumulators; i1 is kept as i8 there.
-llvm::Type* slotType(llvm::Type* acc) { return acc->isIntegerTy(1) ? llvm::Type::getInt8Ty(acc->getContext()) : acc; }
+llvm::Type* slotType(llvm::Type* acc) {
+  return acc->isIntegerTy(1) ? llvm::Type::getInt8Ty(acc->getContext()) : acc;
+}
 
 void storeSlot(KernelContext& k, llvm::Value* slot, llvm::Value* v) {
   llvm::IRBuilder<>& b = *k.b;
@@ -98,9 +104,10 @@ llvm::Value* loadSlot(KernelContext& k, llvm::Type* acc, llvm::Value* slot) {
 
 /// acc ⊕= operand[kept, r] for r = start, start + step, ... while r < end, with `vector`
 /// consecutive elements per step (then a scalar tail) so that loads can be vectorised.
-void accumulate(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce, const ReduceGeometry& geo,
-                llvm::AllocaInst* acc, llvm::Value* kept, llvm::Value* first, llvm::Value* end, int lane0Step,
-                int vector, llvm::Value* laneOffset) {
+void accumulate(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
+                const ReduceGeometry& geo, llvm::AllocaInst* acc, llvm::Value* kept,
+                llvm::Value* first, llvm::Value* end, int lane0Step, int vector,
+                llvm::Value* laneOffset) {
   llvm::IRBuilder<>& b = *k.b;
   ReduceKind kind = reduce.attr<ir::ReduceAttrs>().kind;
   DType t = reduce.type.dtype;
@@ -123,7 +130,8 @@ void accumulate(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
   });
   // Tail: the last (end - first) % vector elements, one per lane.
   llvm::Value* len = b.CreateSub(end, first);
-  llvm::Value* tailStart = b.CreateAdd(first, b.CreateMul(b.CreateSDiv(len, k.index(vector)), k.index(vector)));
+  llvm::Value* tailStart =
+      b.CreateAdd(first, b.CreateMul(b.CreateSDiv(len, k.index(vector)), k.index(vector)));
   k.loop(reduce.name + ".tail", b.CreateAdd(tailStart, laneOffset), end, k.index(lane0Step), add);
 }
 
@@ -148,7 +156,8 @@ ReduceGeometry reduceGeometry(const ir::Graph& g, const ir::Node& reduce) {
   return geo;
 }
 
-Index reduceOperandIndex(KernelContext& k, const ReduceGeometry& geo, llvm::Value* keptFlat, llvm::Value* reducedFlat) {
+Index reduceOperandIndex(KernelContext& k, const ReduceGeometry& geo, llvm::Value* keptFlat,
+                         llvm::Value* reducedFlat) {
   Index kept = delinearize(k, geo.keptShape, keptFlat);
   Index red = delinearize(k, geo.reducedShape, reducedFlat);
   Index idx(geo.keptAxes.size() + geo.reducedAxes.size());
@@ -167,18 +176,22 @@ int64_t reduceScratchBytes(const fusion::ThreadMapping& mapping) {
   return 0;
 }
 
-void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce, const fusion::RowReduceMapping& m,
-                   llvm::Value* begin, llvm::Value* end, llvm::Value* reducedBegin, llvm::Value* reducedEnd,
+void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
+                   const fusion::RowReduceMapping& m, llvm::Value* begin, llvm::Value* end,
+                   llvm::Value* reducedBegin, llvm::Value* reducedEnd,
                    const ReduceResult& onResult) {
   llvm::IRBuilder<>& b = *k.b;
   bool warpPerRow = m.kind == fusion::RowReduceMapping::Kind::WarpPerRow;
   int tpr = warpPerRow ? m.threadsPerRow : k.blockSize;
   if (warpPerRow && (tpr < 1 || tpr > 32 || (tpr & (tpr - 1)) != 0 || k.blockSize % tpr != 0))
-    k.fail(reduce.id, fmt::format("warp-per-row needs threadsPerRow a power of two <= 32 dividing the block "
-                                  "size {}, got {}",
-                                  k.blockSize, tpr));
+    k.fail(reduce.id,
+           fmt::format("warp-per-row needs threadsPerRow a power of two <= 32 dividing the block "
+                       "size {}, got {}",
+                       k.blockSize, tpr));
   if (!warpPerRow && k.blockSize % 32 != 0)
-    k.fail(reduce.id, fmt::format("block-per-row needs a block size that is a multiple of 32, got {}", k.blockSize));
+    k.fail(reduce.id,
+           fmt::format("block-per-row needs a block size that is a multiple of 32, got {}",
+                       k.blockSize));
   int vector = std::max(1, m.vectorWidth);
   ReduceGeometry geo = reduceGeometry(*k.graph, reduce);
   ReduceKind kind = reduce.attr<ir::ReduceAttrs>().kind;
@@ -209,11 +222,15 @@ void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& redu
     k.ifThen(b.CreateICmpEQ(lane32, k.index(0)), [&] { storeSlot(k, warp, v); });
     k.blockBarrier();
     k.ifThen(b.CreateICmpEQ(warp, k.index(0)), [&] {
-      llvm::Value* partial = b.CreateSelect(b.CreateICmpSLT(lane32, k.index(k.blockSize / 32)),
-                                            loadSlot(k, at, b.CreateSelect(b.CreateICmpSLT(lane32, k.index(k.blockSize / 32)), lane32, k.index(0))),
-                                            reductionIdentity(k.ctx(), kind, t));
+      llvm::Value* partial =
+          b.CreateSelect(b.CreateICmpSLT(lane32, k.index(k.blockSize / 32)),
+                         loadSlot(k, at,
+                                  b.CreateSelect(b.CreateICmpSLT(lane32, k.index(k.blockSize / 32)),
+                                                 lane32, k.index(0))),
+                         reductionIdentity(k.ctx(), kind, t));
       llvm::Value* total = warpReduce(k, kind, t, partial, 32);
-      k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(lane32, k.index(0))), [&] { onResult(row, total); });
+      k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(lane32, k.index(0))),
+               [&] { onResult(row, total); });
     });
     k.blockBarrier(); // the scratch is reused by the next row
   });
@@ -221,12 +238,15 @@ void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& redu
 
 void emitColumnReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
                       const fusion::ColumnReduceMapping& m, llvm::Value* begin, llvm::Value* end,
-                      llvm::Value* reducedBegin, llvm::Value* reducedEnd, const ReduceResult& onResult) {
+                      llvm::Value* reducedBegin, llvm::Value* reducedEnd,
+                      const ReduceResult& onResult) {
   llvm::IRBuilder<>& b = *k.b;
   int tc = m.tileColumns, tr = m.tileRows;
   if (tc < 1 || tr < 1 || int64_t(tc) * tr != k.blockSize)
-    k.fail(reduce.id, fmt::format("column reduce needs tileColumns x tileRows = block size, got {} x {} for {}", tc,
-                                  tr, k.blockSize));
+    k.fail(
+        reduce.id,
+        fmt::format("column reduce needs tileColumns x tileRows = block size, got {} x {} for {}",
+                    tc, tr, k.blockSize));
   ReduceGeometry geo = reduceGeometry(*k.graph, reduce);
   ReduceKind kind = reduce.attr<ir::ReduceAttrs>().kind;
   DType t = reduce.type.dtype;
@@ -238,13 +258,15 @@ void emitColumnReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& r
   llvm::Value* valid = b.CreateICmpSLT(col, end);
   llvm::AllocaInst* acc = k.entryAlloca(at, reduce.name + ".acc");
   b.CreateStore(reductionIdentity(k.ctx(), kind, t), acc);
-  accumulate(k, gen, reduce, geo, acc, col, reducedBegin, b.CreateSelect(valid, reducedEnd, reducedBegin), tr, 1, ty);
+  accumulate(k, gen, reduce, geo, acc, col, reducedBegin,
+             b.CreateSelect(valid, reducedEnd, reducedBegin), tr, 1, ty);
   storeSlot(k, tid, b.CreateLoad(at, acc));
   k.blockBarrier();
   k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(ty, k.index(0))), [&] {
     llvm::Value* v = loadSlot(k, at, tx);
     for (int j = 1; j < tr; ++j)
-      v = reductionCombine(b, kind, t, v, loadSlot(k, at, b.CreateAdd(tx, k.index(int64_t(j) * tc))));
+      v = reductionCombine(b, kind, t, v,
+                           loadSlot(k, at, b.CreateAdd(tx, k.index(int64_t(j) * tc))));
     onResult(col, v);
   });
   k.blockBarrier(); // the scratch is reused by the next tile

@@ -13,11 +13,12 @@
 namespace weft::codegen {
 
 llvm::Value* reductionIdentity(llvm::LLVMContext& c, ir::ReduceKind kind, ir::DType t);
-llvm::Value* reductionCombine(llvm::IRBuilder<>& b, ir::ReduceKind kind, ir::DType t, llvm::Value* x,
-                              llvm::Value* y);
+llvm::Value* reductionCombine(llvm::IRBuilder<>& b, ir::ReduceKind kind, ir::DType t,
+                              llvm::Value* x, llvm::Value* y);
 /// Butterfly over lanes xor width/2 ... 1 (width a power of two <= 32): afterwards every lane
 /// of each aligned group of `width` lanes holds the group's combined value.
-llvm::Value* warpReduce(KernelContext& k, ir::ReduceKind kind, ir::DType t, llvm::Value* v, int width);
+llvm::Value* warpReduce(KernelContext& k, ir::ReduceKind kind, ir::DType t, llvm::Value* v,
+                        int width);
 
 /// A reduce's operand seen as [kept, reduced] (kept = the result's elements).
 struct ReduceGeometry {
@@ -36,12 +37,14 @@ using ReduceResult = std::function<void(llvm::Value* keptFlat, llvm::Value* valu
 /// Row reduce of results [begin, end) over reduced elements [reducedBegin, reducedEnd).
 void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
                    const fusion::RowReduceMapping& m, llvm::Value* begin, llvm::Value* end,
-                   llvm::Value* reducedBegin, llvm::Value* reducedEnd, const ReduceResult& onResult);
+                   llvm::Value* reducedBegin, llvm::Value* reducedEnd,
+                   const ReduceResult& onResult);
 /// Column reduce of results [begin, end) (at most tileColumns of them) over reduced elements
 /// [reducedBegin, reducedEnd).
 void emitColumnReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
                       const fusion::ColumnReduceMapping& m, llvm::Value* begin, llvm::Value* end,
-                      llvm::Value* reducedBegin, llvm::Value* reducedEnd, const ReduceResult& onResult);
+                      llvm::Value* reducedBegin, llvm::Value* reducedEnd,
+                      const ReduceResult& onResult);
 /// The static shared bytes a reduce emitter needs for `mapping` (0 for none).
 int64_t reduceScratchBytes(const fusion::ThreadMapping& mapping);
 

@@ -63,8 +63,8 @@ const char* storageColour(Storage s) {
 
 void kernelDotBody(std::ostringstream& os, const KernelPlan& k, const ir::Graph& g,
                    const std::string& prefix) {
-  os << "  subgraph " << dotId("cluster_" + prefix + k.name) << " {\n    label="
-     << dotId(k.name + (k.hasGridBarrier() ? " (cooperative)" : "")) << ";\n";
+  os << "  subgraph " << dotId("cluster_" + prefix + k.name)
+     << " {\n    label=" << dotId(k.name + (k.hasGridBarrier() ? " (cooperative)" : "")) << ";\n";
   for (size_t gi = 0; gi < k.groups.size(); ++gi) {
     const Group& grp = k.groups[gi];
     os << "    subgraph " << dotId(fmt::format("cluster_{}{}_g{}", prefix, k.name, gi)) << " {\n";
@@ -75,20 +75,23 @@ void kernelDotBody(std::ostringstream& os, const KernelPlan& k, const ir::Graph&
       Storage s = it == k.placement.end() ? Storage::Register : it->second.storage;
       const ir::Node& n = g.node(op);
       os << "      " << dotId(prefix + n.name) << " [label="
-         << dotId(fmt::format("{}\\n{} {}\\n{}", n.name, ir::opName(n.kind), n.type.str(), storageName(s)))
+         << dotId(fmt::format("{}\\n{} {}\\n{}", n.name, ir::opName(n.kind), n.type.str(),
+                              storageName(s)))
          << ", style=" << dotId(op == grp.dominant ? "filled,bold" : "filled")
          << ", fillcolor=" << storageColour(s) << "];\n";
     }
     os << "    }\n";
   }
   for (ir::NodeId in : k.inputs)
-    os << "    " << dotId(prefix + k.name + "/" + g.node(in).name) << " [label="
-       << dotId(g.node(in).name + "\\ninput") << ", shape=box, style=filled, fillcolor=lightgrey];\n";
+    os << "    " << dotId(prefix + k.name + "/" + g.node(in).name)
+       << " [label=" << dotId(g.node(in).name + "\\ninput")
+       << ", shape=box, style=filled, fillcolor=lightgrey];\n";
   os << "  }\n";
   std::set<ir::NodeId> inKernel(k.ops.begin(), k.ops.end());
   for (ir::NodeId op : k.ops)
     for (ir::NodeId o : g.node(op).operands) {
-      std::string from = inKernel.count(o) ? prefix + g.node(o).name : prefix + k.name + "/" + g.node(o).name;
+      std::string from =
+          inKernel.count(o) ? prefix + g.node(o).name : prefix + k.name + "/" + g.node(o).name;
       os << "  " << dotId(from) << " -> " << dotId(prefix + g.node(op).name) << ";\n";
     }
 }
@@ -129,11 +132,12 @@ std::string mappingStr(const ThreadMapping& m) {
                        e->elementsPerThread);
   if (const auto* r = std::get_if<RowReduceMapping>(&m))
     return fmt::format("row_reduce({}, threads_per_row={}, rows_per_block={}, split={}, vector={})",
-                       r->kind == RowReduceMapping::Kind::WarpPerRow ? "warp_per_row" : "block_per_row",
+                       r->kind == RowReduceMapping::Kind::WarpPerRow ? "warp_per_row"
+                                                                     : "block_per_row",
                        r->threadsPerRow, r->rowsPerBlock, r->splitFactor, r->vectorWidth);
   const auto& c = std::get<ColumnReduceMapping>(m);
-  return fmt::format("column_reduce(tile_columns={}, tile_rows={}, split={}, atomics={})", c.tileColumns,
-                     c.tileRows, c.splitFactor, c.useAtomics ? "yes" : "no");
+  return fmt::format("column_reduce(tile_columns={}, tile_rows={}, split={}, atomics={})",
+                     c.tileColumns, c.tileRows, c.splitFactor, c.useAtomics ? "yes" : "no");
 }
 
 std::string printKernelPlan(const KernelPlan& k, const ir::Graph& g) {
@@ -144,8 +148,9 @@ std::string printKernelPlan(const KernelPlan& k, const ir::Graph& g) {
   os << "  outputs: " << valueList(g, k.outputs) << "\n";
   for (size_t i = 0; i < k.groups.size(); ++i) {
     const Group& grp = k.groups[i];
-    os << fmt::format("  group {}: dominant {}, sub-dominants {}, mapping {}\n", i, valueName(g, grp.dominant),
-                      valueList(g, grp.subDominants), mappingStr(grp.mapping));
+    os << fmt::format("  group {}: dominant {}, sub-dominants {}, mapping {}\n", i,
+                      valueName(g, grp.dominant), valueList(g, grp.subDominants),
+                      mappingStr(grp.mapping));
     os << "    ops: " << valueList(g, grp.ops) << "\n";
   }
   os << "  storage:\n";
@@ -173,8 +178,8 @@ std::string printFusionPlan(const FusionPlan& plan) {
   std::ostringstream os;
   const ir::Graph& g = plan.graph;
   os << fmt::format("fusion plan: policy {}, device {} ({}), {} step(s), {} kernel(s)\n",
-                    policyName(plan.policy), plan.device.name, plan.device.smName(), plan.steps.size(),
-                    plan.kernelCount());
+                    policyName(plan.policy), plan.device.name, plan.device.smName(),
+                    plan.steps.size(), plan.kernelCount());
   os << "buffers:\n";
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const Buffer& b = plan.buffers[i];
@@ -186,7 +191,8 @@ std::string printFusionPlan(const FusionPlan& plan) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     os << "step " << i << ": ";
     if (const auto* call = std::get_if<LibraryCall>(&plan.steps[i])) {
-      os << "library call " << valueName(g, call->op) << " (" << ir::opName(g.node(call->op).kind) << ")\n";
+      os << "library call " << valueName(g, call->op) << " (" << ir::opName(g.node(call->op).kind)
+         << ")\n";
       continue;
     }
     os << printKernelPlan(std::get<KernelPlan>(plan.steps[i]), g);
@@ -209,8 +215,9 @@ std::string fusionPlanDot(const FusionPlan& plan) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     if (const auto* call = std::get_if<LibraryCall>(&plan.steps[i])) {
       const ir::Node& n = g.node(call->op);
-      os << "  " << dotId("s" + std::to_string(i) + "/" + n.name) << " [label="
-         << dotId(n.name + "\\nlibrary " + std::string(ir::opName(n.kind))) << ", shape=box3d];\n";
+      os << "  " << dotId("s" + std::to_string(i) + "/" + n.name)
+         << " [label=" << dotId(n.name + "\\nlibrary " + std::string(ir::opName(n.kind)))
+         << ", shape=box3d];\n";
       continue;
     }
     kernelDotBody(os, std::get<KernelPlan>(plan.steps[i]), g, "s" + std::to_string(i) + "/");

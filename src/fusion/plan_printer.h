@@ -12,9 +12,10 @@
 
 namespace weft::fusion {
 
-std::string storageName(Storage s);  // "register", "shared", "global", "output", "input"
-std::string barrierName(Barrier b);  // "none", "block", "grid"
-std::string mappingStr(const ThreadMapping& m); // "row_reduce(warp_per_row, threads_per_row=8, ...)"
+std::string storageName(Storage s); // "register", "shared", "global", "output", "input"
+std::string barrierName(Barrier b); // "none", "block", "grid"
+std::string
+mappingStr(const ThreadMapping& m); // "row_reduce(warp_per_row, threads_per_row=8, ...)"
 
 std::string printKernelPlan(const KernelPlan& k, const ir::Graph& graph);
 std::string printFusionPlan(const FusionPlan& plan);

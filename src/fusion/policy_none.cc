@@ -50,7 +50,9 @@ int64_t waveCap(const DeviceSpec& d, int blockSize) {
   return int64_t(d.smCount) * std::max(1, d.maxThreadsPerSM / blockSize) * 4;
 }
 
-bool isSource(ir::OpKind k) { return k == ir::OpKind::Constant || k == ir::OpKind::Iota; }
+bool isSource(ir::OpKind k) {
+  return k == ir::OpKind::Constant || k == ir::OpKind::Iota;
+}
 
 } // namespace
 
@@ -94,10 +96,12 @@ NoneMapping noneThreadMapping(const ir::Graph& graph, ir::NodeId op, const Devic
       r.rowsPerBlock = m.blockSize / r.threadsPerRow;
     } else {
       r.kind = RowReduceMapping::Kind::BlockPerRow;
-      int64_t want = reducedLength.isStatic()
-                         ? nextPow2((reducedLength.size() + 8 * r.vectorWidth - 1) / (8 * r.vectorWidth))
-                         : 1024;
-      m.blockSize = static_cast<int>(std::clamp<int64_t>(want, 128, std::min(1024, device.maxThreadsPerBlock)));
+      int64_t want =
+          reducedLength.isStatic()
+              ? nextPow2((reducedLength.size() + 8 * r.vectorWidth - 1) / (8 * r.vectorWidth))
+              : 1024;
+      m.blockSize = static_cast<int>(
+          std::clamp<int64_t>(want, 128, std::min(1024, device.maxThreadsPerBlock)));
       r.threadsPerRow = m.blockSize;
       r.rowsPerBlock = 1;
     }
@@ -138,8 +142,8 @@ FusionPlan planNone(const ir::Graph& graph, const DeviceSpec& device) {
     const ir::Node& n = graph.node(id);
     Buffer buf;
     buf.kind = n.kind == ir::OpKind::Parameter ? Buffer::Kind::Input
-               : graph.isOutput(id)             ? Buffer::Kind::Output
-                                                : Buffer::Kind::Intermediate;
+               : graph.isOutput(id)            ? Buffer::Kind::Output
+                                               : Buffer::Kind::Intermediate;
     buf.value = id;
     buf.dtype = n.type.dtype;
     buf.elements = ir::numElements(n.type.shape);

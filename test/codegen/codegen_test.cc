@@ -7,12 +7,12 @@
 #include "codegen/compile.h"
 #include "frontend/json_reader.h"
 #include "fusion/plan.h"
-#include "weft/error.h"
 #include "fusion/policy_none.h"
 #include "hand_plans.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "sim_runner.h"
+#include "weft/error.h"
 
 using namespace weft;
 using ir::DType;
@@ -20,10 +20,13 @@ using ir::OpKind;
 
 namespace {
 
-DeviceSpec h100() { return *deviceSpecProfile("h100"); }
+DeviceSpec h100() {
+  return *deviceSpecProfile("h100");
+}
 
 /// Compiles `plan`, runs it on the simulator and checks every output against ir::interpret.
-void checkAgainstInterpreter(const fusion::FusionPlan& plan, double tolerance, const ir::Binding& binding = {},
+void checkAgainstInterpreter(const fusion::FusionPlan& plan, double tolerance,
+                             const ir::Binding& binding = {},
                              codegen::CodegenOptions options = {}) {
   codegen::CompiledModule m = codegen::compileToPtx(plan, options);
   auto inputs = test::makeInputs(plan.graph, binding);
@@ -39,7 +42,8 @@ void checkAgainstInterpreter(const fusion::FusionPlan& plan, double tolerance, c
 
 } // namespace
 
-TEST_CASE("none policy: elementwise, layout and reduce ops match the interpreter", "[codegen][sim]") {
+TEST_CASE("none policy: elementwise, layout and reduce ops match the interpreter",
+          "[codegen][sim]") {
   ir::Graph g;
   auto x = g.parameter("x", {DType::f32, {6, 40}});
   auto z = g.parameter("z", {DType::f32, {6, 40}});
@@ -52,8 +56,10 @@ TEST_CASE("none policy: elementwise, layout and reduce ops match the interpreter
   auto sl = g.slice(c, {1, 3}, {5, 77}, {2, 3}, "sl");
   auto r = g.reshape(sl, {ir::Dim(25), ir::Dim(2)}, "r");
   auto io = g.iota(DType::f32, {6, 40}, 1, "io");
-  auto sel = g.select(g.compare(ir::CompareDir::GT, x, io, "gt"), x, g.unary(OpKind::Tanh, z, "tz"), "sel");
-  auto cl = g.clamp(g.constant(DType::f32, {6, 40}, {-0.5}, "lo"), x, g.constant(DType::f32, {6, 40}, {0.5}, "hi"), "cl");
+  auto sel = g.select(g.compare(ir::CompareDir::GT, x, io, "gt"), x, g.unary(OpKind::Tanh, z, "tz"),
+                      "sel");
+  auto cl = g.clamp(g.constant(DType::f32, {6, 40}, {-0.5}, "lo"), x,
+                    g.constant(DType::f32, {6, 40}, {0.5}, "hi"), "cl");
   g.setOutputs({e, sm, cm, p, r, sel, cl});
   checkAgainstInterpreter(fusion::planNone(g, h100()), 2e-6);
 }
@@ -68,14 +74,19 @@ TEST_CASE("none policy: f16, bf16, integer and bool dtypes", "[codegen][sim]") {
   auto hh = g.binary(OpKind::Add, h, g.unary(OpKind::Sigmoid, h, "sig"), "hh");
   auto bb = g.binary(OpKind::Mul, b, b, "bb");
   auto hs = g.reduce(ir::ReduceKind::Sum, hh, {1}, "h_sum");
-  auto id = g.binary(OpKind::Div, i, g.binary(OpKind::Add, g.unary(OpKind::Abs, i, "ai"), g.constant(DType::i32, {4, 64}, {1}, "one"), "den"), "idiv");
+  auto id = g.binary(OpKind::Div, i,
+                     g.binary(OpKind::Add, g.unary(OpKind::Abs, i, "ai"),
+                              g.constant(DType::i32, {4, 64}, {1}, "one"), "den"),
+                     "idiv");
   auto ir_ = g.binary(OpKind::Rem, l, g.constant(DType::i64, {4, 64}, {3}, "three"), "lrem");
   auto imax = g.reduce(ir::ReduceKind::Max, i, {1}, "i_max");
   auto qsum = g.reduce(ir::ReduceKind::Sum, q, {0}, "q_sum");
   auto pos = g.compare(ir::CompareDir::GT, i, g.constant(DType::i32, {4, 64}, {0}, "zero"), "pos");
   auto anyPos = g.reduce(ir::ReduceKind::Any, pos, {1}, "any_pos");
   auto allPos = g.reduce(ir::ReduceKind::All, pos, {1}, "all_pos");
-  auto conv = g.convert(g.binary(OpKind::Mul, g.convert(h, DType::f32, "hf"), g.constant(DType::f32, {4, 64}, {40}, "forty"), "h40"), DType::i8, "to_i8");
+  auto conv = g.convert(g.binary(OpKind::Mul, g.convert(h, DType::f32, "hf"),
+                                 g.constant(DType::f32, {4, 64}, {40}, "forty"), "h40"),
+                        DType::i8, "to_i8");
   g.setOutputs({hh, bb, hs, id, ir_, imax, qsum, anyPos, allPos, conv});
   checkAgainstInterpreter(fusion::planNone(g, h100()), 1e-2);
 }
@@ -154,7 +165,8 @@ TEST_CASE("weft's own math (no libdevice) matches the interpreter", "[codegen][s
   auto x = g.parameter("x", {DType::f32, {2, 64}});
   auto ax = g.unary(OpKind::Abs, x, "ax");
   std::vector<ir::NodeId> outs;
-  for (OpKind k : {OpKind::Exp, OpKind::Tanh, OpKind::Erf, OpKind::Sin, OpKind::Cos, OpKind::Sqrt, OpKind::Sigmoid})
+  for (OpKind k : {OpKind::Exp, OpKind::Tanh, OpKind::Erf, OpKind::Sin, OpKind::Cos, OpKind::Sqrt,
+                   OpKind::Sigmoid})
     outs.push_back(g.unary(k, x));
   outs.push_back(g.unary(OpKind::Log, ax));
   outs.push_back(g.unary(OpKind::Rsqrt, ax));
@@ -195,7 +207,8 @@ TEST_CASE("maxRegisters becomes .maxnreg", "[codegen]") {
   CHECK(m.ptx.find(".maxnreg 40") != std::string::npos);
 }
 
-TEST_CASE("every example graph under every policy matches the interpreter on the simulator", "[codegen][sim][examples]") {
+TEST_CASE("every example graph under every policy matches the interpreter on the simulator",
+          "[codegen][sim][examples]") {
   std::filesystem::path dir = std::filesystem::path(WEFT_SOURCE_DIR) / "examples" / "graphs";
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(dir))

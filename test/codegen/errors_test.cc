@@ -12,8 +12,12 @@ using Catch::Matchers::Contains;
 using ir::DType;
 
 namespace {
-DeviceSpec h100() { return *deviceSpecProfile("h100"); }
-fusion::KernelPlan& kernel0(fusion::FusionPlan& p) { return std::get<fusion::KernelPlan>(p.steps[0]); }
+DeviceSpec h100() {
+  return *deviceSpecProfile("h100");
+}
+fusion::KernelPlan& kernel0(fusion::FusionPlan& p) {
+  return std::get<fusion::KernelPlan>(p.steps[0]);
+}
 } // namespace
 
 TEST_CASE("a grid of more than 2^31-1 blocks is refused", "[codegen][errors]") {
@@ -35,21 +39,24 @@ TEST_CASE("a split reduce of an unsupported dtype or kind is refused", "[codegen
   plan.graph = g;
   plan.buffers[0].dtype = DType::f16;
   plan.buffers[1].dtype = DType::f16;
-  CHECK_THROWS_WITH(codegen::compileToPtx(plan), Contains("kernel \"split_row_sum\": op \"row_sum\" (reduce)") &&
-                                                     Contains("sum of f16") && Contains("splitFactor 1"));
+  CHECK_THROWS_WITH(codegen::compileToPtx(plan),
+                    Contains("kernel \"split_row_sum\": op \"row_sum\" (reduce)") &&
+                        Contains("sum of f16") && Contains("splitFactor 1"));
 }
 
 TEST_CASE("a split reduce needs a cooperative launch", "[codegen][errors]") {
   auto plan = test::splitRowReduce(h100(), 2, 64, 2);
   kernel0(plan).launch.cooperative = false;
-  CHECK_THROWS_WITH(codegen::compileToPtx(plan), Contains("op \"row_sum\"") && Contains("cooperative"));
+  CHECK_THROWS_WITH(codegen::compileToPtx(plan),
+                    Contains("op \"row_sum\"") && Contains("cooperative"));
 }
 
 TEST_CASE("a grid barrier without a cooperative launch is refused", "[codegen][errors]") {
   auto plan = test::gridBarrierKernel(h100(), 8, 8, 2);
   kernel0(plan).launch.cooperative = false;
-  CHECK_THROWS_WITH(codegen::compileToPtx(plan),
-                    Contains("kernel \"global_stitch\"") && Contains("grid barrier") && Contains("cooperative"));
+  CHECK_THROWS_WITH(codegen::compileToPtx(plan), Contains("kernel \"global_stitch\"") &&
+                                                     Contains("grid barrier") &&
+                                                     Contains("cooperative"));
 }
 
 TEST_CASE("a warp-per-row mapping with a bad lane count is refused", "[codegen][errors]") {
@@ -68,7 +75,8 @@ TEST_CASE("a block larger than the device allows is refused", "[codegen][errors]
   g.setOutputs({g.unary(ir::OpKind::Exp, x, "e")});
   auto plan = fusion::planNone(g, h100());
   kernel0(plan).launch.blockSize = 2048;
-  CHECK_THROWS_WITH(codegen::compileToPtx(plan), Contains("op \"e\" (exp)") && Contains("block size 2048"));
+  CHECK_THROWS_WITH(codegen::compileToPtx(plan),
+                    Contains("op \"e\" (exp)") && Contains("block size 2048"));
 }
 
 TEST_CASE("shared memory beyond the device's budget is refused", "[codegen][errors]") {
@@ -82,6 +90,7 @@ TEST_CASE("a row reduce in a phase tiled by columns is refused", "[codegen][erro
   auto plan = test::layerNormOneKernel(h100(), 4, 64);
   // The first reduce now tiles the phase by columns; the variance's row reduce cannot share it.
   kernel0(plan).groups[0].mapping = fusion::ColumnReduceMapping{32, 4, 1, false};
-  CHECK_THROWS_WITH(codegen::compileToPtx(plan), Contains("kernel \"layer_norm_one_kernel\": op \"var_sum\" (reduce)") &&
-                                                     Contains("differs in kind"));
+  CHECK_THROWS_WITH(codegen::compileToPtx(plan),
+                    Contains("kernel \"layer_norm_one_kernel\": op \"var_sum\" (reduce)") &&
+                        Contains("differs in kind"));
 }

@@ -100,9 +100,10 @@ FusionPlan layerNormOneKernel(const DeviceSpec& d, int64_t rows, int64_t hidden,
   rm.vectorWidth = hidden % 4 == 0 ? 4 : 1;
   ElementwiseMapping em{hidden % 4 == 0 ? 4 : 1, 4};
   k.groups = {group(s, {n, s, mean}, rm), group(c, {mb, c}, em),
-              group(vs, {sq, vs, var, eps, p.graph.find("var_eps").value(), rs}, rm), group(y, {rb, y}, em)};
-  k.stages = {stage(0, Barrier::None, {mean}), stage(1, Barrier::Block, {c}), stage(2, Barrier::Block, {rs}),
-              stage(3, Barrier::Block, {y})};
+              group(vs, {sq, vs, var, eps, p.graph.find("var_eps").value(), rs}, rm),
+              group(y, {rb, y}, em)};
+  k.stages = {stage(0, Barrier::None, {mean}), stage(1, Barrier::Block, {c}),
+              stage(2, Barrier::Block, {rs}), stage(3, Barrier::Block, {y})};
   int64_t tileRows = rm.rowsPerBlock;
   for (ir::NodeId id : k.ops)
     k.placement[id] = ValuePlacement{};

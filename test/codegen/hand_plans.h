@@ -10,11 +10,13 @@ namespace weft::test {
 ///   stage 0: row reduce sum → mean (shared)      stage 1 (block barrier): x - mean (shared)
 ///   stage 2 (block barrier): row reduce of squares → rsqrt(var + eps) (shared)
 ///   stage 3 (block barrier): centered * rstd (output)
-fusion::FusionPlan layerNormOneKernel(const DeviceSpec& d, int64_t rows, int64_t hidden, bool warpPerRow = false);
+fusion::FusionPlan layerNormOneKernel(const DeviceSpec& d, int64_t rows, int64_t hidden,
+                                      bool warpPerRow = false);
 
 /// Two phases in one cooperative kernel: row sums of x [rows, cols] into a Global scratch buffer,
 /// a grid barrier, then y = x * broadcast(sum) elementwise over the flat [rows * cols].
-fusion::FusionPlan gridBarrierKernel(const DeviceSpec& d, int64_t rows, int64_t cols, int64_t maxBlocks);
+fusion::FusionPlan gridBarrierKernel(const DeviceSpec& d, int64_t rows, int64_t cols,
+                                     int64_t maxBlocks);
 
 /// A row sum of [rows, cols] split across `split` blocks per row, combined with atomics.
 fusion::FusionPlan splitRowReduce(const DeviceSpec& d, int64_t rows, int64_t cols, int split);

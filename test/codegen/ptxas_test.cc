@@ -77,9 +77,11 @@ TEST_CASE("every example graph's kernels assemble with ptxas without spills", "[
       for (const std::string& s : g.symbols())
         bind[s] = 64;
       ir::Graph bound = ir::bindSymbols(g, bind);
-      assemble(f.filename().string(), fusion::plan(bound, specFor(sm), fusion::Policy::None), ptxas);
+      assemble(f.filename().string(), fusion::plan(bound, specFor(sm), fusion::Policy::None),
+               ptxas);
       // Symbolic shapes too: sizes as i64 kernel parameters.
-      assemble(f.filename().string() + " (symbolic)", fusion::plan(g, specFor(sm), fusion::Policy::None), ptxas);
+      assemble(f.filename().string() + " (symbolic)",
+               fusion::plan(g, specFor(sm), fusion::Policy::None), ptxas);
     }
 }
 

@@ -9,7 +9,8 @@
 
 namespace weft::test {
 
-std::vector<HostTensor> runOnSim(const fusion::FusionPlan& plan, const codegen::CompiledModule& module,
+std::vector<HostTensor> runOnSim(const fusion::FusionPlan& plan,
+                                 const codegen::CompiledModule& module,
                                  const std::vector<HostTensor>& inputs, const ir::Binding& binding,
                                  std::vector<LaunchCounters>* counters) {
   auto dev = makeSimDevice(plan.device);
@@ -17,18 +18,21 @@ std::vector<HostTensor> runOnSim(const fusion::FusionPlan& plan, const codegen::
   std::vector<DevicePtr> ptr(plan.buffers.size());
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const auto& b = plan.buffers[i];
-    size_t bytes = size_t(std::max<int64_t>(1, b.elements.evaluate(binding))) * size_t(ir::dtypeBytes(b.dtype));
+    size_t bytes = size_t(std::max<int64_t>(1, b.elements.evaluate(binding))) *
+                   size_t(ir::dtypeBytes(b.dtype));
     ptr[i] = dev->allocate(bytes);
   }
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     int buf = plan.bufferOfValue[size_t(g.inputs()[i])];
-    if (buf >= 0) dev->copyToDevice(ptr[size_t(buf)], inputs[i].bytes.data(), inputs[i].bytes.size());
+    if (buf >= 0)
+      dev->copyToDevice(ptr[size_t(buf)], inputs[i].bytes.data(), inputs[i].bytes.size());
   }
   ModuleHandle mod = dev->loadModule(module.ptx);
   for (const auto& k : module.kernels) {
     KernelHandle h = dev->getKernel(mod, k.name);
     int64_t tiles = k.launch.tiles.evaluate(binding);
-    int64_t grid = std::max<int64_t>(1, k.launch.maxBlocks > 0 ? std::min(tiles, k.launch.maxBlocks) : tiles);
+    int64_t grid =
+        std::max<int64_t>(1, k.launch.maxBlocks > 0 ? std::min(tiles, k.launch.maxBlocks) : tiles);
     LaunchConfig c;
     c.grid.x = uint32_t(grid);
     c.block.x = uint32_t(k.launch.blockSize);

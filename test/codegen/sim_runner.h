@@ -11,13 +11,16 @@
 
 namespace weft::test {
 
-std::vector<HostTensor> runOnSim(const fusion::FusionPlan& plan, const codegen::CompiledModule& module,
-                                 const std::vector<HostTensor>& inputs, const ir::Binding& binding = {},
+std::vector<HostTensor> runOnSim(const fusion::FusionPlan& plan,
+                                 const codegen::CompiledModule& module,
+                                 const std::vector<HostTensor>& inputs,
+                                 const ir::Binding& binding = {},
                                  std::vector<LaunchCounters>* counters = nullptr);
 
 /// Deterministic inputs for every parameter of `g` under `binding` (floats in [-2, 2], ints in
 /// [-5, 5], bools alternating).
-std::vector<HostTensor> makeInputs(const ir::Graph& g, const ir::Binding& binding = {}, unsigned seed = 1);
+std::vector<HostTensor> makeInputs(const ir::Graph& g, const ir::Binding& binding = {},
+                                   unsigned seed = 1);
 
 /// The largest difference between `got` and `want`, relative to max(1, |want|) for floats;
 /// NaN where one is NaN and the other is not.

@@ -14,9 +14,13 @@ using ir::DType;
 
 namespace {
 
-DeviceSpec h100() { return *deviceSpecProfile("h100"); }
+DeviceSpec h100() {
+  return *deviceSpecProfile("h100");
+}
 
-const KernelPlan& kernelAt(const FusionPlan& p, size_t i) { return std::get<KernelPlan>(p.steps.at(i)); }
+const KernelPlan& kernelAt(const FusionPlan& p, size_t i) {
+  return std::get<KernelPlan>(p.steps.at(i));
+}
 
 FusionPlan rowReduce(int64_t rows, int64_t cols) {
   ir::Graph g;
@@ -27,7 +31,8 @@ FusionPlan rowReduce(int64_t rows, int64_t cols) {
 
 } // namespace
 
-TEST_CASE("Figure 6: [750000, 32] row reduce is warp-per-row with horizontal packing", "[fusion][none]") {
+TEST_CASE("Figure 6: [750000, 32] row reduce is warp-per-row with horizontal packing",
+          "[fusion][none]") {
   FusionPlan p = rowReduce(750000, 32);
   REQUIRE(p.kernelCount() == 1);
   const KernelPlan& k = kernelAt(p, 0);
@@ -67,7 +72,8 @@ TEST_CASE("a column reduce is tiled 32 columns x 8 rows", "[fusion][none]") {
   CHECK(k.launch.tiles == ir::Dim(2));
 }
 
-TEST_CASE("one kernel per memory-intensive op; constants inlined; dot is a library call", "[fusion][none]") {
+TEST_CASE("one kernel per memory-intensive op; constants inlined; dot is a library call",
+          "[fusion][none]") {
   ir::Graph g;
   auto x = g.parameter("x", {DType::f32, {128, 64}});
   auto w = g.parameter("w", {DType::f32, {64, 32}});
@@ -127,15 +133,20 @@ TEST_CASE("policy names, the dispatcher and the printers", "[fusion][none]") {
   g.setOutputs({g.reduce(ir::ReduceKind::Sum, x, {1}, "s")});
   FusionPlan p = plan(g, h100(), Policy::None);
   std::string text = printFusionPlan(p);
-  CHECK_THAT(text, Catch::Matchers::Contains("fusion plan: policy none, device h100 (sm_90), 1 step(s), 1 kernel(s)"));
-  CHECK_THAT(text, Catch::Matchers::Contains("group 0: dominant %s, sub-dominants -, mapping row_reduce(block_per_row, "
-                                             "threads_per_row=1024, rows_per_block=1, split=1, vector=4)"));
-  CHECK_THAT(text, Catch::Matchers::Contains("stage 0: group 0, barrier before none, materialize %s"));
+  CHECK_THAT(text, Catch::Matchers::Contains(
+                       "fusion plan: policy none, device h100 (sm_90), 1 step(s), 1 kernel(s)"));
+  CHECK_THAT(text, Catch::Matchers::Contains(
+                       "group 0: dominant %s, sub-dominants -, mapping row_reduce(block_per_row, "
+                       "threads_per_row=1024, rows_per_block=1, split=1, vector=4)"));
+  CHECK_THAT(text,
+             Catch::Matchers::Contains("stage 0: group 0, barrier before none, materialize %s"));
   CHECK_THAT(text, Catch::Matchers::Contains("%x: input b0"));
-  CHECK_THAT(text, Catch::Matchers::Contains("launch: block 1024, tiles 64, max blocks 0, shared 0 B"));
+  CHECK_THAT(text,
+             Catch::Matchers::Contains("launch: block 1024, tiles 64, max blocks 0, shared 0 B"));
   CHECK(text == printFusionPlan(p)); // stable
   std::string dot = fusionPlanDot(p);
   CHECK(dot.rfind("digraph plan {", 0) == 0);
-  CHECK_THAT(dot, Catch::Matchers::Contains("\"s0/x\" -> \"s0/s\"") || Catch::Matchers::Contains("-> \"s0/s\""));
+  CHECK_THAT(dot, Catch::Matchers::Contains("\"s0/x\" -> \"s0/s\"") ||
+                      Catch::Matchers::Contains("-> \"s0/s\""));
   CHECK(kernelPlanDot(kernelAt(p, 0), p.graph).rfind("digraph \"k0_s\"", 0) == 0);
 }

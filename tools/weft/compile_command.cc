@@ -31,7 +31,8 @@ struct CompileArgs {
   bool noLibdevice = false;
 };
 
-void writeOut(const CompileArgs& a, const std::string& name, const std::string& ext, const std::string& text) {
+void writeOut(const CompileArgs& a, const std::string& name, const std::string& ext,
+              const std::string& text) {
   if (a.outDir.empty()) {
     fmt::print("{}", text);
     return;
@@ -50,7 +51,9 @@ void runCompile(const CompileArgs& a) {
     throw InputError(fmt::format("--device-spec {}: unknown profile; use one of {}", a.deviceSpec,
                                  fmt::join(deviceSpecProfileNames(), ", ")));
   std::optional<fusion::Policy> policy = fusion::parsePolicy(a.policy);
-  if (!policy) throw InputError(fmt::format("--policy {}: unknown policy; use none, xla or astitch", a.policy));
+  if (!policy)
+    throw InputError(
+        fmt::format("--policy {}: unknown policy; use none, xla or astitch", a.policy));
   frontend::ParsedGraph g = loadGraph(a.file);
   ir::Binding binding = parseBindOption(a.bind);
   ir::Graph graph = binding.empty() ? g.graph : ir::bindSymbols(g.graph, binding);
@@ -70,15 +73,20 @@ void runCompile(const CompileArgs& a) {
 
 void addCompileCommand(CLI::App& app) {
   auto a = std::make_shared<CompileArgs>();
-  CLI::App* cmd = app.add_subcommand("compile", "Plan a graph and emit its plan, DOT, LLVM IR or PTX");
+  CLI::App* cmd =
+      app.add_subcommand("compile", "Plan a graph and emit its plan, DOT, LLVM IR or PTX");
   cmd->add_option("graph", a->file, "Graph file (JSON, docs/graph-format.md)")->required();
-  cmd->add_option("--device-spec", a->deviceSpec, "Device profile: v100, a100, h100")->capture_default_str();
-  cmd->add_option("--policy", a->policy, "Fusion policy: none, xla, astitch")->capture_default_str();
-  cmd->add_option("--bind", a->bind, "Symbol sizes, e.g. B=64,S=128 (unbound symbols stay symbolic)");
+  cmd->add_option("--device-spec", a->deviceSpec, "Device profile: v100, a100, h100")
+      ->capture_default_str();
+  cmd->add_option("--policy", a->policy, "Fusion policy: none, xla, astitch")
+      ->capture_default_str();
+  cmd->add_option("--bind", a->bind,
+                  "Symbol sizes, e.g. B=64,S=128 (unbound symbols stay symbolic)");
   cmd->add_option("--emit", a->emit, "What to print: plan, dot, llvm, ptx")
       ->check(CLI::IsMember({"plan", "dot", "llvm", "ptx"}))
       ->capture_default_str();
-  cmd->add_option("-o,--output", a->outDir, "Write DIR/<graph>.{plan.txt,dot,ll,ptx} instead of stdout");
+  cmd->add_option("-o,--output", a->outDir,
+                  "Write DIR/<graph>.{plan.txt,dot,ll,ptx} instead of stdout");
   cmd->add_flag("--no-libdevice", a->noLibdevice, "Use weft's own math instead of libdevice");
   cmd->callback([a] { runCompile(*a); });
 }
