@@ -206,6 +206,25 @@ TEST_CASE("Slice takes attributes before opset 10 and inputs (with negative step
   CHECK(valuesOf(run(importOnnxBytes(now.bytes()), {x})[0]) == std::vector<double>{4, 2, 0});
 }
 
+TEST_CASE("Split takes sizes as an attribute before opset 13 and as an input from 13", "[onnx]") {
+  auto x = tensor({5}, {0, 1, 2, 3, 4});
+  ModelBuilder old(11), now(13), equal(13);
+  old.input("x", kFloat, {"5"}).node("Split", {"x"}, {"a", "b"}, {Attr::list("split", {2, 3})});
+  old.output("a").output("b");
+  now.input("x", kFloat, {"5"})
+      .initializerInts("split", {2}, {2, 3})
+      .node("Split", {"x", "split"}, {"a", "b"});
+  now.output("a").output("b");
+  for (auto* m : {&old, &now}) {
+    auto out = run(importOnnxBytes(m->bytes()), {x});
+    CHECK(valuesOf(out[0]) == std::vector<double>{0, 1});
+    CHECK(valuesOf(out[1]) == std::vector<double>{2, 3, 4});
+  }
+  equal.input("x", kFloat, {"4"}).node("Split", {"x"}, {"a", "b"}).output("a").output("b");
+  auto out = run(importOnnxBytes(equal.bytes()), {tensor({4}, {0, 1, 2, 3})});
+  CHECK(valuesOf(out[1]) == std::vector<double>{2, 3});
+}
+
 TEST_CASE("Reshape with 0 and -1 keeps symbolic dims exact", "[onnx]") {
   ModelBuilder m(14);
   m.input("x", kFloat, {"N", "2", "3"}).initializerInts("shape", {2}, {0, -1});

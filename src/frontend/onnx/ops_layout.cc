@@ -492,6 +492,50 @@ void lowerGather(NodeContext& c) {
   c.setOutput(0, c.g.reduce(ir::ReduceKind::Sum, picked, {static_cast<int64_t>(pos)}, c.name()));
 }
 
+/// Split along `axis` into slices: sizes from the `split` attribute (before opset 13) or input
+/// (from 13), else equal parts, one per output (`num_outputs` from opset 18 says how many).
+void lowerSplit(NodeContext& c) {
+  NodeId x = c.in(0);
+  Shape s = c.typeOf(x).shape;
+  size_t axis = static_cast<size_t>(c.axis(c.attrInt("axis", 0), s.size(), "axis"));
+  if (!s[axis].isStatic())
+    c.unsupported(fmt::format("Split of axis {} of symbolic size {}", axis, s[axis].str()));
+  int64_t n = s[axis].size();
+  std::vector<int64_t> sizes;
+  if (c.opset < 13)
+    sizes = c.attrInts("split").value_or(std::vector<int64_t>{});
+  else if (c.has(1))
+    sizes = c.constInts(1, "split");
+  if (sizes.empty()) {
+    int64_t parts = c.opset >= 18 && c.hasAttr("num_outputs")
+                        ? c.attrInt("num_outputs", 1)
+                        : static_cast<int64_t>(c.numOutputs());
+    if (parts <= 0) c.fail("needs at least one output");
+    int64_t each = (n + parts - 1) / parts; // the last part may be smaller (opset 18)
+    for (int64_t start = 0, k = 0; k < parts; ++k, start += each)
+      sizes.push_back(std::max<int64_t>(0, std::min(each, n - start)));
+  }
+  int64_t total = 0;
+  for (int64_t v : sizes) {
+    if (v < 0) c.fail(fmt::format("split {} has a negative size", listStr(sizes)));
+    total += v;
+  }
+  if (total != n)
+    c.fail(fmt::format("split {} adds up to {} but axis {} has {} elements", listStr(sizes), total,
+                       axis, n));
+  if (sizes.size() != c.numOutputs())
+    c.fail(fmt::format("split {} makes {} parts but the node has {} outputs", listStr(sizes),
+                       sizes.size(), c.numOutputs()));
+  int64_t start = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    std::vector<int64_t> lo(s.size(), 0), hi(s.size(), -1), st(s.size(), 1);
+    lo[axis] = start;
+    hi[axis] = start + sizes[k];
+    start += sizes[k];
+    if (c.wantsOutput(k)) c.setOutput(k, c.g.slice(x, lo, hi, st, c.name(k)));
+  }
+}
+
 } // namespace
 
 void addLayoutOps(OperatorTable& t) {
@@ -508,6 +552,7 @@ void addLayoutOps(OperatorTable& t) {
   t["Constant"] = lowerConstant;
   t["ConstantOfShape"] = lowerConstantOfShape;
   t["Gather"] = lowerGather;
+  t["Split"] = lowerSplit;
 }
 
 } // namespace weft::onnx
