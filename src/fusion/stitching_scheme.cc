@@ -24,6 +24,11 @@ int splitOf(const Group& g) {
 
 bool tileCompatible(const Group& a, const Group& b) {
   if (&a == &b) return true;
+  // A row-reduce tile and a column-reduce tile of equal size cover the same rows, but one
+  // tile loop cannot serve both kinds of reduction (codegen's emitters need one kind a phase).
+  bool aReduce = !std::holds_alternative<ElementwiseMapping>(a.mapping);
+  bool bReduce = !std::holds_alternative<ElementwiseMapping>(b.mapping);
+  if (aReduce && bReduce && a.mapping.index() != b.mapping.index()) return false;
   return splitOf(a) == 1 && splitOf(b) == 1 && a.rowsPerTile == b.rowsPerTile &&
          rowShapeOf(a.loopShape, a.tileDims) == rowShapeOf(b.loopShape, b.tileDims);
 }
@@ -43,6 +48,12 @@ struct Touch {
 };
 
 class Planner {
+  struct StageInfo {
+    int group;
+    int level;
+    std::vector<ir::NodeId> values;
+  };
+
 public:
   Planner(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& k) : g_(g), spec_(spec), k_(k) {
     for (ir::NodeId op : k.ops)
@@ -56,6 +67,15 @@ public:
     }
     for (ir::NodeId o : k.outputs)
       materialised_.insert(o);
+    // A candidate nothing reads (dead code the passes did not remove) is not computed at all.
+    std::set<ir::NodeId> read;
+    for (ir::NodeId op : k.ops)
+      for (ir::NodeId o : g.node(op).operands)
+        read.insert(o);
+    for (auto it = materialised_.begin(); it != materialised_.end();)
+      it = read.count(*it) || k.outputs.end() != std::find(k.outputs.begin(), k.outputs.end(), *it)
+               ? std::next(it)
+               : materialised_.erase(it);
     outputs_.insert(k.outputs.begin(), k.outputs.end());
   }
 
@@ -144,6 +164,13 @@ private:
     }
   }
 
+  static bool contiguousTiles(const Group& group) {
+    for (size_t i = 0; i < group.tileDims.size(); ++i)
+      if (group.tileDims[i] != static_cast<int64_t>(i))
+        return std::holds_alternative<ColumnReduceMapping>(group.mapping);
+    return true;
+  }
+
   /// Dims of a value's index that hold its row coordinate when it lives in `space` of `group`.
   static std::vector<int64_t> rowPositions(const Group& group, OpSpace space, size_t rank) {
     if (space == OpSpace::Loop) return group.tileDims;
@@ -156,19 +183,29 @@ private:
   /// Block-local: the reader reads the value at its own rows, the producer wrote those rows in
   /// the same tile (same row shape and tile size, no split), and both agree on which index
   /// dims are the row.
-  bool local(const Read& r, const Group& reader) const {
+  bool local(const Read& r, ir::NodeId readerValue) const {
+    const Group& reader = groupOfValue(readerValue);
+    // The reading stage walks its tile's loop: with tile dims that neither lead nor trail,
+    // those elements are not one contiguous run of the loop, so, to be safe, nothing it reads
+    // through the loop is block-local.
+    if (spaceOf(g_, reader, readerValue) == OpSpace::Loop && !contiguousTiles(reader)) return false;
     const Group& producer = groupOfValue(r.value);
     if (producer.acrossTiles && g_.node(r.value).kind == ir::OpKind::Reduce) return false;
     OpSpace produced = spaceOf(g_, producer, r.value);
     if (!r.aligned || produced == OpSpace::Other || !tileCompatible(producer, reader) ||
         splitOf(producer) != 1)
       return false;
+    // A tile's loop elements are one contiguous run of the loop only when the tile dims lead
+    // (or trail, for column tiles); otherwise, to be safe, loop values are not block-local.
+    if ((r.frame == OpSpace::Loop && !contiguousTiles(reader)) ||
+        (produced == OpSpace::Loop && !contiguousTiles(producer)))
+      return false;
     size_t rank = g_.node(r.value).type.shape.size();
     return rowPositions(reader, r.frame, rank) == rowPositions(producer, produced, rank);
   }
 
   bool localOk(const Read& r, ir::NodeId reader) const {
-    return local(r, groupOfValue(reader)) && !demoted_.count(r.value);
+    return local(r, reader) && !demoted_.count(r.value);
   }
 
   /// Phase levels: a value sits one level after every value it reads non-locally and at the
@@ -219,7 +256,7 @@ private:
       int last = -1;
       for (int st = after + 1; st < static_cast<int>(stages_.size()); ++st) {
         const StageInfo& info = stages_[static_cast<size_t>(st)];
-        if (info.level == level.at(v) && info.group == group) {
+        if (info.level == level.at(v) && info.group == group && sameSplitKind(info, v)) {
           last = st;
           break;
         }
@@ -231,6 +268,14 @@ private:
       stages_[static_cast<size_t>(last)].values.push_back(v);
       stageOf_[v] = last;
     }
+  }
+
+  /// In a split group the reduces' stage combines partials across blocks: other values of
+  /// the group get stages of their own.
+  bool sameSplitKind(const StageInfo& stage, ir::NodeId v) const {
+    if (splitOf(k_.groups[static_cast<size_t>(stage.group)]) <= 1) return true;
+    auto isReduce = [&](ir::NodeId x) { return g_.node(x).kind == ir::OpKind::Reduce; };
+    return isReduce(stage.values.front()) == isReduce(v);
   }
 
   bool splitStage(size_t s) const {
@@ -295,10 +340,9 @@ private:
     for (ir::NodeId u : materialised_)
       allLocalSamePhase[u] = true;
     for (size_t s = 0; s < stages_.size(); ++s) {
-      const Group& gc = k_.groups[static_cast<size_t>(stages_[s].group)];
       for (ir::NodeId v : stages_[s].values)
         for (const Read& r : reads_.at(v))
-          if (!local(r, gc) ||
+          if (!local(r, v) ||
               phaseOfStage_[static_cast<size_t>(stageOf_.at(r.value))] != phaseOfStage_[s])
             allLocalSamePhase[r.value] = false;
     }
@@ -378,12 +422,6 @@ private:
       k_.stages.push_back(std::move(st));
     }
   }
-
-  struct StageInfo {
-    int group;
-    int level;
-    std::vector<ir::NodeId> values;
-  };
 
   const ir::Graph& g_;
   const DeviceSpec& spec_;
