@@ -126,13 +126,15 @@ struct ValuePlacement {
   int64_t sharedOffset = 0; // byte offset in the kernel's shared memory for Shared
   int64_t sharedBytes = 0;
   // Operator-level reuse (AStitch §3.2.1), added by the planner: the value (an Input or a
-  // Register op) is read by several stages of one phase that share the same thread mapping,
-  // so each thread loads/computes its elements once per tile and keeps them in registers
-  // for all of those stages instead of reloading them.
+  // Register op) is read by several stages of one group (so with the same thread mapping), so
+  // each thread loads/computes its elements once per tile and keeps them in registers for all
+  // of those stages instead of reloading them. Only set across a grid barrier when every block
+  // handles a single tile of that group.
   bool registerReuse = false;
   // Task splitting: a Scratch buffer of splitFactor x (result elements) for the per-block
   // partials of a split reduce, combined across blocks inside the reduce's stage (grid
-  // barrier or atomics); -1 when the value is not a split reduce.
+  // barrier or atomics); for a reduce of an acrossTiles group, maxBlocks x (result elements).
+  // -1 when the value is neither.
   int partialsBuffer = -1;
 };
 
@@ -140,7 +142,11 @@ struct ValuePlacement {
 /// tiles of the phase's first group (the planner guarantees every group of a phase has the
 /// same rows and rowsPerTile). A stage that materialises a split reduce (splitFactor > 1)
 /// combines its partials across blocks itself, so its kernel is cooperative even without a
-/// Grid stage barrier, and every consumer of that reduce sits behind a Grid barrier.
+/// Grid stage barrier, and every consumer of that reduce sits behind a Grid barrier. The
+/// planner also guarantees: a split reduce's stage is alone in its phase and holds only
+/// reduces; a phase never mixes row-reduce and column-reduce groups; a Shared value read
+/// through a group's loop space comes from a group whose tile dims lead its loop (or trail
+/// it, for column tiles), so a tile's loop elements are one contiguous run.
 struct Stage {
   int group = 0;                        // index into KernelPlan::groups
   Barrier barrierBefore = Barrier::None;
