@@ -5,6 +5,7 @@
 #include <limits>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Metadata.h>
+#include <optional>
 #include <set>
 
 #include "codegen/elemental_emitter.h"
@@ -78,6 +79,11 @@ private:
                             const std::vector<ir::NodeId>& values);
   void emitReduceStage(TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
                        const std::vector<ir::NodeId>& materialized);
+  bool isAcrossTiles(const fusion::Group& g, const fusion::Stage& st) const;
+  std::vector<ir::NodeId> acrossReduces(const fusion::Stage& st) const;
+  void emitAcrossTilesInit(ir::NodeId reduce);
+  void emitAcrossTilesAccumulate(const TileSpace& s, ir::NodeId reduce);
+  void emitAcrossTilesCombine(const fusion::Stage& st);
   void emitPartialsCombine(const TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
                            const std::vector<ir::NodeId>& materialized);
   bool isSplit(const fusion::Group& g) const;
@@ -165,6 +171,17 @@ void KernelEmitter::validate() {
       k_.fail(g.dominant,
               "a split reduce without a partials buffer must be placed in global or output storage "
               "(its partials meet there through atomics)");
+  }
+  for (const fusion::Group& g : kp_.groups) {
+    if (!g.acrossTiles) continue;
+    needsBarrierState_ = true;
+    if (node(g.dominant).kind != ir::OpKind::Reduce || placement(g.dominant).partialsBuffer < 0)
+      k_.fail(g.dominant, "an across-tiles group needs a reduce dominant with a partials buffer");
+    if (!l.cooperative)
+      k_.fail(
+          g.dominant,
+          "an across-tiles reduce combines per-block partials behind a grid barrier, so the kernel "
+          "must be cooperative");
   }
   if (kp_.hasGridBarrier() && !l.cooperative)
     k_.fail(first, "the plan has a grid barrier but the launch is not cooperative");
@@ -454,8 +471,8 @@ void KernelEmitter::emitElementwiseStage(TileSpace& s, const fusion::Group& g,
       k_.fail(
           vs.front(),
           fmt::format("has {} elements, outside the phase's {} rows, and its phase keeps values in "
-                      "shared memory that it may read across tiles; codegen does not support "
-                      "across-tiles reduces yet",
+                      "shared memory that it may read across tiles; a reduce over the tiles must be "
+                      "an acrossTiles group with a partials buffer",
                       count.str(), s.units.str()));
     if (!fits && inMemory) {
       // Not in the phase's index space (e.g. a projection of it): computed once per phase by
@@ -591,6 +608,149 @@ void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::No
   gen_->clearCache();
 }
 
+bool KernelEmitter::isAcrossTiles(const fusion::Group& g, const fusion::Stage& st) const {
+  if (!g.acrossTiles) return false;
+  for (ir::NodeId r : acrossReduces(st))
+    if (!written_.count(r)) return true;
+  return false;
+}
+
+std::vector<ir::NodeId> KernelEmitter::acrossReduces(const fusion::Stage& st) const {
+  std::vector<ir::NodeId> out;
+  for (ir::NodeId v : st.materialized)
+    if (node(v).kind == ir::OpKind::Reduce && placement(v).partialsBuffer >= 0) out.push_back(v);
+  return out;
+}
+
+void KernelEmitter::emitAcrossTilesInit(ir::NodeId reduce) {
+  // partials[block][c] = identity; thread t owns the results c = t (mod blockSize), here and in
+  // every tile, so no barrier is needed between the init and the accumulation.
+  llvm::IRBuilder<>& b = b_;
+  const ir::Node& r = node(reduce);
+  ir::ReduceKind kind = r.attr<ir::ReduceAttrs>().kind;
+  ReduceGeometry geo = reduceGeometry(plan_.graph, r);
+  llvm::Value* partials = k_.bufferPointer(placement(reduce).partialsBuffer, reduce);
+  llvm::Value* results = k_.dim(geo.kept);
+  llvm::Value* row = b.CreateMul(k_.toIndex(k_.blockId()), results);
+  k_.loop(r.name + ".pinit", k_.toIndex(k_.threadId()), results, k_.index(k_.blockSize),
+          [&](llvm::Value* c) {
+            k_.storeElement(partials, r.type.dtype, b.CreateAdd(row, c),
+                            reductionIdentity(k_.ctx(), kind, r.type.dtype));
+          });
+}
+
+void KernelEmitter::emitAcrossTilesAccumulate(const TileSpace& s, ir::NodeId reduce) {
+  // The tile covers operand elements [u0 * inner, u1 * inner) (inner = operand elements per
+  // row). With the reduced axes leading, element (red, c) sits at red * results + c, so the
+  // thread owning result c visits exactly the red of this tile: no two threads touch one
+  // partial, and tiles of a block are ordered by a block barrier.
+  llvm::IRBuilder<>& b = b_;
+  const ir::Node& r = node(reduce);
+  ir::ReduceKind kind = r.attr<ir::ReduceAttrs>().kind;
+  ReduceGeometry geo = reduceGeometry(plan_.graph, r);
+  bool leading = true;
+  for (size_t i = 0; i < geo.reducedAxes.size(); ++i)
+    leading = leading && geo.reducedAxes[i] == int64_t(i);
+  ir::Dim opElements = ir::numElements(node(r.operands[0]).type.shape);
+  std::optional<ir::Dim> inner =
+      opElements == s.units ? std::optional<ir::Dim>(1) : opElements.dividedBy(s.units);
+  if (s.kind != TileSpace::Kind::Rows || !leading || !inner)
+    k_.fail(reduce,
+            fmt::format("an across-tiles reduce needs its reduced axes leading and an operand that "
+                        "covers the phase's {} rows; its operand has {} elements",
+                        s.units.str(), opElements.str()));
+  llvm::Value* partials = k_.bufferPointer(placement(reduce).partialsBuffer, reduce);
+  llvm::Value* results = k_.dim(geo.kept);
+  llvm::Value* row = b.CreateMul(k_.toIndex(k_.blockId()), results);
+  llvm::Value* lo = b.CreateMul(s.u0, k_.dim(*inner));
+  llvm::Value* hi = b.CreateMul(s.u1, k_.dim(*inner));
+  llvm::AllocaInst* acc = k_.entryAlloca(computeType(k_.ctx(), r.type.dtype), r.name + ".tacc");
+  auto ceilDiv = [&](llvm::Value* x) { // ceil(max(x, 0) / results)
+    llvm::Value* pos = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x, k_.index(0));
+    return b.CreateUDiv(b.CreateAdd(pos, b.CreateSub(results, k_.index(1))), results);
+  };
+  k_.loop(r.name + ".cols", k_.toIndex(k_.threadId()), results, k_.index(k_.blockSize),
+          [&](llvm::Value* c) {
+            llvm::Value* redLo = ceilDiv(b.CreateSub(lo, c));
+            llvm::Value* redHi = ceilDiv(b.CreateSub(hi, c));
+            k_.ifThen(b.CreateICmpSLT(redLo, redHi), [&] {
+              llvm::Value* slot = b.CreateAdd(row, c);
+              b.CreateStore(k_.loadElement(partials, r.type.dtype, slot), acc);
+              k_.loop(r.name + ".reds", redLo, redHi, k_.index(1), [&](llvm::Value* red) {
+                gen_->clearCache();
+                llvm::Value* v = gen_->emit(r.operands[0], reduceOperandIndex(k_, geo, c, red));
+                b.CreateStore(reductionCombine(b, kind, r.type.dtype,
+                                               b.CreateLoad(acc->getAllocatedType(), acc), v),
+                              acc);
+              });
+              gen_->clearCache();
+              k_.storeElement(partials, r.type.dtype, slot,
+                              b.CreateLoad(acc->getAllocatedType(), acc));
+            });
+          });
+  gen_->clearCache();
+  k_.blockBarrier(); // the next tile's owners of these partials may be other threads
+}
+
+void KernelEmitter::emitAcrossTilesCombine(const fusion::Stage& st) {
+  // Behind the phase's grid barrier: each result folds the per-block partials of every
+  // across-tiles reduce of the stage, then the stage's values are computed from them.
+  llvm::IRBuilder<>& b = b_;
+  std::vector<ir::NodeId> reduces = acrossReduces(st);
+  ir::Dim kept = reduceGeometry(plan_.graph, node(reduces.front())).kept;
+  for (ir::NodeId v : st.materialized) {
+    if (placement(v).storage == Storage::Shared)
+      k_.fail(v, "an across-tiles reduce's stage cannot keep values in shared memory (they are "
+                 "combined across "
+                 "blocks)");
+    if (!(ir::numElements(node(v).type.shape) == kept))
+      k_.fail(v, fmt::format("is materialised by an across-tiles stage but has {} elements, not "
+                             "one per result ({})",
+                             ir::numElements(node(v).type.shape).str(), kept.str()));
+  }
+  llvm::Value* results = k_.dim(kept);
+  llvm::Value* blocks = k_.toIndex(k_.gridSize());
+  llvm::Value* start = b.CreateAdd(b.CreateMul(k_.toIndex(k_.blockId()), k_.index(k_.blockSize)),
+                                   k_.toIndex(k_.threadId()));
+  llvm::Value* stride = b.CreateMul(blocks, k_.index(k_.blockSize));
+  std::vector<llvm::AllocaInst*> accs;
+  for (ir::NodeId r : reduces)
+    accs.push_back(
+        k_.entryAlloca(computeType(k_.ctx(), node(r).type.dtype), node(r).name + ".cacc"));
+  k_.loop("across.combine", start, results, stride, [&](llvm::Value* c) {
+    for (size_t i = 0; i < reduces.size(); ++i) {
+      const ir::Node& r = node(reduces[i]);
+      ir::ReduceKind kind = r.attr<ir::ReduceAttrs>().kind;
+      llvm::Value* partials = k_.bufferPointer(placement(r.id).partialsBuffer, r.id);
+      llvm::AllocaInst* acc = accs[i];
+      b.CreateStore(reductionIdentity(k_.ctx(), kind, r.type.dtype), acc);
+      k_.loop(r.name + ".blocks", k_.index(0), blocks, k_.index(1), [&](llvm::Value* blk) {
+        llvm::Value* v =
+            k_.loadElement(partials, r.type.dtype, b.CreateAdd(b.CreateMul(blk, results), c));
+        b.CreateStore(
+            reductionCombine(b, kind, r.type.dtype, b.CreateLoad(acc->getAllocatedType(), acc), v),
+            acc);
+      });
+    }
+    gen_->clearCache();
+    for (size_t i = 0; i < reduces.size(); ++i) {
+      const ir::Node& r = node(reduces[i]);
+      llvm::Value* total = b.CreateLoad(accs[i]->getAllocatedType(), accs[i]);
+      if (ir::isFloat(r.type.dtype)) total = roundToDType(b, total, r.type.dtype);
+      gen_->setGenerator(r.id, [total](const Index&) { return total; });
+    }
+    for (ir::NodeId v : st.materialized) {
+      Storage sto = placement(v).storage;
+      if (sto == Storage::Global || sto == Storage::Output)
+        k_.storeElement(k_.bufferPointer(placement(v).buffer, v), node(v).type.dtype, c,
+                        gen_->emit(v, delinearize(k_, node(v).type.shape, c)));
+    }
+    for (ir::NodeId r : reduces)
+      gen_->clearGenerator(r);
+    gen_->clearCache();
+  });
+}
+
 void KernelEmitter::emitPartialsCombine(const TileSpace& s, const fusion::Group& g,
                                         ir::NodeId reduce,
                                         const std::vector<ir::NodeId>& materialized) {
@@ -650,6 +810,11 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
   }
   bool materialisesDominant = std::find(st.materialized.begin(), st.materialized.end(),
                                         g.dominant) != st.materialized.end();
+  if (isAcrossTiles(g, st)) {
+    for (ir::NodeId r : acrossReduces(st))
+      emitAcrossTilesAccumulate(s, r); // the stage's values are computed after the combine
+    return;
+  }
   if (isSplit(g) && materialisesDominant && !written_.count(g.dominant)) {
     // Split reduces: the tile loop only accumulates partials; the stage's values are computed
     // after the cross-block combine (emitPartialsCombine) or meet through atomics.
@@ -710,6 +875,12 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
   for (const fusion::Stage* st : phase)
     for (ir::NodeId v : st->materialized)
       if (placement(v).storage == Storage::Shared) phaseShared.push_back(v);
+  std::vector<const fusion::Stage*> across; // across-tiles reduce stages of this phase
+  for (const fusion::Stage* st : phase)
+    if (isAcrossTiles(kp_.groups.at(size_t(st->group)), *st)) across.push_back(st);
+  for (const fusion::Stage* st : across)
+    for (ir::NodeId r : acrossReduces(*st))
+      emitAcrossTilesInit(r);
   k_.loop("tile", k_.toIndex(k_.blockId()), tiles, k_.toIndex(k_.gridSize()),
           [&](llvm::Value* tile) {
             s.firstTile = b.CreateICmpEQ(tile, k_.toIndex(k_.blockId()));
@@ -727,6 +898,11 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
               k_.blockBarrier(); // the next tile overwrites this tile's shared values
             sharedDirty_ = false;
           });
+  if (!across.empty()) {
+    gridBarrier();
+    for (const fusion::Stage* st : across)
+      emitAcrossTilesCombine(*st);
+  }
   // A split reduce with a partials buffer: combine the partials after a grid barrier.
   const fusion::Group& g0 = kp_.groups.at(size_t(phase.front()->group));
   if (s.split > 1 && placement(g0.dominant).partialsBuffer >= 0) {

@@ -9,7 +9,12 @@
 // shared memory and the plan has none), each emitting its group with the emitter of its thread
 // mapping and storing the values it materialises to their storage. A reduce with splitFactor > 1
 // combines its partials with atomics into its Global/Output buffer, initialised to the identity
-// before a grid barrier of its own (so the kernel must be cooperative).
+// before a grid barrier of its own (so the kernel must be cooperative); with a partials buffer
+// (ValuePlacement::partialsBuffer) the partials go there and are combined after a grid barrier.
+// An acrossTiles group's reduces accumulate the tiles each block handles into per-block
+// partials (the thread owning a result visits exactly its elements of the tile) and are
+// combined behind a grid barrier at the end of the phase. A value outside the phase's index
+// space that lives in global memory is computed by a grid-stride loop of its own.
 //
 // Library steps (dot) become simple generated kernels: one output element per thread.
 #include <cstdint>
