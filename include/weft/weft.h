@@ -6,6 +6,7 @@
 //   auto device = weft::makeDevice("auto", compiled->options().device);
 //   weft::Executable exe(compiled, *device);
 //   std::vector<weft::HostTensor> outs = exe.run(inputs); // symbols bound from input shapes
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,7 +28,7 @@ using fusion::Policy;
 struct CompileOptions {
   Policy policy = Policy::AStitch;
   DeviceSpec device = *deviceSpecProfile("h100");
-  bool canonicalize = true;        // run src/passes before planning
+  bool canonicalize = true; // run src/passes before planning
   codegen::CodegenOptions codegen;
   /// Disk cache directory: "" = $XDG_CACHE_HOME/weft (or ~/.cache/weft); "off" = no disk cache.
   std::string cacheDir;
@@ -65,7 +66,8 @@ private:
 /// The pipeline, top to bottom: verify → bind → canonicalize → plan → codegen.
 std::shared_ptr<CompiledGraph> compile(const ir::Graph& graph, const CompileOptions& options = {});
 /// One binding's pipeline run, without caches (what CompiledGraph::program calls on a miss).
-CompiledProgram compileProgram(const ir::Graph& graph, const ir::Binding& binding, const CompileOptions& options);
+CompiledProgram compileProgram(const ir::Graph& graph, const ir::Binding& binding,
+                               const CompileOptions& options);
 
 /// Binds every symbol of `graph` from the shapes of `inputs` (in graph input order); throws
 /// InputError naming the input and dim when the shapes disagree with the graph or each other.
@@ -85,30 +87,54 @@ public:
   Executable& operator=(const Executable&) = delete;
 
   /// Host arrays in, host arrays out (graph input order / graph output order).
-  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs, const ir::Binding& binding = {});
+  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs,
+                              const ir::Binding& binding = {});
   /// Device buffers in and out, owned by the caller; nothing is copied.
-  void run(const std::vector<DevicePtr>& inputs, const std::vector<DevicePtr>& outputs, const ir::Binding& binding);
+  void run(const std::vector<DevicePtr>& inputs, const std::vector<DevicePtr>& outputs,
+           const ir::Binding& binding);
 
   void setGraphMode(GraphMode mode) { graphMode_ = mode; }
   GraphMode graphMode() const { return graphMode_; }
+  /// Times `repeats` runs on the device after one warm-up run: each kernel launched alone, and
+  /// the whole launch sequence (in the current graph mode). Medians; device events where the
+  /// device has a clock (cuda), host time around launch + synchronize otherwise (sim).
+  struct Timing {
+    struct Kernel {
+      std::string name;
+      double ms = 0;
+    };
+    std::vector<Kernel> kernels;
+    double totalMs = 0;
+    int runs = 0;
+    bool deviceClock = false; // false: host wall-clock time
+  };
+  Timing time(const std::vector<HostTensor>& inputs, int repeats, const ir::Binding& binding = {});
+
   /// Counters of the launches since the last call (sim device only; empty on cuda).
   std::vector<LaunchCounters> takeCounters() { return device_.takeCounters(); }
-  std::shared_ptr<const CompiledProgram> programFor(const ir::Binding& binding) { return compiled_->program(binding); }
+  std::shared_ptr<const CompiledProgram> programFor(const ir::Binding& binding) {
+    return compiled_->program(binding);
+  }
 
   /// Observability for tests of graph mode.
   struct Stats {
-    size_t captures = 0;      // graphs captured
-    size_t replays = 0;       // graph launches
-    size_t plainRuns = 0;     // runs launched kernel by kernel
-    size_t argUpdates = 0;    // kernel nodes whose arguments were updated in place
-    size_t inputCopies = 0;   // host→device copies of inputs (zero for the device-buffer API)
+    size_t captures = 0;    // graphs captured
+    size_t replays = 0;     // graph launches
+    size_t plainRuns = 0;   // runs launched kernel by kernel
+    size_t argUpdates = 0;  // kernel nodes whose arguments were updated in place
+    size_t inputCopies = 0; // host→device copies of inputs (zero for the device-buffer API)
   };
   const Stats& stats() const { return stats_; }
 
 private:
   struct Bound;
   Bound& bind(const ir::Binding& binding);
-  void launchAll(Bound& b, const std::vector<DevicePtr>& inputs, const std::vector<DevicePtr>& outputs);
+  Bound& stageHostInputs(const std::vector<HostTensor>& inputs, const ir::Binding& binding);
+  std::vector<std::vector<KernelArg>> kernelArgs(Bound& b, const std::vector<DevicePtr>& inputs,
+                                                 const std::vector<DevicePtr>& outputs);
+  double timeRegion(const std::function<void()>& work, bool* deviceClock);
+  void launchAll(Bound& b, const std::vector<DevicePtr>& inputs,
+                 const std::vector<DevicePtr>& outputs);
 
   std::shared_ptr<CompiledGraph> compiled_;
   Device& device_;
@@ -119,6 +145,7 @@ private:
 
 /// PyGraph-style selective deployment: given measured times (ms) of plain launches and of
 /// graph replays for the same work, keep graph mode only when it is faster by `margin`.
-bool graphModeWins(const std::vector<double>& plainMs, const std::vector<double>& graphMs, double margin = 0.02);
+bool graphModeWins(const std::vector<double>& plainMs, const std::vector<double>& graphMs,
+                   double margin = 0.02);
 
 } // namespace weft

@@ -8,10 +8,12 @@
 namespace weft {
 
 namespace {
-constexpr size_t kBarrierStateBytes = 256; // generation + arrival counters, see codegen's grid barrier
+constexpr size_t kBarrierStateBytes =
+    256; // generation + arrival counters, see codegen's grid barrier
 
 size_t bufferBytes(const fusion::Buffer& b, const ir::Binding& binding) {
-  return static_cast<size_t>(b.elements.evaluate(binding)) * static_cast<size_t>(ir::dtypeBytes(b.dtype));
+  return static_cast<size_t>(b.elements.evaluate(binding)) *
+         static_cast<size_t>(ir::dtypeBytes(b.dtype));
 }
 } // namespace
 
@@ -19,12 +21,12 @@ size_t bufferBytes(const fusion::Buffer& b, const ir::Binding& binding) {
 struct Executable::Bound {
   std::shared_ptr<const CompiledProgram> program;
   ModuleHandle module = -1;
-  std::vector<KernelHandle> kernels;        // per CompiledKernel
-  std::vector<LaunchConfig> configs;        // per CompiledKernel
-  std::vector<DevicePtr> owned;             // every allocation made for this binding
-  std::vector<DevicePtr> bufferPtr;         // per plan buffer; Input/Output filled per call
-  std::vector<size_t> bytes;                // per plan buffer
-  std::vector<DevicePtr> barrierState;      // per CompiledKernel (0 when unused)
+  std::vector<KernelHandle> kernels;   // per CompiledKernel
+  std::vector<LaunchConfig> configs;   // per CompiledKernel
+  std::vector<DevicePtr> owned;        // every allocation made for this binding
+  std::vector<DevicePtr> bufferPtr;    // per plan buffer; Input/Output filled per call
+  std::vector<size_t> bytes;           // per plan buffer
+  std::vector<DevicePtr> barrierState; // per CompiledKernel (0 when unused)
   // host-API staging buffers, allocated on first host run
   std::vector<DevicePtr> hostInputs, hostOutputs;
   // graph mode
@@ -65,7 +67,8 @@ Executable::Bound& Executable::bind(const ir::Binding& binding) {
   b->bufferPtr.assign(plan.buffers.size(), 0);
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     b->bytes[i] = std::max<size_t>(bufferBytes(plan.buffers[i], binding), 1);
-    if (plan.buffers[i].slot >= 0) slotBytes[plan.buffers[i].slot] = std::max(slotBytes[plan.buffers[i].slot], b->bytes[i]);
+    if (plan.buffers[i].slot >= 0)
+      slotBytes[plan.buffers[i].slot] = std::max(slotBytes[plan.buffers[i].slot], b->bytes[i]);
   }
   std::map<int, DevicePtr> slotPtr;
   for (auto [slot, bytes] : slotBytes) {
@@ -74,7 +77,8 @@ Executable::Bound& Executable::bind(const ir::Binding& binding) {
   }
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const fusion::Buffer& buf = plan.buffers[i];
-    if (buf.kind == fusion::Buffer::Kind::Input || buf.kind == fusion::Buffer::Kind::Output) continue;
+    if (buf.kind == fusion::Buffer::Kind::Input || buf.kind == fusion::Buffer::Kind::Output)
+      continue;
     if (buf.slot >= 0) {
       b->bufferPtr[i] = slotPtr[buf.slot];
     } else {
@@ -88,16 +92,18 @@ Executable::Bound& Executable::bind(const ir::Binding& binding) {
     int64_t grid = k.launch.maxBlocks > 0 ? std::min(tiles, k.launch.maxBlocks) : tiles;
     grid = std::max<int64_t>(grid, 1);
     if (grid > int64_t(0x7fffffff))
-      throw Error(fmt::format("kernel {}: grid of {} blocks exceeds the 2^31-1 limit", k.name, grid));
+      throw Error(
+          fmt::format("kernel {}: grid of {} blocks exceeds the 2^31-1 limit", k.name, grid));
     LaunchConfig c;
     c.grid.x = static_cast<uint32_t>(grid);
     c.block.x = static_cast<uint32_t>(k.launch.blockSize);
     c.dynamicSharedBytes = k.dynamicSharedBytes;
     c.cooperative = k.launch.cooperative;
     b->configs.push_back(c);
-    bool needsBarrier = std::any_of(k.params.begin(), k.params.end(), [](const codegen::KernelParam& p) {
-      return p.kind == codegen::KernelParam::Kind::BarrierState;
-    });
+    bool needsBarrier =
+        std::any_of(k.params.begin(), k.params.end(), [](const codegen::KernelParam& p) {
+          return p.kind == codegen::KernelParam::Kind::BarrierState;
+        });
     DevicePtr state = 0;
     if (needsBarrier) {
       state = device_.allocate(kBarrierStateBytes);
@@ -110,13 +116,17 @@ Executable::Bound& Executable::bind(const ir::Binding& binding) {
   return *bound_.emplace(binding, std::move(b)).first->second;
 }
 
-void Executable::launchAll(Bound& b, const std::vector<DevicePtr>& inputs, const std::vector<DevicePtr>& outputs) {
+std::vector<std::vector<KernelArg>> Executable::kernelArgs(Bound& b,
+                                                           const std::vector<DevicePtr>& inputs,
+                                                           const std::vector<DevicePtr>& outputs) {
   const fusion::FusionPlan& plan = b.program->plan;
   const ir::Graph& g = plan.graph;
   if (inputs.size() != g.inputs().size())
-    throw InputError(fmt::format("the graph takes {} input(s) but {} were given", g.inputs().size(), inputs.size()));
+    throw InputError(fmt::format("the graph takes {} input(s) but {} were given", g.inputs().size(),
+                                 inputs.size()));
   if (outputs.size() != g.outputs().size())
-    throw InputError(fmt::format("the graph has {} output(s) but {} buffers were given", g.outputs().size(), outputs.size()));
+    throw InputError(fmt::format("the graph has {} output(s) but {} buffers were given",
+                                 g.outputs().size(), outputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     int buf = plan.bufferOfValue[static_cast<size_t>(g.inputs()[i])];
     if (buf >= 0) b.bufferPtr[static_cast<size_t>(buf)] = inputs[i];
@@ -144,29 +154,40 @@ void Executable::launchAll(Bound& b, const std::vector<DevicePtr>& inputs, const
       }
     }
   }
+  return args;
+}
 
-  bool useGraph = graphMode_ == GraphMode::On || (graphMode_ == GraphMode::Auto && b.autoDecision == 1);
+void Executable::launchAll(Bound& b, const std::vector<DevicePtr>& inputs,
+                           const std::vector<DevicePtr>& outputs) {
+  const auto& kernels = b.program->module.kernels;
+  std::vector<std::vector<KernelArg>> args = kernelArgs(b, inputs, outputs);
+
+  bool useGraph =
+      graphMode_ == GraphMode::On || (graphMode_ == GraphMode::Auto && b.autoDecision == 1);
   bool measuring = graphMode_ == GraphMode::Auto && b.autoDecision < 0;
   constexpr size_t kTrials = 3;
   if (measuring) useGraph = b.plainMs.size() >= kTrials; // plain trials first, then graph trials
   auto t0 = std::chrono::steady_clock::now();
 
   if (!useGraph) {
-    for (size_t k = 0; k < kernels.size(); ++k) device_.launch(b.kernels[k], b.configs[k], args[k]);
+    for (size_t k = 0; k < kernels.size(); ++k)
+      device_.launch(b.kernels[k], b.configs[k], args[k]);
     ++stats_.plainRuns;
   } else {
     if (!b.captured) {
       device_.beginCapture();
-      for (size_t k = 0; k < kernels.size(); ++k) device_.launch(b.kernels[k], b.configs[k], args[k]);
+      for (size_t k = 0; k < kernels.size(); ++k)
+        device_.launch(b.kernels[k], b.configs[k], args[k]);
       b.graph = device_.endCapture();
       b.captured = true;
       b.lastArgs = args;
       ++stats_.captures;
     } else {
       for (size_t k = 0; k < kernels.size(); ++k) {
-        bool same = args[k].size() == b.lastArgs[k].size() &&
-                    std::equal(args[k].begin(), args[k].end(), b.lastArgs[k].begin(),
-                               [](const KernelArg& x, const KernelArg& y) { return x.bytes == y.bytes; });
+        bool same =
+            args[k].size() == b.lastArgs[k].size() &&
+            std::equal(args[k].begin(), args[k].end(), b.lastArgs[k].begin(),
+                       [](const KernelArg& x, const KernelArg& y) { return x.bytes == y.bytes; });
         if (same) continue;
         device_.updateGraphKernelArgs(b.graph, k, args[k]);
         b.lastArgs[k] = args[k];
@@ -179,14 +200,16 @@ void Executable::launchAll(Bound& b, const std::vector<DevicePtr>& inputs, const
   device_.synchronize();
 
   if (measuring) {
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     (useGraph ? b.graphMs : b.plainMs).push_back(ms);
     if (b.graphMs.size() >= kTrials) {
       // the first graph run includes the capture; judge on the replays after it
       std::vector<double> replays(b.graphMs.begin() + 1, b.graphMs.end());
       b.autoDecision = graphModeWins(b.plainMs, replays) ? 1 : 0;
-      spdlog::info("graph mode {}: plain {:.3f} ms vs graph {:.3f} ms (medians)", b.autoDecision ? "on" : "off",
-                   b.plainMs[b.plainMs.size() / 2], replays[replays.size() / 2]);
+      spdlog::info("graph mode {}: plain {:.3f} ms vs graph {:.3f} ms (medians)",
+                   b.autoDecision ? "on" : "off", b.plainMs[b.plainMs.size() / 2],
+                   replays[replays.size() / 2]);
     }
   }
 }
@@ -195,11 +218,14 @@ void Executable::run(const std::vector<DevicePtr>& inputs, const std::vector<Dev
                      const ir::Binding& binding) {
   ir::Binding full = binding;
   for (const auto& s : compiled_->graph().symbols())
-    if (!full.count(s)) throw InputError(fmt::format("symbol \"{}\" is not bound; device-buffer runs need an explicit binding", s));
+    if (!full.count(s))
+      throw InputError(fmt::format(
+          "symbol \"{}\" is not bound; device-buffer runs need an explicit binding", s));
   launchAll(bind(full), inputs, outputs);
 }
 
-std::vector<HostTensor> Executable::run(const std::vector<HostTensor>& inputs, const ir::Binding& binding) {
+Executable::Bound& Executable::stageHostInputs(const std::vector<HostTensor>& inputs,
+                                               const ir::Binding& binding) {
   ir::Binding full = inferBinding(compiled_->graph(), inputs, binding);
   Bound& b = bind(full);
   const ir::Graph& g = b.program->plan.graph;
@@ -212,15 +238,25 @@ std::vector<HostTensor> Executable::run(const std::vector<HostTensor>& inputs, c
   if (b.hostOutputs.empty()) {
     for (ir::NodeId o : g.outputs()) {
       const ir::Node& n = g.node(o);
-      size_t bytes = static_cast<size_t>(ir::checkedProduct(ir::evaluate(n.type.shape, full))) * ir::dtypeBytes(n.type.dtype);
+      size_t bytes = static_cast<size_t>(ir::checkedProduct(ir::evaluate(n.type.shape, full))) *
+                     ir::dtypeBytes(n.type.dtype);
       b.hostOutputs.push_back(device_.allocate(std::max<size_t>(bytes, 1)));
       b.owned.push_back(b.hostOutputs.back());
     }
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].byteSize()) device_.copyToDevice(b.hostInputs[i], inputs[i].bytes.data(), inputs[i].byteSize());
+    if (inputs[i].byteSize())
+      device_.copyToDevice(b.hostInputs[i], inputs[i].bytes.data(), inputs[i].byteSize());
     ++stats_.inputCopies;
   }
+  return b;
+}
+
+std::vector<HostTensor> Executable::run(const std::vector<HostTensor>& inputs,
+                                        const ir::Binding& binding) {
+  Bound& b = stageHostInputs(inputs, binding);
+  const ir::Binding& full = b.program->binding;
+  const ir::Graph& g = b.program->plan.graph;
   launchAll(b, b.hostInputs, b.hostOutputs);
 
   std::vector<HostTensor> out;
@@ -231,19 +267,65 @@ std::vector<HostTensor> Executable::run(const std::vector<HostTensor>& inputs, c
     int buf = plan.bufferOfValue[static_cast<size_t>(n.id)];
     DevicePtr src = b.hostOutputs[i];
     if (buf >= 0 && plan.buffers[static_cast<size_t>(buf)].kind != fusion::Buffer::Kind::Output)
-      src = b.bufferPtr[static_cast<size_t>(buf)]; // an output that is also an input or an intermediate
+      src = b.bufferPtr[static_cast<size_t>(
+          buf)]; // an output that is also an input or an intermediate
     if (t.byteSize()) device_.copyToHost(t.bytes.data(), src, t.byteSize());
     out.push_back(std::move(t));
   }
   return out;
 }
 
-bool graphModeWins(const std::vector<double>& plainMs, const std::vector<double>& graphMs, double margin) {
+namespace {
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+} // namespace
+
+double Executable::timeRegion(const std::function<void()>& work, bool* deviceClock) {
+  auto t0 = std::chrono::steady_clock::now();
+  device_.startTimer();
+  work();
+  std::optional<double> ms = device_.stopTimer();
+  if (ms) return *ms;
+  device_.synchronize();
+  *deviceClock = false;
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Executable::Timing Executable::time(const std::vector<HostTensor>& inputs, int repeats,
+                                    const ir::Binding& binding) {
+  if (repeats < 1)
+    throw InputError(fmt::format("the number of timed runs must be at least 1 (got {})", repeats));
+  Bound& b = stageHostInputs(inputs, binding);
+  launchAll(b, b.hostInputs,
+            b.hostOutputs); // warm-up: first launches load code, graph mode captures
+  device_.takeCounters();
+
+  Timing t;
+  t.deviceClock = true;
+  std::vector<std::vector<KernelArg>> args = kernelArgs(b, b.hostInputs, b.hostOutputs);
+  const auto& kernels = b.program->module.kernels;
+  std::vector<std::vector<double>> perKernel(kernels.size());
+  std::vector<double> total;
+  for (int r = 0; r < repeats; ++r) {
+    for (size_t k = 0; k < kernels.size(); ++k)
+      perKernel[k].push_back(
+          timeRegion([&] { device_.launch(b.kernels[k], b.configs[k], args[k]); }, &t.deviceClock));
+    total.push_back(timeRegion([&] { launchAll(b, b.hostInputs, b.hostOutputs); }, &t.deviceClock));
+  }
+  device_.takeCounters(); // the timed launches' counters are not the caller's
+  for (size_t k = 0; k < kernels.size(); ++k)
+    t.kernels.push_back({kernels[k].name, median(perKernel[k])});
+  t.totalMs = median(total);
+  t.runs = repeats;
+  return t;
+}
+
+bool graphModeWins(const std::vector<double>& plainMs, const std::vector<double>& graphMs,
+                   double margin) {
   if (plainMs.empty() || graphMs.empty()) return false;
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   return median(graphMs) < median(plainMs) * (1.0 - margin);
 }
 

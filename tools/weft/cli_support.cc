@@ -6,14 +6,59 @@
 #include <spdlog/spdlog.h>
 
 #include "frontend/npy.h"
+#include "frontend/onnx/load_graph.h"
+#include "frontend/random_inputs.h"
+#include "fusion/plan.h"
+#include "passes/pipeline.h"
 #include "weft/error.h"
 
 namespace weft::tools {
 
 frontend::ParsedGraph loadGraph(const std::string& path) {
-  frontend::ParsedGraph g = frontend::readGraphFile(path);
+  frontend::ParsedGraph g = frontend::loadGraphAnyFormat(path);
   spdlog::debug("read {}: graph \"{}\" with {} values", path, g.name, g.graph.size());
   return g;
+}
+
+DeviceSpec deviceSpecOption(const std::string& name) {
+  std::optional<DeviceSpec> spec = deviceSpecProfile(name);
+  if (!spec)
+    throw InputError(fmt::format("--device-spec {}: unknown profile; use one of {}", name,
+                                 fmt::join(deviceSpecProfileNames(), ", ")));
+  return *spec;
+}
+
+fusion::Policy policyOption(const std::string& name) {
+  std::optional<fusion::Policy> policy = fusion::parsePolicy(name);
+  if (!policy)
+    throw InputError(fmt::format("--policy {}: unknown policy; use none, xla or astitch", name));
+  return *policy;
+}
+
+fusion::FusionPlan planGraphFile(const frontend::ParsedGraph& g, const std::string& bind,
+                                 const DeviceSpec& spec, fusion::Policy policy) {
+  ir::Binding binding = parseBindOption(bind);
+  ir::Graph graph = binding.empty() ? g.graph : ir::bindSymbols(g.graph, binding);
+  return fusion::plan(passes::canonicalize(graph), spec, policy);
+}
+
+GraphInputs prepareInputs(const frontend::ParsedGraph& g, const std::string& file,
+                          const std::string& bind, const std::string& inputsDir, uint64_t seed) {
+  GraphInputs r;
+  r.binding = parseBindOption(bind);
+  if (!inputsDir.empty()) {
+    r.inputs = readInputsDir(g.graph, inputsDir);
+    r.binding = completeBinding(g, file, r.binding, &r.inputs);
+    return r;
+  }
+  r.binding = completeBinding(g, file, r.binding, nullptr);
+  try {
+    r.inputs = frontend::randomInputs(g.graph, r.binding, seed);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", file, e.what()));
+  }
+  spdlog::info("random inputs, seed {}", seed);
+  return r;
 }
 
 ir::Binding parseBindOption(const std::string& text) {

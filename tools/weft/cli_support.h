@@ -4,13 +4,34 @@
 #include <vector>
 
 #include "frontend/json_reader.h"
+#include "fusion/fusion_plan.h"
 #include "ir/shape.h"
+#include "weft/device_spec.h"
 #include "weft/tensor.h"
 
 namespace weft::tools {
 
-/// Reads a graph file (InputError naming the file on any problem).
+/// Reads a graph file, weft JSON or ONNX (InputError naming the file on any problem).
 frontend::ParsedGraph loadGraph(const std::string& path);
+
+/// --device-spec NAME and --policy NAME: the profile or policy, or InputError listing the
+/// allowed names.
+DeviceSpec deviceSpecOption(const std::string& name);
+fusion::Policy policyOption(const std::string& name);
+
+/// The plan weft::compile would make for a graph file: bound under --bind (symbols left
+/// unbound stay symbolic), canonicalized by src/passes, planned under `policy` for `spec`.
+fusion::FusionPlan planGraphFile(const frontend::ParsedGraph& g, const std::string& bind,
+                                 const DeviceSpec& spec, fusion::Policy policy);
+
+/// A graph's inputs as the user asked for them: --inputs DIR (symbols bound from the .npy
+/// shapes where --bind leaves them open) or seeded random inputs under --bind.
+struct GraphInputs {
+  ir::Binding binding;
+  std::vector<HostTensor> inputs;
+};
+GraphInputs prepareInputs(const frontend::ParsedGraph& g, const std::string& file,
+                          const std::string& bind, const std::string& inputsDir, uint64_t seed);
 
 /// --bind B=16,S=128 ("" for none).
 ir::Binding parseBindOption(const std::string& text);

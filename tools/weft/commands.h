@@ -14,7 +14,10 @@ void addCheckCommand(CLI::App& app); // weft check G.json
 void addEvalCommand(CLI::App& app);  // weft eval G.json [--bind] [--inputs DIR | --random --seed N]
 void addImportCommand(CLI::App& app);   // weft import M.onnx -o G.json
 void addOnnxTestCommand(CLI::App& app); // weft onnx-test DIR... [--json] [--policy P]
-void addCompileCommand(CLI::App& app);  // weft compile G.json [--policy P] --emit plan|dot|llvm|ptx [-o DIR]
+void addCompileCommand(
+    CLI::App& app); // weft compile G.json [--policy P] --emit plan|dot|llvm|ptx [-o DIR]
+void addPlanCommand(CLI::App& app); // weft plan G.json [--policy P] [--device-spec S] [--dot]
+void addRunCommand(CLI::App& app); // weft run G.json [--device D] [--check] [--counters] [--time N]
 
 /// Thrown by a command that has printed its result and wants weft to exit with `code`
 /// (e.g. 1 when `weft run --check` finds a mismatch).

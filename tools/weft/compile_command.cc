@@ -12,9 +12,7 @@
 #include "cli_support.h"
 #include "codegen/compile.h"
 #include "commands.h"
-#include "fusion/plan.h"
 #include "fusion/plan_printer.h"
-#include "passes/pipeline.h"
 #include "weft/device_spec.h"
 #include "weft/error.h"
 
@@ -46,19 +44,10 @@ void writeOut(const CompileArgs& a, const std::string& name, const std::string& 
 }
 
 void runCompile(const CompileArgs& a) {
-  std::optional<DeviceSpec> spec = deviceSpecProfile(a.deviceSpec);
-  if (!spec)
-    throw InputError(fmt::format("--device-spec {}: unknown profile; use one of {}", a.deviceSpec,
-                                 fmt::join(deviceSpecProfileNames(), ", ")));
-  std::optional<fusion::Policy> policy = fusion::parsePolicy(a.policy);
-  if (!policy)
-    throw InputError(
-        fmt::format("--policy {}: unknown policy; use none, xla or astitch", a.policy));
+  DeviceSpec spec = deviceSpecOption(a.deviceSpec);
+  fusion::Policy policy = policyOption(a.policy);
   frontend::ParsedGraph g = loadGraph(a.file);
-  ir::Binding binding = parseBindOption(a.bind);
-  ir::Graph graph = binding.empty() ? g.graph : ir::bindSymbols(g.graph, binding);
-  graph = passes::canonicalize(graph);
-  fusion::FusionPlan plan = fusion::plan(graph, *spec, *policy);
+  fusion::FusionPlan plan = planGraphFile(g, a.bind, spec, policy);
   if (a.emit == "plan") return writeOut(a, g.name, ".plan.txt", fusion::printFusionPlan(plan));
   if (a.emit == "dot") return writeOut(a, g.name, ".dot", fusion::fusionPlanDot(plan));
   codegen::CodegenOptions o;

@@ -7,7 +7,6 @@
 
 #include "cli_support.h"
 #include "commands.h"
-#include "frontend/random_inputs.h"
 #include "frontend/tensor_summary.h"
 #include "ir/interpreter.h"
 #include "weft/error.h"
@@ -23,20 +22,7 @@ struct EvalOptions {
 
 void evaluate(const EvalOptions& o) {
   frontend::ParsedGraph g = loadGraph(o.file);
-  ir::Binding binding = parseBindOption(o.bind);
-  std::vector<HostTensor> inputs;
-  if (!o.inputsDir.empty()) {
-    inputs = readInputsDir(g.graph, o.inputsDir);
-    binding = completeBinding(g, o.file, binding, &inputs);
-  } else {
-    binding = completeBinding(g, o.file, binding, nullptr);
-    try {
-      inputs = frontend::randomInputs(g.graph, binding, o.seed);
-    } catch (const InputError& e) {
-      throw InputError(fmt::format("{}: {}", o.file, e.what()));
-    }
-    spdlog::info("random inputs, seed {}", o.seed);
-  }
+  auto [binding, inputs] = prepareInputs(g, o.file, o.bind, o.inputsDir, o.seed);
   std::vector<HostTensor> outputs;
   try {
     outputs = ir::interpret(g.graph, inputs, binding);

@@ -21,7 +21,9 @@ int main(int argc, char** argv) {
     weft::tools::addEvalCommand(app);
     weft::tools::addImportCommand(app);
     weft::tools::addOnnxTestCommand(app);
+    weft::tools::addPlanCommand(app);
     weft::tools::addCompileCommand(app);
+    weft::tools::addRunCommand(app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::Success& e) {

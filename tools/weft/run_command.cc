@@ -1,0 +1,163 @@
+// weft run G.json|M.onnx [--device sim|cuda|auto] [--policy P] [--device-spec S] [--bind ...]
+// [--inputs DIR | --random --seed N] [--check] [--counters] [--graph on|off|auto] [--time N]
+// [--save-outputs DIR]: weft's main job. Compiles the graph (weft::compile), runs it on a
+// device through an Executable, prints each output's summary and, on request, compares every
+// output with the reference interpreter (exit 1 on a mismatch), prints what the simulator
+// counted per kernel, and times the kernels.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <memory>
+
+#include "cli_support.h"
+#include "commands.h"
+#include "counters_table.h"
+#include "frontend/tensor_summary.h"
+#include "ir/interpreter.h"
+#include "runtime/output_check.h"
+#include "weft/error.h"
+#include "weft/weft.h"
+
+namespace weft::tools {
+namespace {
+
+struct RunArgs {
+  std::string file, device = "sim", policy = "astitch", deviceSpec = "h100", bind, inputsDir,
+                    saveDir, graphMode = "off";
+  bool random = false, check = false, counters = false, noLibdevice = false;
+  uint64_t seed = 0;
+  int timeRuns = 0;
+};
+
+GraphMode graphModeOption(const std::string& text) {
+  if (text == "off") return GraphMode::Off;
+  if (text == "on") return GraphMode::On;
+  if (text == "auto") return GraphMode::Auto;
+  throw InputError(fmt::format("--graph {}: use on, off or auto", text));
+}
+
+/// Compares every output with ir::interpret; prints one line per output. True when all pass.
+bool checkOutputs(const frontend::ParsedGraph& g, const GraphInputs& in,
+                  const std::vector<HostTensor>& actual) {
+  std::vector<HostTensor> expected = ir::interpret(g.graph, in.inputs, in.binding);
+  bool allPassed = true;
+  fmt::print("check against the reference interpreter:\n");
+  for (size_t k = 0; k < expected.size(); ++k) {
+    runtime::TensorCheck c =
+        runtime::checkTensor(g.graph.node(g.graph.outputs()[k]).name, expected[k], actual[k]);
+    fmt::print("  {}\n", c.str());
+    allPassed = allPassed && c.passed;
+  }
+  fmt::print("check: {}\n", allPassed ? "all outputs match" : "MISMATCH");
+  return allPassed;
+}
+
+uint64_t compulsoryBytes(const std::vector<HostTensor>& inputs,
+                         const std::vector<HostTensor>& outputs) {
+  uint64_t bytes = 0;
+  for (const HostTensor& t : inputs)
+    bytes += t.byteSize();
+  for (const HostTensor& t : outputs)
+    bytes += t.byteSize();
+  return bytes;
+}
+
+void printTiming(const Executable::Timing& t, const std::string& deviceName, GraphMode mode) {
+  fmt::print("timing on {}: median of {} run(s), {}\n", deviceName, t.runs,
+             t.deviceClock ? "device events" : "host wall-clock (the simulator has no GPU clock)");
+  for (const auto& k : t.kernels)
+    fmt::print("  {:<40} {:>12.4f} ms\n", k.name, k.ms);
+  fmt::print("  {:<40} {:>12.4f} ms\n",
+             fmt::format("end to end (graph {})", mode == GraphMode::On     ? "on"
+                                                  : mode == GraphMode::Auto ? "auto"
+                                                                            : "off"),
+             t.totalMs);
+}
+
+void runGraph(const RunArgs& a) {
+  GraphMode mode = graphModeOption(a.graphMode);
+  DeviceSpec profile = deviceSpecOption(a.deviceSpec);
+  fusion::Policy policy = policyOption(a.policy);
+  if (a.timeRuns < 0)
+    throw InputError(
+        fmt::format("--time {}: give the number of timed runs (1 or more)", a.timeRuns));
+  frontend::ParsedGraph g = loadGraph(a.file);
+  GraphInputs in = prepareInputs(g, a.file, a.bind, a.inputsDir, a.seed);
+
+  std::unique_ptr<Device> device = makeDevice(a.device, profile);
+  CompileOptions options;
+  options.policy = policy;
+  options.device = device->spec(); // the real device's attributes on cuda, the profile on sim
+  options.codegen.useLibdevice = !a.noLibdevice;
+  std::shared_ptr<CompiledGraph> compiled = compile(g.graph, options);
+  Executable exe(compiled, *device);
+  exe.setGraphMode(mode);
+
+  std::vector<HostTensor> outputs;
+  try {
+    outputs = exe.run(in.inputs, in.binding);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", a.file, e.what()));
+  }
+  std::vector<LaunchCounters> counters = exe.takeCounters();
+  std::shared_ptr<const CompiledProgram> program = exe.programFor(in.binding);
+  fmt::print("{}: {} on {}, policy {}, {} kernel(s){}\n", a.file, g.name, device->name(),
+             fusion::policyName(policy), program->plan.kernelCount(),
+             program->fromDiskCache ? " (from the compile cache)" : "");
+  for (size_t k = 0; k < outputs.size(); ++k)
+    fmt::print("{}: {}\n", g.graph.node(g.graph.outputs()[k]).name,
+               frontend::summarizeTensor(outputs[k]));
+  if (!a.saveDir.empty()) saveOutputs(g.graph, outputs, a.saveDir);
+
+  if (a.counters) {
+    if (counters.empty() && program->plan.kernelCount() > 0) {
+      // A real GPU counts nothing here: run the same PTX once on the simulator for its counts.
+      std::unique_ptr<Device> sim = makeDevice("sim", device->spec());
+      Executable simExe(compiled, *sim);
+      simExe.run(in.inputs, in.binding);
+      counters = simExe.takeCounters();
+    }
+    fmt::print("{}", formatCountersTable(counters, compulsoryBytes(in.inputs, outputs)));
+  }
+  if (a.timeRuns > 0)
+    printTiming(exe.time(in.inputs, a.timeRuns, in.binding), device->name(), mode);
+  if (a.check && !checkOutputs(g, in, outputs)) throw ExitCode{1};
+}
+
+} // namespace
+
+void addRunCommand(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Compile a graph, run it on a device, and optionally check, count and time it");
+  cmd->add_option("graph", a->file, "Graph file (weft JSON or ONNX)")->required();
+  cmd->add_option("--device", a->device, "Device: sim (PTX simulator), cuda (a GPU), auto")
+      ->check(CLI::IsMember({"sim", "cuda", "auto"}))
+      ->capture_default_str();
+  cmd->add_option("--policy", a->policy, "Fusion policy: none, xla, astitch")
+      ->capture_default_str();
+  cmd->add_option("--device-spec", a->deviceSpec,
+                  "Profile the simulator models and the planner targets: v100, a100, h100 "
+                  "(cuda reads the real device instead)")
+      ->capture_default_str();
+  cmd->add_option("--bind", a->bind, "Sizes of the graph's symbols, e.g. B=16,S=128");
+  auto* inputs = cmd->add_option("--inputs", a->inputsDir,
+                                 "Directory with one <input name>.npy per graph input");
+  auto* random =
+      cmd->add_flag("--random", a->random, "Seeded random inputs (the default without --inputs)");
+  cmd->add_option("--seed", a->seed, "Seed of the random inputs (default 0)");
+  inputs->excludes(random);
+  cmd->add_flag("--check", a->check,
+                "Compare every output with the reference interpreter; exit 1 on a mismatch");
+  cmd->add_flag("--counters", a->counters,
+                "Print what the simulator counted per kernel (instructions, sectors, barriers)");
+  cmd->add_option("--graph", a->graphMode,
+                  "Launch as a captured graph: on, off, or auto (measure both, keep the faster)")
+      ->capture_default_str();
+  cmd->add_option("--time", a->timeRuns,
+                  "Time N runs after a warm-up: each kernel alone and end to end (medians)");
+  cmd->add_option("--save-outputs", a->saveDir, "Write each output to DIR/<output name>.npy");
+  cmd->add_flag("--no-libdevice", a->noLibdevice, "Use weft's own math instead of libdevice");
+  cmd->callback([a] { runGraph(*a); });
+}
+
+} // namespace weft::tools
