@@ -59,6 +59,12 @@ struct LaunchCounters {
   uint64_t atomics = 0;             // warp-level atomic requests on data
   uint64_t syncInstructions = 0;    // warp instructions spent on grid-barrier synchronisation
   uint64_t syncSectors = 0;         // sectors touched by synchronisation (barrier counters)
+  // Block sampling (sim ExecOptions::sampleBlocks): blocks in the grid and blocks actually
+  // simulated. When simulatedBlocks < blocks, every counter above is extrapolated: the
+  // blocks not simulated are counted as copies of sampled blocks that did identical work.
+  uint64_t blocks = 0;
+  uint64_t simulatedBlocks = 0;
+  bool sampled() const { return simulatedBlocks < blocks; }
   uint64_t globalBytes() const { return (globalSectorsRead + globalSectorsWritten) * 32; }
   LaunchCounters& operator+=(const LaunchCounters& o) {
     warpInstructions += o.warpInstructions;
@@ -74,6 +80,8 @@ struct LaunchCounters {
     atomics += o.atomics;
     syncInstructions += o.syncInstructions;
     syncSectors += o.syncSectors;
+    blocks += o.blocks;
+    simulatedBlocks += o.simulatedBlocks;
     return *this;
   }
 };

@@ -142,6 +142,11 @@ public:
   LaunchCounters run();
 
 private:
+  /// ExecOptions::sampleBlocks: runs the sampled blocks (and, when they differ, all others)
+  /// through `runBlock` and adds the extrapolated counts of the blocks it skipped.
+  template <class RunBlock>
+  void runSampledBlocks(uint64_t nBlocks, uint64_t samples, RunBlock&& runBlock);
+
   // setup
   void initBlock(Block& b, uint64_t linear);
   void ensureRegs(Warp& w, uint32_t slotsPerLane);
@@ -2009,6 +2014,62 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
   return result;
 }
 
+// ---------------------------------------------------------------- block sampling
+
+// The per-block work counters, everything LaunchCounters counts per block (not the kernel
+// name, the grid-barrier minimum nor the block counts themselves).
+constexpr uint64_t LaunchCounters::*kBlockWorkCounters[] = {
+    &LaunchCounters::warpInstructions,   &LaunchCounters::threadInstructions,
+    &LaunchCounters::globalLoadRequests, &LaunchCounters::globalStoreRequests,
+    &LaunchCounters::globalSectorsRead,  &LaunchCounters::globalSectorsWritten,
+    &LaunchCounters::sharedLoads,        &LaunchCounters::sharedStores,
+    &LaunchCounters::blockBarriers,      &LaunchCounters::atomics,
+    &LaunchCounters::syncInstructions,   &LaunchCounters::syncSectors};
+
+std::vector<uint64_t> blockWork(const LaunchCounters& after, const LaunchCounters& before) {
+  std::vector<uint64_t> work;
+  for (auto field : kBlockWorkCounters)
+    work.push_back(after.*field - before.*field);
+  return work;
+}
+
+template <class RunBlock>
+void Executor::runSampledBlocks(uint64_t nBlocks, uint64_t samples, RunBlock&& runBlock) {
+  // Sample i of `samples` is block i * (nBlocks - 1) / samples: spread over blocks
+  // 0 .. nBlocks - 2, block 0 first. The last block often covers a partial tile and is
+  // always simulated on its own.
+  std::vector<uint64_t> sampled;
+  for (uint64_t i = 0; i < samples; ++i)
+    sampled.push_back(i * (nBlocks - 1) / samples);
+  std::vector<uint64_t> firstWork;
+  bool uniform = true;
+  for (uint64_t bi : sampled) {
+    LaunchCounters before = counters_;
+    runBlock(bi);
+    std::vector<uint64_t> work = blockWork(counters_, before);
+    if (firstWork.empty())
+      firstWork = std::move(work);
+    else if (work != firstWork)
+      uniform = false;
+  }
+  runBlock(nBlocks - 1);
+  const uint64_t skipped = nBlocks - 1 - samples;
+  if (uniform) {
+    for (size_t f = 0; f < firstWork.size(); ++f)
+      counters_.*kBlockWorkCounters[f] += firstWork[f] * skipped;
+    return;
+  }
+  // The samples differ: simulate every block not sampled yet, so the counts stay exact.
+  size_t next = 0;
+  for (uint64_t bi = 0; bi + 1 < nBlocks; ++bi) {
+    if (next < sampled.size() && sampled[next] == bi) {
+      ++next;
+      continue;
+    }
+    runBlock(bi);
+  }
+}
+
 // ---------------------------------------------------------------- launch
 
 LaunchCounters Executor::run() {
@@ -2042,6 +2103,7 @@ LaunchCounters Executor::run() {
         fmt::format("kernel '{}': parameter buffer of {} bytes, the kernel declares {}", fn_.name,
                     rq_.params.size(), fn_.paramsSize));
   cooperative_ = cfg.cooperative;
+  counters_.blocks = nBlocks;
   const uint64_t deadlock = rq_.options.deadlockInstructions;
   auto deadlockError = [&](Block& b, Warp& w) {
     int lane = 0;
@@ -2082,7 +2144,7 @@ LaunchCounters Executor::run() {
   if (!cooperative_) {
     std::vector<Block> one(1);
     Block& b = one[0];
-    for (uint64_t bi = 0; bi < nBlocks; ++bi) {
+    auto runBlock = [&](uint64_t bi) {
       initBlock(b, bi);
       uint64_t lastProgress = progress_, spun = 0;
       while (b.doneWarps < warpsPerBlock_) {
@@ -2105,6 +2167,14 @@ LaunchCounters Executor::run() {
         if (!ran && b.doneWarps < warpsPerBlock_) barrierDeadlock(b);
       }
       finishBlock(b);
+      ++counters_.simulatedBlocks;
+    };
+    const uint64_t samples = rq_.options.sampleBlocks;
+    if (samples == 0 || nBlocks <= samples + 1) {
+      for (uint64_t bi = 0; bi < nBlocks; ++bi)
+        runBlock(bi);
+    } else {
+      runSampledBlocks(nBlocks, samples, runBlock);
     }
   } else {
     int perSM = blocksPerSM(prog_, fn_, spec, int(threadsPerBlock_), cfg.dynamicSharedBytes);
@@ -2134,6 +2204,7 @@ LaunchCounters Executor::run() {
             w.done = true;
             if (++b.doneWarps == warpsPerBlock_) {
               ++doneBlocks;
+              ++counters_.simulatedBlocks;
               finishBlock(b);
             }
           }

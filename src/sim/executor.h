@@ -36,6 +36,14 @@ struct ExecOptions {
   uint64_t deadlockInstructions = 1ull << 24;
   /// Report loads of shared memory that no thread of the block has written.
   bool checkUninitialisedShared = true;
+  /// Block sampling, for large grids whose blocks all do the same work (0: off, the default).
+  /// A non-cooperative launch of more than sampleBlocks + 1 blocks simulates sampleBlocks
+  /// blocks spread evenly over the grid (block 0 included) and the last block. When those
+  /// sampleBlocks blocks counted exactly the same (every counter), each block not simulated
+  /// is counted as a copy of block 0 and LaunchCounters::simulatedBlocks says how many ran;
+  /// otherwise the remaining blocks are simulated too and the counters are exact. Blocks not
+  /// simulated write nothing, so a sampled launch's outputs are not the kernel's results.
+  uint64_t sampleBlocks = 0;
 };
 
 struct LaunchRequest {
