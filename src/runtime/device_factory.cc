@@ -25,7 +25,7 @@ std::unique_ptr<Device> makeDevice(const std::string& kind, const DeviceSpec& sp
 #ifdef WEFT_HAVE_CUDA_DEVICE
     std::string why;
     if (runtime::cuda::cudaDriverAvailable(&why)) return runtime::cuda::makeCudaDevice(0);
-    std::cerr << "weft: no usable CUDA driver (" << why << "); running on the simulator (sim)\n";
+    std::cerr << "weft: " << why << "; running on the simulator (sim)\n";
 #else
     std::cerr << "weft: built without the cuda device; running on the simulator (sim)\n";
 #endif

@@ -1,5 +1,7 @@
 // The weft program: output, exit codes (0 ok, 2 input errors, 1 other errors) and messages.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -176,4 +178,139 @@ TEST_CASE("WEFT_LOG=info logs to stderr, not stdout") {
   CHECK(r.rc == 0);
   CHECK(r.err.find("weft: info: random inputs, seed 1") != std::string::npos);
   CHECK(r.out.find("weft: info") == std::string::npos);
+}
+
+namespace {
+/// "N kernel(s)" from the first line of `weft run`.
+int kernelsOf(const std::string& out) {
+  size_t at = out.find(" kernel(s)");
+  if (at == std::string::npos) return -1;
+  size_t begin = out.rfind(' ', at - 1) + 1;
+  return std::stoi(out.substr(begin, at - begin));
+}
+
+/// The first line of `out` that starts with `prefix` ("" when none does).
+std::string lineStartingWith(const std::string& out, const std::string& prefix) {
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0) return line;
+  return "";
+}
+} // namespace
+
+TEST_CASE("weft run compiles, runs on the simulator and checks against the interpreter") {
+  std::string g = writeFile("sm.json", kSoftmax);
+  Result r = runWeft("run " + g + " --bind B=4 --seed 3 --check --counters");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.rfind(g + ": sm on sim (h100), policy astitch, 1 kernel(s)", 0) == 0);
+  CHECK(r.out.find("\ny: f32[4, 3] ") != std::string::npos);
+  CHECK(r.out.find("counters (simulator, per kernel launch") != std::string::npos);
+  // 4x3 f32 in and out: 96 compulsory bytes; the kernel moves whole 32-byte sectors.
+  CHECK(r.out.find(" 96 compulsory (ratio ") != std::string::npos);
+  CHECK(r.out.find("  y: ok; worst at ") != std::string::npos);
+  CHECK(r.out.find("check: all outputs match\n") != std::string::npos);
+  CHECK(r.err.empty());
+
+  // Unfused, softmax's max, subtract, exp, sum and divide are separate kernels.
+  Result none = runWeft("run " + g + " --bind B=4 --policy none --check");
+  CHECK(none.rc == 0);
+  CHECK(kernelsOf(none.out) > 3);
+  CHECK(kernelsOf(r.out) == 1);
+
+  // The same seed gives the same outputs under every policy and device profile.
+  Result xla = runWeft("run " + g + " --bind B=4 --seed 3 --policy xla --device-spec v100");
+  CHECK(xla.rc == 0);
+  CHECK(lineStartingWith(xla.out, "y: ") == lineStartingWith(r.out, "y: "));
+  CHECK(!lineStartingWith(r.out, "y: f32[4, 3] min ").empty());
+}
+
+TEST_CASE("weft run --time reports per-kernel and end-to-end medians; --graph replays") {
+  std::string g = writeFile("sm.json", kSoftmax);
+  Result r = runWeft("run " + g + " --bind B=4 --policy none --time 3 --graph on --check");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("timing on sim (h100): median of 3 run(s), host wall-clock") !=
+        std::string::npos);
+  CHECK(r.out.find("end to end (graph on)") != std::string::npos);
+  CHECK(r.out.find("check: all outputs match") != std::string::npos);
+}
+
+TEST_CASE("weft run: devices and bad options") {
+  std::string g = writeFile("sm.json", kSoftmax);
+  Result cuda = runWeft("run " + g + " --bind B=4 --device cuda");
+  if (cuda.rc == 0) {
+    WARN("a CUDA driver is present: the no-driver path is not exercised here");
+  } else {
+    CHECK(cuda.rc == 1);
+    CHECK(cuda.out.empty());
+    CHECK(cuda.err.rfind("weft: error: no CUDA driver", 0) == 0);
+    CHECK(std::count(cuda.err.begin(), cuda.err.end(), '\n') == 1);
+    Result fallback = runWeft("run " + g + " --bind B=4 --device auto --check");
+    CHECK(fallback.rc == 0);
+    CHECK(fallback.err.find("; running on the simulator (sim)\n") != std::string::npos);
+    CHECK(fallback.out.find(" on sim (h100), ") != std::string::npos);
+  }
+
+  Result policy = runWeft("run " + g + " --bind B=4 --policy fast");
+  CHECK(policy.rc == 2);
+  CHECK(policy.err == "weft: error: --policy fast: unknown policy; use none, xla or astitch\n");
+  Result spec = runWeft("run " + g + " --bind B=4 --device-spec p100");
+  CHECK(spec.rc == 2);
+  CHECK(spec.err ==
+        "weft: error: --device-spec p100: unknown profile; use one of v100, a100, h100\n");
+  Result device = runWeft("run " + g + " --bind B=4 --device tpu");
+  CHECK(device.rc == 2);
+  Result graph = runWeft("run " + g + " --bind B=4 --graph sometimes");
+  CHECK(graph.rc == 2);
+  CHECK(graph.err == "weft: error: --graph sometimes: use on, off or auto\n");
+  Result unbound = runWeft("run " + g);
+  CHECK(unbound.rc == 2);
+  CHECK(unbound.err ==
+        "weft: error: " + g + ": symbol \"B\" is not bound; give it a size with --bind B=16\n");
+}
+
+TEST_CASE("weft run --inputs and --save-outputs round-trip through .npy files") {
+  std::string g = writeFile("sm.json", kSoftmax);
+  fs::path in = scratch() / "run_in", out = scratch() / "run_out";
+  fs::create_directories(in);
+  weft::HostTensor x(weft::DType::f32, {2, 3});
+  for (int i = 0; i < 6; ++i)
+    x.set(i, i % 3); // rows [0, 1, 2]
+  weft::frontend::writeNpy((in / "x.npy").string(), x);
+  Result r = runWeft("run " + g + " --inputs " + in.string() + " --save-outputs " + out.string() +
+                     " --check");
+  REQUIRE(r.rc == 0);
+  weft::HostTensor y = weft::frontend::readNpy((out / "y.npy").string(), weft::DType::f32);
+  REQUIRE(y.shape == std::vector<int64_t>{2, 3});
+  // softmax([0, 1, 2]) = e^i / (1 + e + e^2)
+  double z = 1 + std::exp(1.0) + std::exp(2.0);
+  for (int i = 0; i < 6; ++i)
+    CHECK(y.get(i) == Approx(std::exp(double(i % 3)) / z).epsilon(1e-6));
+}
+
+TEST_CASE("weft plan prints the plan as text and DOT") {
+  std::string g = writeFile("sm.json", kSoftmax);
+  Result r = runWeft("plan " + g + " --bind B=4");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.rfind("fusion plan: policy astitch, device h100 (sm_90), 1 step(s), 1 kernel(s)\n",
+                    0) == 0);
+  CHECK(r.out.find("mapping row_reduce(warp_per_row") != std::string::npos);
+  Result none = runWeft("plan " + g + " --bind B=4 --policy none --device-spec a100");
+  CHECK(none.out.rfind("fusion plan: policy none, device a100 (sm_80), ", 0) == 0);
+  Result dot = runWeft("plan " + g + " --bind B=4 --dot");
+  CHECK(dot.rc == 0);
+  CHECK(dot.out.rfind("digraph plan {", 0) == 0);
+  CHECK(runWeft("plan /nonexistent.json").rc == 2);
+}
+
+TEST_CASE("weft run and plan accept ONNX models") {
+  const std::string model = "/usr/share/libonnx-testdata/data/node/test_softmax_axis_1/model.onnx";
+  if (!fs::exists(model)) {
+    WARN("libonnx-testdata is not installed: " + model);
+    return;
+  }
+  Result r = runWeft("run " + model + " --check");
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("1 kernel(s)") != std::string::npos);
+  CHECK(r.out.find("check: all outputs match") != std::string::npos);
+  CHECK(runWeft("plan " + model).rc == 0);
 }
