@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
     weft::tools::addPlanCommand(app);
     weft::tools::addCompileCommand(app);
     weft::tools::addRunCommand(app);
+    weft::tools::addBenchCommand(app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::Success& e) {

@@ -1,0 +1,36 @@
+#pragma once
+// The suite's results as Markdown (docs/performance.md's table), JSON (everything, for
+// scripts) and CSV (one row per workload, policy and profile, for bench/report.sh's chart),
+// and the targets checked against them.
+#include <string>
+#include <vector>
+
+#include "suite.h"
+
+namespace weft::bench {
+
+/// One target of the performance report, as measured: `met`, or missed by how much.
+struct TargetCheck {
+  std::string target;   // "bytes <= 1.10 x compulsory"
+  std::string workload; // "" for targets on the whole suite
+  std::string required; // "<= 1.10"
+  std::string measured; // "1.02"
+  bool applies = true;  // false: could not be checked (the text says why in `measured`)
+  bool met = false;
+  std::string verdict() const; // "met", "missed by 0.35x", "n/a (…)"
+};
+
+constexpr double kMaxBytesRatio = 1.10;
+constexpr double kMinSpeedupOverXla = 1.5;
+constexpr double kMaxCompileMs10k = 10000;
+
+/// The targets: astitch's bytes ratio on every workload whose rows fit on chip; astitch over
+/// xla on h100 for LayerNorm (f32, f16), softmax and LayerNorm backward; the 10,000-node
+/// graph's time to PTX.
+std::vector<TargetCheck> checkTargets(const SuiteResult& r);
+
+std::string formatMarkdown(const SuiteResult& r);
+std::string formatJson(const SuiteResult& r);
+std::string formatCsv(const SuiteResult& r);
+
+} // namespace weft::bench

@@ -1,0 +1,100 @@
+#include "workloads.h"
+
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "frontend/onnx/load_graph.h"
+#include "synthetic_graphs.h"
+#include "weft/error.h"
+
+#ifndef WEFT_BENCH_WORKLOADS_DIR
+#define WEFT_BENCH_WORKLOADS_DIR "bench/workloads"
+#endif
+
+namespace weft::bench {
+namespace {
+
+Workload jsonWorkload(const std::string& dir, const std::string& name, std::string summary) {
+  std::string path = (std::filesystem::path(dir) / (name + ".json")).string();
+  return {name, std::move(summary), [path] { return frontend::readGraphFile(path).graph; }};
+}
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+} // namespace
+
+std::string defaultWorkloadsDir() { return WEFT_BENCH_WORKLOADS_DIR; }
+
+std::vector<Workload> suiteWorkloads(const std::string& dir) {
+  std::vector<Workload> w;
+  w.push_back(jsonWorkload(dir, "layer_norm_f32", "BERT-base LayerNorm [16384, 768] f32"));
+  w.push_back(jsonWorkload(dir, "layer_norm_f16", "BERT-base LayerNorm [16384, 768] f16 (f32 statistics)"));
+  w.push_back(jsonWorkload(dir, "softmax", "attention softmax, scale + mask, [49152, 128]"));
+  w.push_back(jsonWorkload(dir, "gelu_bias", "bias + GELU [16384, 3072]"));
+  w.push_back(jsonWorkload(dir, "rms_norm_bf16", "RMSNorm [4096, 4096] bf16"));
+  w.push_back(jsonWorkload(dir, "row_reduce_750000x32", "DIEN row reduce [750000, 32] (AStitch Fig. 6a)"));
+  w.push_back(jsonWorkload(dir, "row_reduce_64x30000", "Transformer row reduce [64, 30000] (AStitch Fig. 6b)"));
+  w.push_back(jsonWorkload(dir, "astitch_fig7", "AStitch Fig. 7 subgraph, [2048, 128, 32]"));
+  w.push_back(jsonWorkload(dir, "bias_grad", "bias-gradient column reduce [16384, 768]"));
+  w.push_back(jsonWorkload(dir, "layer_norm_backward", "LayerNorm backward [16384, 768]"));
+  w.push_back(jsonWorkload(dir, "log_softmax_nll", "log-softmax + NLL, [512, 30000] vocabulary"));
+  w.push_back({"cluster_200", "generated cluster of 200 ops on [2048, 768]",
+               [] { return elementwiseCluster(200, 2048, 768); }});
+  w.push_back({"graph_10000", "generated 10,000-node graph: clusters of 48 ops on [64, 64] between matmuls",
+               [] { return clusteredGraph(10000, 64, 64); }});
+  return w;
+}
+
+Workload findWorkload(const std::string& nameOrPath, const std::string& dir,
+                      const ir::Binding& binding) {
+  std::vector<std::string> names;
+  for (Workload& w : suiteWorkloads(dir)) {
+    if (w.name == nameOrPath) return w;
+    names.push_back(w.name);
+  }
+  if (endsWith(nameOrPath, ".json") || endsWith(nameOrPath, ".onnx") ||
+      std::filesystem::is_regular_file(nameOrPath)) {
+    std::string path = nameOrPath;
+    std::string stem = std::filesystem::path(path).stem().string();
+    return {stem, "graph file " + path, [path, binding] {
+              ir::Graph g = frontend::loadGraphAnyFormat(path).graph;
+              return binding.empty() ? g : ir::bindSymbols(g, binding);
+            }};
+  }
+  throw InputError(fmt::format("unknown workload \"{}\"; the suite's workloads are {} (or give a "
+                               "graph file, e.g. examples/graphs/softmax.json --bind B=4)",
+                               nameOrPath, fmt::join(names, ", ")));
+}
+
+uint64_t compulsoryBytes(const ir::Graph& g) {
+  auto bytesOf = [&](ir::NodeId id) {
+    const ir::TensorType& t = g.node(id).type;
+    uint64_t n = static_cast<uint64_t>(ir::dtypeBytes(t.dtype));
+    for (const ir::Dim& d : t.shape)
+      n *= static_cast<uint64_t>(d.evaluate({}));
+    return n;
+  };
+  uint64_t total = 0;
+  for (ir::NodeId in : g.inputs())
+    total += bytesOf(in);
+  for (ir::NodeId out : g.outputs())
+    total += bytesOf(out);
+  return total;
+}
+
+bool rowsFitOnChip(const ir::Graph& g, int64_t sharedMemoryPerBlock) {
+  for (const ir::Node& n : g.nodes()) {
+    if (n.kind == ir::OpKind::Dot) return false;
+    if (n.kind != ir::OpKind::Reduce) continue;
+    const ir::Node& in = g.node(n.operands[0]);
+    int64_t row = 1;
+    for (int64_t axis : n.attr<ir::ReduceAttrs>().axes)
+      row *= in.type.shape[static_cast<size_t>(axis)].evaluate({});
+    if (row * 4 > sharedMemoryPerBlock) return false;
+  }
+  return true;
+}
+
+} // namespace weft::bench

@@ -1,0 +1,38 @@
+#pragma once
+// The benchmark suite's workloads: JSON graphs in bench/workloads/ (production shapes, static)
+// and the generated ones of synthetic_graphs.h, by name. A workload can also be any graph
+// file (JSON or ONNX) given by path, its symbols bound with `binding`.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace weft::bench {
+
+struct Workload {
+  std::string name;
+  std::string summary; // one line for the report
+  std::function<ir::Graph()> build;
+};
+
+/// The whole suite, in report order; JSON workloads are read from `workloadsDir`.
+std::vector<Workload> suiteWorkloads(const std::string& workloadsDir);
+/// The default workloads directory (the source tree's bench/workloads).
+std::string defaultWorkloadsDir();
+
+/// A suite workload by name, or a graph file when `nameOrPath` ends in .json or .onnx or
+/// names an existing file. InputError naming it and listing the suite's names otherwise.
+Workload findWorkload(const std::string& nameOrPath, const std::string& workloadsDir,
+                      const ir::Binding& binding = {});
+
+/// Inputs read once plus outputs written once, in bytes: the least any schedule moves.
+uint64_t compulsoryBytes(const ir::Graph& g);
+
+/// Whether every row a reduce needs fits on chip: for each reduce, the reduced elements of
+/// one output element times 4 bytes (f32 accumulation) fit in one block's shared memory.
+/// False for graphs with compute-intensive ops (their library kernels are not stitched).
+bool rowsFitOnChip(const ir::Graph& g, int64_t sharedMemoryPerBlock);
+
+} // namespace weft::bench

@@ -1,0 +1,143 @@
+// weft bench [WORKLOADS...] [--policy all|none|xla|astitch] [--device-spec h100,a100,v100]
+// [--format md|json|csv] [-o FILE]: the benchmark suite (bench/). Each workload is compiled
+// under each policy for each device profile, run once on the sim device, and reported with
+// its kernels, grid barriers, bytes moved against the compulsory bytes, modeled GPU time and
+// measured compile time; then the compile-time scaling of generated graphs. One progress line
+// per step on stderr.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fmt/format.h>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "bench/report.h"
+#include "bench/suite.h"
+#include "cli_support.h"
+#include "commands.h"
+#include "weft/device_spec.h"
+#include "weft/error.h"
+
+namespace weft::tools {
+namespace {
+
+struct BenchArgs {
+  std::vector<std::string> workloads;
+  std::string policy = "all";
+  std::string deviceSpec = "h100";
+  std::string format = "md";
+  std::string output;
+  std::string workloadsDir = bench::defaultWorkloadsDir();
+  std::string bind;
+  int compileRuns = 3;
+  uint64_t sampleBlocks = 64;
+  std::string scaling = "auto";
+};
+
+std::vector<std::string> splitList(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
+std::vector<fusion::Policy> parsePolicies(const std::string& text) {
+  if (text == "all") return {fusion::Policy::None, fusion::Policy::Xla, fusion::Policy::AStitch};
+  std::vector<fusion::Policy> policies;
+  for (const std::string& name : splitList(text)) {
+    std::optional<fusion::Policy> p = fusion::parsePolicy(name);
+    if (!p)
+      throw InputError(fmt::format(
+          "--policy {}: unknown policy \"{}\"; use all, or a comma-separated list of none, xla, "
+          "astitch",
+          text, name));
+    policies.push_back(*p);
+  }
+  if (policies.empty()) throw InputError("--policy is empty; use all, none, xla or astitch");
+  return policies;
+}
+
+std::vector<std::string> parseProfiles(const std::string& text) {
+  std::vector<std::string> profiles = splitList(text);
+  if (profiles.empty()) throw InputError("--device-spec is empty; use e.g. h100 or h100,a100,v100");
+  for (const std::string& p : profiles)
+    if (!deviceSpecProfile(p))
+      throw InputError(fmt::format("--device-spec {}: unknown profile \"{}\"; use one or more of {}",
+                                   text, p, fmt::join(deviceSpecProfileNames(), ", ")));
+  return profiles;
+}
+
+void runBench(const BenchArgs& a) {
+  bench::SuiteOptions o;
+  o.policies = parsePolicies(a.policy);
+  o.profiles = parseProfiles(a.deviceSpec);
+  o.compileRuns = a.compileRuns;
+  o.sampleBlocks = a.sampleBlocks;
+  ir::Binding binding = parseBindOption(a.bind);
+  std::vector<bench::Workload> workloads;
+  if (a.workloads.empty())
+    workloads = bench::suiteWorkloads(a.workloadsDir);
+  else
+    for (const std::string& w : a.workloads)
+      workloads.push_back(bench::findWorkload(w, a.workloadsDir, binding));
+  const bool scaling = a.scaling == "on" || (a.scaling == "auto" && a.workloads.empty());
+  if (!scaling) o.scalingNodes.clear();
+  o.progress = [](const std::string& line) {
+    std::fprintf(stderr, "weft bench: %s\n", line.c_str());
+    std::fflush(stderr);
+  };
+
+  bench::SuiteResult result = bench::runSuite(workloads, o);
+  std::string text = a.format == "json"  ? bench::formatJson(result)
+                     : a.format == "csv" ? bench::formatCsv(result)
+                                         : bench::formatMarkdown(result);
+  if (a.output.empty()) {
+    fmt::print("{}", text);
+    return;
+  }
+  std::ofstream out(a.output);
+  out << text;
+  if (!out) throw Error("cannot write " + a.output);
+  fmt::print(stderr, "weft bench: wrote {}\n", a.output);
+}
+
+} // namespace
+
+void addBenchCommand(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Benchmark suite: kernels, bytes moved, modeled GPU time and compile time per "
+               "workload and fusion policy (docs/performance.md)");
+  cmd->add_option("workloads", a->workloads,
+                  "Suite workloads by name, or graph files (default: the whole suite)");
+  cmd->add_option("--policy", a->policy, "all, or a comma-separated list of none, xla, astitch")
+      ->capture_default_str();
+  cmd->add_option("--device-spec", a->deviceSpec,
+                  "Comma-separated device profiles to model (v100, a100, h100); the first one's "
+                  "plan gives the counts and compile times")
+      ->capture_default_str();
+  cmd->add_option("--format", a->format, "md (Markdown tables), json or csv")
+      ->check(CLI::IsMember({"md", "json", "csv"}))
+      ->capture_default_str();
+  cmd->add_option("-o,--output", a->output, "Write the report to FILE instead of stdout");
+  cmd->add_option("--workloads-dir", a->workloadsDir, "Where the suite's JSON workloads are")
+      ->capture_default_str();
+  cmd->add_option("--bind", a->bind, "Symbol sizes for graph-file workloads, e.g. B=64");
+  cmd->add_option("--compile-runs", a->compileRuns, "Compile time = median of this many runs")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  cmd->add_option("--sample-blocks", a->sampleBlocks,
+                  "Simulate this many blocks of larger grids and extrapolate when they all do "
+                  "the same work (0: simulate every block)")
+      ->capture_default_str();
+  cmd->add_option("--scaling", a->scaling,
+                  "Compile-time scaling on 100/1,000/10,000-node graphs: on, off, or auto (on "
+                  "when no workload is named)")
+      ->check(CLI::IsMember({"on", "off", "auto"}))
+      ->capture_default_str();
+  cmd->callback([a] { runBench(*a); });
+}
+
+} // namespace weft::tools
