@@ -1,6 +1,8 @@
 // weft::compile() and the pipeline it runs for each shape binding. Read compileProgram()
 // top to bottom: it is the whole compiler, one named step after another.
 #include <chrono>
+#include <cstdlib>
+#include <mutex>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -28,6 +30,20 @@ std::string cacheKey(const ir::Graph& canonical, const CompileOptions& o) {
                      d.maxThreadsPerBlock, d.maxThreadsPerSM, d.maxBlocksPerSM, d.registersPerSM,
                      d.sharedMemoryPerBlock, d.sharedMemoryPerSM, o.codegen.useLibdevice, o.codegen.optimise,
                      ir::printGraph(canonical));
+}
+
+/// A program embedding weft logs at warn unless it configured spdlog itself (a default logger
+/// of its own) or asked through WEFT_LOG; the weft CLI sets its logger up before this runs.
+void defaultLogLevelForEmbedders() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (!spdlog::default_logger_raw()->name().empty()) return;
+    const char* env = std::getenv("WEFT_LOG");
+    spdlog::level::level_enum level = env ? spdlog::level::from_str(env) : spdlog::level::warn;
+    spdlog::set_level(env && level == spdlog::level::off && std::string(env) != "off"
+                          ? spdlog::level::warn
+                          : level);
+  });
 }
 
 } // namespace
@@ -92,6 +108,7 @@ size_t CompiledGraph::programCount() const {
 }
 
 std::shared_ptr<CompiledGraph> compile(const ir::Graph& graph, const CompileOptions& options) {
+  defaultLogLevelForEmbedders();
   auto compiled = std::make_shared<CompiledGraph>(graph, options);
   if (graph.symbols().empty()) compiled->program({}); // static shapes: compile now
   return compiled;
