@@ -152,6 +152,10 @@ FusionPlan planNone(const ir::Graph& graph, const DeviceSpec& device) {
     return b;
   };
 
+  // Every input has a buffer, used by a kernel or not: an output that is an input (an identity
+  // graph, or one that the passes reduced to one) is read back from it.
+  for (ir::NodeId in : graph.inputs())
+    bufferFor(in);
   for (const ir::Node& n : graph.nodes()) {
     if (n.kind == ir::OpKind::Parameter || inlined(n.id)) continue;
     if (n.kind == ir::OpKind::Dot) {

@@ -546,7 +546,11 @@ POperand Parser::parseOperand() {
     o.kind = POperand::Sink;
     return o;
   }
-  if (name[0] == '%') {
+  // Registers usually start with '%', but a scoped block may declare any identifier as one
+  // (NVPTX's f64 shuffles: `{ .reg .b32 tmp; mov.b64 {tmp, %r37}, %rd8; }`). Every scoped
+  // declaration of a name shares one slot: a block-local register is written before it is
+  // read inside its own block, so blocks never see each other's values.
+  if (name[0] == '%' || regs_.count(name)) {
     o.kind = POperand::Reg;
     o.name = name;
     if (accept("|")) o.pipe = ident();

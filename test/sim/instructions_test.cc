@@ -249,6 +249,27 @@ TEST_CASE("selp, slct, mov pack/unpack and special registers", "[sim][instr]") {
   }
 }
 
+TEST_CASE("scoped blocks may declare registers without a '%' (NVPTX's f64 shuffle halves)",
+          "[sim][instr]") {
+  // Two blocks declare the same name; each writes it before reading it.
+  auto r = runScalar(R"(
+  cvt.u64.u32 %rd5, %r0;
+  shl.b64 %rd6, %rd5, 32;
+  or.b64 %rd7, %rd6, 7;
+  { .reg .b32 tmp; mov.b64 {tmp, %r3}, %rd7; }
+  { .reg .b32 tmp; mov.b64 {%r4, tmp}, %rd7; add.u32 %r5, tmp, 1; }
+)" + st32("%r3", 0) + st32("%r4", 1) +
+                         st32("%r5", 2),
+                     3, 33);
+  for (int t = 0; t < 33; ++t) {
+    const uint64_t* s = &r[size_t(t) * 3];
+    INFO("thread " << t);
+    CHECK(s[0] == uint64_t(t)); // high half
+    CHECK(s[1] == 7);           // low half
+    CHECK(s[2] == uint64_t(t) + 1);
+  }
+}
+
 TEST_CASE("special registers in a 3-D grid", "[sim][instr]") {
   auto dev = sim::makeSimDevice(h100());
   const std::string ptx = R"(
