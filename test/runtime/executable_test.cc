@@ -1,0 +1,190 @@
+// weft::compile and Executable on the sim device: results against the reference interpreter,
+// one compile per shape binding, device-buffer runs without copies, graph capture and replay
+// with in-place argument updates, the graph-mode selection rule, and timing.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "ir/interpreter.h"
+#include "weft/weft.h"
+
+using namespace weft;
+using ir::OpKind;
+
+namespace {
+
+/// y = exp(x) / sum(exp(x)) over rows of x [B, 8]; z = x * 2.
+ir::Graph softmaxAndScale() {
+  ir::Graph g;
+  ir::Shape full = {ir::Dim::symbol("B"), 8};
+  auto x = g.parameter("x", {DType::f32, full});
+  auto e = g.unary(OpKind::Exp, x);
+  auto s = g.broadcastInDim(g.reduce(ir::ReduceKind::Sum, e, {1}), full, {0});
+  g.addOutput(g.binary(OpKind::Div, e, s, "y"));
+  g.addOutput(g.binary(OpKind::Mul, x, g.broadcastInDim(g.scalar(DType::f32, 2), full, {}), "z"));
+  return g;
+}
+
+HostTensor rows(int64_t b, double offset = 0) {
+  HostTensor t(DType::f32, {b, 8});
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    t.set(i, std::sin(double(i) * 0.7 + offset));
+  return t;
+}
+
+CompileOptions options(Policy p) {
+  CompileOptions o;
+  o.policy = p;
+  o.cacheDir = "off";
+  return o;
+}
+
+void requireClose(const HostTensor& got, const HostTensor& want) {
+  REQUIRE(got.shape == want.shape);
+  for (int64_t i = 0; i < got.numElements(); ++i)
+    REQUIRE(got.get(i) == Approx(want.get(i)).margin(1e-5));
+}
+
+std::vector<HostTensor> readBack(Device& d, const std::vector<DevicePtr>& ptrs, int64_t b) {
+  std::vector<HostTensor> out;
+  for (DevicePtr p : ptrs) {
+    HostTensor t(DType::f32, {b, 8});
+    d.copyToHost(t.bytes.data(), p, t.byteSize());
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("an Executable matches the interpreter and compiles once per binding", "[runtime]") {
+  ir::Graph g = softmaxAndScale();
+  for (Policy p : {Policy::None, Policy::Xla, Policy::AStitch}) {
+    auto compiled = compile(g, options(p));
+    CHECK(compiled->programCount() == 0); // symbolic: nothing to compile before a binding
+    auto device = makeDevice("sim", compiled->options().device);
+    Executable exe(compiled, *device);
+    for (int64_t b : {3, 5, 3}) {
+      auto in = rows(b);
+      auto got = exe.run({in});
+      auto want = ir::interpret(g, {in}, {{"B", b}});
+      requireClose(got[0], want[0]);
+      requireClose(got[1], want[1]);
+    }
+    CHECK(compiled->programCount() == 2);
+    CHECK(exe.stats().plainRuns == 3);
+    CHECK(exe.stats().inputCopies == 3);
+  }
+}
+
+TEST_CASE("a static graph compiles at weft::compile; bad inputs are InputErrors", "[runtime]") {
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {4}});
+  g.addOutput(g.unary(OpKind::Neg, x, "y"));
+  auto compiled = compile(g, options(Policy::AStitch));
+  CHECK(compiled->programCount() == 1);
+  auto device = makeDevice("sim", compiled->options().device);
+  Executable exe(compiled, *device);
+  CHECK_THROWS_WITH(exe.run({HostTensor(DType::f32, {5})}),
+                    "input \"x\": dim 0 is 5 but 4 is 4 here");
+  CHECK_THROWS_WITH(exe.run({HostTensor(DType::i32, {4})}),
+                    "input \"x\": expected dtype f32, got i32");
+  CHECK_THROWS_WITH(exe.run({}), "the graph takes 1 input(s) but 0 were given");
+}
+
+TEST_CASE("graph mode: capture once, replay, update arguments only when a pointer changes",
+          "[runtime][graph]") {
+  ir::Graph g = softmaxAndScale();
+  auto compiled = compile(g, options(Policy::None)); // several kernels
+  auto device = makeDevice("sim", compiled->options().device);
+  Executable exe(compiled, *device);
+  exe.setGraphMode(GraphMode::On);
+  const int64_t b = 4;
+  ir::Binding binding = {{"B", b}};
+  size_t bytes = size_t(b) * 8 * 4;
+  auto in = rows(b), in2 = rows(b, 1.0);
+  DevicePtr x1 = device->allocate(bytes), x2 = device->allocate(bytes);
+  DevicePtr y = device->allocate(bytes), z = device->allocate(bytes);
+  device->copyToDevice(x1, in.bytes.data(), bytes);
+  device->copyToDevice(x2, in2.bytes.data(), bytes);
+  auto want1 = ir::interpret(g, {in}, binding), want2 = ir::interpret(g, {in2}, binding);
+  int kernels = exe.programFor(binding)->plan.kernelCount();
+  REQUIRE(kernels > 2);
+
+  exe.run({x1}, {y, z}, binding);
+  CHECK(exe.stats().captures == 1);
+  CHECK(exe.stats().replays == 1);
+  CHECK(exe.stats().argUpdates == 0);
+  auto got = readBack(*device, {y, z}, b);
+  requireClose(got[0], want1[0]);
+  requireClose(got[1], want1[1]);
+
+  exe.run({x1}, {y, z}, binding); // same pointers: a plain replay
+  CHECK(exe.stats().captures == 1);
+  CHECK(exe.stats().replays == 2);
+  CHECK(exe.stats().argUpdates == 0);
+
+  exe.run({x2}, {y, z}, binding); // a new input pointer: only the kernels that read x change
+  CHECK(exe.stats().captures == 1);
+  CHECK(exe.stats().replays == 3);
+  size_t updates = exe.stats().argUpdates;
+  CHECK(updates >= 1);
+  CHECK(updates < size_t(kernels));
+  got = readBack(*device, {y, z}, b);
+  requireClose(got[0], want2[0]);
+  requireClose(got[1], want2[1]);
+  CHECK(exe.stats().inputCopies == 0); // device buffers are never copied
+
+  exe.run({x2}, {y, z}, binding);
+  CHECK(exe.stats().argUpdates == updates);
+
+  // A new binding is another program: captured once more.
+  auto in6 = rows(6);
+  auto out6 = exe.run({in6});
+  CHECK(exe.stats().captures == 2);
+  requireClose(out6[0], ir::interpret(g, {in6}, {{"B", 6}})[0]);
+  for (DevicePtr p : {x1, x2, y, z})
+    device->free(p);
+}
+
+TEST_CASE("graph mode auto keeps the faster of plain launches and replays", "[runtime][graph]") {
+  CHECK(graphModeWins({1.0, 1.1, 0.9}, {0.5, 0.6, 0.55}));
+  CHECK_FALSE(graphModeWins({1.0, 1.1, 0.9}, {0.99, 1.0, 0.995})); // within the 2 % margin
+  CHECK_FALSE(graphModeWins({0.5, 0.5, 0.5}, {0.9, 0.8, 1.0}));
+  CHECK_FALSE(graphModeWins({}, {0.1}));
+  CHECK(graphModeWins({2, 2, 2}, {1.9, 1.9, 1.9}, 0.0));
+
+  ir::Graph g = softmaxAndScale();
+  auto compiled = compile(g, options(Policy::None));
+  auto device = makeDevice("sim", compiled->options().device);
+  Executable exe(compiled, *device);
+  exe.setGraphMode(GraphMode::Auto);
+  auto in = rows(2);
+  for (int i = 0; i < 8; ++i)
+    requireClose(exe.run({in})[0], ir::interpret(g, {in}, {{"B", 2}})[0]);
+  // three plain trials, then three graph trials (the first one captures), then the choice
+  CHECK(exe.stats().captures == 1);
+  CHECK(exe.stats().plainRuns + exe.stats().replays == 8);
+  CHECK(exe.stats().plainRuns >= 3);
+  CHECK(exe.stats().replays >= 3);
+}
+
+TEST_CASE("Executable::time reports every kernel and leaves no counters behind", "[runtime]") {
+  ir::Graph g = softmaxAndScale();
+  auto compiled = compile(g, options(Policy::None));
+  auto device = makeDevice("sim", compiled->options().device);
+  Executable exe(compiled, *device);
+  auto in = rows(2);
+  exe.run({in});
+  std::vector<LaunchCounters> counters = exe.takeCounters();
+  int kernels = exe.programFor({{"B", 2}})->plan.kernelCount();
+  CHECK(counters.size() == size_t(kernels));
+  Executable::Timing t = exe.time({in}, 3);
+  CHECK(t.runs == 3);
+  CHECK_FALSE(t.deviceClock); // the simulator has no GPU clock
+  REQUIRE(t.kernels.size() == size_t(kernels));
+  for (const auto& k : t.kernels)
+    CHECK(k.ms > 0);
+  CHECK(t.totalMs > 0);
+  CHECK(exe.takeCounters().empty());
+  CHECK_THROWS_AS(exe.time({in}, 0), InputError);
+}
