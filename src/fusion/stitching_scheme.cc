@@ -271,9 +271,19 @@ private:
   }
 
   /// In a split group the reduces' stage combines partials across blocks: other values of
-  /// the group get stages of their own.
+  /// the group get stages of their own. In an acrossTiles group the reduces' stage computes
+  /// its values once per result after the cross-block combine: values in the tiles' loop
+  /// space (not one per result of the dominant) get stages of their own.
   bool sameSplitKind(const StageInfo& stage, ir::NodeId v) const {
-    if (splitOf(k_.groups[static_cast<size_t>(stage.group)]) <= 1) return true;
+    const Group& gr = k_.groups[static_cast<size_t>(stage.group)];
+    if (gr.acrossTiles) {
+      ir::Dim results = ir::numElements(g_.node(gr.dominant).type.shape);
+      auto perResult = [&](ir::NodeId x) {
+        return ir::numElements(g_.node(x).type.shape) == results;
+      };
+      return perResult(stage.values.front()) == perResult(v);
+    }
+    if (splitOf(gr) <= 1) return true;
     auto isReduce = [&](ir::NodeId x) { return g_.node(x).kind == ir::OpKind::Reduce; };
     return isReduce(stage.values.front()) == isReduce(v);
   }

@@ -1,0 +1,110 @@
+// Differential testing of the whole compiler: seeded random memory-intensive graphs
+// (test/support/random_graph.h) compiled under every policy, run on the sim device and
+// compared with the reference interpreter under the tolerances of `weft run --check`.
+// CI runs seeds [0, 300) in shards; a longer run takes a range from the environment:
+//   WEFT_DIFF_SEEDS=0:10000 build/test/runtime/test_runtime "[differential-env]"
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include "ir/interpreter.h"
+#include "ir/printer.h"
+#include "random_graph.h"
+#include "runtime/output_check.h"
+#include "weft/weft.h"
+
+using namespace weft;
+
+namespace {
+
+std::vector<HostTensor> inputsFor(const ir::Graph& g, uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+  std::uniform_real_distribution<double> value(-2.0, 2.0);
+  std::vector<HostTensor> inputs;
+  for (ir::NodeId id : g.inputs()) {
+    const ir::Node& n = g.node(id);
+    HostTensor t(n.type.dtype, ir::evaluate(n.type.shape, {}));
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      t.set(i, ir::isFloat(n.type.dtype) ? value(rng) : double(int64_t(value(rng) * 3)));
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
+/// Compiles and runs `seed`'s graph under every policy; one CHECK per output and policy.
+void checkSeed(uint64_t seed) {
+  ir::Graph g = testing::randomGraph(seed);
+  std::vector<HostTensor> inputs = inputsFor(g, seed);
+  std::vector<HostTensor> expected = ir::interpret(g, inputs);
+  for (Policy policy : {Policy::None, Policy::Xla, Policy::AStitch}) {
+    CompileOptions o;
+    o.policy = policy;
+    o.cacheDir = "off";
+    std::vector<HostTensor> got;
+    try {
+      auto compiled = compile(g, o);
+      auto device = makeDevice("sim", o.device);
+      Executable exe(compiled, *device);
+      got = exe.run(inputs);
+    } catch (const std::exception& e) {
+      FAIL_CHECK("seed " << seed << ", policy " << fusion::policyName(policy) << ": " << e.what()
+                         << "\n"
+                         << ir::printGraph(g));
+      continue;
+    }
+    for (size_t k = 0; k < expected.size(); ++k) {
+      runtime::TensorCheck c =
+          runtime::checkTensor(g.node(g.outputs()[k]).name, expected[k], got[k]);
+      if (c.passed)
+        SUCCEED();
+      else
+        FAIL_CHECK("seed " << seed << ", policy " << fusion::policyName(policy) << ": " << c.str()
+                           << "\n"
+                           << ir::printGraph(g));
+    }
+  }
+}
+
+void checkSeeds(uint64_t begin, uint64_t end) {
+  for (uint64_t seed = begin; seed < end; ++seed)
+    checkSeed(seed);
+}
+
+} // namespace
+
+// Six shards of 50 seeds, so that ctest -j spreads them over the cores.
+TEST_CASE("random graphs [0, 50) match the interpreter under every policy", "[differential]") {
+  checkSeeds(0, 50);
+}
+TEST_CASE("random graphs [50, 100) match the interpreter under every policy", "[differential]") {
+  checkSeeds(50, 100);
+}
+TEST_CASE("random graphs [100, 150) match the interpreter under every policy", "[differential]") {
+  checkSeeds(100, 150);
+}
+TEST_CASE("random graphs [150, 200) match the interpreter under every policy", "[differential]") {
+  checkSeeds(150, 200);
+}
+TEST_CASE("random graphs [200, 250) match the interpreter under every policy", "[differential]") {
+  checkSeeds(200, 250);
+}
+TEST_CASE("random graphs [250, 300) match the interpreter under every policy", "[differential]") {
+  checkSeeds(250, 300);
+}
+
+TEST_CASE("random graphs in WEFT_DIFF_SEEDS=begin:end", "[.][differential-env]") {
+  const char* range = std::getenv("WEFT_DIFF_SEEDS");
+  if (!range) {
+    WARN("set WEFT_DIFF_SEEDS=begin:end");
+    return;
+  }
+  std::string r = range;
+  size_t colon = r.find(':');
+  REQUIRE(colon != std::string::npos);
+  uint64_t begin = std::stoull(r.substr(0, colon)), end = std::stoull(r.substr(colon + 1));
+  for (uint64_t seed = begin; seed < end; ++seed) {
+    checkSeed(seed);
+    if ((seed - begin + 1) % 500 == 0) WARN("checked seeds " << begin << " to " << seed);
+  }
+}
