@@ -207,6 +207,7 @@ TEST_CASE("weft run compiles, runs on the simulator and checks against the inter
   CHECK(r.out.find("counters (simulator, per kernel launch") != std::string::npos);
   // 4x3 f32 in and out: 96 compulsory bytes; the kernel moves whole 32-byte sectors.
   CHECK(r.out.find(" 96 compulsory (ratio ") != std::string::npos);
+  CHECK(r.out.find("modeled time on h100 (not measured): ") != std::string::npos);
   CHECK(r.out.find("  y: ok; worst at ") != std::string::npos);
   CHECK(r.out.find("check: all outputs match\n") != std::string::npos);
   CHECK(r.err.empty());
@@ -231,6 +232,7 @@ TEST_CASE("weft run --time reports per-kernel and end-to-end medians; --graph re
   CHECK(r.out.find("timing on sim (h100): median of 3 run(s), host wall-clock") !=
         std::string::npos);
   CHECK(r.out.find("end to end (graph on)") != std::string::npos);
+  CHECK(r.out.find("; modeled h100 time beside it") != std::string::npos);
   CHECK(r.out.find("check: all outputs match") != std::string::npos);
 }
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <memory>
 
+#include "bench/perf_model.h"
 #include "cli_support.h"
 #include "commands.h"
 #include "counters_table.h"
@@ -61,16 +62,38 @@ uint64_t compulsoryBytes(const std::vector<HostTensor>& inputs,
   return bytes;
 }
 
-void printTiming(const Executable::Timing& t, const std::string& deviceName, GraphMode mode) {
-  fmt::print("timing on {}: median of {} run(s), {}\n", deviceName, t.runs,
-             t.deviceClock ? "device events" : "host wall-clock (the simulator has no GPU clock)");
-  for (const auto& k : t.kernels)
-    fmt::print("  {:<40} {:>12.4f} ms\n", k.name, k.ms);
-  fmt::print("  {:<40} {:>12.4f} ms\n",
+/// Measured medians per kernel and end to end, next to the time the performance model gives
+/// for the same launches (bench/perf_model.h) when the simulator's counters are at hand.
+void printTiming(const Executable::Timing& t, const std::string& deviceName, GraphMode mode,
+                 const std::vector<LaunchCounters>& counters, const DeviceSpec& spec) {
+  bool modeled = counters.size() == t.kernels.size();
+  bench::ModelProfile profile = bench::modelProfile(spec);
+  fmt::print("timing on {}: median of {} run(s), {}{}\n", deviceName, t.runs,
+             t.deviceClock ? "device events" : "host wall-clock (the simulator has no GPU clock)",
+             modeled ? fmt::format("; modeled {} time beside it", spec.name) : "");
+  for (size_t k = 0; k < t.kernels.size(); ++k) {
+    fmt::print("  {:<40} {:>12.4f} ms", t.kernels[k].name, t.kernels[k].ms);
+    if (modeled)
+      fmt::print("   modeled {:>10.4f} ms",
+                 bench::modelKernel(counters[k], profile).totalUs() / 1e3);
+    fmt::print("\n");
+  }
+  fmt::print("  {:<40} {:>12.4f} ms",
              fmt::format("end to end (graph {})", mode == GraphMode::On     ? "on"
                                                   : mode == GraphMode::Auto ? "auto"
                                                                             : "off"),
              t.totalMs);
+  if (modeled)
+    fmt::print("   modeled {:>10.4f} ms", bench::modelProgram(counters, profile).totalUs() / 1e3);
+  fmt::print("\n");
+}
+
+/// The modeled GPU time of the counted launches on `spec` (never measured; bench/perf_model.h).
+void printModeledTime(const std::vector<LaunchCounters>& counters, const DeviceSpec& spec) {
+  bench::ModeledTime t = bench::modelProgram(counters, bench::modelProfile(spec));
+  fmt::print("modeled time on {} (not measured): {:.2f} us = max(memory {:.2f}, issue {:.2f}) "
+             "per kernel {:.2f} + launches {:.2f} + grid barriers {:.2f}\n",
+             spec.name, t.totalUs(), t.memoryUs, t.issueUs, t.boundUs, t.launchUs, t.barrierUs);
 }
 
 void runGraph(const RunArgs& a) {
@@ -117,9 +140,11 @@ void runGraph(const RunArgs& a) {
       counters = simExe.takeCounters();
     }
     fmt::print("{}", formatCountersTable(counters, compulsoryBytes(in.inputs, outputs)));
+    printModeledTime(counters, device->spec());
   }
   if (a.timeRuns > 0)
-    printTiming(exe.time(in.inputs, a.timeRuns, in.binding), device->name(), mode);
+    printTiming(exe.time(in.inputs, a.timeRuns, in.binding), device->name(), mode, counters,
+                device->spec());
   if (a.check && !checkOutputs(g, in, outputs)) throw ExitCode{1};
 }
 
