@@ -1,6 +1,7 @@
 #include "codegen/elemental_emitter.h"
 
 #include <algorithm>
+#include <cassert>
 #include <fmt/format.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -77,7 +78,9 @@ void KernelContext::loop(const std::string& name, llvm::Value* start, llvm::Valu
   iv->addIncoming(start, pre);
   b->CreateCondBr(b->CreateICmpSLT(iv, end), bodyBB, exit);
   b->SetInsertPoint(bodyBB);
+  ++depth;
   body(iv);
+  --depth;
   llvm::Value* next = b->CreateAdd(iv, step, name + ".next", /*HasNUW=*/false, /*HasNSW=*/true);
   iv->addIncoming(next, b->GetInsertBlock());
   b->CreateBr(header);
@@ -89,7 +92,9 @@ void KernelContext::ifThen(llvm::Value* cond, const std::function<void()>& then)
   auto* merge = llvm::BasicBlock::Create(ctx(), "endif", fn);
   b->CreateCondBr(cond, thenBB, merge);
   b->SetInsertPoint(thenBB);
+  ++depth;
   then();
+  --depth;
   b->CreateBr(merge);
   b->SetInsertPoint(merge);
 }
@@ -170,44 +175,157 @@ llvm::Value* roundToDType(llvm::IRBuilder<>& b, llvm::Value* v, DType t) {
   return v;
 }
 
+namespace {
+
+/// A value read from memory (storage type) → its compute type.
+llvm::Value* fromMemory(llvm::IRBuilder<>& b, llvm::Value* v, DType t) {
+  switch (t) {
+  case DType::f16:
+    return b.CreateFPExt(v, b.getFloatTy());
+  case DType::bf16:
+    return bf16BitsToFloat(b, v);
+  case DType::boolean:
+    return b.CreateICmpNE(v, b.getInt8(0));
+  default:
+    return v;
+  }
+}
+
+/// A compute value → its storage type.
+llvm::Value* toMemory(llvm::IRBuilder<>& b, llvm::Value* v, DType t) {
+  switch (t) {
+  case DType::f16:
+    return b.CreateFPTrunc(v, b.getHalfTy());
+  case DType::bf16:
+    return floatToBf16Bits(b, v);
+  case DType::boolean:
+    return b.CreateZExt(v, b.getInt8Ty());
+  default:
+    return v;
+  }
+}
+
+} // namespace
+
 llvm::Value* KernelContext::loadElement(llvm::Value* base, DType t, llvm::Value* flat,
                                         unsigned align) {
   llvm::Type* mt = memoryType(ctx(), t);
   llvm::Value* p = b->CreateInBoundsGEP(mt, base, flat);
   unsigned a = align ? align : unsigned(ir::dtypeBytes(t));
-  llvm::Value* v = b->CreateAlignedLoad(mt, p, llvm::Align(a));
-  switch (t) {
-  case DType::f16:
-    return b->CreateFPExt(v, b->getFloatTy());
-  case DType::bf16:
-    return bf16BitsToFloat(*b, v);
-  case DType::boolean:
-    return b->CreateICmpNE(v, b->getInt8(0));
-  default:
-    return v;
-  }
+  return fromMemory(*b, b->CreateAlignedLoad(mt, p, llvm::Align(a)), t);
 }
 
 void KernelContext::storeElement(llvm::Value* base, DType t, llvm::Value* flat, llvm::Value* value,
                                  unsigned align) {
   llvm::Type* mt = memoryType(ctx(), t);
   llvm::Value* p = b->CreateInBoundsGEP(mt, base, flat);
-  llvm::Value* v = value;
-  switch (t) {
-  case DType::f16:
-    v = b->CreateFPTrunc(value, b->getHalfTy());
-    break;
-  case DType::bf16:
-    v = floatToBf16Bits(*b, value);
-    break;
-  case DType::boolean:
-    v = b->CreateZExt(value, b->getInt8Ty());
-    break;
-  default:
-    break;
-  }
   unsigned a = align ? align : unsigned(ir::dtypeBytes(t));
-  b->CreateAlignedStore(v, p, llvm::Align(a));
+  b->CreateAlignedStore(toMemory(*b, value, t), p, llvm::Align(a));
+}
+
+// ---- vector groups --------------------------------------------------------------------------
+
+int vectorChunk(DType t, int width) {
+  return std::max(1, std::min(width, 16 / int(ir::dtypeBytes(t))));
+}
+
+namespace {
+
+/// Whether a tensor of shape s can be read by vector groups of `width` lanes: its innermost
+/// dim is a static multiple of the width, so a lane base (a multiple of the width) and its
+/// width - 1 successors lie in one row, at an address aligned to the width.
+bool lanesFit(const ir::Shape& s, int width) {
+  return width > 1 && !s.empty() && s.back().isStatic() && s.back().size() % width == 0;
+}
+
+} // namespace
+
+void KernelContext::beginVectorGroup(int width) {
+  assert(vectorWidth == 0 && "vector groups do not nest");
+  assert(width > 1 && (width & (width - 1)) == 0 && "a vector group's width is a power of two");
+  vectorWidth = width;
+  vectorDepth = depth;
+  vectorLanes.clear();
+  vectorLoads.clear();
+}
+
+void KernelContext::endVectorGroup() {
+  vectorWidth = 0;
+  vectorDepth = -1;
+  vectorLanes.clear();
+  vectorLoads.clear();
+}
+
+std::vector<Index> KernelContext::vectorLaneIndices(const ir::Shape& s, llvm::Value* flat0) {
+  assert(vectorWidth > 1 && "vectorLaneIndices needs an open vector group");
+  std::vector<Index> lanes;
+  if (!lanesFit(s, vectorWidth)) {
+    for (int j = 0; j < vectorWidth; ++j)
+      lanes.push_back(delinearize(*this, s, j ? b->CreateAdd(flat0, index(j)) : flat0));
+    return lanes;
+  }
+  Index idx0 = delinearize(*this, s, flat0);
+  llvm::Value* base = idx0.back();
+  vectorLanes[base] = {base, 0};
+  lanes.push_back(idx0);
+  for (int j = 1; j < vectorWidth; ++j) {
+    Index idx = idx0;
+    idx.back() = b->CreateAdd(base, index(j), "", /*HasNUW=*/true, /*HasNSW=*/true);
+    vectorLanes[idx.back()] = {base, j};
+    flatOfIndex[idx] = {s, b->CreateAdd(flat0, index(j), "", true, true)};
+    lanes.push_back(idx);
+  }
+  return lanes;
+}
+
+llvm::Value* KernelContext::loadTensorElement(llvm::Value* base, DType t, const ir::Shape& s,
+                                              const Index& idx) {
+  auto lane = idx.empty() ? vectorLanes.end() : vectorLanes.find(idx.back());
+  int chunk = vectorChunk(t, vectorWidth);
+  if (lane == vectorLanes.end() || !lanesFit(s, vectorWidth) || chunk < 2)
+    return loadElement(base, t, linearize(*this, s, idx));
+  // Lane j of base c reads the chunk that starts at c + (j / chunk) * chunk: the same row as
+  // idx, at an address that is a multiple of chunk elements (c and the row length are
+  // multiples of the width, the buffer is 16-byte aligned).
+  int first = lane->second.lane / chunk * chunk;
+  Index at = idx;
+  at.back() = lane->second.base;
+  auto key = std::make_tuple(base, at, first);
+  auto hit = vectorLoads.find(key);
+  if (hit == vectorLoads.end() && depth == vectorDepth) { // the main path dominates every lane
+    llvm::Value* flat = linearize(*this, s, at);
+    if (first) flat = b->CreateAdd(flat, index(first), "", true, true);
+    llvm::Type* mt = memoryType(ctx(), t);
+    llvm::Value* p = b->CreateInBoundsGEP(mt, base, flat);
+    llvm::Value* vec = b->CreateAlignedLoad(llvm::FixedVectorType::get(mt, unsigned(chunk)), p,
+                                            llvm::Align(uint64_t(chunk) * ir::dtypeBytes(t)));
+    std::vector<llvm::Value*> elements;
+    for (int j = 0; j < chunk; ++j)
+      elements.push_back(fromMemory(*b, b->CreateExtractElement(vec, uint64_t(j)), t));
+    hit = vectorLoads.emplace(key, std::move(elements)).first;
+  }
+  if (hit == vectorLoads.end()) return loadElement(base, t, linearize(*this, s, idx));
+  return hit->second[size_t(lane->second.lane - first)];
+}
+
+void KernelContext::storeVector(llvm::Value* base, DType t, llvm::Value* flat0,
+                                const std::vector<llvm::Value*>& lanes) {
+  int width = int(lanes.size());
+  assert(width > 0 && (width & (width - 1)) == 0 && "vector stores take a power of two lanes");
+  int chunk = vectorChunk(t, width);
+  llvm::Type* mt = memoryType(ctx(), t);
+  for (int first = 0; first < width; first += chunk) {
+    llvm::Value* flat = first ? b->CreateAdd(flat0, index(first), "", true, true) : flat0;
+    if (chunk < 2) {
+      storeElement(base, t, flat, lanes[size_t(first)]);
+      continue;
+    }
+    llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(mt, unsigned(chunk)));
+    for (int j = 0; j < chunk; ++j)
+      vec = b->CreateInsertElement(vec, toMemory(*b, lanes[size_t(first + j)], t), uint64_t(j));
+    b->CreateAlignedStore(vec, b->CreateInBoundsGEP(mt, base, flat),
+                          llvm::Align(uint64_t(chunk) * ir::dtypeBytes(t)));
+  }
 }
 
 llvm::Constant* constantOf(llvm::LLVMContext& c, DType t, double v) {
@@ -586,7 +704,7 @@ llvm::Value* ElementalEmitter::constant(const ir::Node& n, const Index& index) {
                                      llvm::GlobalValue::NotThreadLocal, /*AddressSpace=*/1);
     table->setAlignment(llvm::Align(16));
   }
-  return k_.loadElement(table, t, linearize(k_, n.type.shape, index));
+  return k_.loadTensorElement(table, t, n.type.shape, index);
 }
 
 llvm::Value* ElementalEmitter::concatenate(const ir::Node& n, const Index& index) {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <llvm/IR/IRBuilder.h>
@@ -20,6 +21,8 @@
 #include "ir/graph.h"
 
 namespace weft::codegen {
+
+using Index = std::vector<llvm::Value*>; // a multi-index, one indexTy value per dim
 
 struct KernelContext {
   llvm::Module* module = nullptr;
@@ -41,6 +44,29 @@ struct KernelContext {
   /// linearizing them again over the same shape is free (and loads stay provably contiguous,
   /// which lets LLVM's load/store vectoriser form ld.global.v4).
   std::map<std::vector<llvm::Value*>, std::pair<ir::Shape, llvm::Value*>> flatOfIndex;
+
+  /// Structured nesting of the code being emitted: loop() and ifThen() bodies are one level
+  /// deeper than the code around them. A value created at depth d dominates everything emitted
+  /// after it at depth >= d until the construct that encloses it (at depth d - 1) ends, so a
+  /// cache filled only at the depth of its region never hands out a non-dominating value.
+  int depth = 0;
+
+  /// Vector groups: `width` consecutive elements (flat f0 .. f0 + width - 1, f0 a multiple of
+  /// width) that one thread emits together. Their multi-indices share every coordinate but the
+  /// innermost, which is base + lane (base a multiple of width). A tensor in global memory
+  /// whose innermost dim is a static multiple of width is read at such a coordinate with one
+  /// vector load per 16 bytes, made once per group and shared by the lanes.
+  struct VectorLane {
+    llvm::Value* base; // the innermost coordinate of lane 0, a multiple of width
+    int lane;
+  };
+  int vectorWidth = 0;  // of the open group; 0 when none is open
+  int vectorDepth = -1; // depth of the open group's main path
+  std::map<llvm::Value*, VectorLane> vectorLanes;
+  /// (buffer, lane-0 index, first lane of the chunk) → the chunk's elements (compute type),
+  /// all extracted right after its vector load: should LLVM split the load into scalar loads,
+  /// they stay adjacent, and the NVPTX load/store vectoriser merges them back.
+  std::map<std::tuple<llvm::Value*, Index, int>, std::vector<llvm::Value*>> vectorLoads;
 
   llvm::LLVMContext& ctx() const { return module->getContext(); }
   /// "kernel \"k\": op \"x\" (add)" — the prefix of every error about one op of this kernel.
@@ -72,7 +98,27 @@ struct KernelContext {
   llvm::Value* loadElement(llvm::Value* base, ir::DType t, llvm::Value* flat, unsigned align = 0);
   void storeElement(llvm::Value* base, ir::DType t, llvm::Value* flat, llvm::Value* value,
                     unsigned align = 0);
+
+  // vector groups (see VectorLane)
+  void beginVectorGroup(int width);
+  void endVectorGroup();
+  /// The multi-indices over `s` of the open group's lanes whose lane 0 is at flat index `flat0`
+  /// (a multiple of the width): lanes of one base when s's innermost dim is a static multiple
+  /// of the width, else each lane delinearized on its own.
+  std::vector<Index> vectorLaneIndices(const ir::Shape& s, llvm::Value* flat0);
+  /// Element `idx` of the tensor of shape `s` at `base` in global memory: extracted from the
+  /// open group's vector load when idx's innermost coordinate is a lane of it (the load is
+  /// made on the group's main path only), a scalar load otherwise.
+  llvm::Value* loadTensorElement(llvm::Value* base, ir::DType t, const ir::Shape& s,
+                                 const Index& idx);
+  /// Stores lanes[j] at flat0 + j with vector stores of at most 16 bytes; flat0 must be a
+  /// multiple of lanes.size() (a power of two).
+  void storeVector(llvm::Value* base, ir::DType t, llvm::Value* flat0,
+                   const std::vector<llvm::Value*>& lanes);
 };
+
+/// Elements of dtype t that one vector access of at most 16 bytes holds, at most `width`.
+int vectorChunk(ir::DType t, int width);
 
 llvm::Type* computeType(llvm::LLVMContext& c, ir::DType t);
 llvm::Type* memoryType(llvm::LLVMContext& c, ir::DType t);
@@ -84,7 +130,6 @@ llvm::Value* roundToDType(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t);
 llvm::Value* convertValue(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType from, ir::DType to);
 llvm::Constant* constantOf(llvm::LLVMContext& c, ir::DType t, double v); // compute type
 
-using Index = std::vector<llvm::Value*>;
 Index delinearize(KernelContext& k, const ir::Shape& s, llvm::Value* flat);
 llvm::Value* linearize(KernelContext& k, const ir::Shape& s, const Index& idx);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <functional>
 #include <limits>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Metadata.h>
@@ -77,6 +78,9 @@ private:
   void emitStage(TileSpace& s, const fusion::Stage& st);
   void emitElementwiseStage(TileSpace& s, const fusion::Group& g,
                             const std::vector<ir::NodeId>& values);
+  bool tileStartMultipleOf(const TileSpace& s, const ir::Dim& inner, int width) const;
+  void emitVectorGroup(const TileSpace& s, const std::vector<ir::NodeId>& values,
+                       llvm::Value* flat0, int width);
   void emitReduceStage(TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
                        const std::vector<ir::NodeId>& materialized);
   bool isAcrossTiles(const fusion::Group& g, const fusion::Stage& st) const;
@@ -402,7 +406,7 @@ void KernelEmitter::installLoad(ir::NodeId value, const TileSpace* space) {
   }
   llvm::Value* base = k_.bufferPointer(p.buffer, value);
   gen_->setGenerator(value, [this, base, &n](const Index& idx) {
-    return k_.loadElement(base, n.type.dtype, linearize(k_, n.type.shape, idx));
+    return k_.loadTensorElement(base, n.type.dtype, n.type.shape, idx);
   });
 }
 
@@ -468,12 +472,12 @@ void KernelEmitter::emitElementwiseStage(TileSpace& s, const fusion::Group& g,
       return st == Storage::Global || st == Storage::Output;
     });
     if (!fits && inMemory && !phaseShared_.empty())
-      k_.fail(
-          vs.front(),
-          fmt::format("has {} elements, outside the phase's {} rows, and its phase keeps values in "
-                      "shared memory that it may read across tiles; a reduce over the tiles must be "
-                      "an acrossTiles group with a partials buffer",
-                      count.str(), s.units.str()));
+      k_.fail(vs.front(),
+              fmt::format(
+                  "has {} elements, outside the phase's {} rows, and its phase keeps values in "
+                  "shared memory that it may read across tiles; a reduce over the tiles must be "
+                  "an acrossTiles group with a partials buffer",
+                  count.str(), s.units.str()));
     if (!fits && inMemory) {
       // Not in the phase's index space (e.g. a projection of it): computed once per phase by
       // a grid-stride loop over its own elements, in each block's first tile; readers see it
@@ -514,18 +518,74 @@ void KernelEmitter::emitElementwiseStage(TileSpace& s, const fusion::Group& g,
     llvm::Value* tid = k_.toIndex(k_.threadId());
     llvm::Value* start = b.CreateMul(tid, k_.index(vw));
     llvm::Value* stride = k_.index(int64_t(k_.blockSize) * vw);
+    // A tile of at most one step per thread gets an `if`, not a loop: fewer live induction
+    // variables (64-bit ones with symbolic sizes) for ptxas to keep.
+    bool oneStep = inner.isStatic() && s.kind != TileSpace::Kind::Columns &&
+                   s.unitsPerTile * inner.size() <= int64_t(k_.blockSize) * vw;
+    auto steps = [&](const std::string& name, llvm::Value* end,
+                     const std::function<void(llvm::Value*)>& body) {
+      if (oneStep)
+        k_.ifThen(b.CreateICmpSLT(start, end), [&] { body(start); });
+      else
+        k_.loop(name, start, end, stride, body);
+    };
     if (vw == 1) {
-      k_.loop("ew", start, localCount, stride, element);
+      steps("ew", localCount, element);
     } else {
-      k_.loop("ewv", start, b.CreateSub(localCount, k_.index(vw - 1)), stride, [&](llvm::Value* l) {
-        for (int j = 0; j < vw; ++j)
-          element(b.CreateAdd(l, k_.index(j)));
+      bool grouped = tileStartMultipleOf(s, inner, vw);
+      steps("ewv", b.CreateSub(localCount, k_.index(vw - 1)), [&](llvm::Value* l) {
+        if (!grouped) {
+          for (int j = 0; j < vw; ++j)
+            element(b.CreateAdd(l, k_.index(j)));
+          return;
+        }
+        emitVectorGroup(s, vs, flatOf(l), vw);
       });
-      llvm::Value* tail = b.CreateMul(b.CreateSDiv(localCount, k_.index(vw)), k_.index(vw));
-      k_.loop("ewtail", b.CreateAdd(tail, tid), localCount, k_.index(k_.blockSize), element);
+      // The last localCount % vw (< vw <= blockSize) elements: one step of the first threads.
+      llvm::Value* tail =
+          b.CreateAdd(b.CreateMul(b.CreateSDiv(localCount, k_.index(vw)), k_.index(vw)), tid);
+      k_.ifThen(b.CreateICmpSLT(tail, localCount), [&] { element(tail); });
     }
     gen_->clearCache();
   }
+}
+
+bool KernelEmitter::tileStartMultipleOf(const TileSpace& s, const ir::Dim& inner, int width) const {
+  // A tile starts at flat u0 * inner (u0 = tile * unitsPerTile): a multiple of the width when
+  // unitsPerTile times inner's static factor is (symbols are whole numbers).
+  if ((width & (width - 1)) != 0) return false;
+  int64_t factor = s.kind == TileSpace::Kind::Flat ? 1 : inner.factor();
+  return (s.unitsPerTile * factor) % width == 0;
+}
+
+void KernelEmitter::emitVectorGroup(const TileSpace& s, const std::vector<ir::NodeId>& values,
+                                    llvm::Value* flat0, int width) {
+  // Elements flat0 .. flat0 + width - 1 (flat0 a multiple of width) of every value: all lanes
+  // are generated first (their loads share vector loads), then stored, with vector stores where
+  // the value lives in global memory.
+  k_.beginVectorGroup(width);
+  std::map<ir::Shape, std::vector<Index>> lanesOf;
+  for (ir::NodeId v : values) {
+    const ir::Shape& shape = node(v).type.shape;
+    if (!lanesOf.count(shape)) lanesOf[shape] = k_.vectorLaneIndices(shape, flat0);
+  }
+  std::map<ir::NodeId, std::vector<llvm::Value*>> results;
+  for (int j = 0; j < width; ++j) {
+    gen_->clearCache();
+    for (ir::NodeId v : values)
+      results[v].push_back(gen_->emit(v, lanesOf[node(v).type.shape][size_t(j)]));
+  }
+  for (ir::NodeId v : values) {
+    const fusion::ValuePlacement& p = placement(v);
+    if (p.storage == Storage::Global || p.storage == Storage::Output) {
+      k_.storeVector(k_.bufferPointer(p.buffer, v), node(v).type.dtype, flat0, results[v]);
+      continue;
+    }
+    for (int j = 0; j < width; ++j)
+      store(s, v, j ? b_.CreateAdd(flat0, k_.index(j)) : flat0, results[v][size_t(j)]);
+  }
+  k_.endVectorGroup();
+  gen_->clearCache();
 }
 
 void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::NodeId reduce,

@@ -102,8 +102,20 @@ llvm::Value* loadSlot(KernelContext& k, llvm::Type* acc, llvm::Value* slot) {
   return acc->isIntegerTy(1) ? b.CreateTrunc(v, acc) : v;
 }
 
+/// The operand multi-index of kept index `kept` and reduced index `red`.
+Index mergeIndex(const ReduceGeometry& geo, const Index& kept, const Index& red) {
+  Index idx(geo.keptAxes.size() + geo.reducedAxes.size());
+  for (size_t i = 0; i < geo.keptAxes.size(); ++i)
+    idx[size_t(geo.keptAxes[i])] = kept[i];
+  for (size_t i = 0; i < geo.reducedAxes.size(); ++i)
+    idx[size_t(geo.reducedAxes[i])] = red[i];
+  return idx;
+}
+
 /// acc ⊕= operand[kept, r] for r = start, start + step, ... while r < end, with `vector`
-/// consecutive elements per step (then a scalar tail) so that loads can be vectorised.
+/// consecutive elements per step (then a scalar tail). `first` is a multiple of `vector`, so
+/// when the reduced axes end with the operand's innermost one each step is a vector group
+/// (one vector load per operand read).
 void accumulate(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
                 const ReduceGeometry& geo, llvm::AllocaInst* acc, llvm::Value* kept,
                 llvm::Value* first, llvm::Value* end, int lane0Step, int vector,
@@ -112,21 +124,35 @@ void accumulate(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
   ReduceKind kind = reduce.attr<ir::ReduceAttrs>().kind;
   DType t = reduce.type.dtype;
   llvm::Type* at = acc->getAllocatedType();
-  auto add = [&](llvm::Value* r) {
+  auto combine = [&](const Index& idx) {
     gen.clearCache();
-    llvm::Value* v = gen.emit(reduce.operands[0], reduceOperandIndex(k, geo, kept, r));
+    llvm::Value* v = gen.emit(reduce.operands[0], idx);
     b.CreateStore(reductionCombine(b, kind, t, b.CreateLoad(at, acc), v), acc);
   };
+  auto add = [&](llvm::Value* r) { combine(reduceOperandIndex(k, geo, kept, r)); };
   llvm::Value* start = b.CreateAdd(first, b.CreateMul(laneOffset, k.index(vector)));
   llvm::Value* step = k.index(int64_t(lane0Step) * vector);
   if (vector <= 1) {
     k.loop(reduce.name + ".acc", start, end, step, add);
     return;
   }
+  size_t rank = geo.keptAxes.size() + geo.reducedAxes.size();
+  bool grouped = (vector & (vector - 1)) == 0 && !geo.reducedAxes.empty() &&
+                 geo.reducedAxes.back() == int64_t(rank) - 1;
   llvm::Value* vecEnd = b.CreateSub(end, k.index(vector - 1));
   k.loop(reduce.name + ".vacc", start, vecEnd, step, [&](llvm::Value* r) {
-    for (int v = 0; v < vector; ++v)
-      add(b.CreateAdd(r, k.index(v)));
+    if (!grouped) {
+      for (int v = 0; v < vector; ++v)
+        add(b.CreateAdd(r, k.index(v)));
+      return;
+    }
+    k.beginVectorGroup(vector);
+    Index keptIdx = delinearize(k, geo.keptShape, kept);
+    std::vector<Index> lanes = k.vectorLaneIndices(geo.reducedShape, r);
+    for (const Index& red : lanes)
+      combine(mergeIndex(geo, keptIdx, red));
+    k.endVectorGroup();
+    gen.clearCache();
   });
   // Tail: the last (end - first) % vector elements, one per lane.
   llvm::Value* len = b.CreateSub(end, first);
@@ -158,14 +184,8 @@ ReduceGeometry reduceGeometry(const ir::Graph& g, const ir::Node& reduce) {
 
 Index reduceOperandIndex(KernelContext& k, const ReduceGeometry& geo, llvm::Value* keptFlat,
                          llvm::Value* reducedFlat) {
-  Index kept = delinearize(k, geo.keptShape, keptFlat);
-  Index red = delinearize(k, geo.reducedShape, reducedFlat);
-  Index idx(geo.keptAxes.size() + geo.reducedAxes.size());
-  for (size_t i = 0; i < geo.keptAxes.size(); ++i)
-    idx[size_t(geo.keptAxes[i])] = kept[i];
-  for (size_t i = 0; i < geo.reducedAxes.size(); ++i)
-    idx[size_t(geo.reducedAxes[i])] = red[i];
-  return idx;
+  return mergeIndex(geo, delinearize(k, geo.keptShape, keptFlat),
+                    delinearize(k, geo.reducedShape, reducedFlat));
 }
 
 int64_t reduceScratchBytes(const fusion::ThreadMapping& mapping) {
