@@ -286,7 +286,7 @@ void KernelEmitter::declareFunction() {
   }
   int64_t scratch = 0;
   for (const fusion::Group& g : kp_.groups)
-    scratch = std::max(scratch, reduceScratchBytes(g.mapping));
+    scratch = std::max(scratch, reduceScratchBytes(g.mapping, kp_.launch.blockSize));
   if (scratch > 0) {
     auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(c), uint64_t(scratch));
     k_.reduceScratch = new llvm::GlobalVariable(
@@ -660,8 +660,12 @@ void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::No
     gen_->clearGenerator(reduce);
     gen_->clearCache();
   };
+  bool toGlobal = split;
+  for (ir::NodeId v : materialized)
+    toGlobal = toGlobal || placement(v).storage == Storage::Global ||
+               placement(v).storage == Storage::Output;
   if (const auto* rm = std::get_if<fusion::RowReduceMapping>(&g.mapping))
-    emitRowReduce(k_, *gen_, r, *rm, s.u0, s.u1, reducedBegin, reducedEnd, onResult);
+    emitRowReduce(k_, *gen_, r, *rm, s.u0, s.u1, reducedBegin, reducedEnd, onResult, toGlobal);
   else
     emitColumnReduce(k_, *gen_, r, std::get<fusion::ColumnReduceMapping>(g.mapping), s.u0, s.u1,
                      reducedBegin, reducedEnd, onResult);

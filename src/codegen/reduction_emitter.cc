@@ -188,9 +188,12 @@ Index reduceOperandIndex(KernelContext& k, const ReduceGeometry& geo, llvm::Valu
                     delinearize(k, geo.reducedShape, reducedFlat));
 }
 
-int64_t reduceScratchBytes(const fusion::ThreadMapping& mapping) {
-  if (const auto* r = std::get_if<fusion::RowReduceMapping>(&mapping))
-    return r->kind == fusion::RowReduceMapping::Kind::BlockPerRow ? 32 * 8 : 0;
+int64_t reduceScratchBytes(const fusion::ThreadMapping& mapping, int blockSize) {
+  if (const auto* r = std::get_if<fusion::RowReduceMapping>(&mapping)) {
+    if (r->kind == fusion::RowReduceMapping::Kind::BlockPerRow) return 32 * 8;
+    int rowsPerPass = blockSize / std::max(1, r->threadsPerRow);
+    return rowsPerPass > 1 ? int64_t(rowsPerPass) * 8 : 0; // coalesced results
+  }
   if (const auto* c = std::get_if<fusion::ColumnReduceMapping>(&mapping))
     return int64_t(c->tileColumns) * c->tileRows * 8;
   return 0;
@@ -198,8 +201,8 @@ int64_t reduceScratchBytes(const fusion::ThreadMapping& mapping) {
 
 void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
                    const fusion::RowReduceMapping& m, llvm::Value* begin, llvm::Value* end,
-                   llvm::Value* reducedBegin, llvm::Value* reducedEnd,
-                   const ReduceResult& onResult) {
+                   llvm::Value* reducedBegin, llvm::Value* reducedEnd, const ReduceResult& onResult,
+                   bool coalesceResults) {
   llvm::IRBuilder<>& b = *k.b;
   bool warpPerRow = m.kind == fusion::RowReduceMapping::Kind::WarpPerRow;
   int tpr = warpPerRow ? m.threadsPerRow : k.blockSize;
@@ -231,9 +234,21 @@ void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& redu
     llvm::Value* rowEnd = b.CreateSelect(valid, reducedEnd, reducedBegin);
     accumulate(k, gen, reduce, geo, acc, row, reducedBegin, rowEnd, tpr, vector, lane);
     llvm::Value* v = b.CreateLoad(at, acc);
-    if (warpPerRow) {
+    if (warpPerRow && (!coalesceResults || rowsPerPass == 1)) {
       v = warpReduce(k, kind, t, v, tpr);
       k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(lane, k.index(0))), [&] { onResult(row, v); });
+      return;
+    }
+    if (warpPerRow) {
+      // The pass's results leave from consecutive threads (thread i: row pass + i), so that
+      // results in global memory are written by one request per 32 rows, not one per row.
+      v = warpReduce(k, kind, t, v, tpr);
+      k.ifThen(b.CreateICmpEQ(lane, k.index(0)), [&] { storeSlot(k, rowInPass, v); });
+      k.blockBarrier();
+      llvm::Value* owned = b.CreateAdd(pass, tid);
+      k.ifThen(b.CreateAnd(b.CreateICmpSLT(tid, k.index(rowsPerPass)), b.CreateICmpSLT(owned, end)),
+               [&] { onResult(owned, loadSlot(k, at, tid)); });
+      k.blockBarrier(); // the scratch is reused by the next pass
       return;
     }
     v = warpReduce(k, kind, t, v, 32);

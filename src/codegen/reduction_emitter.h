@@ -34,18 +34,22 @@ Index reduceOperandIndex(KernelContext& k, const ReduceGeometry& geo, llvm::Valu
 /// Called once per result, by one thread, with the result's flat index (indexTy) and value.
 using ReduceResult = std::function<void(llvm::Value* keptFlat, llvm::Value* value)>;
 
-/// Row reduce of results [begin, end) over reduced elements [reducedBegin, reducedEnd).
+/// Row reduce of results [begin, end) over reduced elements [reducedBegin, reducedEnd)
+/// (reducedBegin a multiple of the mapping's vector width). With coalesceResults, a warp-per-row
+/// mapping hands each pass's results to consecutive threads through shared memory (for results
+/// stored to global memory: one store request per 32 rows instead of one per row).
 void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
                    const fusion::RowReduceMapping& m, llvm::Value* begin, llvm::Value* end,
-                   llvm::Value* reducedBegin, llvm::Value* reducedEnd,
-                   const ReduceResult& onResult);
+                   llvm::Value* reducedBegin, llvm::Value* reducedEnd, const ReduceResult& onResult,
+                   bool coalesceResults = false);
 /// Column reduce of results [begin, end) (at most tileColumns of them) over reduced elements
 /// [reducedBegin, reducedEnd).
 void emitColumnReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
                       const fusion::ColumnReduceMapping& m, llvm::Value* begin, llvm::Value* end,
                       llvm::Value* reducedBegin, llvm::Value* reducedEnd,
                       const ReduceResult& onResult);
-/// The static shared bytes a reduce emitter needs for `mapping` (0 for none).
-int64_t reduceScratchBytes(const fusion::ThreadMapping& mapping);
+/// The static shared bytes a reduce emitter needs for `mapping` in blocks of blockSize threads
+/// (0 for none).
+int64_t reduceScratchBytes(const fusion::ThreadMapping& mapping, int blockSize);
 
 } // namespace weft::codegen
