@@ -34,7 +34,7 @@ double gridBarrierUs(uint64_t blocks);
 struct ModelProfile {
   std::string name;
   int smCount = 0;
-  double bandwidthGBs = 0;   // DRAM, GB/s = 1e3 bytes per µs
+  double bandwidthGBs = 0;    // DRAM, GB/s = 1e3 bytes per µs
   double issueRateGInstr = 0; // warp instructions per ns across the whole device
   double launchUs = kLaunchUs;
 };

@@ -10,7 +10,9 @@ using fusion::Policy;
 
 const std::string kH100 = "h100";
 
-std::string mb(uint64_t bytes) { return fmt::format("{:.1f}", static_cast<double>(bytes) / 1e6); }
+std::string mb(uint64_t bytes) {
+  return fmt::format("{:.1f}", static_cast<double>(bytes) / 1e6);
+}
 
 double ratio(uint64_t bytes, uint64_t compulsory) {
   return compulsory ? static_cast<double>(bytes) / static_cast<double>(compulsory) : 0;
@@ -30,7 +32,9 @@ double speedup(const WorkloadResult& w, Policy over, const std::string& profile)
   return b->time.totalUs() / a->time.totalUs();
 }
 
-std::string speedupText(double s) { return s > 0 ? fmt::format("{:.2f}×", s) : "–"; }
+std::string speedupText(double s) {
+  return s > 0 ? fmt::format("{:.2f}×", s) : "–";
+}
 
 bool isSpeedupWorkload(const std::string& name) {
   return name == "layer_norm_f32" || name == "layer_norm_f16" || name == "softmax" ||
@@ -62,7 +66,8 @@ std::vector<TargetCheck> checkTargets(const SuiteResult& r) {
     }
     if (isSpeedupWorkload(w.name)) {
       TargetCheck c;
-      c.target = fmt::format("astitch ≥ {:.1f}× faster than xla (modeled, h100)", kMinSpeedupOverXla);
+      c.target =
+          fmt::format("astitch ≥ {:.1f}× faster than xla (modeled, h100)", kMinSpeedupOverXla);
       c.workload = w.name;
       c.required = fmt::format("≥ {:.2f}×", kMinSpeedupOverXla);
       double s = speedup(w, Policy::Xla, kH100);
@@ -95,8 +100,9 @@ std::vector<TargetCheck> checkTargets(const SuiteResult& r) {
     c.measured = "not run";
   } else {
     c.met = ms < kMaxCompileMs10k;
-    c.measured = c.met ? fmt::format("{:.2f} s", ms / 1e3)
-                       : fmt::format("{:.2f} s (over by {:.2f} s)", ms / 1e3, (ms - kMaxCompileMs10k) / 1e3);
+    c.measured =
+        c.met ? fmt::format("{:.2f} s", ms / 1e3)
+              : fmt::format("{:.2f} s (over by {:.2f} s)", ms / 1e3, (ms - kMaxCompileMs10k) / 1e3);
   }
   checks.push_back(c);
   return checks;
@@ -130,10 +136,10 @@ std::string formatMarkdown(const SuiteResult& r) {
     for (Policy policy : r.policies) {
       const PolicyRun* run = w.find(policy, primary);
       if (!run) continue;
-      std::string row = fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f}× |", w.name,
-                                    fusion::policyName(policy), run->kernels, run->gridBarriers,
-                                    mb(run->bytes), mb(w.compulsoryBytes),
-                                    ratio(run->bytes, w.compulsoryBytes));
+      std::string row =
+          fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f}× |", w.name,
+                      fusion::policyName(policy), run->kernels, run->gridBarriers, mb(run->bytes),
+                      mb(w.compulsoryBytes), ratio(run->bytes, w.compulsoryBytes));
       for (const std::string& p : r.profiles) {
         const PolicyRun* other = w.find(policy, p);
         row += other ? fmt::format(" {:.1f} |", other->time.totalUs()) : " – |";
@@ -286,9 +292,9 @@ std::string formatCsv(const SuiteResult& r) {
   for (const WorkloadResult& w : r.workloads)
     for (const PolicyRun& run : w.runs)
       csv += fmt::format("{},{},{},{},{},{},{},{:.3f},{:.3f},{},{}\n", w.name,
-                         fusion::policyName(run.policy), run.profile, run.kernels,
-                         run.gridBarriers, run.bytes, w.compulsoryBytes, run.time.totalUs(),
-                         run.compile.totalMs, run.simulatedBlocks, run.blocks);
+                         fusion::policyName(run.policy), run.profile, run.kernels, run.gridBarriers,
+                         run.bytes, w.compulsoryBytes, run.time.totalUs(), run.compile.totalMs,
+                         run.simulatedBlocks, run.blocks);
   return csv;
 }
 

@@ -18,11 +18,12 @@ struct SuiteOptions {
   std::vector<fusion::Policy> policies = {fusion::Policy::None, fusion::Policy::Xla,
                                           fusion::Policy::AStitch};
   std::vector<std::string> profiles = {"h100"}; // device spec profiles; the first is primary
-  int compileRuns = 3;         // compile time = median of this many runs (primary profile)
-  uint64_t sampleBlocks = 64;  // sim block sampling (0: simulate every block)
-  uint64_t seed = 1;           // random inputs
+  int compileRuns = 3;            // compile time = median of this many runs (primary profile),
+  double compileBudgetMs = 20000; // ... but no more runs once the runs so far took this long
+  uint64_t sampleBlocks = 0;      // sim block sampling (0: simulate every block; see perf docs)
+  uint64_t seed = 1;              // random inputs
   std::vector<int> scalingNodes = {100, 1000, 10000}; // empty: no scaling section
-  std::function<void(const std::string&)> progress;  // one line per step
+  std::function<void(const std::string&)> progress;   // one line per step
 };
 
 /// Medians over SuiteOptions::compileRuns runs, in ms.
@@ -35,14 +36,14 @@ struct CompileTime {
 struct PolicyRun {
   fusion::Policy policy = fusion::Policy::AStitch;
   std::string profile;
-  int kernels = 0;             // launches the simulator ran
-  uint64_t gridBarriers = 0;   // summed over kernels
-  uint64_t bytes = 0;          // global sectors × 32 (reads + writes), summed
+  int kernels = 0;           // launches the simulator ran
+  uint64_t gridBarriers = 0; // summed over kernels
+  uint64_t bytes = 0;        // global sectors × 32 (reads + writes), summed
   uint64_t warpInstructions = 0;
   uint64_t blocks = 0, simulatedBlocks = 0; // summed over kernels
-  int sampledKernels = 0;      // kernels whose counters were extrapolated from sampled blocks
-  ModeledTime time;            // on this profile
-  CompileTime compile;         // measured (runs == 0 when not timed for this profile)
+  int sampledKernels = 0; // kernels whose counters were extrapolated from sampled blocks
+  ModeledTime time;       // on this profile
+  CompileTime compile;    // measured (runs == 0 when not timed for this profile)
 };
 
 PolicyRun summarize(fusion::Policy policy, const std::string& profile,
@@ -80,7 +81,8 @@ struct SuiteResult {
 };
 
 WorkloadResult runWorkload(const Workload& w, const SuiteOptions& options);
-Scaling runScaling(const SuiteOptions& options);
+/// The scaling points; one whose graph_<nodes> workload already ran reuses its times.
+Scaling runScaling(const SuiteOptions& options, const std::vector<WorkloadResult>& done = {});
 SuiteResult runSuite(const std::vector<Workload>& workloads, const SuiteOptions& options);
 
 } // namespace weft::bench

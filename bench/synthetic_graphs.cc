@@ -62,7 +62,8 @@ private:
   NodeId motif(NodeId x, int budget) {
     if (budget < 3) return unary(x);
     switch (rng_.below(budget < 5 ? 3 : 6)) {
-    case 0: return unary(x);
+    case 0:
+      return unary(x);
     case 1: { // binary with a recent value
       static constexpr OpKind kinds[] = {OpKind::Add, OpKind::Mul, OpKind::Sub, OpKind::Max};
       return remember(g_.binary(kinds[rng_.below(4)], x, other()));
@@ -74,7 +75,8 @@ private:
     }
     case 3: { // LayerNorm-like centering: x - mean(x) over the row
       NodeId sum = g_.reduce(ir::ReduceKind::Sum, x, {1});
-      NodeId mean = g_.binary(OpKind::Mul, sum, g_.constant(ir::DType::f32, {rows_}, {1.0 / double(cols_)}));
+      NodeId mean =
+          g_.binary(OpKind::Mul, sum, g_.constant(ir::DType::f32, {rows_}, {1.0 / double(cols_)}));
       NodeId b = g_.broadcastInDim(mean, full(), {0});
       return remember(g_.binary(OpKind::Sub, x, b));
     }

@@ -20,29 +20,36 @@ Workload jsonWorkload(const std::string& dir, const std::string& name, std::stri
 }
 
 bool endsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 } // namespace
 
-std::string defaultWorkloadsDir() { return WEFT_BENCH_WORKLOADS_DIR; }
+std::string defaultWorkloadsDir() {
+  return WEFT_BENCH_WORKLOADS_DIR;
+}
 
 std::vector<Workload> suiteWorkloads(const std::string& dir) {
   std::vector<Workload> w;
   w.push_back(jsonWorkload(dir, "layer_norm_f32", "BERT-base LayerNorm [16384, 768] f32"));
-  w.push_back(jsonWorkload(dir, "layer_norm_f16", "BERT-base LayerNorm [16384, 768] f16 (f32 statistics)"));
+  w.push_back(
+      jsonWorkload(dir, "layer_norm_f16", "BERT-base LayerNorm [16384, 768] f16 (f32 statistics)"));
   w.push_back(jsonWorkload(dir, "softmax", "attention softmax, scale + mask, [49152, 128]"));
   w.push_back(jsonWorkload(dir, "gelu_bias", "bias + GELU [16384, 3072]"));
   w.push_back(jsonWorkload(dir, "rms_norm_bf16", "RMSNorm [4096, 4096] bf16"));
-  w.push_back(jsonWorkload(dir, "row_reduce_750000x32", "DIEN row reduce [750000, 32] (AStitch Fig. 6a)"));
-  w.push_back(jsonWorkload(dir, "row_reduce_64x30000", "Transformer row reduce [64, 30000] (AStitch Fig. 6b)"));
+  w.push_back(
+      jsonWorkload(dir, "row_reduce_750000x32", "DIEN row reduce [750000, 32] (AStitch Fig. 6a)"));
+  w.push_back(jsonWorkload(dir, "row_reduce_64x30000",
+                           "Transformer row reduce [64, 30000] (AStitch Fig. 6b)"));
   w.push_back(jsonWorkload(dir, "astitch_fig7", "AStitch Fig. 7 subgraph, [2048, 128, 32]"));
   w.push_back(jsonWorkload(dir, "bias_grad", "bias-gradient column reduce [16384, 768]"));
   w.push_back(jsonWorkload(dir, "layer_norm_backward", "LayerNorm backward [16384, 768]"));
   w.push_back(jsonWorkload(dir, "log_softmax_nll", "log-softmax + NLL, [512, 30000] vocabulary"));
   w.push_back({"cluster_200", "generated cluster of 200 ops on [2048, 768]",
                [] { return elementwiseCluster(200, 2048, 768); }});
-  w.push_back({"graph_10000", "generated 10,000-node graph: clusters of 48 ops on [64, 64] between matmuls",
+  w.push_back({"graph_10000",
+               "generated 10,000-node graph: clusters of 48 ops on [64, 64] between matmuls",
                [] { return clusteredGraph(10000, 64, 64); }});
   return w;
 }

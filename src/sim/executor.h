@@ -42,7 +42,8 @@ struct ExecOptions {
   /// sampleBlocks blocks counted exactly the same (every counter), each block not simulated
   /// is counted as a copy of block 0 and LaunchCounters::simulatedBlocks says how many ran;
   /// otherwise the remaining blocks are simulated too and the counters are exact. Blocks not
-  /// simulated write nothing, so a sampled launch's outputs are not the kernel's results.
+  /// simulated write nothing, so a sampled launch's outputs are not the kernel's results (and
+  /// later launches whose path depends on values count differently than after a full run).
   uint64_t sampleBlocks = 0;
 };
 

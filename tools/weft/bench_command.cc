@@ -1,11 +1,12 @@
 // weft bench [WORKLOADS...] [--policy all|none|xla|astitch] [--device-spec h100,a100,v100]
-// [--format md|json|csv] [-o FILE]: the benchmark suite (bench/). Each workload is compiled
-// under each policy for each device profile, run once on the sim device, and reported with
+// [--format md|json|csv] [-o FILE] [--csv FILE]: the benchmark suite (bench/). Each workload is
+// compiled under each policy for each device profile, run once on the sim device, and reported with
 // its kernels, grid barriers, bytes moved against the compulsory bytes, modeled GPU time and
 // measured compile time; then the compile-time scaling of generated graphs. One progress line
 // per step on stderr.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "bench/suite.h"
 #include "cli_support.h"
 #include "commands.h"
+#include "frontend/json_writer.h"
 #include "weft/device_spec.h"
 #include "weft/error.h"
 
@@ -30,9 +32,31 @@ struct BenchArgs {
   std::string workloadsDir = bench::defaultWorkloadsDir();
   std::string bind;
   int compileRuns = 3;
-  uint64_t sampleBlocks = 64;
+  uint64_t sampleBlocks = 0;
   std::string scaling = "auto";
+  std::string writeGraphs;
+  std::string csv;
 };
+
+void writeText(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw Error("cannot write " + path);
+  fmt::print(stderr, "weft bench: wrote {}\n", path);
+}
+
+/// --write-graphs DIR: each workload's graph as DIR/<name>.json (for `weft plan` on the
+/// generated ones), instead of benchmarking.
+void writeGraphs(const std::vector<bench::Workload>& workloads, const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  for (const bench::Workload& w : workloads) {
+    std::string path = (std::filesystem::path(dir) / (w.name + ".json")).string();
+    std::ofstream out(path);
+    out << frontend::writeGraphJson(w.build(), w.name);
+    if (!out) throw Error("cannot write " + path);
+    fmt::print(stderr, "wrote {}\n", path);
+  }
+}
 
 std::vector<std::string> splitList(const std::string& text) {
   std::vector<std::string> items;
@@ -64,8 +88,9 @@ std::vector<std::string> parseProfiles(const std::string& text) {
   if (profiles.empty()) throw InputError("--device-spec is empty; use e.g. h100 or h100,a100,v100");
   for (const std::string& p : profiles)
     if (!deviceSpecProfile(p))
-      throw InputError(fmt::format("--device-spec {}: unknown profile \"{}\"; use one or more of {}",
-                                   text, p, fmt::join(deviceSpecProfileNames(), ", ")));
+      throw InputError(
+          fmt::format("--device-spec {}: unknown profile \"{}\"; use one or more of {}", text, p,
+                      fmt::join(deviceSpecProfileNames(), ", ")));
   return profiles;
 }
 
@@ -82,6 +107,7 @@ void runBench(const BenchArgs& a) {
   else
     for (const std::string& w : a.workloads)
       workloads.push_back(bench::findWorkload(w, a.workloadsDir, binding));
+  if (!a.writeGraphs.empty()) return writeGraphs(workloads, a.writeGraphs);
   const bool scaling = a.scaling == "on" || (a.scaling == "auto" && a.workloads.empty());
   if (!scaling) o.scalingNodes.clear();
   o.progress = [](const std::string& line) {
@@ -93,14 +119,11 @@ void runBench(const BenchArgs& a) {
   std::string text = a.format == "json"  ? bench::formatJson(result)
                      : a.format == "csv" ? bench::formatCsv(result)
                                          : bench::formatMarkdown(result);
-  if (a.output.empty()) {
+  if (!a.csv.empty()) writeText(a.csv, bench::formatCsv(result));
+  if (a.output.empty())
     fmt::print("{}", text);
-    return;
-  }
-  std::ofstream out(a.output);
-  out << text;
-  if (!out) throw Error("cannot write " + a.output);
-  fmt::print(stderr, "weft bench: wrote {}\n", a.output);
+  else
+    writeText(a.output, text);
 }
 
 } // namespace
@@ -122,6 +145,7 @@ void addBenchCommand(CLI::App& app) {
       ->check(CLI::IsMember({"md", "json", "csv"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", a->output, "Write the report to FILE instead of stdout");
+  cmd->add_option("--csv", a->csv, "Also write the CSV rows to FILE (bench/report.sh's chart)");
   cmd->add_option("--workloads-dir", a->workloadsDir, "Where the suite's JSON workloads are")
       ->capture_default_str();
   cmd->add_option("--bind", a->bind, "Symbol sizes for graph-file workloads, e.g. B=64");
@@ -129,14 +153,17 @@ void addBenchCommand(CLI::App& app) {
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   cmd->add_option("--sample-blocks", a->sampleBlocks,
-                  "Simulate this many blocks of larger grids and extrapolate when they all do "
-                  "the same work (0: simulate every block)")
+                  "Simulate this many blocks of larger grids and extrapolate when they count "
+                  "the same (0: every block). Later kernels then read unwritten data, so their "
+                  "data-dependent code may count differently (docs/performance.md)")
       ->capture_default_str();
   cmd->add_option("--scaling", a->scaling,
                   "Compile-time scaling on 100/1,000/10,000-node graphs: on, off, or auto (on "
                   "when no workload is named)")
       ->check(CLI::IsMember({"on", "off", "auto"}))
       ->capture_default_str();
+  cmd->add_option("--write-graphs", a->writeGraphs,
+                  "Write each workload's graph to DIR/<name>.json and exit (no benchmark)");
   cmd->callback([a] { runBench(*a); });
 }
 
