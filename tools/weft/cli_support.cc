@@ -1,5 +1,7 @@
 #include "cli_support.h"
 
+#include <CLI/CLI.hpp>
+
 #include <filesystem>
 #include <fmt/format.h>
 #include <set>
@@ -42,23 +44,46 @@ fusion::FusionPlan planGraphFile(const frontend::ParsedGraph& g, const std::stri
   return fusion::plan(passes::canonicalize(graph), spec, policy);
 }
 
+void addInputOptions(CLI::App* cmd, InputOptions& o) {
+  cmd->add_option("--bind", o.bind, "Sizes of the graph's symbols, e.g. B=16,S=128");
+  auto* inputs = cmd->add_option("--inputs", o.inputsDir,
+                                 "Directory with one <input name>.npy per graph input");
+  auto* random =
+      cmd->add_flag("--random", o.random, "Seeded random inputs (the default without --inputs)");
+  cmd->add_option("--seed", o.seed, "Seed of the random inputs (default 0)");
+  inputs->excludes(random);
+  cmd->add_option("--save-outputs", o.saveDir, "Write each output to DIR/<output name>.npy");
+}
+
 GraphInputs prepareInputs(const frontend::ParsedGraph& g, const std::string& file,
-                          const std::string& bind, const std::string& inputsDir, uint64_t seed) {
+                          const InputOptions& o) {
   GraphInputs r;
-  r.binding = parseBindOption(bind);
-  if (!inputsDir.empty()) {
-    r.inputs = readInputsDir(g.graph, inputsDir);
+  r.binding = parseBindOption(o.bind);
+  if (!o.inputsDir.empty()) {
+    r.inputs = readInputsDir(g.graph, o.inputsDir);
     r.binding = completeBinding(g, file, r.binding, &r.inputs);
     return r;
   }
   r.binding = completeBinding(g, file, r.binding, nullptr);
   try {
-    r.inputs = frontend::randomInputs(g.graph, r.binding, seed);
+    r.inputs = frontend::randomInputs(g.graph, r.binding, o.seed);
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", file, e.what()));
   }
-  spdlog::info("random inputs, seed {}", seed);
+  spdlog::info("random inputs, seed {}", o.seed);
   return r;
+}
+
+void withHostMemoryCheck(const std::string& file, const InputOptions& o,
+                         const std::function<void()>& work) {
+  try {
+    work();
+  } catch (const std::bad_alloc&) {
+    throw InputError(
+        fmt::format("{}: not enough host memory for the inputs and outputs under --bind {}; use "
+                    "smaller sizes",
+                    file, o.bind.empty() ? "(none)" : o.bind));
+  }
 }
 
 ir::Binding parseBindOption(const std::string& text) {

@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by the subcommands of `weft`.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,10 @@
 #include "ir/shape.h"
 #include "weft/device_spec.h"
 #include "weft/tensor.h"
+
+namespace CLI {
+class App;
+}
 
 namespace weft::tools {
 
@@ -24,6 +29,15 @@ fusion::Policy policyOption(const std::string& name);
 fusion::FusionPlan planGraphFile(const frontend::ParsedGraph& g, const std::string& bind,
                                  const DeviceSpec& spec, fusion::Policy policy);
 
+/// The options every command that runs a graph shares: --bind, --inputs DIR or --random
+/// --seed N, and --save-outputs DIR.
+struct InputOptions {
+  std::string bind, inputsDir, saveDir;
+  bool random = false;
+  uint64_t seed = 0;
+};
+void addInputOptions(CLI::App* cmd, InputOptions& o);
+
 /// A graph's inputs as the user asked for them: --inputs DIR (symbols bound from the .npy
 /// shapes where --bind leaves them open) or seeded random inputs under --bind.
 struct GraphInputs {
@@ -31,7 +45,12 @@ struct GraphInputs {
   std::vector<HostTensor> inputs;
 };
 GraphInputs prepareInputs(const frontend::ParsedGraph& g, const std::string& file,
-                          const std::string& bind, const std::string& inputsDir, uint64_t seed);
+                          const InputOptions& o);
+
+/// Runs `work`, turning a host allocation failure into an InputError that names the file and
+/// the sizes asked for under --bind.
+void withHostMemoryCheck(const std::string& file, const InputOptions& o,
+                         const std::function<void()>& work);
 
 /// --bind B=16,S=128 ("" for none).
 ir::Binding parseBindOption(const std::string& text);

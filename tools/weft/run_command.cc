@@ -22,10 +22,9 @@ namespace weft::tools {
 namespace {
 
 struct RunArgs {
-  std::string file, device = "sim", policy = "astitch", deviceSpec = "h100", bind, inputsDir,
-                    saveDir, graphMode = "off";
-  bool random = false, check = false, counters = false, noLibdevice = false;
-  uint64_t seed = 0;
+  std::string file, device = "sim", policy = "astitch", deviceSpec = "h100", graphMode = "off";
+  InputOptions in;
+  bool check = false, counters = false, noLibdevice = false;
   int timeRuns = 0;
 };
 
@@ -104,7 +103,7 @@ void runGraph(const RunArgs& a) {
     throw InputError(
         fmt::format("--time {}: give the number of timed runs (1 or more)", a.timeRuns));
   frontend::ParsedGraph g = loadGraph(a.file);
-  GraphInputs in = prepareInputs(g, a.file, a.bind, a.inputsDir, a.seed);
+  GraphInputs in = prepareInputs(g, a.file, a.in);
 
   std::unique_ptr<Device> device = makeDevice(a.device, profile);
   CompileOptions options;
@@ -129,7 +128,7 @@ void runGraph(const RunArgs& a) {
   for (size_t k = 0; k < outputs.size(); ++k)
     fmt::print("{}: {}\n", g.graph.node(g.graph.outputs()[k]).name,
                frontend::summarizeTensor(outputs[k]));
-  if (!a.saveDir.empty()) saveOutputs(g.graph, outputs, a.saveDir);
+  if (!a.in.saveDir.empty()) saveOutputs(g.graph, outputs, a.in.saveDir);
 
   if (a.counters) {
     if (counters.empty() && program->plan.kernelCount() > 0) {
@@ -164,13 +163,7 @@ void addRunCommand(CLI::App& app) {
                   "Profile the simulator models and the planner targets: v100, a100, h100 "
                   "(cuda reads the real device instead)")
       ->capture_default_str();
-  cmd->add_option("--bind", a->bind, "Sizes of the graph's symbols, e.g. B=16,S=128");
-  auto* inputs = cmd->add_option("--inputs", a->inputsDir,
-                                 "Directory with one <input name>.npy per graph input");
-  auto* random =
-      cmd->add_flag("--random", a->random, "Seeded random inputs (the default without --inputs)");
-  cmd->add_option("--seed", a->seed, "Seed of the random inputs (default 0)");
-  inputs->excludes(random);
+  addInputOptions(cmd, a->in);
   cmd->add_flag("--check", a->check,
                 "Compare every output with the reference interpreter; exit 1 on a mismatch");
   cmd->add_flag("--counters", a->counters,
@@ -180,9 +173,8 @@ void addRunCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--time", a->timeRuns,
                   "Time N runs after a warm-up: each kernel alone and end to end (medians)");
-  cmd->add_option("--save-outputs", a->saveDir, "Write each output to DIR/<output name>.npy");
   cmd->add_flag("--no-libdevice", a->noLibdevice, "Use weft's own math instead of libdevice");
-  cmd->callback([a] { runGraph(*a); });
+  cmd->callback([a] { withHostMemoryCheck(a->file, a->in, [&] { runGraph(*a); }); });
 }
 
 } // namespace weft::tools
