@@ -14,9 +14,9 @@
 
 #include "bench/report.h"
 #include "bench/suite.h"
-#include "cli_support.h"
 #include "commands.h"
 #include "frontend/json_writer.h"
+#include "ir/shape.h"
 #include "weft/device_spec.h"
 #include "weft/error.h"
 
@@ -100,7 +100,7 @@ void runBench(const BenchArgs& a) {
   o.profiles = parseProfiles(a.deviceSpec);
   o.compileRuns = a.compileRuns;
   o.sampleBlocks = a.sampleBlocks;
-  ir::Binding binding = parseBindOption(a.bind);
+  ir::Binding binding = a.bind.empty() ? ir::Binding{} : ir::parseBinding(a.bind);
   std::vector<bench::Workload> workloads;
   if (a.workloads.empty())
     workloads = bench::suiteWorkloads(a.workloadsDir);
