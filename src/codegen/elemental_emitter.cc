@@ -429,13 +429,34 @@ llvm::Value* emitMin(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, DType
 llvm::Value* ElementalEmitter::emit(ir::NodeId value, const Index& index) {
   auto key = std::make_pair(value, index);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  bool reuse = reuseDepth_ >= 0 && reused_.count(value);
+  if (reuse)
+    if (auto it = kept_.find(key); it != kept_.end()) return cache_[key] = it->second;
   llvm::Value* v;
   if (auto o = overrides_.find(value); o != overrides_.end())
     v = o->second(index);
   else
     v = compute(k_.graph->node(value), index);
   cache_[key] = v;
+  if (reuse && k_.depth == reuseDepth_) kept_[key] = v;
   return v;
+}
+
+void ElementalEmitter::beginReuse(std::set<ir::NodeId> reused) {
+  reused_ = std::move(reused);
+  reuseDepth_ = k_.depth;
+  kept_.clear();
+}
+
+void ElementalEmitter::endReuse() {
+  reused_.clear();
+  reuseDepth_ = -1;
+  kept_.clear();
+}
+
+void ElementalEmitter::remember(ir::NodeId value, const Index& index, llvm::Value* v) {
+  if (reuseDepth_ < 0 || k_.depth != reuseDepth_ || !reused_.count(value)) return;
+  kept_[{value, index}] = v;
 }
 
 Index ElementalEmitter::operandIndex(const ir::Node& operand, const Index& index) const {

@@ -11,6 +11,7 @@
 // ever reusing a value that does not dominate its use.
 #include <functional>
 #include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -30,6 +31,15 @@ public:
   bool hasGenerator(ir::NodeId value) const { return overrides_.count(value) > 0; }
   void clearCache() { cache_.clear(); }
 
+  /// Operator-level reuse (AStitch §3.2.1): from here to endReuse(), elements of `reused`
+  /// generated at the builder's current depth (KernelContext::depth) are kept per (value,
+  /// index) and handed out again for the same index values, by clearCache() untouched.
+  void beginReuse(std::set<ir::NodeId> reused);
+  void endReuse();
+  /// Keeps `v` as the element of `value` (one of `reused`) at `index`: a value this thread
+  /// just computed and stored there, so later stages need not load it back.
+  void remember(ir::NodeId value, const Index& index, llvm::Value* v);
+
 private:
   llvm::Value* compute(const ir::Node& n, const Index& index);
   llvm::Value* unary(const ir::Node& n, const Index& index);
@@ -44,6 +54,9 @@ private:
   KernelContext& k_;
   std::map<ir::NodeId, Generator> overrides_;
   std::map<std::pair<ir::NodeId, std::vector<llvm::Value*>>, llvm::Value*> cache_;
+  std::set<ir::NodeId> reused_;
+  int reuseDepth_ = -1; // -1: no reuse region open
+  std::map<std::pair<ir::NodeId, std::vector<llvm::Value*>>, llvm::Value*> kept_;
 };
 
 /// NaN-propagating max/min of the reference interpreter, integer max/min, bool or/and.

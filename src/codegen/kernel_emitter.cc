@@ -46,6 +46,21 @@ struct TileSpace {
   llvm::Value* firstTile = nullptr; // i1: this is the block's first tile of the phase
 };
 
+/// A phase whose row-reduce group runs as slots (RowSlots): every stage of the group has each
+/// thread visit the same elements of its row, so `reused` values stay in registers across
+/// the group's stages (operator-level reuse).
+struct SlotPhase {
+  int group = -1;
+  ir::Shape loop;
+  size_t rowDims = 0;
+  fusion::RowReduceMapping mapping;
+  std::set<ir::NodeId> reused;
+  int registers = 0; // per thread, for the reused values
+};
+
+/// Registers per thread assumed for everything but reused values when sizing .maxnreg.
+constexpr int kBaseRegisters = 32;
+
 /// The function builder for one KernelPlan.
 class KernelEmitter {
 public:
@@ -75,6 +90,11 @@ private:
   void installLoad(ir::NodeId value, const TileSpace* space);
   void store(const TileSpace& s, ir::NodeId value, llvm::Value* flat, llvm::Value* v);
   void emitPhase(const std::vector<const fusion::Stage*>& phase);
+  std::optional<SlotPhase> slotPhaseOf(const TileSpace& s,
+                                       const std::vector<const fusion::Stage*>& phase) const;
+  bool inSlots(const fusion::Group& g) const;
+  int registersPerThreadCap() const; // the most registers a thread of a full block can have
+  void emitSlotStage(const TileSpace& s, const std::vector<ir::NodeId>& values);
   void emitStage(TileSpace& s, const fusion::Stage& st);
   void emitElementwiseStage(TileSpace& s, const fusion::Group& g,
                             const std::vector<ir::NodeId>& values);
@@ -108,6 +128,11 @@ private:
   std::vector<ir::NodeId> phaseShared_; // shared values written by the current phase
   int64_t dynamicShared_ = 0;
   bool needsBarrierState_ = false;
+  // the current phase's SlotPhase, and the current tile's slots, when it runs as slots
+  std::optional<SlotPhase> slotPhase_;
+  std::optional<RowSlots> slots_;
+  int slotGroup_ = -1;
+  int slotRegisters_ = 0; // most registers per thread any phase keeps reused values in
 };
 
 const fusion::ValuePlacement& KernelEmitter::placement(ir::NodeId id) const {
@@ -265,7 +290,6 @@ void KernelEmitter::declareFunction() {
   }
   annotate(m_, k_.fn, "kernel", 1);
   annotate(m_, k_.fn, "maxntidx", kp_.launch.blockSize);
-  if (kp_.launch.maxRegisters > 0) annotate(m_, k_.fn, "maxnreg", kp_.launch.maxRegisters);
 
   // Shared memory: the plan's values in one dynamic array, reduction scratch static.
   for (const auto& [id, p] : kp_.placement)
@@ -460,9 +484,14 @@ void KernelEmitter::emitElementwiseStage(TileSpace& s, const fusion::Group& g,
   int vector = 1;
   if (const auto* e = std::get_if<fusion::ElementwiseMapping>(&g.mapping))
     vector = std::max(1, e->vectorWidth);
+  // In a slot phase, the group's values over its loop visit the slots (in registers).
+  std::vector<ir::NodeId> inLoop, others;
+  for (ir::NodeId v : values)
+    (inSlots(g) && node(v).type.shape == slotPhase_->loop ? inLoop : others).push_back(v);
+  if (!inLoop.empty()) emitSlotStage(s, inLoop);
   // One loop per distinct element count (usually one: the group's dominant's).
   std::map<ir::Dim, std::vector<ir::NodeId>> byCount;
-  for (ir::NodeId v : values)
+  for (ir::NodeId v : others)
     byCount[ir::numElements(node(v).type.shape)].push_back(v);
   for (const auto& [count, vs] : byCount) {
     bool fits = count == s.units ||
@@ -588,6 +617,116 @@ void KernelEmitter::emitVectorGroup(const TileSpace& s, const std::vector<ir::No
   gen_->clearCache();
 }
 
+int KernelEmitter::registersPerThreadCap() const {
+  const DeviceSpec& d = plan_.device;
+  return std::min(d.maxRegistersPerThread, d.registersPerSM / k_.blockSize) / 8 * 8;
+}
+
+bool KernelEmitter::inSlots(const fusion::Group& g) const {
+  return slots_ && slotGroup_ >= 0 && &g == &kp_.groups.at(size_t(slotGroup_));
+}
+
+std::optional<SlotPhase>
+KernelEmitter::slotPhaseOf(const TileSpace& s,
+                           const std::vector<const fusion::Stage*>& phase) const {
+  if (s.kind != TileSpace::Kind::Rows || s.split != 1) return std::nullopt;
+  int gi = -1;
+  for (const fusion::Stage* st : phase)
+    if (kp_.groups.at(size_t(st->group)).dominant == s.anchor) gi = st->group;
+  if (gi < 0) return std::nullopt;
+  const fusion::Group& g = kp_.groups.at(size_t(gi));
+  const auto* m = std::get_if<fusion::RowReduceMapping>(&g.mapping);
+  if (!m || g.acrossTiles || g.loopShape.empty()) return std::nullopt;
+  for (size_t i = 0; i < g.tileDims.size(); ++i)
+    if (g.tileDims[i] != int64_t(i)) return std::nullopt; // rows must lead the loop
+  const ir::Node& r = node(g.dominant);
+  if (r.kind != ir::OpKind::Reduce || node(r.operands[0]).type.shape != g.loopShape)
+    return std::nullopt;
+  if (reduceGeometry(plan_.graph, r).keptAxes != g.tileDims) return std::nullopt;
+  int steps = rowSlotSteps(g.loopShape, g.tileDims.size(), *m, k_.blockSize, s.unitsPerTile);
+  if (steps == 0) return std::nullopt;
+
+  SlotPhase sp;
+  sp.group = gi;
+  sp.loop = g.loopShape;
+  sp.rowDims = g.tileDims.size();
+  sp.mapping = *m;
+  // Registers for reused values: what the launch allows beyond kBaseRegisters. A cooperative
+  // launch sized its grid by the plan's bound, so only that bound; otherwise the most one
+  // thread of a block can have.
+  int cap = kp_.launch.cooperative && kp_.launch.maxRegisters > 0 ? kp_.launch.maxRegisters
+                                                                  : registersPerThreadCap();
+  int budget = cap - kBaseRegisters;
+  int64_t elements = int64_t(steps) * std::max(1, m->vectorWidth);
+  auto cost = [&](ir::NodeId v) {
+    return int(elements * ((ir::dtypeBytes(node(v).type.dtype) + 3) / 4));
+  };
+  auto take = [&](ir::NodeId v) {
+    if (node(v).kind == ir::OpKind::Constant) {
+      sp.reused.insert(v); // folded by LLVM: no registers
+      return;
+    }
+    if (sp.reused.count(v) || cost(v) > budget) return;
+    sp.reused.insert(v);
+    budget -= cost(v);
+    sp.registers += cost(v);
+  };
+  std::set<ir::NodeId> groupOps(g.ops.begin(), g.ops.end());
+  // Memory reads first: inputs read by several stages of the group, then values the group
+  // stores over its loop and reads back in a later stage; then recomputed ops.
+  for (const auto& [v, p] : kp_.placement)
+    if (p.registerReuse && p.storage == Storage::Input && node(v).type.shape == sp.loop) take(v);
+  std::vector<const fusion::Stage*> groupStages;
+  for (const fusion::Stage* st : phase)
+    if (st->group == gi) groupStages.push_back(st);
+  for (size_t i = 0; i + 1 < groupStages.size(); ++i)
+    for (ir::NodeId v : groupStages[i]->materialized)
+      if (node(v).type.shape == sp.loop) take(v);
+  for (const auto& [v, p] : kp_.placement)
+    if (p.registerReuse && p.storage == Storage::Register && groupOps.count(v) &&
+        node(v).type.shape == sp.loop)
+      take(v);
+  bool any = std::any_of(sp.reused.begin(), sp.reused.end(),
+                         [&](ir::NodeId v) { return node(v).kind != ir::OpKind::Constant; });
+  if (!any) return std::nullopt;
+  return sp;
+}
+
+void KernelEmitter::emitSlotStage(const TileSpace& s, const std::vector<ir::NodeId>& values) {
+  // Each of the thread's slot steps: every value's lanes (vector loads shared), kept for later
+  // stages, then stored where the row is inside the tile.
+  const RowSlots& slots = *slots_;
+  for (const RowSlots::Step& step : slots.steps) {
+    if (slots.width > 1) {
+      k_.beginVectorGroup(slots.width);
+      k_.vectorLanes = step.vectorLanes;
+    }
+    std::map<ir::NodeId, std::vector<llvm::Value*>> results;
+    for (const Index& idx : step.lanes) {
+      gen_->clearCache();
+      for (ir::NodeId v : values) {
+        llvm::Value* x = gen_->emit(v, idx);
+        gen_->remember(v, idx, x);
+        results[v].push_back(x);
+      }
+    }
+    if (slots.width > 1) k_.endVectorGroup();
+    gen_->clearCache();
+    k_.ifThen(slots.valid, [&] {
+      for (ir::NodeId v : values) {
+        const fusion::ValuePlacement& p = placement(v);
+        if (slots.width > 1 && (p.storage == Storage::Global || p.storage == Storage::Output)) {
+          k_.storeVector(k_.bufferPointer(p.buffer, v), node(v).type.dtype, step.flat0, results[v]);
+          continue;
+        }
+        for (size_t j = 0; j < results[v].size(); ++j)
+          store(s, v, j ? b_.CreateAdd(step.flat0, k_.index(int64_t(j))) : step.flat0,
+                results[v][j]);
+      }
+    });
+  }
+}
+
 void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
                                     const std::vector<ir::NodeId>& materialized) {
   llvm::IRBuilder<>& b = b_;
@@ -664,8 +803,18 @@ void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::No
   for (ir::NodeId v : materialized)
     toGlobal = toGlobal || placement(v).storage == Storage::Global ||
                placement(v).storage == Storage::Output;
+  // In a slot phase, a reduce of the group over its loop's rows accumulates the slots.
+  const RowSlots* slots = nullptr;
+  if (inSlots(g) && node(r.operands[0]).type.shape == slotPhase_->loop &&
+      geo.keptAxes.size() == slotPhase_->rowDims) {
+    bool leading = true;
+    for (size_t i = 0; i < geo.keptAxes.size(); ++i)
+      leading = leading && geo.keptAxes[i] == int64_t(i);
+    if (leading) slots = &*slots_;
+  }
   if (const auto* rm = std::get_if<fusion::RowReduceMapping>(&g.mapping))
-    emitRowReduce(k_, *gen_, r, *rm, s.u0, s.u1, reducedBegin, reducedEnd, onResult, toGlobal);
+    emitRowReduce(k_, *gen_, r, *rm, s.u0, s.u1, reducedBegin, reducedEnd, onResult, toGlobal,
+                  slots);
   else
     emitColumnReduce(k_, *gen_, r, std::get<fusion::ColumnReduceMapping>(g.mapping), s.u0, s.u1,
                      reducedBegin, reducedEnd, onResult);
@@ -945,23 +1094,38 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
   for (const fusion::Stage* st : across)
     for (ir::NodeId r : acrossReduces(*st))
       emitAcrossTilesInit(r);
-  k_.loop("tile", k_.toIndex(k_.blockId()), tiles, k_.toIndex(k_.gridSize()),
-          [&](llvm::Value* tile) {
-            s.firstTile = b.CreateICmpEQ(tile, k_.toIndex(k_.blockId()));
-            llvm::Value* unitTile = s.split > 1 ? b.CreateUDiv(tile, k_.index(s.split)) : tile;
-            s.part = s.split > 1 ? b.CreateURem(tile, k_.index(s.split)) : k_.index(0);
-            s.u0 = b.CreateMul(unitTile, k_.index(s.unitsPerTile));
-            s.u1 = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin,
-                                           b.CreateAdd(s.u0, k_.index(s.unitsPerTile)), units);
-            for (const fusion::Stage* st : phase) {
-              emitStage(s, *st);
-              for (ir::NodeId v : st->materialized)
-                written_.insert(v);
-            }
-            if (!phaseShared.empty())
-              k_.blockBarrier(); // the next tile overwrites this tile's shared values
-            sharedDirty_ = false;
-          });
+  slotPhase_ = slotPhaseOf(s, phase);
+  const std::optional<SlotPhase>& slotPhase = slotPhase_;
+  if (slotPhase) slotRegisters_ = std::max(slotRegisters_, slotPhase->registers);
+  k_.loop(
+      "tile", k_.toIndex(k_.blockId()), tiles, k_.toIndex(k_.gridSize()), [&](llvm::Value* tile) {
+        s.firstTile = b.CreateICmpEQ(tile, k_.toIndex(k_.blockId()));
+        llvm::Value* unitTile = s.split > 1 ? b.CreateUDiv(tile, k_.index(s.split)) : tile;
+        s.part = s.split > 1 ? b.CreateURem(tile, k_.index(s.split)) : k_.index(0);
+        s.u0 = b.CreateMul(unitTile, k_.index(s.unitsPerTile));
+        s.u1 = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin,
+                                       b.CreateAdd(s.u0, k_.index(s.unitsPerTile)), units);
+        if (slotPhase) {
+          slots_ =
+              makeRowSlots(k_, slotPhase->loop, slotPhase->rowDims, slotPhase->mapping, s.u0, s.u1);
+          slotGroup_ = slotPhase->group;
+          gen_->beginReuse(slotPhase->reused);
+        }
+        for (const fusion::Stage* st : phase) {
+          emitStage(s, *st);
+          for (ir::NodeId v : st->materialized)
+            written_.insert(v);
+        }
+        if (slotPhase) {
+          gen_->endReuse();
+          slots_.reset();
+          slotGroup_ = -1;
+        }
+        if (!phaseShared.empty())
+          k_.blockBarrier(); // the next tile overwrites this tile's shared values
+        sharedDirty_ = false;
+      });
+  slotPhase_.reset();
   if (!across.empty()) {
     gridBarrier();
     for (const fusion::Stage* st : across)
@@ -1003,6 +1167,14 @@ EmittedKernel KernelEmitter::run() {
   }
   if (!phase.empty()) emitPhase(phase);
   b_.CreateRetVoid();
+  // Values kept in registers across stages need room beyond the plan's register bound (which
+  // assumed kBaseRegisters): a kernel that keeps some gets every register a thread of its
+  // block can have, i.e. no .maxnreg, .maxntid bounds it (ptxas spilled a few bytes at an
+  // explicit .maxnreg of that same bound). slotPhaseOf keeps cooperative kernels, whose grid
+  // the bound sized, within it.
+  int maxRegisters = kp_.launch.maxRegisters;
+  if (slotRegisters_ > 0 && !kp_.launch.cooperative) maxRegisters = 0;
+  if (maxRegisters > 0) annotate(m_, k_.fn, "maxnreg", maxRegisters);
 
   info_.name = kp_.name;
   info_.launch = kp_.launch;

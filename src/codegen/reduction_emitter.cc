@@ -202,7 +202,7 @@ int64_t reduceScratchBytes(const fusion::ThreadMapping& mapping, int blockSize) 
 void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
                    const fusion::RowReduceMapping& m, llvm::Value* begin, llvm::Value* end,
                    llvm::Value* reducedBegin, llvm::Value* reducedEnd, const ReduceResult& onResult,
-                   bool coalesceResults) {
+                   bool coalesceResults, const RowSlots* slots) {
   llvm::IRBuilder<>& b = *k.b;
   bool warpPerRow = m.kind == fusion::RowReduceMapping::Kind::WarpPerRow;
   int tpr = warpPerRow ? m.threadsPerRow : k.blockSize;
@@ -226,13 +226,30 @@ void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& redu
   llvm::Value* lane = b.CreateURem(tid, k.index(tpr));
   llvm::AllocaInst* acc = k.entryAlloca(at, reduce.name + ".acc");
 
-  k.loop(reduce.name + ".rows", begin, end, k.index(rowsPerPass), [&](llvm::Value* pass) {
+  auto emitPass = [&](llvm::Value* pass) {
     llvm::Value* row = b.CreateAdd(pass, rowInPass);
     llvm::Value* valid = b.CreateICmpSLT(row, end);
     b.CreateStore(reductionIdentity(k.ctx(), kind, t), acc);
-    // Lanes of a row past the end accumulate nothing but still take part in the shuffles.
-    llvm::Value* rowEnd = b.CreateSelect(valid, reducedEnd, reducedBegin);
-    accumulate(k, gen, reduce, geo, acc, row, reducedBegin, rowEnd, tpr, vector, lane);
+    if (slots) {
+      // Rows past the tile accumulate their clamped row's elements; their result is dropped.
+      for (const RowSlots::Step& step : slots->steps) {
+        if (slots->width > 1) {
+          k.beginVectorGroup(slots->width);
+          k.vectorLanes = step.vectorLanes;
+        }
+        for (const Index& idx : step.lanes) {
+          gen.clearCache();
+          llvm::Value* x = gen.emit(reduce.operands[0], idx);
+          b.CreateStore(reductionCombine(b, kind, t, b.CreateLoad(at, acc), x), acc);
+        }
+        if (slots->width > 1) k.endVectorGroup();
+        gen.clearCache();
+      }
+    } else {
+      // Lanes of a row past the end accumulate nothing but still take part in the shuffles.
+      llvm::Value* rowEnd = b.CreateSelect(valid, reducedEnd, reducedBegin);
+      accumulate(k, gen, reduce, geo, acc, row, reducedBegin, rowEnd, tpr, vector, lane);
+    }
     llvm::Value* v = b.CreateLoad(at, acc);
     if (warpPerRow && (!coalesceResults || rowsPerPass == 1)) {
       v = warpReduce(k, kind, t, v, tpr);
@@ -268,7 +285,68 @@ void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& redu
                [&] { onResult(row, total); });
     });
     k.blockBarrier(); // the scratch is reused by the next row
-  });
+  };
+  if (slots) {
+    emitPass(
+        begin); // the tile is one pass: straight-line code, so slot values dominate what follows
+    return;
+  }
+  k.loop(reduce.name + ".rows", begin, end, k.index(rowsPerPass), emitPass);
+}
+
+int rowSlotSteps(const ir::Shape& loop, size_t rowDims, const fusion::RowReduceMapping& m,
+                 int blockSize, int64_t rowsPerTile) {
+  if (m.splitFactor > 1 || rowDims >= loop.size()) return 0;
+  bool warpPerRow = m.kind == fusion::RowReduceMapping::Kind::WarpPerRow;
+  int tpr = warpPerRow ? m.threadsPerRow : blockSize;
+  int vector = std::max(1, m.vectorWidth);
+  if (tpr < 1 || blockSize % tpr != 0 || (vector & (vector - 1)) != 0) return 0;
+  if (rowsPerTile > blockSize / tpr) return 0; // more than one pass per tile
+  int64_t length = 1;
+  for (size_t d = rowDims; d < loop.size(); ++d) {
+    if (!loop[d].isStatic()) return 0;
+    length *= loop[d].size();
+  }
+  int64_t perStep = int64_t(tpr) * vector;
+  if (length % perStep != 0) return 0;
+  return int(length / perStep);
+}
+
+RowSlots makeRowSlots(KernelContext& k, const ir::Shape& loop, size_t rowDims,
+                      const fusion::RowReduceMapping& m, llvm::Value* u0, llvm::Value* u1) {
+  llvm::IRBuilder<>& b = *k.b;
+  bool warpPerRow = m.kind == fusion::RowReduceMapping::Kind::WarpPerRow;
+  int tpr = warpPerRow ? m.threadsPerRow : k.blockSize;
+  int vector = std::max(1, m.vectorWidth);
+  int64_t length = 1;
+  for (size_t d = rowDims; d < loop.size(); ++d)
+    length *= loop[d].size();
+  RowSlots slots;
+  slots.width = vector;
+  llvm::Value* tid = k.toIndex(k.threadId());
+  slots.row = b.CreateAdd(u0, b.CreateUDiv(tid, k.index(tpr)));
+  slots.valid = b.CreateICmpSLT(slots.row, u1);
+  llvm::Value* row = b.CreateSelect(slots.valid, slots.row, u0);
+  llvm::Value* rowStart = b.CreateMul(row, k.index(length));
+  llvm::Value* lane = b.CreateURem(tid, k.index(tpr));
+  int64_t steps = length / (int64_t(tpr) * vector);
+  for (int64_t i = 0; i < steps; ++i) {
+    // Element lane * vector + i * tpr * vector of the row: a multiple of the vector width.
+    llvm::Value* column =
+        b.CreateAdd(b.CreateMul(lane, k.index(vector)), k.index(i * tpr * vector), "", true, true);
+    RowSlots::Step step;
+    step.flat0 = b.CreateAdd(rowStart, column, "", true, true);
+    if (vector > 1) {
+      k.beginVectorGroup(vector);
+      step.lanes = k.vectorLaneIndices(loop, step.flat0);
+      step.vectorLanes = k.vectorLanes;
+      k.endVectorGroup();
+    } else {
+      step.lanes = {delinearize(k, loop, step.flat0)};
+    }
+    slots.steps.push_back(std::move(step));
+  }
+  return slots;
 }
 
 void emitColumnReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,

@@ -5,6 +5,7 @@
 // (tiled through shared memory). Accumulation happens in the compute type (f16/bf16 in f32,
 // bool as i1, shuffled as i32).
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "codegen/elemental_emitter.h"
@@ -31,17 +32,45 @@ ReduceGeometry reduceGeometry(const ir::Graph& g, const ir::Node& reduce);
 Index reduceOperandIndex(KernelContext& k, const ReduceGeometry& geo, llvm::Value* keptFlat,
                          llvm::Value* reducedFlat);
 
+/// One thread's share of a row-reduce tile as fixed slots (operator-level reuse, AStitch
+/// §3.2.1): the thread's row of the tile and, step by step in accumulation order, the
+/// multi-indices over the group's loop shape of its `width` consecutive elements. The reduce
+/// accumulates exactly these elements and the group's elementwise stages visit them in the
+/// same threads, so a value read by several stages can stay in registers.
+struct RowSlots {
+  llvm::Value* row = nullptr;   // the thread's row (may lie past the tile: see valid)
+  llvm::Value* valid = nullptr; // i1: row is inside the tile
+  int width = 1;
+  struct Step {
+    llvm::Value* flat0 = nullptr; // flat index over the loop shape of lane 0 (of row, clamped)
+    std::vector<Index> lanes;     // one multi-index per lane
+    std::map<llvm::Value*, KernelContext::VectorLane> vectorLanes; // reopens its vector group
+  };
+  std::vector<Step> steps;
+};
+/// Steps per thread when a row reduce over `loop` (rows = its leading `rowDims` dims, row
+/// length static) with mapping m covers a tile of rowsPerTile rows in one pass with every row
+/// split evenly into vector groups over its threads; 0 when it does not.
+int rowSlotSteps(const ir::Shape& loop, size_t rowDims, const fusion::RowReduceMapping& m,
+                 int blockSize, int64_t rowsPerTile);
+/// The calling thread's slots of the tile starting at row u0 (rows [u0, u1)); rows past the
+/// tile read row u0 so that every load stays in bounds.
+RowSlots makeRowSlots(KernelContext& k, const ir::Shape& loop, size_t rowDims,
+                      const fusion::RowReduceMapping& m, llvm::Value* u0, llvm::Value* u1);
+
 /// Called once per result, by one thread, with the result's flat index (indexTy) and value.
 using ReduceResult = std::function<void(llvm::Value* keptFlat, llvm::Value* value)>;
 
 /// Row reduce of results [begin, end) over reduced elements [reducedBegin, reducedEnd)
 /// (reducedBegin a multiple of the mapping's vector width). With coalesceResults, a warp-per-row
 /// mapping hands each pass's results to consecutive threads through shared memory (for results
-/// stored to global memory: one store request per 32 rows instead of one per row).
+/// stored to global memory: one store request per 32 rows instead of one per row). With slots
+/// (the reduce's operand is the slots' loop shape, reduced over its row length, [begin, end)
+/// the slots' tile): accumulates the slots' elements, without a loop.
 void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
                    const fusion::RowReduceMapping& m, llvm::Value* begin, llvm::Value* end,
                    llvm::Value* reducedBegin, llvm::Value* reducedEnd, const ReduceResult& onResult,
-                   bool coalesceResults = false);
+                   bool coalesceResults = false, const RowSlots* slots = nullptr);
 /// Column reduce of results [begin, end) (at most tileColumns of them) over reduced elements
 /// [reducedBegin, reducedEnd).
 void emitColumnReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,

@@ -159,6 +159,7 @@ std::string printKernelPlan(const KernelPlan& k, const ir::Graph& g) {
     if (p.storage == Storage::Shared)
       os << fmt::format(" [offset {}, {} B]", p.sharedOffset, p.sharedBytes);
     if (p.buffer >= 0) os << " b" << p.buffer;
+    if (p.registerReuse) os << ", reused in registers";
     os << "\n";
   }
   for (size_t i = 0; i < k.stages.size(); ++i) {
