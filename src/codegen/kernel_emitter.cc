@@ -93,6 +93,7 @@ private:
   std::optional<SlotPhase> slotPhaseOf(const TileSpace& s,
                                        const std::vector<const fusion::Stage*>& phase) const;
   bool inSlots(const fusion::Group& g) const;
+  std::vector<ir::NodeId> stageBroadcasts(const TileSpace& s, const SlotPhase& sp);
   int registersPerThreadCap() const; // the most registers a thread of a full block can have
   void emitSlotStage(const TileSpace& s, const std::vector<ir::NodeId>& values);
   void emitStage(TileSpace& s, const fusion::Stage& st);
@@ -132,7 +133,9 @@ private:
   std::optional<SlotPhase> slotPhase_;
   std::optional<RowSlots> slots_;
   int slotGroup_ = -1;
-  int slotRegisters_ = 0; // most registers per thread any phase keeps reused values in
+  int slotRegisters_ = 0;  // most registers per thread any phase keeps reused values in
+  int64_t sharedUsed_ = 0; // shared bytes per block: the plan's, reduce scratch, staged inputs
+  int stagedArrays_ = 0;
 };
 
 const fusion::ValuePlacement& KernelEmitter::placement(ir::NodeId id) const {
@@ -318,6 +321,7 @@ void KernelEmitter::declareFunction() {
         kp_.name + "_reduce_scratch", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
     k_.reduceScratch->setAlignment(llvm::Align(16));
   }
+  sharedUsed_ = dynamicShared_ + scratch;
   const DeviceSpec& d = plan_.device;
   if (dynamicShared_ + scratch > d.sharedMemoryPerBlock)
     k_.fail(
@@ -620,6 +624,60 @@ void KernelEmitter::emitVectorGroup(const TileSpace& s, const std::vector<ir::No
 int KernelEmitter::registersPerThreadCap() const {
   const DeviceSpec& d = plan_.device;
   return std::min(d.maxRegistersPerThread, d.registersPerSM / k_.blockSize) / 8 * 8;
+}
+
+std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s, const SlotPhase& sp) {
+  // A small input the slot group broadcasts over its rows (gamma, beta) is read by every row's
+  // threads: with several rows per tile, each block copies it into shared memory once, before
+  // its tiles, and the phase reads it there. Not in cooperative kernels, whose grid assumed
+  // the plan's shared bytes.
+  constexpr int64_t kMaxStagedBytes = 16 * 1024;
+  if (kp_.launch.cooperative || s.unitsPerTile < 2) return {};
+  int64_t rowLength = 1;
+  for (size_t d = sp.rowDims; d < sp.loop.size(); ++d)
+    rowLength *= sp.loop[d].size();
+  const fusion::Group& g = kp_.groups.at(size_t(sp.group));
+  std::set<ir::NodeId> broadcast;
+  for (ir::NodeId op : g.ops)
+    if (node(op).kind == ir::OpKind::BroadcastInDim) broadcast.insert(node(op).operands[0]);
+  int64_t room = std::min(kMaxStagedBytes, plan_.device.sharedMemoryPerBlock - sharedUsed_);
+  std::vector<std::pair<ir::NodeId, int64_t>> chosen; // input, byte offset
+  int64_t bytes = 0;
+  for (const auto& [v, p] : kp_.placement) {
+    ir::Dim n = ir::numElements(node(v).type.shape);
+    if (p.storage != Storage::Input || !broadcast.count(v) || !n.isStatic() || n.size() > rowLength)
+      continue;
+    int64_t size = (n.size() * ir::dtypeBytes(node(v).type.dtype) + 15) / 16 * 16;
+    if (bytes + size > room) continue;
+    chosen.push_back({v, bytes});
+    bytes += size;
+  }
+  if (chosen.empty()) return {};
+  llvm::LLVMContext& c = m_.getContext();
+  auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(c), uint64_t(bytes));
+  auto* array = new llvm::GlobalVariable(m_, at, false, llvm::GlobalValue::InternalLinkage,
+                                         llvm::UndefValue::get(at),
+                                         fmt::format("{}_staged{}", kp_.name, stagedArrays_++),
+                                         nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+  array->setAlignment(llvm::Align(16));
+  sharedUsed_ += bytes;
+  std::vector<ir::NodeId> staged;
+  for (const auto& [v, offset] : chosen) {
+    const ir::Node& n = node(v);
+    llvm::Value* global = k_.bufferPointer(placement(v).buffer, v);
+    llvm::Value* shared =
+        b_.CreateConstInBoundsGEP1_64(llvm::Type::getInt8Ty(c), array, uint64_t(offset));
+    k_.loop(n.name + ".stage", k_.toIndex(k_.threadId()), k_.elements(n.type.shape),
+            k_.index(k_.blockSize), [&](llvm::Value* i) {
+              k_.storeElement(shared, n.type.dtype, i, k_.loadElement(global, n.type.dtype, i));
+            });
+    gen_->setGenerator(v, [this, shared, &n](const Index& idx) {
+      return k_.loadTensorElement(shared, n.type.dtype, n.type.shape, idx);
+    });
+    staged.push_back(v);
+  }
+  k_.blockBarrier();
+  return staged;
 }
 
 bool KernelEmitter::inSlots(const fusion::Group& g) const {
@@ -1097,6 +1155,8 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
   slotPhase_ = slotPhaseOf(s, phase);
   const std::optional<SlotPhase>& slotPhase = slotPhase_;
   if (slotPhase) slotRegisters_ = std::max(slotRegisters_, slotPhase->registers);
+  std::vector<ir::NodeId> staged =
+      slotPhase ? stageBroadcasts(s, *slotPhase) : std::vector<ir::NodeId>{};
   k_.loop(
       "tile", k_.toIndex(k_.blockId()), tiles, k_.toIndex(k_.gridSize()), [&](llvm::Value* tile) {
         s.firstTile = b.CreateICmpEQ(tile, k_.toIndex(k_.blockId()));
@@ -1126,6 +1186,8 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
         sharedDirty_ = false;
       });
   slotPhase_.reset();
+  for (ir::NodeId v : staged)
+    installLoad(v, nullptr); // later phases read the input from global memory again
   if (!across.empty()) {
     gridBarrier();
     for (const fusion::Stage* st : across)
