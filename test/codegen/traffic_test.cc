@@ -1,0 +1,173 @@
+// Global-memory traffic of emitted kernels, as the simulator counts it (32-byte sectors per
+// warp request): vector groups load and store whole sectors, row-reduce results leave
+// coalesced, and operator-level reuse reads a row-reduce group's input once per tile.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "codegen/compile.h"
+#include "codegen/ptxas.h"
+#include "frontend/json_reader.h"
+#include "fusion/plan.h"
+#include "ir/graph.h"
+#include "ir/interpreter.h"
+#include "sim_runner.h"
+
+using namespace weft;
+using ir::DType;
+using ir::OpKind;
+
+namespace {
+
+DeviceSpec h100() {
+  return *deviceSpecProfile("h100");
+}
+
+ir::Graph example(const std::string& name, int64_t rows) {
+  std::filesystem::path f =
+      std::filesystem::path(WEFT_SOURCE_DIR) / "examples" / "graphs" / (name + ".json");
+  ir::Graph g = frontend::readGraphFile(f.string()).graph;
+  ir::Binding bind;
+  for (const std::string& s : g.symbols())
+    bind[s] = rows;
+  return ir::bindSymbols(g, bind);
+}
+
+int64_t sectorsOf(const ir::Graph& g, ir::NodeId v) {
+  const ir::Node& n = g.node(v);
+  int64_t bytes = ir::numElements(n.type.shape).size() * ir::dtypeBytes(n.type.dtype);
+  return (bytes + 31) / 32;
+}
+
+/// Runs the plan's single kernel on the simulator, checks its outputs against the
+/// interpreter and returns its counters.
+LaunchCounters runOne(const fusion::FusionPlan& plan, codegen::CompiledModule* out = nullptr) {
+  codegen::CompiledModule m = codegen::compileToPtx(plan);
+  REQUIRE(m.kernels.size() == 1);
+  auto inputs = test::makeInputs(plan.graph);
+  auto want = ir::interpret(plan.graph, inputs);
+  std::vector<LaunchCounters> counters;
+  auto got = test::runOnSim(plan, m, inputs, {}, &counters);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    CHECK(test::maxError(got[i], want[i]) <= 1e-4);
+  REQUIRE(counters.size() == 1);
+  if (out) *out = std::move(m);
+  return counters[0];
+}
+
+const fusion::KernelPlan& onlyKernel(const fusion::FusionPlan& plan) {
+  REQUIRE(plan.steps.size() == 1);
+  return std::get<fusion::KernelPlan>(plan.steps[0]);
+}
+
+} // namespace
+
+TEST_CASE("gelu_bias loads and stores whole vectors", "[codegen][traffic]") {
+  fusion::FusionPlan plan = fusion::plan(example("gelu_bias", 64), h100(), fusion::Policy::AStitch);
+  codegen::CompiledModule m = codegen::compileToPtx(plan);
+  CHECK(m.ptx.find("ld.global.nc.v4.f32") != std::string::npos);
+  CHECK(m.ptx.find("st.global.v4.f32") != std::string::npos);
+  CHECK(m.ptx.find("ld.global.nc.f32") == std::string::npos); // no scalar input loads left
+}
+
+TEST_CASE("a vectorised elementwise kernel moves exactly its compulsory sectors",
+          "[codegen][traffic][sim]") {
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {64, 128}});
+  auto z = g.parameter("z", {DType::f32, {64, 128}});
+  auto y = g.binary(OpKind::Mul, g.unary(OpKind::Exp, x, "e"), z, "y");
+  g.setOutputs({y});
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  const auto& e = std::get<fusion::ElementwiseMapping>(onlyKernel(plan).groups.at(0).mapping);
+  REQUIRE(e.vectorWidth == 4);
+  LaunchCounters c = runOne(plan);
+  CHECK(c.globalSectorsRead == uint64_t(sectorsOf(g, x) + sectorsOf(g, z)));
+  CHECK(c.globalSectorsWritten == uint64_t(sectorsOf(g, y)));
+  CHECK(c.globalLoadRequests * 16 == c.globalSectorsRead); // 32 lanes x 16 bytes per request
+}
+
+TEST_CASE("f16 and f64 vector groups split into chunks of at most 16 bytes",
+          "[codegen][traffic][sim]") {
+  for (DType t : {DType::f16, DType::f64}) {
+    INFO(ir::dtypeName(t));
+    ir::Graph g;
+    auto x = g.parameter("x", {t, {32, 256}});
+    auto y = g.unary(OpKind::Neg, x, "y");
+    g.setOutputs({y});
+    fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+    LaunchCounters c = runOne(plan);
+    CHECK(c.globalSectorsRead == uint64_t(sectorsOf(g, x)));
+    CHECK(c.globalSectorsWritten == uint64_t(sectorsOf(g, y)));
+  }
+}
+
+TEST_CASE("warp-per-row results are stored coalesced", "[codegen][traffic][sim]") {
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {4096, 32}});
+  auto y = g.reduce(ir::ReduceKind::Sum, x, {1}, "y");
+  g.setOutputs({y});
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  const auto& r = std::get<fusion::RowReduceMapping>(onlyKernel(plan).groups.at(0).mapping);
+  REQUIRE(r.kind == fusion::RowReduceMapping::Kind::WarpPerRow);
+  LaunchCounters c = runOne(plan);
+  CHECK(c.globalSectorsRead == uint64_t(sectorsOf(g, x)));
+  CHECK(c.globalSectorsWritten == uint64_t(sectorsOf(g, y))); // not one sector per row
+}
+
+TEST_CASE("layer norm reads x once: operator-level reuse in registers", "[codegen][traffic][sim]") {
+  ir::Graph g = example("layer_norm", 64);
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  const fusion::KernelPlan& k = onlyKernel(plan);
+  ir::NodeId x = g.inputs().at(0), gamma = g.inputs().at(1), beta = g.inputs().at(2);
+  REQUIRE(g.node(x).name == "x");
+  CHECK(k.placement.at(x).registerReuse);
+  codegen::CompiledModule m;
+  LaunchCounters c = runOne(plan, &m);
+  // x once; gamma and beta once per block (staged in shared memory); y once.
+  int64_t blocks = int64_t(c.blocks);
+  CHECK(c.globalSectorsRead ==
+        uint64_t(sectorsOf(g, x) + blocks * (sectorsOf(g, gamma) + sectorsOf(g, beta))));
+  CHECK(c.globalSectorsWritten == uint64_t(sectorsOf(g, g.outputs().at(0))));
+  CHECK(m.ptx.find(".maxnreg") == std::string::npos); // the kept values need the registers
+}
+
+TEST_CASE("residual add + layer norm: the stored sum is not read back", "[codegen][traffic][sim]") {
+  ir::Graph g = example("residual_add_layer_norm", 64);
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  LaunchCounters c = runOne(plan);
+  int64_t inputs = 0, outputs = 0;
+  for (ir::NodeId p : g.inputs())
+    inputs += sectorsOf(g, p);
+  for (ir::NodeId o : g.outputs())
+    outputs += sectorsOf(g, o);
+  CHECK(c.globalSectorsWritten == uint64_t(outputs));
+  // Every input once, plus gamma and beta once more per block beyond the first.
+  int64_t rowSized = 0;
+  for (ir::NodeId p : g.inputs())
+    if (g.node(p).type.shape.size() == 1) rowSized += sectorsOf(g, p);
+  CHECK(c.globalSectorsRead == uint64_t(inputs + (int64_t(c.blocks) - 1) * rowSized));
+}
+
+TEST_CASE("kernels that keep values in registers assemble without spills", "[ptxas]") {
+  std::string ptxas = codegen::findPtxas();
+  if (ptxas.empty()) {
+    WARN("skipped: no ptxas (install a CUDA toolkit or set CUDA_HOME)");
+    return;
+  }
+  for (const char* sm : {"a100", "h100"})
+    for (const char* name : {"layer_norm", "rms_norm", "softmax", "residual_add_layer_norm"}) {
+      INFO(name << " on " << sm);
+      fusion::FusionPlan plan =
+          fusion::plan(example(name, 256), *deviceSpecProfile(sm), fusion::Policy::AStitch);
+      codegen::CompiledModule m = codegen::compileToPtx(plan);
+      codegen::PtxasReport r = codegen::runPtxas(ptxas, m.ptx, plan.device.smName());
+      INFO(r.log);
+      REQUIRE(r.ok());
+      for (const auto& f : r.functions) {
+        CHECK(f.spillStores == 0);
+        CHECK(f.spillLoads == 0);
+      }
+    }
+}
