@@ -94,6 +94,8 @@ private:
                                        const std::vector<const fusion::Stage*>& phase) const;
   bool inSlots(const fusion::Group& g) const;
   std::vector<ir::NodeId> stageBroadcasts(const TileSpace& s, const SlotPhase& sp);
+  void planTileSlices(const TileSpace& s, const SlotPhase& sp);
+  void copyTileSlices(const TileSpace& s, const SlotPhase& sp);
   int registersPerThreadCap() const; // the most registers a thread of a full block can have
   void emitSlotStage(const TileSpace& s, const std::vector<ir::NodeId>& values);
   void emitStage(TileSpace& s, const fusion::Stage& st);
@@ -135,6 +137,18 @@ private:
   int slotGroup_ = -1;
   int slotRegisters_ = 0;  // most registers per thread any phase keeps reused values in
   int64_t sharedUsed_ = 0; // shared bytes per block: the plan's, reduce scratch, staged inputs
+  /// An input the slot group reads, through a broadcast, at the same row coordinates in every
+  /// row of a tile (softmax's mask [B, 1, 1, 128] in tiles of rows of one batch): the tile's
+  /// slice is copied to shared memory at the start of each tile and read there by the slots.
+  struct TileSlice {
+    ir::NodeId input = -1;
+    llvm::Value* shared = nullptr;
+    ir::Shape shape;               // the slice: the input's dims that follow the row length
+    std::vector<size_t> sliceDims; // input dims in the slice, in order
+    std::vector<int64_t> rowDimOf; // per input dim: the loop row dim it reads, or -1
+  };
+  std::vector<TileSlice> tileSlices_;
+  bool slotsReading_ = false; // slot stages are being emitted: tile slices may be read
   int stagedArrays_ = 0;
 };
 
@@ -680,6 +694,109 @@ std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s, const
   return staged;
 }
 
+void KernelEmitter::planTileSlices(const TileSpace& s, const SlotPhase& sp) {
+  tileSlices_.clear();
+  constexpr int64_t kMaxSliceBytes = 16 * 1024;
+  if (kp_.launch.cooperative || s.unitsPerTile < 2) return;
+  const fusion::Group& g = kp_.groups.at(size_t(sp.group));
+  int64_t room = std::min(kMaxSliceBytes, plan_.device.sharedMemoryPerBlock - sharedUsed_);
+  int64_t bytes = 0;
+  std::vector<std::pair<TileSlice, int64_t>> chosen;
+  for (ir::NodeId op : g.ops) {
+    const ir::Node& bc = node(op);
+    if (bc.kind != ir::OpKind::BroadcastInDim || bc.type.shape != sp.loop) continue;
+    ir::NodeId v = bc.operands[0];
+    auto p = kp_.placement.find(v);
+    if (p == kp_.placement.end() || p->second.storage != Storage::Input ||
+        gen_->hasGenerator(v) == false)
+      continue;
+    if (std::any_of(chosen.begin(), chosen.end(),
+                    [&](const auto& c) { return c.first.input == v; }))
+      continue;
+    const ir::Shape& in = node(v).type.shape;
+    const auto& dims = bc.attr<ir::BroadcastAttrs>().dims;
+    TileSlice t;
+    t.input = v;
+    bool rowDependent = false, ok = true;
+    for (size_t i = 0; i < in.size(); ++i) {
+      bool stretched = in[i].isStatic() && in[i].size() == 1;
+      size_t d = size_t(dims[i]);
+      t.rowDimOf.push_back(!stretched && d < sp.rowDims ? int64_t(d) : -1);
+      if (stretched) continue;
+      if (d >= sp.rowDims) {
+        t.sliceDims.push_back(i);
+        t.shape.push_back(in[i]);
+        ok = ok && in[i].isStatic();
+        continue;
+      }
+      // Row dim d is constant over an aligned tile when the rows after it span whole tiles.
+      rowDependent = true;
+      int64_t span = 1;
+      for (size_t e = d + 1; e < sp.rowDims; ++e)
+        span = sp.loop[e].isStatic() ? span * sp.loop[e].size() : -1;
+      ok = ok && span > 0 && span % s.unitsPerTile == 0;
+    }
+    if (!ok || !rowDependent || t.shape.empty()) continue;
+    int64_t size =
+        (ir::numElements(t.shape).size() * ir::dtypeBytes(node(v).type.dtype) + 15) / 16 * 16;
+    if (bytes + size > room) continue;
+    chosen.push_back({t, bytes});
+    bytes += size;
+  }
+  if (chosen.empty()) return;
+  llvm::LLVMContext& c = m_.getContext();
+  auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(c), uint64_t(bytes));
+  auto* array = new llvm::GlobalVariable(m_, at, false, llvm::GlobalValue::InternalLinkage,
+                                         llvm::UndefValue::get(at),
+                                         fmt::format("{}_staged{}", kp_.name, stagedArrays_++),
+                                         nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+  array->setAlignment(llvm::Align(16));
+  sharedUsed_ += bytes;
+  for (auto& [t, offset] : chosen) {
+    t.shared = b_.CreateConstInBoundsGEP1_64(llvm::Type::getInt8Ty(c), array, uint64_t(offset));
+    const ir::Node& n = node(t.input);
+    llvm::Value* global = k_.bufferPointer(placement(t.input).buffer, t.input);
+    TileSlice slice = t;
+    // Slot stages read the tile's slice (their rows are the tile's); anything else the input.
+    gen_->setGenerator(t.input, [this, slice, global, &n](const Index& idx) {
+      if (!slotsReading_) return k_.loadTensorElement(global, n.type.dtype, n.type.shape, idx);
+      Index at;
+      for (size_t i : slice.sliceDims)
+        at.push_back(idx[i]);
+      return k_.loadTensorElement(slice.shared, n.type.dtype, slice.shape, at);
+    });
+    tileSlices_.push_back(t);
+  }
+}
+
+void KernelEmitter::copyTileSlices(const TileSpace& s, const SlotPhase& sp) {
+  if (tileSlices_.empty()) return;
+  // Row coordinates of the tile's first row; every row of the tile has the slices' ones.
+  ir::Shape rowShape(sp.loop.begin(), sp.loop.begin() + int64_t(sp.rowDims));
+  Index row = delinearize(k_, rowShape, s.u0);
+  for (const TileSlice& t : tileSlices_) {
+    const ir::Node& n = node(t.input);
+    llvm::Value* global = k_.bufferPointer(placement(t.input).buffer, t.input);
+    k_.loop(n.name + ".slice", k_.toIndex(k_.threadId()), k_.elements(t.shape),
+            k_.index(k_.blockSize), [&](llvm::Value* i) {
+              Index in = delinearize(k_, t.shape, i), full;
+              size_t next = 0;
+              for (size_t d = 0; d < n.type.shape.size(); ++d) {
+                if (t.rowDimOf[d] >= 0)
+                  full.push_back(row[size_t(t.rowDimOf[d])]);
+                else if (next < t.sliceDims.size() && t.sliceDims[next] == d)
+                  full.push_back(in[next++]);
+                else
+                  full.push_back(k_.index(0)); // stretched
+              }
+              k_.storeElement(
+                  t.shared, n.type.dtype, i,
+                  k_.loadElement(global, n.type.dtype, linearize(k_, n.type.shape, full)));
+            });
+  }
+  k_.blockBarrier();
+}
+
 bool KernelEmitter::inSlots(const fusion::Group& g) const {
   return slots_ && slotGroup_ >= 0 && &g == &kp_.groups.at(size_t(slotGroup_));
 }
@@ -754,6 +871,7 @@ void KernelEmitter::emitSlotStage(const TileSpace& s, const std::vector<ir::Node
   // Each of the thread's slot steps: every value's lanes (vector loads shared), kept for later
   // stages, then stored where the row is inside the tile.
   const RowSlots& slots = *slots_;
+  slotsReading_ = true;
   for (const RowSlots::Step& step : slots.steps) {
     if (slots.width > 1) {
       k_.beginVectorGroup(slots.width);
@@ -783,6 +901,7 @@ void KernelEmitter::emitSlotStage(const TileSpace& s, const std::vector<ir::Node
       }
     });
   }
+  slotsReading_ = false;
 }
 
 void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
@@ -870,10 +989,12 @@ void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::No
       leading = leading && geo.keptAxes[i] == int64_t(i);
     if (leading) slots = &*slots_;
   }
-  if (const auto* rm = std::get_if<fusion::RowReduceMapping>(&g.mapping))
+  if (const auto* rm = std::get_if<fusion::RowReduceMapping>(&g.mapping)) {
+    slotsReading_ = slots != nullptr;
     emitRowReduce(k_, *gen_, r, *rm, s.u0, s.u1, reducedBegin, reducedEnd, onResult, toGlobal,
                   slots);
-  else
+    slotsReading_ = false;
+  } else
     emitColumnReduce(k_, *gen_, r, std::get<fusion::ColumnReduceMapping>(g.mapping), s.u0, s.u1,
                      reducedBegin, reducedEnd, onResult);
   gen_->clearCache();
@@ -1157,6 +1278,7 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
   if (slotPhase) slotRegisters_ = std::max(slotRegisters_, slotPhase->registers);
   std::vector<ir::NodeId> staged =
       slotPhase ? stageBroadcasts(s, *slotPhase) : std::vector<ir::NodeId>{};
+  if (slotPhase) planTileSlices(s, *slotPhase);
   k_.loop(
       "tile", k_.toIndex(k_.blockId()), tiles, k_.toIndex(k_.gridSize()), [&](llvm::Value* tile) {
         s.firstTile = b.CreateICmpEQ(tile, k_.toIndex(k_.blockId()));
@@ -1170,6 +1292,7 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
               makeRowSlots(k_, slotPhase->loop, slotPhase->rowDims, slotPhase->mapping, s.u0, s.u1);
           slotGroup_ = slotPhase->group;
           gen_->beginReuse(slotPhase->reused);
+          copyTileSlices(s, *slotPhase);
         }
         for (const fusion::Stage* st : phase) {
           emitStage(s, *st);
@@ -1188,6 +1311,9 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
   slotPhase_.reset();
   for (ir::NodeId v : staged)
     installLoad(v, nullptr); // later phases read the input from global memory again
+  for (const TileSlice& t : tileSlices_)
+    installLoad(t.input, nullptr);
+  tileSlices_.clear();
   if (!across.empty()) {
     gridBarrier();
     for (const fusion::Stage* st : across)

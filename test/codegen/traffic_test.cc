@@ -150,6 +150,19 @@ TEST_CASE("residual add + layer norm: the stored sum is not read back", "[codege
   CHECK(c.globalSectorsRead == uint64_t(inputs + (int64_t(c.blocks) - 1) * rowSized));
 }
 
+TEST_CASE("softmax reads its mask once per tile, not once per row", "[codegen][traffic][sim]") {
+  ir::Graph g = example("softmax", 2); // scores [2, 12, 128, 128], mask [2, 1, 1, 128]
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  const fusion::Group& group = onlyKernel(plan).groups.at(0);
+  REQUIRE(group.rows.isStatic());
+  int64_t tiles = (group.rows.size() + group.rowsPerTile - 1) / group.rowsPerTile;
+  LaunchCounters c = runOne(plan);
+  ir::NodeId scores = g.inputs().at(0);
+  int64_t maskRow = 128 * 4 / 32; // one batch's mask row, copied to shared memory per tile
+  CHECK(c.globalSectorsRead == uint64_t(sectorsOf(g, scores) + tiles * maskRow));
+  CHECK(c.globalSectorsWritten == uint64_t(sectorsOf(g, g.outputs().at(0))));
+}
+
 TEST_CASE("kernels that keep values in registers assemble without spills", "[ptxas]") {
   std::string ptxas = codegen::findPtxas();
   if (ptxas.empty()) {
