@@ -58,7 +58,8 @@ struct SlotPhase {
   int registers = 0; // per thread, for the reused values
 };
 
-/// Registers per thread assumed for everything but reused values when sizing .maxnreg.
+/// Registers per thread assumed for everything but reused values (the planner's assumption):
+/// the register budget for reused values is what a thread may have beyond it.
 constexpr int kBaseRegisters = 32;
 
 /// The function builder for one KernelPlan.
@@ -707,9 +708,7 @@ void KernelEmitter::planTileSlices(const TileSpace& s, const SlotPhase& sp) {
     if (bc.kind != ir::OpKind::BroadcastInDim || bc.type.shape != sp.loop) continue;
     ir::NodeId v = bc.operands[0];
     auto p = kp_.placement.find(v);
-    if (p == kp_.placement.end() || p->second.storage != Storage::Input ||
-        gen_->hasGenerator(v) == false)
-      continue;
+    if (p == kp_.placement.end() || p->second.storage != Storage::Input) continue;
     if (std::any_of(chosen.begin(), chosen.end(),
                     [&](const auto& c) { return c.first.input == v; }))
       continue;

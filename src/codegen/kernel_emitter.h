@@ -16,6 +16,13 @@
 // combined behind a grid barrier at the end of the phase. A value outside the phase's index
 // space that lives in global memory is computed by a grid-stride loop of its own.
 //
+// Memory traffic: elements a thread handles as a vector group (vectorWidth) are loaded and
+// stored as vectors of up to 16 bytes. A phase whose row-reduce group covers each tile in one
+// pass runs as slots: every stage of the group has each thread visit the same elements, so
+// values the plan marks registerReuse (and loop values a stage stores and a later one reads)
+// stay in registers; the group's small broadcast inputs are staged in shared memory once per
+// block, or per tile when every row of a tile reads the same slice of them.
+//
 // Library steps (dot) become simple generated kernels: one output element per thread.
 #include <cstdint>
 #include <vector>
