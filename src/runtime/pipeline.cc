@@ -2,8 +2,8 @@
 // top to bottom: it is the whole compiler, one named step after another.
 #include <chrono>
 #include <cstdlib>
-#include <mutex>
 #include <fmt/format.h>
+#include <mutex>
 #include <spdlog/spdlog.h>
 
 #include "codegen/compile.h"
@@ -11,6 +11,7 @@
 #include "ir/printer.h"
 #include "passes/pipeline.h"
 #include "runtime/compile_cache.h"
+#include "weft/source_hash.h"
 #include "weft/version.h"
 #include "weft/weft.h"
 
@@ -24,12 +25,13 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 /// Everything the PTX depends on; the plan is a deterministic function of these.
 std::string cacheKey(const ir::Graph& canonical, const CompileOptions& o) {
   const DeviceSpec& d = o.device;
-  return fmt::format("weft {}\npolicy {}\ndevice {} sm_{} sms={} threads={}/{} blocks={} regs={} smem={}/{}\n"
-                     "libdevice={} optimise={}\n{}",
-                     WEFT_VERSION, fusion::policyName(o.policy), d.name, d.computeCapability, d.smCount,
-                     d.maxThreadsPerBlock, d.maxThreadsPerSM, d.maxBlocksPerSM, d.registersPerSM,
-                     d.sharedMemoryPerBlock, d.sharedMemoryPerSM, o.codegen.useLibdevice, o.codegen.optimise,
-                     ir::printGraph(canonical));
+  return fmt::format(
+      "weft {} ({})\npolicy {}\ndevice {} sm_{} sms={} threads={}/{} blocks={} regs={} smem={}/{}\n"
+      "libdevice={} optimise={}\n{}",
+      WEFT_VERSION, WEFT_SOURCE_HASH, fusion::policyName(o.policy), d.name, d.computeCapability,
+      d.smCount, d.maxThreadsPerBlock, d.maxThreadsPerSM, d.maxBlocksPerSM, d.registersPerSM,
+      d.sharedMemoryPerBlock, d.sharedMemoryPerSM, o.codegen.useLibdevice, o.codegen.optimise,
+      ir::printGraph(canonical));
 }
 
 /// A program embedding weft logs at warn unless it configured spdlog itself (a default logger
@@ -48,7 +50,8 @@ void defaultLogLevelForEmbedders() {
 
 } // namespace
 
-CompiledProgram compileProgram(const ir::Graph& graph, const ir::Binding& binding, const CompileOptions& options) {
+CompiledProgram compileProgram(const ir::Graph& graph, const ir::Binding& binding,
+                               const CompileOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
   CompiledProgram program;
   program.binding = binding;
@@ -74,7 +77,8 @@ CompiledProgram compileProgram(const ir::Graph& graph, const ir::Binding& bindin
   } else {
     program.module = codegen::compileToPtx(program.plan, options.codegen);
     const auto& t = program.module.timings;
-    spdlog::info("codegen: LLVM IR {:.1f} ms, optimise {:.1f} ms, PTX {:.1f} ms", t.llvmIrMs, t.optimiseMs, t.ptxMs);
+    spdlog::info("codegen: LLVM IR {:.1f} ms, optimise {:.1f} ms, PTX {:.1f} ms", t.llvmIrMs,
+                 t.optimiseMs, t.ptxMs);
     cache.store(key, program.module);
   }
   program.totalMs = msSince(t0);
@@ -91,7 +95,8 @@ std::shared_ptr<const CompiledProgram> CompiledGraph::program(const ir::Binding&
   for (const std::string& s : graph_.symbols()) {
     auto it = binding.find(s);
     if (it == binding.end())
-      throw InputError(fmt::format("symbol \"{}\" is not bound; give it a size, e.g. --bind {}=16", s, s));
+      throw InputError(
+          fmt::format("symbol \"{}\" is not bound; give it a size, e.g. --bind {}=16", s, s));
     relevant[s] = it->second;
   }
   std::lock_guard<std::mutex> lock(mutex_);
@@ -114,23 +119,26 @@ std::shared_ptr<CompiledGraph> compile(const ir::Graph& graph, const CompileOpti
   return compiled;
 }
 
-ir::Binding inferBinding(const ir::Graph& graph, const std::vector<HostTensor>& inputs, const ir::Binding& given) {
+ir::Binding inferBinding(const ir::Graph& graph, const std::vector<HostTensor>& inputs,
+                         const ir::Binding& given) {
   if (inputs.size() != graph.inputs().size())
-    throw InputError(fmt::format("the graph takes {} input(s) but {} were given", graph.inputs().size(), inputs.size()));
+    throw InputError(fmt::format("the graph takes {} input(s) but {} were given",
+                                 graph.inputs().size(), inputs.size()));
   ir::Binding b = given;
   // Single-symbol dims (factor * S) bind S; dims with several symbols are checked afterwards.
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::Node& p = graph.node(graph.inputs()[i]);
     const HostTensor& t = inputs[i];
     if (t.shape.size() != p.type.shape.size())
-      throw InputError(fmt::format("input \"{}\": expected rank {} ({}), got shape [{}]", p.name, p.type.shape.size(),
-                                   p.type.str(), fmt::join(t.shape, ", ")));
+      throw InputError(fmt::format("input \"{}\": expected rank {} ({}), got shape [{}]", p.name,
+                                   p.type.shape.size(), p.type.str(), fmt::join(t.shape, ", ")));
     for (size_t d = 0; d < t.shape.size(); ++d) {
       const ir::Dim& dim = p.type.shape[d];
       if (dim.symbols().size() != 1 || b.count(dim.symbols()[0])) continue;
       if (t.shape[d] % dim.factor() != 0)
-        throw InputError(fmt::format("input \"{}\": dim {} is {}, not a multiple of {} as {} requires", p.name, d,
-                                     t.shape[d], dim.factor(), dim.str()));
+        throw InputError(
+            fmt::format("input \"{}\": dim {} is {}, not a multiple of {} as {} requires", p.name,
+                        d, t.shape[d], dim.factor(), dim.str()));
       b[dim.symbols()[0]] = t.shape[d] / dim.factor();
     }
   }
@@ -139,12 +147,12 @@ ir::Binding inferBinding(const ir::Graph& graph, const std::vector<HostTensor>& 
     for (size_t d = 0; d < inputs[i].shape.size(); ++d) {
       int64_t want = p.type.shape[d].evaluate(b);
       if (want != inputs[i].shape[d])
-        throw InputError(fmt::format("input \"{}\": dim {} is {} but {} is {} here", p.name, d, inputs[i].shape[d],
-                                     p.type.shape[d].str(), want));
+        throw InputError(fmt::format("input \"{}\": dim {} is {} but {} is {} here", p.name, d,
+                                     inputs[i].shape[d], p.type.shape[d].str(), want));
     }
     if (inputs[i].dtype != p.type.dtype)
-      throw InputError(fmt::format("input \"{}\": expected dtype {}, got {}", p.name, ir::dtypeName(p.type.dtype),
-                                   ir::dtypeName(inputs[i].dtype)));
+      throw InputError(fmt::format("input \"{}\": expected dtype {}, got {}", p.name,
+                                   ir::dtypeName(p.type.dtype), ir::dtypeName(inputs[i].dtype)));
   }
   return b;
 }
