@@ -95,7 +95,7 @@ TEST_CASE("out of memory trims the cache and retries before failing", "[cuda][al
                     "allocator, cache trimmed)");
 }
 
-TEST_CASE("freeing what was not allocated is an error; freeing 0 is not", "[cuda][allocator]") {
+TEST_CASE("freeing what was not allocated is an error, freeing 0 is not", "[cuda][allocator]") {
   RawHeap heap;
   CachingAllocator a = heap.allocator();
   DevicePtr p = a.allocate(64);

@@ -38,7 +38,7 @@ TEST_CASE("dominants: AStitch Figure 7 merges into reduce.1 and reduce.2 (Figure
                                                             "multiply.1"});
 }
 
-TEST_CASE("dominants: layer norm is one group; the statistics are row-space sub-dominants",
+TEST_CASE("dominants: layer norm is one group, the statistics are row-space sub-dominants",
           "[planner][dominants]") {
   ir::Graph g = layerNorm(1024, 768);
   auto groups = groupsOf(g);

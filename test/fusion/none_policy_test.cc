@@ -72,7 +72,7 @@ TEST_CASE("a column reduce is tiled 32 columns x 8 rows", "[fusion][none]") {
   CHECK(k.launch.tiles == ir::Dim(2));
 }
 
-TEST_CASE("one kernel per memory-intensive op; constants inlined; dot is a library call",
+TEST_CASE("one kernel per memory-intensive op, constants inlined, dot is a library call",
           "[fusion][none]") {
   ir::Graph g;
   auto x = g.parameter("x", {DType::f32, {128, 64}});
@@ -109,7 +109,7 @@ TEST_CASE("one kernel per memory-intensive op; constants inlined; dot is a libra
     }
 }
 
-TEST_CASE("odd sizes are not vectorised; symbolic sizes give symbolic tiles", "[fusion][none]") {
+TEST_CASE("odd sizes are not vectorised, symbolic sizes give symbolic tiles", "[fusion][none]") {
   ir::Graph g;
   auto x = g.parameter("x", {DType::f32, {ir::Dim::symbol("B"), 30}});
   auto n = g.unary(ir::OpKind::Neg, x, "n");

@@ -117,7 +117,7 @@ TEST_CASE("plans around a dot: library call between two stitched kernels, buffer
 }
 
 TEST_CASE(
-    "example graphs: one kernel each under astitch; xla splits wherever a reduce has consumers",
+    "example graphs: one kernel each under astitch, xla splits wherever a reduce has consumers",
     "[planner][policy][examples]") {
   struct Example {
     std::string file;

@@ -63,7 +63,7 @@ TEST_CASE("an output replaced by another output becomes its identity reshape",
   }
 }
 
-TEST_CASE("parameters are kept, used or not, in order; a parameter output stays itself",
+TEST_CASE("parameters are kept, used or not, in order, a parameter output stays itself",
           "[passes][rewriter]") {
   Graph g;
   NodeId a = g.parameter("a", {DType::f32, {Dim(2)}});

@@ -1,7 +1,7 @@
 // Differential testing of the whole compiler: seeded random memory-intensive graphs
 // (test/support/random_graph.h) compiled under every policy, run on the sim device and
 // compared with the reference interpreter under the tolerances of `weft run --check`.
-// CI runs seeds [0, 300) in shards; a longer run takes a range from the environment:
+// CI runs seeds 0 to 299 in shards; a longer run takes a range from the environment:
 //   WEFT_DIFF_SEEDS=0:10000 build/test/runtime/test_runtime "[differential-env]"
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -74,22 +74,28 @@ void checkSeeds(uint64_t begin, uint64_t end) {
 } // namespace
 
 // Six shards of 50 seeds, so that ctest -j spreads them over the cores.
-TEST_CASE("random graphs [0, 50) match the interpreter under every policy", "[differential]") {
+TEST_CASE("random graphs with seeds 0 to 49 match the interpreter under every policy",
+          "[differential]") {
   checkSeeds(0, 50);
 }
-TEST_CASE("random graphs [50, 100) match the interpreter under every policy", "[differential]") {
+TEST_CASE("random graphs with seeds 50 to 99 match the interpreter under every policy",
+          "[differential]") {
   checkSeeds(50, 100);
 }
-TEST_CASE("random graphs [100, 150) match the interpreter under every policy", "[differential]") {
+TEST_CASE("random graphs with seeds 100 to 149 match the interpreter under every policy",
+          "[differential]") {
   checkSeeds(100, 150);
 }
-TEST_CASE("random graphs [150, 200) match the interpreter under every policy", "[differential]") {
+TEST_CASE("random graphs with seeds 150 to 199 match the interpreter under every policy",
+          "[differential]") {
   checkSeeds(150, 200);
 }
-TEST_CASE("random graphs [200, 250) match the interpreter under every policy", "[differential]") {
+TEST_CASE("random graphs with seeds 200 to 249 match the interpreter under every policy",
+          "[differential]") {
   checkSeeds(200, 250);
 }
-TEST_CASE("random graphs [250, 300) match the interpreter under every policy", "[differential]") {
+TEST_CASE("random graphs with seeds 250 to 299 match the interpreter under every policy",
+          "[differential]") {
   checkSeeds(250, 300);
 }
 

@@ -76,7 +76,7 @@ TEST_CASE("an Executable matches the interpreter and compiles once per binding",
   }
 }
 
-TEST_CASE("a static graph compiles at weft::compile; bad inputs are InputErrors", "[runtime]") {
+TEST_CASE("a static graph compiles at weft::compile, bad inputs are InputErrors", "[runtime]") {
   ir::Graph g;
   auto x = g.parameter("x", {DType::f32, {4}});
   g.addOutput(g.unary(OpKind::Neg, x, "y"));

@@ -32,7 +32,7 @@ const char* kGather = R"(.version 8.5
 )";
 } // namespace
 
-TEST_CASE("coalesced 32 x f32 load is 4 sectors; stride 32 is 32 sectors", "[sim][counters]") {
+TEST_CASE("coalesced 32 x f32 load is 4 sectors, stride 32 is 32 sectors", "[sim][counters]") {
   auto dev = makeSimDevice(h100());
   std::vector<float> in(32 * 32);
   for (size_t i = 0; i < in.size(); ++i)

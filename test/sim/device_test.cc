@@ -92,7 +92,7 @@ TEST_CASE("launch validation: arguments, block size, shared memory, names", "[si
              Catch::Contains("no kernel 'nope' (kernels: add_scalar)"));
 }
 
-TEST_CASE("graph capture records launches; replay runs them; node arguments can be replaced",
+TEST_CASE("graph capture records launches, replay runs them, node arguments can be replaced",
           "[sim][device]") {
   auto dev = makeSimDevice(h100());
   auto k = dev->getKernel(dev->loadModule(kAddScalar), "add_scalar");

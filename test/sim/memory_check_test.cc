@@ -104,7 +104,7 @@ TEST_CASE("host copies are bounds-checked", "[sim][memcheck]") {
   CHECK_NOTHROW(dev->copyToDevice(p, host.data(), 16));
 }
 
-TEST_CASE("uninitialised shared memory read is reported; after a barrier it is fine",
+TEST_CASE("uninitialised shared memory read is reported, after a barrier it is fine",
           "[sim][memcheck]") {
   const std::string racy = R"(
   .shared .align 4 .b8 sh[128];

@@ -154,7 +154,7 @@ TEST_CASE("parser: SimDevice::loadModule reports the parser's message", "[sim][p
   }
 }
 
-TEST_CASE("parser: registers are compacted by liveness; pressure drives the occupancy estimate",
+TEST_CASE("parser: registers are compacted by liveness, pressure drives the occupancy estimate",
           "[sim][parser]") {
   // a chain of 200 registers where only two are live at a time, then 40 64-bit values live
   // together (80 32-bit registers)

@@ -225,7 +225,7 @@ TEST_CASE("weft run compiles, runs on the simulator and checks against the inter
   CHECK(!lineStartingWith(r.out, "y: f32[4, 3] min ").empty());
 }
 
-TEST_CASE("weft run --time reports per-kernel and end-to-end medians; --graph replays") {
+TEST_CASE("weft run --time reports per-kernel and end-to-end medians, --graph replays") {
   std::string g = writeFile("sm.json", kSoftmax);
   Result r = runWeft("run " + g + " --bind B=4 --policy none --time 3 --graph on --check");
   REQUIRE(r.rc == 0);
