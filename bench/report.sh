@@ -71,7 +71,11 @@ echo "report.sh: wrote docs/performance.svg" >&2
 
 doc="$root/docs/performance.md"
 awk -v table="$out/table.md" '
-  /<!-- bench:begin -->/ { print; print ""; while ((getline line < table) > 0) print line; skip = 1; next }
+  /<!-- bench:begin -->/ {
+    print; print ""
+    while ((getline line < table) > 0) { if (line ~ /^## /) line = "#" line; print line }  # under "## Results"
+    skip = 1; next
+  }
   /<!-- bench:end -->/ { skip = 0 }
   !skip { print }' "$doc" > "$doc.tmp"
 mv "$doc.tmp" "$doc"
