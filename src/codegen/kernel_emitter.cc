@@ -826,10 +826,10 @@ KernelEmitter::slotPhaseOf(const TileSpace& s,
   sp.rowDims = g.tileDims.size();
   sp.mapping = *m;
   // Registers for reused values: what the launch allows beyond kBaseRegisters. A cooperative
-  // launch sized its grid by the plan's bound, so only that bound; otherwise the most one
-  // thread of a block can have.
-  int cap = kp_.launch.cooperative && kp_.launch.maxRegisters > 0 ? kp_.launch.maxRegisters
-                                                                  : registersPerThreadCap();
+  // launch sized its grid by the plan's bound, whose room above the base belongs to the
+  // kernel's other per-thread state (acrossTiles accumulators: layer norm backward spilled
+  // when slots took it), so none; otherwise the most one thread of a block can have.
+  int cap = kp_.launch.cooperative ? kBaseRegisters : registersPerThreadCap();
   int budget = cap - kBaseRegisters;
   int64_t elements = int64_t(steps) * std::max(1, m->vectorWidth);
   auto cost = [&](ir::NodeId v) {

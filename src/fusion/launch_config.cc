@@ -23,6 +23,14 @@ int splitFactorOf(const ThreadMapping& m) {
 
 } // namespace
 
+int assumedRegisters(const KernelPlan& kernel) {
+  bool reuse = std::any_of(kernel.placement.begin(), kernel.placement.end(),
+                           [](const auto& p) { return p.second.registerReuse; });
+  bool acrossTiles = std::any_of(kernel.groups.begin(), kernel.groups.end(),
+                                 [](const Group& g) { return g.acrossTiles; });
+  return reuse || acrossTiles ? kRegisterHeavy : kAssumedRegisters;
+}
+
 int blocksPerSM(const DeviceSpec& spec, int blockSize, int registersPerThread,
                 int64_t sharedBytes) {
   assert(blockSize > 0 && "blocksPerSM needs a block size");
@@ -58,7 +66,8 @@ void configureLaunch(KernelPlan& kernel, const DeviceSpec& spec) {
   LaunchPlan& launch = kernel.launch;
   assert(launch.blockSize > 0 &&
          "the thread mapping sets the block size before launch configuration");
-  RegisterBound bound = relaxRegisterBound(spec, launch.blockSize, launch.sharedBytes);
+  RegisterBound bound =
+      relaxRegisterBound(spec, launch.blockSize, launch.sharedBytes, assumedRegisters(kernel));
   launch.maxRegisters = bound.maxRegisters;
   launch.maxBlocks = int64_t(spec.smCount) * bound.blocksPerSM;
 

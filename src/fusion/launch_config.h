@@ -1,11 +1,12 @@
 #pragma once
 // Step 7 of the AStitch planner (AStitch §4.5): resource-aware launch configuration by
-// assume-relax-apply. Assume a register bound (32 per thread), compute how many blocks one SM
-// holds with the kernel's block size and planned shared memory, relax the register bound as far
-// as that block count still fits, and apply it (LaunchPlan::maxRegisters → .maxnreg).
-// Guarantees: a kernel with a grid barrier (or a split or acrossTiles reduce) is cooperative and
-// its grid never exceeds one wave (maxBlocks = blocks per wave); every kernel is capped at one
-// wave, the tile loop covering the rest (vertical packing).
+// assume-relax-apply. Assume a register bound (32 per thread; 64 when the kernel keeps values in
+// registers across stages or accumulates across tiles), compute how many blocks one SM holds with
+// the kernel's block size and planned shared memory, relax the register bound as far as that block
+// count still fits, and apply it (LaunchPlan::maxRegisters → .maxnreg). Guarantees: a kernel with a
+// grid barrier (or a split or acrossTiles reduce) is cooperative and its grid never exceeds one
+// wave (maxBlocks = blocks per wave); every kernel is capped at one wave, the tile loop covering
+// the rest (vertical packing).
 #include <cstdint>
 
 #include "fusion/kernel_plan.h"
@@ -14,6 +15,14 @@
 namespace weft::fusion {
 
 inline constexpr int kAssumedRegisters = 32;
+/// The bound assumed for a kernel that keeps values in registers across its stages
+/// (ValuePlacement::registerReuse) or accumulates an acrossTiles reduce per thread over many
+/// tiles. With 32, ptxas spilled such kernels (layer norm backward: 80-128 bytes per thread,
+/// Figure 7: 4 bytes on sm_80).
+inline constexpr int kRegisterHeavy = 64;
+
+/// The register bound the assume step starts from for `kernel`.
+int assumedRegisters(const KernelPlan& kernel);
 
 /// Blocks of `blockSize` threads one SM holds at once, given registers per thread and shared
 /// memory per block (CUDA's occupancy rules: registers per thread rounded up to 8 and allocated

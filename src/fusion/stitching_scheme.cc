@@ -414,8 +414,8 @@ private:
       // possible when one wave covers all tiles (one tile per block).
       int64_t tiles =
           (staticOr(gr.rows, kNotShareable) + gr.rowsPerTile - 1) / gr.rowsPerTile * split;
-      if (!samePhase && tiles > blocksPerWave(spec_, k_.launch.blockSize, kAssumedRegisters,
-                                              k_.launch.sharedBytes))
+      if (!samePhase &&
+          tiles > blocksPerWave(spec_, k_.launch.blockSize, kRegisterHeavy, k_.launch.sharedBytes))
         continue;
       if ((perTile + k_.launch.blockSize - 1) / k_.launch.blockSize > kMaxReusedPerThread) continue;
       k_.placement[value].registerReuse = true;
