@@ -31,6 +31,21 @@ void annotate(llvm::Module& m, llvm::Function* f, const char* key, int value) {
   md->addOperand(llvm::MDNode::get(c, ops));
 }
 
+/// Whether `value` is computed from `source` (through any chain of operands).
+bool readsValue(const ir::Graph& g, ir::NodeId value, ir::NodeId source) {
+  std::vector<ir::NodeId> work = {value};
+  std::set<ir::NodeId> seen;
+  while (!work.empty()) {
+    ir::NodeId v = work.back();
+    work.pop_back();
+    if (v == source) return true;
+    if (!seen.insert(v).second) continue;
+    for (ir::NodeId o : g.node(v).operands)
+      work.push_back(o);
+  }
+  return false;
+}
+
 /// How a phase's tile loop cuts its index space.
 struct TileSpace {
   enum class Kind { Flat, Rows, Columns };
@@ -804,9 +819,15 @@ std::optional<SlotPhase>
 KernelEmitter::slotPhaseOf(const TileSpace& s,
                            const std::vector<const fusion::Stage*>& phase) const {
   if (s.kind != TileSpace::Kind::Rows || s.split != 1) return std::nullopt;
+  // The slot pass accumulates the group's dominant reduce: only in the phase that materialises
+  // it (a phase may run in its tiles before the reduce can be computed, e.g. while the reduce
+  // waits behind a grid barrier for a value another group produces).
   int gi = -1;
   for (const fusion::Stage* st : phase)
-    if (kp_.groups.at(size_t(st->group)).dominant == s.anchor) gi = st->group;
+    if (kp_.groups.at(size_t(st->group)).dominant == s.anchor &&
+        std::find(st->materialized.begin(), st->materialized.end(), s.anchor) !=
+            st->materialized.end())
+      gi = st->group;
   if (gi < 0) return std::nullopt;
   const fusion::Group& g = kp_.groups.at(size_t(gi));
   const auto* m = std::get_if<fusion::RowReduceMapping>(&g.mapping);
@@ -1220,9 +1241,12 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
   if (reduceMapped && node(g.dominant).kind == ir::OpKind::Reduce && !written_.count(g.dominant) &&
       reduceGeometry(plan_.graph, node(g.dominant)).kept == s.units) {
     ir::Dim results = reduceGeometry(plan_.graph, node(g.dominant)).kept;
+    // A stage of per-result values that do not read the dominant (a later phase may compute
+    // it, behind a grid barrier) is an elementwise stage over the rows, not the dominant's.
     for (ir::NodeId v : st.materialized)
       dominantStage = dominantStage || v == g.dominant ||
-                      (reduces.empty() && ir::numElements(node(v).type.shape) == results);
+                      (reduces.empty() && ir::numElements(node(v).type.shape) == results &&
+                       readsValue(plan_.graph, v, g.dominant));
   }
   if (dominantStage && (reduces.empty() || (reduces.size() == 1 && reduces[0] == g.dominant))) {
     reduces = {g.dominant};
