@@ -8,29 +8,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "run_weft.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int rc;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using Result = weft::testing::WeftResult;
 
 Result runWeft(const std::string& args) {
-  fs::path dir = fs::temp_directory_path() / ("weft_bench_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  std::string cmd = "cd " WEFT_SOURCE_DIR " && " WEFT_BINARY_DIR "/tools/weft " + args + " > " +
-                    (dir / "out").string() + " 2> " + (dir / "err").string();
-  int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out"), slurp(dir / "err")};
+  return weft::testing::runWeft(args, "", WEFT_SOURCE_DIR);
 }
 
 bool contains(const std::string& text, const std::string& part) {

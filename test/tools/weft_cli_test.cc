@@ -6,38 +6,19 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
 
 #include "frontend/npy.h"
+#include "run_weft.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int rc;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using weft::testing::runWeft;
+using Result = weft::testing::WeftResult;
 
 fs::path scratch() {
-  fs::path dir = fs::temp_directory_path() / ("weft_cli_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
-
-Result runWeft(const std::string& args, const std::string& env = "") {
-  fs::path dir = scratch();
-  std::string cmd = env + " " WEFT_BINARY_DIR "/tools/weft " + args + " > " +
-                    (dir / "out").string() + " 2> " + (dir / "err").string();
-  int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out"), slurp(dir / "err")};
+  return weft::testing::scratchDir();
 }
 
 std::string writeFile(const std::string& name, const std::string& text) {
