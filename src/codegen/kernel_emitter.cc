@@ -112,6 +112,8 @@ private:
   std::vector<ir::NodeId> stageBroadcasts(const TileSpace& s, const SlotPhase& sp);
   void planTileSlices(const TileSpace& s, const SlotPhase& sp);
   void copyTileSlices(const TileSpace& s, const SlotPhase& sp);
+  /// A static shared array of `bytes` for inputs staged once per block or tile.
+  llvm::GlobalVariable* newStagingArray(int64_t bytes);
   int registersPerThreadCap() const; // the most registers a thread of a full block can have
   void emitSlotStage(const TileSpace& s, const std::vector<ir::NodeId>& values);
   void emitStage(TileSpace& s, const fusion::Stage& st);
@@ -651,6 +653,18 @@ void KernelEmitter::emitVectorGroup(const TileSpace& s, const std::vector<ir::No
   gen_->clearCache();
 }
 
+llvm::GlobalVariable* KernelEmitter::newStagingArray(int64_t bytes) {
+  llvm::LLVMContext& c = m_.getContext();
+  auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(c), uint64_t(bytes));
+  auto* array = new llvm::GlobalVariable(m_, at, false, llvm::GlobalValue::InternalLinkage,
+                                         llvm::UndefValue::get(at),
+                                         fmt::format("{}_staged{}", kp_.name, stagedArrays_++),
+                                         nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+  array->setAlignment(llvm::Align(16));
+  sharedUsed_ += bytes;
+  return array;
+}
+
 int KernelEmitter::registersPerThreadCap() const {
   const DeviceSpec& d = plan_.device;
   return std::min(d.maxRegistersPerThread, d.registersPerSM / k_.blockSize) / 8 * 8;
@@ -684,13 +698,7 @@ std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s, const
   }
   if (chosen.empty()) return {};
   llvm::LLVMContext& c = m_.getContext();
-  auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(c), uint64_t(bytes));
-  auto* array = new llvm::GlobalVariable(m_, at, false, llvm::GlobalValue::InternalLinkage,
-                                         llvm::UndefValue::get(at),
-                                         fmt::format("{}_staged{}", kp_.name, stagedArrays_++),
-                                         nullptr, llvm::GlobalValue::NotThreadLocal, 3);
-  array->setAlignment(llvm::Align(16));
-  sharedUsed_ += bytes;
+  llvm::GlobalVariable* array = newStagingArray(bytes);
   std::vector<ir::NodeId> staged;
   for (const auto& [v, offset] : chosen) {
     const ir::Node& n = node(v);
@@ -759,13 +767,7 @@ void KernelEmitter::planTileSlices(const TileSpace& s, const SlotPhase& sp) {
   }
   if (chosen.empty()) return;
   llvm::LLVMContext& c = m_.getContext();
-  auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(c), uint64_t(bytes));
-  auto* array = new llvm::GlobalVariable(m_, at, false, llvm::GlobalValue::InternalLinkage,
-                                         llvm::UndefValue::get(at),
-                                         fmt::format("{}_staged{}", kp_.name, stagedArrays_++),
-                                         nullptr, llvm::GlobalValue::NotThreadLocal, 3);
-  array->setAlignment(llvm::Align(16));
-  sharedUsed_ += bytes;
+  llvm::GlobalVariable* array = newStagingArray(bytes);
   for (auto& [t, offset] : chosen) {
     t.shared = b_.CreateConstInBoundsGEP1_64(llvm::Type::getInt8Ty(c), array, uint64_t(offset));
     const ir::Node& n = node(t.input);
