@@ -185,10 +185,12 @@ private:
   /// dims are the row.
   bool local(const Read& r, ir::NodeId readerValue) const {
     const Group& reader = groupOfValue(readerValue);
-    // The reading stage walks its tile's loop: with tile dims that neither lead nor trail,
-    // those elements are not one contiguous run of the loop, so, to be safe, nothing it reads
-    // through the loop is block-local.
-    if (spaceOf(g_, reader, readerValue) == OpSpace::Loop && !contiguousTiles(reader)) return false;
+    // The reading stage walks its tile's loop (a loop value, or a reduce across the tiles
+    // whose result lies outside the group's spaces): with tile dims that neither lead nor
+    // trail, those elements are not one contiguous run of the loop, so, to be safe, nothing it
+    // reads is block-local (random graph 7388: a middle-axis reduce's row values in shared
+    // memory were read past their tile).
+    if (spaceOf(g_, reader, readerValue) != OpSpace::Row && !contiguousTiles(reader)) return false;
     const Group& producer = groupOfValue(r.value);
     if (producer.acrossTiles && g_.node(r.value).kind == ir::OpKind::Reduce) return false;
     OpSpace produced = spaceOf(g_, producer, r.value);

@@ -113,7 +113,8 @@ TEST_CASE("random graphs with seeds 250 to 299 match the interpreter under every
 // Seeds past 300 that once failed, kept as regression tests: 582 and 958 (an acrossTiles
 // group's loop-space values in the stage of its cross-block combine), 2271 (a stage of
 // per-row values that do not read the group's reduce was emitted as that reduce's stage, one
-// phase too early).
+// phase too early), 7388 (a middle-axis reduce's rows kept in shared memory for a reduce
+// across tiles whose loop does not run over contiguous rows).
 TEST_CASE("random graphs that once failed match the interpreter under every policy",
           "[differential]") {
   for (uint64_t seed : {582, 958, 2271})
