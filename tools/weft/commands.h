@@ -18,7 +18,8 @@ void addCompileCommand(
     CLI::App& app); // weft compile G.json [--policy P] --emit plan|dot|llvm|ptx [-o DIR]
 void addPlanCommand(CLI::App& app); // weft plan G.json [--policy P] [--device-spec S] [--dot]
 void addRunCommand(CLI::App& app); // weft run G.json [--device D] [--check] [--counters] [--time N]
-void addBenchCommand(CLI::App& app); // weft bench [WORKLOADS] [--policy all] [--device-spec h100] [--format md|json|csv]
+void addBenchCommand(CLI::App& app); // weft bench [WORKLOADS] [--policy all] [--device-spec h100]
+                                     // [--format md|json|csv]
 
 /// Thrown by a command that has printed its result and wants weft to exit with `code`
 /// (e.g. 1 when `weft run --check` finds a mismatch).
