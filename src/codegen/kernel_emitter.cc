@@ -672,18 +672,28 @@ int KernelEmitter::registersPerThreadCap() const {
 
 std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s, const SlotPhase& sp) {
   // A small input the slot group broadcasts over its rows (gamma, beta) is read by every row's
-  // threads: with several rows per tile, each block copies it into shared memory once, before
-  // its tiles, and the phase reads it there. Not in cooperative kernels, whose grid assumed
-  // the plan's shared bytes.
+  // threads: when a block handles several rows (in one tile or over several tiles), it copies
+  // the input into shared memory once, before its tiles, and the phase reads it there. Not in
+  // cooperative kernels, whose grid assumed the plan's shared bytes.
   constexpr int64_t kMaxStagedBytes = 16 * 1024;
-  if (kp_.launch.cooperative || s.unitsPerTile < 2) return {};
+  // One row per tile and at most one tile per block: every read is already the only one.
+  bool oneRowPerBlock = s.unitsPerTile < 2 && kp_.launch.tiles.isStatic() &&
+                        kp_.launch.maxBlocks > 0 && kp_.launch.tiles.size() <= kp_.launch.maxBlocks;
+  if (kp_.launch.cooperative || oneRowPerBlock) return {};
   int64_t rowLength = 1;
   for (size_t d = sp.rowDims; d < sp.loop.size(); ++d)
     rowLength *= sp.loop[d].size();
   const fusion::Group& g = kp_.groups.at(size_t(sp.group));
+  // The inputs the group broadcasts, also through converts and reshapes (an f16 gamma is
+  // converted to f32 before its broadcast).
   std::set<ir::NodeId> broadcast;
-  for (ir::NodeId op : g.ops)
-    if (node(op).kind == ir::OpKind::BroadcastInDim) broadcast.insert(node(op).operands[0]);
+  for (ir::NodeId op : g.ops) {
+    if (node(op).kind != ir::OpKind::BroadcastInDim) continue;
+    ir::NodeId source = node(op).operands[0];
+    while (node(source).kind == ir::OpKind::Convert || node(source).kind == ir::OpKind::Reshape)
+      source = node(source).operands[0];
+    broadcast.insert(source);
+  }
   int64_t room = std::min(kMaxStagedBytes, plan_.device.sharedMemoryPerBlock - sharedUsed_);
   std::vector<std::pair<ir::NodeId, int64_t>> chosen; // input, byte offset
   int64_t bytes = 0;

@@ -184,3 +184,38 @@ TEST_CASE("kernels that keep values in registers assemble without spills", "[ptx
       }
     }
 }
+
+TEST_CASE("a broadcast input reached through a convert is staged once per block",
+          "[codegen][traffic][sim]") {
+  // f16 RMSNorm computing in f32: w is converted before its broadcast over the rows.
+  ir::Graph g;
+  const int64_t rows = 256, hidden = 768;
+  ir::Shape full = {rows, hidden};
+  ir::NodeId x = g.parameter("x", {DType::f16, full});
+  ir::NodeId w = g.parameter("w", {DType::f16, {hidden}});
+  ir::NodeId xf = g.convert(x, DType::f32);
+  ir::NodeId ss = g.reduce(ir::ReduceKind::Sum, g.binary(OpKind::Mul, xf, xf), {1});
+  ir::NodeId ms =
+      g.binary(OpKind::Div, ss, g.broadcastInDim(g.scalar(DType::f32, hidden), {rows}, {}));
+  ir::NodeId r = g.unary(OpKind::Rsqrt, ms);
+  ir::NodeId scaled = g.binary(OpKind::Mul, xf, g.broadcastInDim(r, full, {0}));
+  g.addOutput(
+      g.binary(OpKind::Mul, scaled, g.broadcastInDim(g.convert(w, DType::f32), full, {1}), "y"));
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  LaunchCounters c = runOne(plan);
+  CHECK(c.globalSectorsRead == uint64_t(sectorsOf(g, x) + int64_t(c.blocks) * sectorsOf(g, w)));
+  CHECK(c.globalSectorsWritten == uint64_t(sectorsOf(g, g.outputs().at(0))));
+}
+
+TEST_CASE("one row per tile, several tiles per block: the weight is staged per block",
+          "[codegen][traffic][sim]") {
+  ir::Graph g = example("rms_norm", 512); // x [512, 4096] block per row, weight [4096]
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  const fusion::KernelPlan& k = onlyKernel(plan);
+  REQUIRE(k.groups.at(0).rowsPerTile == 1);
+  REQUIRE(k.launch.tiles.size() > k.launch.maxBlocks);
+  LaunchCounters c = runOne(plan);
+  ir::NodeId x = g.inputs().at(0), weight = g.inputs().at(1);
+  CHECK(c.globalSectorsRead ==
+        uint64_t(sectorsOf(g, x) + int64_t(c.blocks) * sectorsOf(g, weight)));
+}
