@@ -109,11 +109,13 @@ private:
   std::optional<SlotPhase> slotPhaseOf(const TileSpace& s,
                                        const std::vector<const fusion::Stage*>& phase) const;
   bool inSlots(const fusion::Group& g) const;
-  std::vector<ir::NodeId> stageBroadcasts(const TileSpace& s, const SlotPhase& sp);
+  std::vector<ir::NodeId> stageBroadcasts(const TileSpace& s, int group, int64_t maxElements);
   void planTileSlices(const TileSpace& s, const SlotPhase& sp);
   void copyTileSlices(const TileSpace& s, const SlotPhase& sp);
   /// A static shared array of `bytes` for inputs staged once per block or tile.
   llvm::GlobalVariable* newStagingArray(int64_t bytes);
+  /// Whether each block of the kernel handles at least two tiles of phase `s`.
+  bool manyTilesPerBlock(const TileSpace& s) const;
   int registersPerThreadCap() const; // the most registers a thread of a full block can have
   void emitSlotStage(const TileSpace& s, const std::vector<ir::NodeId>& values);
   void emitStage(TileSpace& s, const fusion::Stage& st);
@@ -653,6 +655,12 @@ void KernelEmitter::emitVectorGroup(const TileSpace& s, const std::vector<ir::No
   gen_->clearCache();
 }
 
+bool KernelEmitter::manyTilesPerBlock(const TileSpace& s) const {
+  if (!s.units.isStatic() || kp_.launch.maxBlocks <= 0) return false;
+  int64_t tiles = (s.units.size() + s.unitsPerTile - 1) / s.unitsPerTile;
+  return tiles >= 2 * kp_.launch.maxBlocks;
+}
+
 llvm::GlobalVariable* KernelEmitter::newStagingArray(int64_t bytes) {
   llvm::LLVMContext& c = m_.getContext();
   auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(c), uint64_t(bytes));
@@ -670,7 +678,8 @@ int KernelEmitter::registersPerThreadCap() const {
   return std::min(d.maxRegistersPerThread, d.registersPerSM / k_.blockSize) / 8 * 8;
 }
 
-std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s, const SlotPhase& sp) {
+std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s, int group,
+                                                       int64_t maxElements) {
   // A small input the slot group broadcasts over its rows (gamma, beta) is read by every row's
   // threads: when a block handles several rows (in one tile or over several tiles), it copies
   // the input into shared memory once, before its tiles, and the phase reads it there. Not in
@@ -680,10 +689,7 @@ std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s, const
   bool oneRowPerBlock = s.unitsPerTile < 2 && kp_.launch.tiles.isStatic() &&
                         kp_.launch.maxBlocks > 0 && kp_.launch.tiles.size() <= kp_.launch.maxBlocks;
   if (kp_.launch.cooperative || oneRowPerBlock) return {};
-  int64_t rowLength = 1;
-  for (size_t d = sp.rowDims; d < sp.loop.size(); ++d)
-    rowLength *= sp.loop[d].size();
-  const fusion::Group& g = kp_.groups.at(size_t(sp.group));
+  const fusion::Group& g = kp_.groups.at(size_t(group));
   // The inputs the group broadcasts, also through converts and reshapes (an f16 gamma is
   // converted to f32 before its broadcast).
   std::set<ir::NodeId> broadcast;
@@ -699,7 +705,8 @@ std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s, const
   int64_t bytes = 0;
   for (const auto& [v, p] : kp_.placement) {
     ir::Dim n = ir::numElements(node(v).type.shape);
-    if (p.storage != Storage::Input || !broadcast.count(v) || !n.isStatic() || n.size() > rowLength)
+    if (p.storage != Storage::Input || !broadcast.count(v) || !n.isStatic() ||
+        n.size() > maxElements)
       continue;
     int64_t size = (n.size() * ir::dtypeBytes(node(v).type.dtype) + 15) / 16 * 16;
     if (bytes + size > room) continue;
@@ -1311,8 +1318,19 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
   slotPhase_ = slotPhaseOf(s, phase);
   const std::optional<SlotPhase>& slotPhase = slotPhase_;
   if (slotPhase) slotRegisters_ = std::max(slotRegisters_, slotPhase->registers);
-  std::vector<ir::NodeId> staged =
-      slotPhase ? stageBroadcasts(s, *slotPhase) : std::vector<ir::NodeId>{};
+  std::vector<ir::NodeId> staged;
+  if (slotPhase) {
+    int64_t rowLength = 1; // a row's elements: what one broadcast over the rows can hold
+    for (size_t d = slotPhase->rowDims; d < slotPhase->loop.size(); ++d)
+      rowLength *= slotPhase->loop[d].size();
+    staged = stageBroadcasts(s, slotPhase->group, rowLength);
+  } else if (std::holds_alternative<fusion::ElementwiseMapping>(
+                 kp_.groups.at(size_t(phase.front()->group)).mapping) &&
+             s.kind != TileSpace::Kind::Columns && manyTilesPerBlock(s)) {
+    // A flat elementwise phase whose blocks handle several tiles (bias + GELU over [16384,
+    // 3072]): its small broadcast inputs are read once per block, not once per element.
+    staged = stageBroadcasts(s, phase.front()->group, std::numeric_limits<int64_t>::max());
+  }
   if (slotPhase) planTileSlices(s, *slotPhase);
   k_.loop(
       "tile", k_.toIndex(k_.blockId()), tiles, k_.toIndex(k_.gridSize()), [&](llvm::Value* tile) {

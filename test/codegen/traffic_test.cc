@@ -219,3 +219,17 @@ TEST_CASE("one row per tile, several tiles per block: the weight is staged per b
   CHECK(c.globalSectorsRead ==
         uint64_t(sectorsOf(g, x) + int64_t(c.blocks) * sectorsOf(g, weight)));
 }
+
+TEST_CASE("an elementwise kernel whose blocks handle many tiles reads its bias once per block",
+          "[codegen][traffic][sim]") {
+  ir::Graph g;
+  const int64_t rows = 4096, hidden = 768;
+  ir::Shape full = {rows, hidden};
+  ir::NodeId x = g.parameter("x", {DType::f32, full});
+  ir::NodeId bias = g.parameter("bias", {DType::f32, {hidden}});
+  g.addOutput(g.binary(OpKind::Add, x, g.broadcastInDim(bias, full, {1}), "y"));
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  LaunchCounters c = runOne(plan);
+  CHECK(c.globalSectorsRead == uint64_t(sectorsOf(g, x) + int64_t(c.blocks) * sectorsOf(g, bias)));
+  CHECK(c.globalSectorsWritten == uint64_t(sectorsOf(g, g.outputs().at(0))));
+}
