@@ -258,7 +258,7 @@ private:
       int last = -1;
       for (int st = after + 1; st < static_cast<int>(stages_.size()); ++st) {
         const StageInfo& info = stages_[static_cast<size_t>(st)];
-        if (info.level == level.at(v) && info.group == group && sameSplitKind(info, v)) {
+        if (info.level == level.at(v) && info.group == group && sameStageKind(info, v)) {
           last = st;
           break;
         }
@@ -272,11 +272,11 @@ private:
     }
   }
 
-  /// In a split group the reduces' stage combines partials across blocks: other values of
-  /// the group get stages of their own. In an acrossTiles group the reduces' stage computes
-  /// its values once per result after the cross-block combine: values in the tiles' loop
-  /// space (not one per result of the dominant) get stages of their own.
-  bool sameSplitKind(const StageInfo& stage, ir::NodeId v) const {
+  /// Whether `v` may join `stage`. In a split group the reduces' stage combines partials
+  /// across blocks: other values of the group get stages of their own. In an acrossTiles group the
+  /// reduces' stage computes its values once per result after the cross-block combine: values in
+  /// the tiles' loop space (not one per result of the dominant) get stages of their own.
+  bool sameStageKind(const StageInfo& stage, ir::NodeId v) const {
     const Group& gr = k_.groups[static_cast<size_t>(stage.group)];
     if (gr.acrossTiles) {
       ir::Dim results = ir::numElements(g_.node(gr.dominant).type.shape);
