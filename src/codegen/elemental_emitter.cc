@@ -256,7 +256,8 @@ void KernelContext::endVectorGroup() {
   vectorLoads.clear();
 }
 
-std::vector<Index> KernelContext::vectorLaneIndices(const ir::Shape& s, llvm::Value* flat0) {
+std::vector<Index> KernelContext::vectorLaneIndices(const ir::Shape& s, llvm::Value* flat0,
+                                                    const Index* index0) {
   assert(vectorWidth > 1 && "vectorLaneIndices needs an open vector group");
   std::vector<Index> lanes;
   if (!lanesFit(s, vectorWidth)) {
@@ -264,7 +265,7 @@ std::vector<Index> KernelContext::vectorLaneIndices(const ir::Shape& s, llvm::Va
       lanes.push_back(delinearize(*this, s, j ? b->CreateAdd(flat0, index(j)) : flat0));
     return lanes;
   }
-  Index idx0 = delinearize(*this, s, flat0);
+  Index idx0 = index0 ? *index0 : delinearize(*this, s, flat0);
   llvm::Value* base = idx0.back();
   vectorLanes[base] = {base, 0};
   lanes.push_back(idx0);
@@ -392,6 +393,16 @@ Index delinearize(KernelContext& k, const ir::Shape& s, llvm::Value* flat) {
   bool dependsOnFlat = std::any_of(idx.begin(), idx.end(),
                                    [](llvm::Value* v) { return !llvm::isa<llvm::Constant>(v); });
   if (dependsOnFlat) k.flatOfIndex[idx] = {s, original};
+  return idx;
+}
+
+Index rowColumnIndex(KernelContext& k, const ir::Shape& s, const Index& rowIndex,
+                     llvm::Value* column, llvm::Value* flat) {
+  ir::Shape columns(s.begin() + int64_t(rowIndex.size()), s.end());
+  Index idx = rowIndex;
+  for (llvm::Value* v : delinearize(k, columns, column))
+    idx.push_back(v);
+  k.flatOfIndex[idx] = {s, flat};
   return idx;
 }
 

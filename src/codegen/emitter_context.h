@@ -104,8 +104,10 @@ struct KernelContext {
   void endVectorGroup();
   /// The multi-indices over `s` of the open group's lanes whose lane 0 is at flat index `flat0`
   /// (a multiple of the width): lanes of one base when s's innermost dim is a static multiple
-  /// of the width, else each lane delinearized on its own.
-  std::vector<Index> vectorLaneIndices(const ir::Shape& s, llvm::Value* flat0);
+  /// of the width, else each lane delinearized on its own. `index0`, when given, is flat0's
+  /// multi-index (built by the caller so that it shares values with other indices).
+  std::vector<Index> vectorLaneIndices(const ir::Shape& s, llvm::Value* flat0,
+                                       const Index* index0 = nullptr);
   /// Element `idx` of the tensor of shape `s` at `base` in global memory: extracted from the
   /// open group's vector load when idx's innermost coordinate is a lane of it (the load is
   /// made on the group's main path only), a scalar load otherwise.
@@ -131,6 +133,12 @@ llvm::Value* convertValue(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType from, 
 llvm::Constant* constantOf(llvm::LLVMContext& c, ir::DType t, double v); // compute type
 
 Index delinearize(KernelContext& k, const ir::Shape& s, llvm::Value* flat);
+/// The multi-index over `s` of element `column` of row `row` (rows: s's leading rowDims dims)
+/// whose flat index is `flat`, built from the row's multi-index `rowIndex` so that every
+/// element of one row shares its row coordinates (a broadcast along the row then reads one
+/// address, which LLVM loads once).
+Index rowColumnIndex(KernelContext& k, const ir::Shape& s, const Index& rowIndex,
+                     llvm::Value* column, llvm::Value* flat);
 llvm::Value* linearize(KernelContext& k, const ir::Shape& s, const Index& idx);
 
 } // namespace weft::codegen

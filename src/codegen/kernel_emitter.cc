@@ -12,6 +12,7 @@
 #include "codegen/elemental_emitter.h"
 #include "codegen/grid_barrier.h"
 #include "codegen/reduction_emitter.h"
+#include "fusion/launch_config.h"
 #include "weft/error.h"
 
 namespace weft::codegen {
@@ -70,7 +71,11 @@ struct SlotPhase {
   size_t rowDims = 0;
   fusion::RowReduceMapping mapping;
   std::set<ir::NodeId> reused;
-  int registers = 0; // per thread, for the reused values
+  int registers = 0; // per thread, for the reused values and the across accumulators
+  // acrossTiles reduces of the phase over the slots' loop that reduce its rows: each thread
+  // accumulates them at its slots, in registers, over every tile it handles (layer norm
+  // backward's dgamma and dbeta in the row reduce's slots), and its block combines them once.
+  std::vector<ir::NodeId> across;
 };
 
 /// Registers per thread assumed for everything but reused values (the planner's assumption):
@@ -117,6 +122,9 @@ private:
   /// Whether each block of the kernel handles at least two tiles of phase `s`.
   bool manyTilesPerBlock(const TileSpace& s) const;
   int registersPerThreadCap() const; // the most registers a thread of a full block can have
+  /// Whether `moreShared` bytes of shared memory per block beyond what is used so far keep a
+  /// cooperative launch's planned blocks resident in one wave (always true otherwise).
+  bool keepsGridResident(int64_t moreShared) const;
   void emitSlotStage(const TileSpace& s, const std::vector<ir::NodeId>& values);
   void emitStage(TileSpace& s, const fusion::Stage& st);
   void emitElementwiseStage(TileSpace& s, const fusion::Group& g,
@@ -131,6 +139,11 @@ private:
   void emitAcrossTilesInit(ir::NodeId reduce);
   void emitAcrossTilesAccumulate(const TileSpace& s, ir::NodeId reduce);
   void emitAcrossTilesCombine(const fusion::Stage& st);
+  bool accumulatesInSlots(ir::NodeId reduce, const SlotPhase& sp) const;
+  void emitSlotAccumulate(ir::NodeId reduce);
+  /// Bytes of shared memory the block combine of sp.across needs, and each reduce's offset.
+  int64_t slotCombineBytes(const SlotPhase& sp, std::vector<int64_t>* offsets = nullptr) const;
+  void emitSlotAccumulatorsToPartials(const SlotPhase& sp, llvm::GlobalVariable* array);
   void emitPartialsCombine(const TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
                            const std::vector<ir::NodeId>& materialized);
   bool isSplit(const fusion::Group& g) const;
@@ -169,6 +182,8 @@ private:
   };
   std::vector<TileSlice> tileSlices_;
   bool slotsReading_ = false; // slot stages are being emitted: tile slices may be read
+  // per across reduce of the slot phase: one accumulator per slot step and vector lane
+  std::map<ir::NodeId, std::vector<llvm::AllocaInst*>> slotAccumulators_;
   int stagedArrays_ = 0;
 };
 
@@ -673,6 +688,13 @@ llvm::GlobalVariable* KernelEmitter::newStagingArray(int64_t bytes) {
   return array;
 }
 
+bool KernelEmitter::keepsGridResident(int64_t moreShared) const {
+  if (!kp_.launch.cooperative || kp_.launch.maxBlocks <= 0) return true;
+  int64_t perSM = fusion::blocksPerSM(plan_.device, k_.blockSize, kp_.launch.maxRegisters,
+                                      sharedUsed_ + moreShared);
+  return perSM * plan_.device.smCount >= kp_.launch.maxBlocks;
+}
+
 int KernelEmitter::registersPerThreadCap() const {
   const DeviceSpec& d = plan_.device;
   return std::min(d.maxRegistersPerThread, d.registersPerSM / k_.blockSize) / 8 * 8;
@@ -683,12 +705,12 @@ std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s, int g
   // A small input the slot group broadcasts over its rows (gamma, beta) is read by every row's
   // threads: when a block handles several rows (in one tile or over several tiles), it copies
   // the input into shared memory once, before its tiles, and the phase reads it there. Not in
-  // cooperative kernels, whose grid assumed the plan's shared bytes.
+  // cooperative kernels beyond what keeps their grid's blocks per SM (the plan sized it).
   constexpr int64_t kMaxStagedBytes = 16 * 1024;
   // One row per tile and at most one tile per block: every read is already the only one.
   bool oneRowPerBlock = s.unitsPerTile < 2 && kp_.launch.tiles.isStatic() &&
                         kp_.launch.maxBlocks > 0 && kp_.launch.tiles.size() <= kp_.launch.maxBlocks;
-  if (kp_.launch.cooperative || oneRowPerBlock) return {};
+  if (oneRowPerBlock) return {};
   const fusion::Group& g = kp_.groups.at(size_t(group));
   // The inputs the group broadcasts, also through converts and reshapes (an f16 gamma is
   // converted to f32 before its broadcast).
@@ -709,7 +731,7 @@ std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s, int g
         n.size() > maxElements)
       continue;
     int64_t size = (n.size() * ir::dtypeBytes(node(v).type.dtype) + 15) / 16 * 16;
-    if (bytes + size > room) continue;
+    if (bytes + size > room || !keepsGridResident(bytes + size)) continue;
     chosen.push_back({v, bytes});
     bytes += size;
   }
@@ -738,7 +760,7 @@ std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s, int g
 void KernelEmitter::planTileSlices(const TileSpace& s, const SlotPhase& sp) {
   tileSlices_.clear();
   constexpr int64_t kMaxSliceBytes = 16 * 1024;
-  if (kp_.launch.cooperative || s.unitsPerTile < 2) return;
+  if (s.unitsPerTile < 2) return;
   const fusion::Group& g = kp_.groups.at(size_t(sp.group));
   int64_t room = std::min(kMaxSliceBytes, plan_.device.sharedMemoryPerBlock - sharedUsed_);
   int64_t bytes = 0;
@@ -778,7 +800,7 @@ void KernelEmitter::planTileSlices(const TileSpace& s, const SlotPhase& sp) {
     if (!ok || !rowDependent || t.shape.empty()) continue;
     int64_t size =
         (ir::numElements(t.shape).size() * ir::dtypeBytes(node(v).type.dtype) + 15) / 16 * 16;
-    if (bytes + size > room) continue;
+    if (bytes + size > room || !keepsGridResident(bytes + size)) continue;
     chosen.push_back({t, bytes});
     bytes += size;
   }
@@ -865,16 +887,31 @@ KernelEmitter::slotPhaseOf(const TileSpace& s,
   sp.loop = g.loopShape;
   sp.rowDims = g.tileDims.size();
   sp.mapping = *m;
-  // Registers for reused values: what the launch allows beyond kBaseRegisters. A cooperative
-  // launch sized its grid by the plan's bound, whose room above the base belongs to the
-  // kernel's other per-thread state (acrossTiles accumulators: layer norm backward spilled
-  // when slots took it), so none; otherwise the most one thread of a block can have.
-  int cap = kp_.launch.cooperative ? kBaseRegisters : registersPerThreadCap();
+  // Registers for reused values and across accumulators: what the launch allows beyond
+  // kBaseRegisters. A cooperative launch sized its grid by the plan's bound (which counted
+  // them: fusion::slotRegisters); otherwise the most one thread of a block can have.
+  int cap = kp_.launch.cooperative ? kp_.launch.maxRegisters : registersPerThreadCap();
   int budget = cap - kBaseRegisters;
+  if (kp_.launch.cooperative) budget = std::min(budget, fusion::slotRegisters(plan_.graph, kp_));
   int64_t elements = int64_t(steps) * std::max(1, m->vectorWidth);
   auto cost = [&](ir::NodeId v) {
     return int(elements * ((ir::dtypeBytes(node(v).type.dtype) + 3) / 4));
   };
+  for (const fusion::Stage* st : phase) {
+    const fusion::Group& other = kp_.groups.at(size_t(st->group));
+    if (!other.acrossTiles || other.follows != gi || !isAcrossTiles(other, *st)) continue;
+    for (ir::NodeId r : acrossReduces(*st)) {
+      if (!accumulatesInSlots(r, sp) || cost(r) > budget) continue;
+      sp.across.push_back(r);
+      // The block's combine area must not cost the grid its planned blocks per SM.
+      if (!keepsGridResident(slotCombineBytes(sp))) {
+        sp.across.pop_back();
+        continue;
+      }
+      budget -= cost(r);
+      sp.registers += cost(r);
+    }
+  }
   auto take = [&](ir::NodeId v) {
     if (node(v).kind == ir::OpKind::Constant) {
       sp.reused.insert(v); // folded by LLVM: no registers
@@ -902,7 +939,7 @@ KernelEmitter::slotPhaseOf(const TileSpace& s,
       take(v);
   bool any = std::any_of(sp.reused.begin(), sp.reused.end(),
                          [&](ir::NodeId v) { return node(v).kind != ir::OpKind::Constant; });
-  if (!any) return std::nullopt;
+  if (!any && sp.across.empty()) return std::nullopt;
   return sp;
 }
 
@@ -1123,6 +1160,122 @@ void KernelEmitter::emitAcrossTilesAccumulate(const TileSpace& s, ir::NodeId red
   k_.blockBarrier(); // the next tile's owners of these partials may be other threads
 }
 
+bool KernelEmitter::accumulatesInSlots(ir::NodeId reduce, const SlotPhase& sp) const {
+  // The reduce sums the slots' rows away, keeping the row's elements: a thread's slots are the
+  // same row elements (columns) in every tile, so its accumulators are per slot.
+  constexpr int kMaxCombineRounds = 64; // rows per block tile, combined one after another
+  const ir::Node& r = node(reduce);
+  if (node(r.operands[0]).type.shape != sp.loop) return false;
+  ReduceGeometry geo = reduceGeometry(plan_.graph, r);
+  if (geo.reducedAxes.size() != sp.rowDims) return false;
+  for (size_t i = 0; i < geo.reducedAxes.size(); ++i)
+    if (geo.reducedAxes[i] != int64_t(i)) return false;
+  bool warpPerRow = sp.mapping.kind == fusion::RowReduceMapping::Kind::WarpPerRow;
+  int rounds = warpPerRow ? k_.blockSize / std::max(1, sp.mapping.threadsPerRow) : 1;
+  return rounds <= kMaxCombineRounds && geo.kept.isStatic();
+}
+
+void KernelEmitter::emitSlotAccumulate(ir::NodeId reduce) {
+  // Each slot's element of the reduce's operand joins that slot's accumulator when the slot's
+  // row lies inside the tile. The operand's inputs are loaded as the slot stages load them
+  // (vector groups), so values reused by the group's later stages stay in registers.
+  llvm::IRBuilder<>& b = b_;
+  const ir::Node& r = node(reduce);
+  ir::ReduceKind kind = r.attr<ir::ReduceAttrs>().kind;
+  const RowSlots& slots = *slots_;
+  const std::vector<llvm::AllocaInst*>& accs = slotAccumulators_.at(reduce);
+  slotsReading_ = true;
+  size_t a = 0;
+  for (const RowSlots::Step& step : slots.steps) {
+    if (slots.width > 1) {
+      k_.beginVectorGroup(slots.width);
+      k_.vectorLanes = step.vectorLanes;
+    }
+    std::vector<llvm::Value*> values;
+    for (const Index& idx : step.lanes) {
+      gen_->clearCache();
+      values.push_back(gen_->emit(r.operands[0], idx));
+    }
+    if (slots.width > 1) k_.endVectorGroup();
+    for (llvm::Value* v : values) {
+      llvm::AllocaInst* acc = accs.at(a++);
+      llvm::Value* old = b.CreateLoad(acc->getAllocatedType(), acc);
+      llvm::Value* sum = reductionCombine(b, kind, r.type.dtype, old, v);
+      b.CreateStore(b.CreateSelect(slots.valid, sum, old), acc);
+    }
+  }
+  gen_->clearCache();
+  slotsReading_ = false;
+}
+
+int64_t KernelEmitter::slotCombineBytes(const SlotPhase& sp, std::vector<int64_t>* offsets) const {
+  int64_t bytes = 0;
+  for (ir::NodeId r : sp.across) {
+    if (offsets) offsets->push_back(bytes);
+    int64_t size = ir::numElements(node(r).type.shape).size() * 4 *
+                   ((ir::dtypeBytes(node(r).type.dtype) + 3) / 4);
+    bytes += (size + 15) / 16 * 16;
+  }
+  return bytes;
+}
+
+void KernelEmitter::emitSlotAccumulatorsToPartials(const SlotPhase& sp,
+                                                   llvm::GlobalVariable* array) {
+  // After the tile loop: the threads that share columns (one per row of the block's tile) fold
+  // their accumulators into shared memory one row after another, then the block writes its
+  // partials (partials[block][column]) for the combine behind the grid barrier. Row 0's threads
+  // cover every column, so they store rather than combine.
+  llvm::IRBuilder<>& b = b_;
+  bool warpPerRow = sp.mapping.kind == fusion::RowReduceMapping::Kind::WarpPerRow;
+  int tpr = warpPerRow ? sp.mapping.threadsPerRow : k_.blockSize;
+  int width = std::max(1, sp.mapping.vectorWidth);
+  int rounds = k_.blockSize / tpr;
+  auto sharedType = [&](ir::NodeId r) {
+    ir::DType t = node(r).type.dtype;
+    return ir::isFloat(t) && ir::dtypeBytes(t) < 4 ? ir::DType::f32 : t;
+  };
+  std::vector<int64_t> offsets;
+  slotCombineBytes(sp, &offsets);
+  auto sharedOf = [&](size_t i) {
+    return b.CreateConstInBoundsGEP1_64(llvm::Type::getInt8Ty(m_.getContext()), array,
+                                        uint64_t(offsets[i]));
+  };
+  llvm::Value* tid = k_.toIndex(k_.threadId());
+  llvm::Value* lane = b.CreateURem(tid, k_.index(tpr));
+  llvm::Value* rowInBlock = b.CreateUDiv(tid, k_.index(tpr));
+  for (int round = 0; round < rounds; ++round) {
+    k_.ifThen(b.CreateICmpEQ(rowInBlock, k_.index(round)), [&] {
+      for (size_t i = 0; i < sp.across.size(); ++i) {
+        const ir::Node& r = node(sp.across[i]);
+        ir::ReduceKind kind = r.attr<ir::ReduceAttrs>().kind;
+        const std::vector<llvm::AllocaInst*>& accs = slotAccumulators_.at(r.id);
+        for (size_t a = 0; a < accs.size(); ++a) {
+          int64_t step = int64_t(a) / width, j = int64_t(a) % width;
+          llvm::Value* column = b.CreateAdd(b.CreateMul(lane, k_.index(width)),
+                                            k_.index(step * tpr * width + j));
+          llvm::Value* v = b.CreateLoad(accs[a]->getAllocatedType(), accs[a]);
+          if (round > 0)
+            v = reductionCombine(b, kind, r.type.dtype,
+                                 k_.loadElement(sharedOf(i), sharedType(r.id), column), v);
+          k_.storeElement(sharedOf(i), sharedType(r.id), column, v);
+        }
+      }
+    });
+    k_.blockBarrier();
+  }
+  for (size_t i = 0; i < sp.across.size(); ++i) {
+    const ir::Node& r = node(sp.across[i]);
+    llvm::Value* results = k_.dim(ir::numElements(r.type.shape));
+    llvm::Value* partials = k_.bufferPointer(placement(r.id).partialsBuffer, r.id);
+    llvm::Value* row = b.CreateMul(k_.toIndex(k_.blockId()), results);
+    k_.loop(r.name + ".partials", tid, results, k_.index(k_.blockSize), [&](llvm::Value* c) {
+      k_.storeElement(partials, r.type.dtype, b.CreateAdd(row, c),
+                      k_.loadElement(sharedOf(i), sharedType(r.id), c));
+    });
+  }
+  slotAccumulators_.clear();
+}
+
 void KernelEmitter::emitAcrossTilesCombine(const fusion::Stage& st) {
   // Behind the phase's grid barrier: each result folds the per-block partials of every
   // across-tiles reduce of the stage, then the stage's values are computed from them.
@@ -1242,8 +1395,11 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
   bool materialisesDominant = std::find(st.materialized.begin(), st.materialized.end(),
                                         g.dominant) != st.materialized.end();
   if (isAcrossTiles(g, st)) {
-    for (ir::NodeId r : acrossReduces(st))
-      emitAcrossTilesAccumulate(s, r); // the stage's values are computed after the combine
+    for (ir::NodeId r : acrossReduces(st)) // the stage's values are computed after the combine
+      if (slots_ && slotAccumulators_.count(r))
+        emitSlotAccumulate(r);
+      else
+        emitAcrossTilesAccumulate(s, r);
     return;
   }
   if (isSplit(g) && materialisesDominant && !written_.count(g.dominant)) {
@@ -1312,12 +1468,30 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
   std::vector<const fusion::Stage*> across; // across-tiles reduce stages of this phase
   for (const fusion::Stage* st : phase)
     if (isAcrossTiles(kp_.groups.at(size_t(st->group)), *st)) across.push_back(st);
-  for (const fusion::Stage* st : across)
-    for (ir::NodeId r : acrossReduces(*st))
-      emitAcrossTilesInit(r);
   slotPhase_ = slotPhaseOf(s, phase);
   const std::optional<SlotPhase>& slotPhase = slotPhase_;
   if (slotPhase) slotRegisters_ = std::max(slotRegisters_, slotPhase->registers);
+  std::vector<ir::NodeId> slotAcross = slotPhase ? slotPhase->across : std::vector<ir::NodeId>{};
+  std::optional<SlotPhase> slotPhaseCopy = slotPhase;
+  // Allocated before any staging, which must leave the combine its room.
+  llvm::GlobalVariable* combineArray =
+      slotAcross.empty() ? nullptr : newStagingArray(slotCombineBytes(*slotPhase));
+  for (ir::NodeId r : slotAcross) {
+    const ir::Node& n = node(r);
+    int64_t count = rowSlotSteps(slotPhase->loop, slotPhase->rowDims, slotPhase->mapping,
+                                 k_.blockSize, s.unitsPerTile) *
+                    std::max(1, slotPhase->mapping.vectorWidth);
+    std::vector<llvm::AllocaInst*>& accs = slotAccumulators_[r];
+    for (int64_t i = 0; i < count; ++i) {
+      accs.push_back(k_.entryAlloca(computeType(k_.ctx(), n.type.dtype),
+                                    fmt::format("{}.slot{}", n.name, i)));
+      b.CreateStore(reductionIdentity(k_.ctx(), n.attr<ir::ReduceAttrs>().kind, n.type.dtype),
+                    accs.back());
+    }
+  }
+  for (const fusion::Stage* st : across)
+    for (ir::NodeId r : acrossReduces(*st))
+      if (!slotAccumulators_.count(r)) emitAcrossTilesInit(r);
   std::vector<ir::NodeId> staged;
   if (slotPhase) {
     int64_t rowLength = 1; // a row's elements: what one broadcast over the rows can hold
@@ -1367,6 +1541,7 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
   for (const TileSlice& t : tileSlices_)
     installLoad(t.input, nullptr);
   tileSlices_.clear();
+  if (!slotAcross.empty()) emitSlotAccumulatorsToPartials(*slotPhaseCopy, combineArray);
   if (!across.empty()) {
     gridBarrier();
     for (const fusion::Stage* st : across)

@@ -329,6 +329,7 @@ RowSlots makeRowSlots(KernelContext& k, const ir::Shape& loop, size_t rowDims,
   llvm::Value* row = b.CreateSelect(slots.valid, slots.row, u0);
   llvm::Value* rowStart = b.CreateMul(row, k.index(length));
   llvm::Value* lane = b.CreateURem(tid, k.index(tpr));
+  Index rowIndex = delinearize(k, ir::Shape(loop.begin(), loop.begin() + int64_t(rowDims)), row);
   int64_t steps = length / (int64_t(tpr) * vector);
   for (int64_t i = 0; i < steps; ++i) {
     // Element lane * vector + i * tpr * vector of the row: a multiple of the vector width.
@@ -336,13 +337,14 @@ RowSlots makeRowSlots(KernelContext& k, const ir::Shape& loop, size_t rowDims,
         b.CreateAdd(b.CreateMul(lane, k.index(vector)), k.index(i * tpr * vector), "", true, true);
     RowSlots::Step step;
     step.flat0 = b.CreateAdd(rowStart, column, "", true, true);
+    Index index0 = rowColumnIndex(k, loop, rowIndex, column, step.flat0);
     if (vector > 1) {
       k.beginVectorGroup(vector);
-      step.lanes = k.vectorLaneIndices(loop, step.flat0);
+      step.lanes = k.vectorLaneIndices(loop, step.flat0, &index0);
       step.vectorLanes = k.vectorLanes;
       k.endVectorGroup();
     } else {
-      step.lanes = {delinearize(k, loop, step.flat0)};
+      step.lanes = {index0};
     }
     slots.steps.push_back(std::move(step));
   }

@@ -12,6 +12,9 @@
 namespace weft::fusion {
 namespace {
 
+/// The smallest block size a cooperative kernel is re-mapped to for registers.
+constexpr int kMinRemapBlockSize = 128;
+
 int splitOf(const ThreadMapping& m) {
   if (auto* r = std::get_if<RowReduceMapping>(&m)) return r->splitFactor;
   if (auto* c = std::get_if<ColumnReduceMapping>(&m)) return c->splitFactor;
@@ -91,53 +94,17 @@ int tilesToReduceAcross(const ir::Graph& g, const KernelPlan& k, const LoopSpace
   return -1;
 }
 
-} // namespace
-
-KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops,
-                       std::vector<ir::NodeId> outputs, const std::vector<GroupSeed>& seeds,
-                       const DeviceSpec& spec, std::string name) {
-  KernelPlan k;
-  k.name = std::move(name);
-  k.ops = std::move(ops);
-  std::sort(k.ops.begin(), k.ops.end());
-  k.outputs = std::move(outputs);
-  std::sort(k.outputs.begin(), k.outputs.end());
-  std::set<ir::NodeId> inKernel(k.ops.begin(), k.ops.end()), inputs;
-  for (ir::NodeId op : k.ops)
-    for (ir::NodeId o : g.node(op).operands)
-      if (!inKernel.count(o)) inputs.insert(o);
-  k.inputs.assign(inputs.begin(), inputs.end());
-
-  std::vector<int> groupOfOp(g.size(), -1);
-  std::vector<LoopSpace> spaces;
-  for (const GroupSeed& s : seeds) {
-    Group group;
-    group.dominant = s.dominant;
-    group.subDominants = s.subDominants;
-    group.ops = s.ops;
-    for (ir::NodeId op : s.ops)
-      groupOfOp[static_cast<size_t>(op)] = static_cast<int>(k.groups.size());
-    k.groups.push_back(std::move(group));
-    spaces.push_back(loopSpaceOf(g, s.dominant));
-  }
-
-  // The heaviest group (a row reduce, then a column reduce, then an elementwise group; then
-  // the biggest loop) picks the block size the whole kernel shares.
-  size_t heaviest = 0;
-  auto weight = [&](size_t i) {
-    int kind = spaces[i].kind == LoopSpace::Kind::RowReduce      ? 2
-               : spaces[i].kind == LoopSpace::Kind::ColumnReduce ? 1
-                                                                 : 0;
-    return std::pair<int, int64_t>(kind, staticElementsOr(spaces[i].shape, int64_t(1) << 40));
-  };
-  for (size_t i = 1; i < spaces.size(); ++i)
-    if (weight(i) > weight(heaviest)) heaviest = i;
-  MappingChoice first = chooseThreadMapping(spaces[heaviest], spec);
-  int blockSize = first.blockSize;
+/// Maps every group for block size `blockSize` (the heaviest group first, then row reduces in
+/// their own tiles, other reduces across a row reduce's tiles, elementwise groups in the tiles
+/// of a group they exchange values with), then propagates schedules, stitches and configures
+/// the launch.
+KernelPlan mapAndStitch(const ir::Graph& g, KernelPlan k, const std::vector<LoopSpace>& spaces,
+                        size_t heaviest, int blockSize, const std::vector<int>& groupOfOp,
+                        const DeviceSpec& spec) {
   k.launch.blockSize = blockSize;
-
   std::vector<bool> mapped(k.groups.size(), false);
-  applyChoice(k.groups[heaviest], spaces[heaviest], first);
+  applyChoice(k.groups[heaviest], spaces[heaviest],
+              chooseThreadMapping(spaces[heaviest], spec, blockSize));
   mapped[heaviest] = true;
   for (size_t i = 0; i < k.groups.size(); ++i) { // row reduces: their own tiles
     if (mapped[i] || spaces[i].kind != LoopSpace::Kind::RowReduce) continue;
@@ -197,8 +164,62 @@ KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops,
   for (Group& group : k.groups)
     propagateSchedule(g, group);
   planStitching(g, spec, k);
-  configureLaunch(k, spec);
+  configureLaunch(g, k, spec);
   return k;
+}
+
+} // namespace
+
+KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops,
+                       std::vector<ir::NodeId> outputs, const std::vector<GroupSeed>& seeds,
+                       const DeviceSpec& spec, std::string name) {
+  KernelPlan k;
+  k.name = std::move(name);
+  k.ops = std::move(ops);
+  std::sort(k.ops.begin(), k.ops.end());
+  k.outputs = std::move(outputs);
+  std::sort(k.outputs.begin(), k.outputs.end());
+  std::set<ir::NodeId> inKernel(k.ops.begin(), k.ops.end()), inputs;
+  for (ir::NodeId op : k.ops)
+    for (ir::NodeId o : g.node(op).operands)
+      if (!inKernel.count(o)) inputs.insert(o);
+  k.inputs.assign(inputs.begin(), inputs.end());
+
+  std::vector<int> groupOfOp(g.size(), -1);
+  std::vector<LoopSpace> spaces;
+  for (const GroupSeed& s : seeds) {
+    Group group;
+    group.dominant = s.dominant;
+    group.subDominants = s.subDominants;
+    group.ops = s.ops;
+    for (ir::NodeId op : s.ops)
+      groupOfOp[static_cast<size_t>(op)] = static_cast<int>(k.groups.size());
+    k.groups.push_back(std::move(group));
+    spaces.push_back(loopSpaceOf(g, s.dominant));
+  }
+
+  // The heaviest group (a row reduce, then a column reduce, then an elementwise group; then
+  // the biggest loop) picks the block size the whole kernel shares. A cooperative kernel whose
+  // blocks cannot hold what it keeps in registers at that size (layer norm backward: a row's
+  // values and its column sums in every thread) is mapped again with smaller blocks.
+  size_t heaviest = 0;
+  auto weight = [&](size_t i) {
+    int kind = spaces[i].kind == LoopSpace::Kind::RowReduce      ? 2
+               : spaces[i].kind == LoopSpace::Kind::ColumnReduce ? 1
+                                                                 : 0;
+    return std::pair<int, int64_t>(kind, staticElementsOr(spaces[i].shape, int64_t(1) << 40));
+  };
+  for (size_t i = 1; i < spaces.size(); ++i)
+    if (weight(i) > weight(heaviest)) heaviest = i;
+  KernelPlan planned;
+  for (int blockSize = chooseThreadMapping(spaces[heaviest], spec).blockSize;; blockSize /= 2) {
+    planned = mapAndStitch(g, k, spaces, heaviest, blockSize, groupOfOp, spec);
+    int assumed = std::min(assumedRegisters(g, planned), spec.maxRegistersPerThread / 8 * 8);
+    bool fits = assumed == assumedRegisters(g, planned) &&
+                blocksPerSM(spec, blockSize, assumed, planned.launch.sharedBytes) > 0;
+    if (fits || !planned.launch.cooperative || blockSize / 2 < kMinRemapBlockSize) break;
+  }
+  return planned;
 }
 
 } // namespace weft::fusion

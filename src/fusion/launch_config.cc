@@ -23,12 +23,54 @@ int splitFactorOf(const ThreadMapping& m) {
 
 } // namespace
 
-int assumedRegisters(const KernelPlan& kernel) {
+int slotRegisters(const ir::Graph& g, const KernelPlan& kernel) {
+  int most = 0;
+  for (size_t gi = 0; gi < kernel.groups.size(); ++gi) {
+    const Group& group = kernel.groups[gi];
+    const auto* m = std::get_if<RowReduceMapping>(&group.mapping);
+    if (!m || m->splitFactor > 1 || group.acrossTiles || !group.rowLength.isStatic()) continue;
+    int threadsPerRow =
+        m->kind == RowReduceMapping::Kind::WarpPerRow ? m->threadsPerRow : kernel.launch.blockSize;
+    int64_t perThread = (group.rowLength.size() + threadsPerRow - 1) / threadsPerRow;
+    auto words = [&](ir::NodeId v) { return (ir::dtypeBytes(g.node(v).type.dtype) + 3) / 4; };
+    int64_t perElement = 0;
+    for (const auto& [v, p] : kernel.placement)
+      if (p.registerReuse && p.storage == Storage::Input && g.node(v).type.shape == group.loopShape)
+        perElement += words(v);
+    for (const Group& other : kernel.groups)
+      if (other.acrossTiles && other.follows == static_cast<int>(gi) &&
+          other.loopShape == group.loopShape)
+        for (ir::NodeId op : other.ops)
+          if (g.node(op).kind == ir::OpKind::Reduce &&
+              g.node(g.node(op).operands[0]).type.shape == group.loopShape)
+            perElement += words(op);
+    most = std::max<int64_t>(most, perThread * perElement);
+  }
+  return most;
+}
+
+int assumedRegisters(const ir::Graph& g, const KernelPlan& kernel) {
   bool reuse = std::any_of(kernel.placement.begin(), kernel.placement.end(),
                            [](const auto& p) { return p.second.registerReuse; });
   bool acrossTiles = std::any_of(kernel.groups.begin(), kernel.groups.end(),
                                  [](const Group& g) { return g.acrossTiles; });
-  return reuse || acrossTiles ? kRegisterHeavy : kAssumedRegisters;
+  if (!reuse && !acrossTiles) return kAssumedRegisters;
+  // A cooperative kernel's grid is sized by this bound, so it must hold what the kernel keeps in
+  // registers; other kernels get every register their block allows (codegen drops .maxnreg).
+  if (!isCooperative(kernel)) return kRegisterHeavy;
+  // Addresses, indices and the recomputed values of a thread's row elements need room beside
+  // what slots keep: layer norm backward spilled 132-164 bytes with 32 + slotRegisters.
+  int slots = slotRegisters(g, kernel);
+  return slots > 0 ? roundUp(kRegisterHeavy + slots, 8) : kRegisterHeavy;
+}
+
+bool isCooperative(const KernelPlan& kernel) {
+  bool gridBarrier = std::any_of(kernel.stages.begin(), kernel.stages.end(),
+                                 [](const Stage& s) { return s.barrierBefore == Barrier::Grid; });
+  bool split = std::any_of(kernel.groups.begin(), kernel.groups.end(), [](const Group& g) {
+    return splitFactorOf(g.mapping) > 1 || g.acrossTiles;
+  });
+  return gridBarrier || split;
 }
 
 int blocksPerSM(const DeviceSpec& spec, int blockSize, int registersPerThread,
@@ -62,21 +104,15 @@ RegisterBound relaxRegisterBound(const DeviceSpec& spec, int blockSize, int64_t 
   return r;
 }
 
-void configureLaunch(KernelPlan& kernel, const DeviceSpec& spec) {
+void configureLaunch(const ir::Graph& g, KernelPlan& kernel, const DeviceSpec& spec) {
   LaunchPlan& launch = kernel.launch;
   assert(launch.blockSize > 0 &&
          "the thread mapping sets the block size before launch configuration");
-  RegisterBound bound =
-      relaxRegisterBound(spec, launch.blockSize, launch.sharedBytes, assumedRegisters(kernel));
+  int assumed = std::min(assumedRegisters(g, kernel), spec.maxRegistersPerThread / 8 * 8);
+  RegisterBound bound = relaxRegisterBound(spec, launch.blockSize, launch.sharedBytes, assumed);
   launch.maxRegisters = bound.maxRegisters;
   launch.maxBlocks = int64_t(spec.smCount) * bound.blocksPerSM;
-
-  bool gridBarrier = std::any_of(kernel.stages.begin(), kernel.stages.end(),
-                                 [](const Stage& s) { return s.barrierBefore == Barrier::Grid; });
-  bool split = std::any_of(kernel.groups.begin(), kernel.groups.end(), [](const Group& g) {
-    return splitFactorOf(g.mapping) > 1 || g.acrossTiles;
-  });
-  launch.cooperative = gridBarrier || split;
+  launch.cooperative = isCooperative(kernel);
 
   if (kernel.stages.empty()) return;
   const Group& first = kernel.groups[static_cast<size_t>(kernel.stages.front().group)];

@@ -21,8 +21,22 @@ inline constexpr int kAssumedRegisters = 32;
 /// Figure 7: 4 bytes on sm_80).
 inline constexpr int kRegisterHeavy = 64;
 
-/// The register bound the assume step starts from for `kernel`.
-int assumedRegisters(const KernelPlan& kernel);
+/// Registers per thread the kernel's row-reduce slot phases keep values in (codegen's
+/// operator-level reuse): per unsplit row-reduce group, the elements each thread holds of a row
+/// times the values that save memory traffic when kept — inputs read by several of its stages
+/// (ValuePlacement::registerReuse) and the per-thread accumulators of acrossTiles reduces over
+/// the group's loop (column sums accumulated in the row reduce's slots). Recomputed ops get
+/// what is left. The most of any group.
+int slotRegisters(const ir::Graph& g, const KernelPlan& kernel);
+
+/// The register bound the assume step starts from for `kernel`: 32; 64 when it keeps values in
+/// registers across stages or accumulates across tiles; for a cooperative kernel (whose grid
+/// this bound sizes) 64 + slotRegisters.
+int assumedRegisters(const ir::Graph& g, const KernelPlan& kernel);
+
+/// Whether the kernel needs a cooperative launch: a grid barrier between stages, or a split or
+/// acrossTiles reduce combined across blocks.
+bool isCooperative(const KernelPlan& kernel);
 
 /// Blocks of `blockSize` threads one SM holds at once, given registers per thread and shared
 /// memory per block (CUDA's occupancy rules: registers per thread rounded up to 8 and allocated
@@ -44,6 +58,6 @@ RegisterBound relaxRegisterBound(const DeviceSpec& spec, int blockSize, int64_t 
 
 /// Fills kernel.launch from its groups, stages and placements. kernel.launch.blockSize must be
 /// set (the thread mapping chose it); sharedBytes is the kernel's planned shared memory.
-void configureLaunch(KernelPlan& kernel, const DeviceSpec& spec);
+void configureLaunch(const ir::Graph& g, KernelPlan& kernel, const DeviceSpec& spec);
 
 } // namespace weft::fusion

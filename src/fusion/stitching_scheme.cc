@@ -398,15 +398,20 @@ private:
           if (t.aligned && t.frame != OpSpace::Other) stagesTouching[t.value].insert(s);
     for (auto& [value, stages] : stagesTouching) {
       if (stages.size() < 2) continue;
+      // An acrossTiles group runs in the thread mapping of the group it follows (codegen
+      // accumulates its reduces in that group's row slots): one family for reuse.
+      auto family = [&](size_t s) {
+        const Group& gr = k_.groups[static_cast<size_t>(stages_[s].group)];
+        return gr.acrossTiles && gr.follows >= 0 ? gr.follows : stages_[s].group;
+      };
       size_t first = *stages.begin();
-      bool sameGroup = std::all_of(stages.begin(), stages.end(), [&](size_t s) {
-        return stages_[s].group == stages_[first].group;
-      });
+      bool sameFamily = std::all_of(stages.begin(), stages.end(),
+                                    [&](size_t s) { return family(s) == family(first); });
       bool samePhase = std::all_of(stages.begin(), stages.end(), [&](size_t s) {
         return phaseOfStage_[s] == phaseOfStage_[first];
       });
-      if (!sameGroup) continue;
-      const Group& gr = k_.groups[static_cast<size_t>(stages_[first].group)];
+      if (!sameFamily) continue;
+      const Group& gr = k_.groups[static_cast<size_t>(family(first))];
       int64_t split = splitOf(gr);
       int64_t perTile =
           spaceOf(g_, gr, value) == OpSpace::Loop
