@@ -170,7 +170,8 @@ TEST_CASE("kernels that keep values in registers assemble without spills", "[ptx
     return;
   }
   for (const char* sm : {"a100", "h100"})
-    for (const char* name : {"layer_norm", "rms_norm", "softmax", "residual_add_layer_norm"}) {
+    for (const char* name :
+         {"layer_norm", "rms_norm", "softmax", "residual_add_layer_norm", "layer_norm_backward"}) {
       INFO(name << " on " << sm);
       fusion::FusionPlan plan =
           fusion::plan(example(name, 256), *deviceSpecProfile(sm), fusion::Policy::AStitch);
@@ -232,4 +233,32 @@ TEST_CASE("an elementwise kernel whose blocks handle many tiles reads its bias o
   LaunchCounters c = runOne(plan);
   CHECK(c.globalSectorsRead == uint64_t(sectorsOf(g, x) + int64_t(c.blocks) * sectorsOf(g, bias)));
   CHECK(c.globalSectorsWritten == uint64_t(sectorsOf(g, g.outputs().at(0))));
+}
+
+TEST_CASE("layer norm backward reads x and dy once: column sums accumulate in the row slots",
+          "[codegen][traffic][sim]") {
+  ir::Graph g = example("layer_norm_backward", 1024);
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  const fusion::KernelPlan& k = onlyKernel(plan);
+  REQUIRE(k.launch.cooperative);
+  LaunchCounters c = runOne(plan);
+  auto input = [&](const std::string& name) {
+    for (ir::NodeId p : g.inputs())
+      if (g.node(p).name == name) return p;
+    FAIL("no input " << name);
+    return ir::NodeId(-1);
+  };
+  int64_t blocks = int64_t(c.blocks);
+  int64_t partialSectors = blocks * 768 * 4 / 32; // one row of partials per block and reduce
+  int64_t outputs = 0;
+  for (ir::NodeId o : g.outputs())
+    outputs += sectorsOf(g, o);
+  // Outputs once, and each block's partials of dgamma and dbeta.
+  CHECK(c.globalSectorsWritten == uint64_t(outputs + 2 * partialSectors));
+  // x and dy once, gamma once per block (staged), the partials once; mean and rstd are read by
+  // each warp for its row (one sector per row each).
+  int64_t rows = 1024;
+  CHECK(c.globalSectorsRead == uint64_t(sectorsOf(g, input("x")) + sectorsOf(g, input("dy")) +
+                                        blocks * sectorsOf(g, input("gamma")) +
+                                        2 * partialSectors + 2 * rows));
 }
