@@ -114,7 +114,8 @@ private:
   std::optional<SlotPhase> slotPhaseOf(const TileSpace& s,
                                        const std::vector<const fusion::Stage*>& phase) const;
   bool inSlots(const fusion::Group& g) const;
-  std::vector<ir::NodeId> stageBroadcasts(const TileSpace& s, int group, int64_t maxElements);
+  std::vector<ir::NodeId> stageBroadcasts(const TileSpace& s, const std::vector<int>& groups,
+                                          int64_t maxElements, bool outerOnly = false);
   void planTileSlices(const TileSpace& s, const SlotPhase& sp);
   void copyTileSlices(const TileSpace& s, const SlotPhase& sp);
   /// A static shared array of `bytes` for inputs staged once per block or tile.
@@ -136,7 +137,16 @@ private:
                        const std::vector<ir::NodeId>& materialized);
   bool isAcrossTiles(const fusion::Group& g, const fusion::Stage& st) const;
   std::vector<ir::NodeId> acrossReduces(const fusion::Stage& st) const;
+  /// Where an across-tiles reduce's block partials accumulate: shared memory (row 0) or the
+  /// global partials buffer (row blockIdx), in `dtype`.
+  struct AcrossPartials {
+    llvm::Value* base;
+    ir::DType dtype;
+    llvm::Value* row; // flat index of the block's first partial
+  };
+  AcrossPartials acrossPartials(ir::NodeId reduce);
   void emitAcrossTilesInit(ir::NodeId reduce);
+  void emitSharedPartialsToGlobal();
   void emitAcrossTilesAccumulate(const TileSpace& s, ir::NodeId reduce);
   void emitAcrossTilesCombine(const fusion::Stage& st);
   bool accumulatesInSlots(ir::NodeId reduce, const SlotPhase& sp) const;
@@ -184,6 +194,8 @@ private:
   bool slotsReading_ = false; // slot stages are being emitted: tile slices may be read
   // per across reduce of the slot phase: one accumulator per slot step and vector lane
   std::map<ir::NodeId, std::vector<llvm::AllocaInst*>> slotAccumulators_;
+  // across-tiles reduces of the current phase whose block partials are in shared memory
+  std::map<ir::NodeId, llvm::GlobalVariable*> sharedPartials_;
   int stagedArrays_ = 0;
 };
 
@@ -700,36 +712,45 @@ int KernelEmitter::registersPerThreadCap() const {
   return std::min(d.maxRegistersPerThread, d.registersPerSM / k_.blockSize) / 8 * 8;
 }
 
-std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s, int group,
-                                                       int64_t maxElements) {
+std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s,
+                                                       const std::vector<int>& groups,
+                                                       int64_t maxElements, bool outerOnly) {
   // A small input the slot group broadcasts over its rows (gamma, beta) is read by every row's
   // threads: when a block handles several rows (in one tile or over several tiles), it copies
-  // the input into shared memory once, before its tiles, and the phase reads it there. Not in
-  // cooperative kernels beyond what keeps their grid's blocks per SM (the plan sized it).
+  // the input into shared memory once, before its tiles, and the phase reads it there. Values
+  // an earlier phase left in global scratch (Figure 7's power.1 and reduce.2) are staged the
+  // same way. Not in cooperative kernels beyond what keeps their grid's blocks per SM (the
+  // plan sized it). With outerOnly, only sources that the broadcast repeats along its result's
+  // outermost dim (a row vector over many rows, not a per-row value).
   constexpr int64_t kMaxStagedBytes = 16 * 1024;
   // One row per tile and at most one tile per block: every read is already the only one.
   bool oneRowPerBlock = s.unitsPerTile < 2 && kp_.launch.tiles.isStatic() &&
                         kp_.launch.maxBlocks > 0 && kp_.launch.tiles.size() <= kp_.launch.maxBlocks;
   if (oneRowPerBlock) return {};
-  const fusion::Group& g = kp_.groups.at(size_t(group));
-  // The inputs the group broadcasts, also through converts and reshapes (an f16 gamma is
+  // The inputs the groups broadcast, also through converts and reshapes (an f16 gamma is
   // converted to f32 before its broadcast).
   std::set<ir::NodeId> broadcast;
-  for (ir::NodeId op : g.ops) {
-    if (node(op).kind != ir::OpKind::BroadcastInDim) continue;
-    ir::NodeId source = node(op).operands[0];
-    while (node(source).kind == ir::OpKind::Convert || node(source).kind == ir::OpKind::Reshape)
-      source = node(source).operands[0];
-    broadcast.insert(source);
-  }
+  for (int group : groups)
+    for (ir::NodeId op : kp_.groups.at(size_t(group)).ops) {
+      const ir::Node& bc = node(op);
+      if (bc.kind != ir::OpKind::BroadcastInDim) continue;
+      const auto& dims = bc.attr<ir::BroadcastAttrs>().dims;
+      if (outerOnly && (bc.type.shape.size() < 2 ||
+                        std::find(dims.begin(), dims.end(), 0) != dims.end()))
+        continue;
+      ir::NodeId source = bc.operands[0];
+      while (node(source).kind == ir::OpKind::Convert || node(source).kind == ir::OpKind::Reshape)
+        source = node(source).operands[0];
+      broadcast.insert(source);
+    }
   int64_t room = std::min(kMaxStagedBytes, plan_.device.sharedMemoryPerBlock - sharedUsed_);
   std::vector<std::pair<ir::NodeId, int64_t>> chosen; // input, byte offset
   int64_t bytes = 0;
   for (const auto& [v, p] : kp_.placement) {
     ir::Dim n = ir::numElements(node(v).type.shape);
-    if (p.storage != Storage::Input || !broadcast.count(v) || !n.isStatic() ||
-        n.size() > maxElements)
-      continue;
+    bool readable = p.storage == Storage::Input ||
+                    (p.storage == Storage::Global && written_.count(v) && p.partialsBuffer < 0);
+    if (!readable || !broadcast.count(v) || !n.isStatic() || n.size() > maxElements) continue;
     int64_t size = (n.size() * ir::dtypeBytes(node(v).type.dtype) + 15) / 16 * 16;
     if (bytes + size > room || !keepsGridResident(bytes + size)) continue;
     chosen.push_back({v, bytes});
@@ -1090,21 +1111,58 @@ std::vector<ir::NodeId> KernelEmitter::acrossReduces(const fusion::Stage& st) co
   return out;
 }
 
+KernelEmitter::AcrossPartials KernelEmitter::acrossPartials(ir::NodeId reduce) {
+  const ir::Node& r = node(reduce);
+  if (auto it = sharedPartials_.find(reduce); it != sharedPartials_.end()) {
+    ir::DType t = ir::isFloat(r.type.dtype) && ir::dtypeBytes(r.type.dtype) < 4 ? ir::DType::f32
+                                                                                 : r.type.dtype;
+    return {it->second, t, k_.index(0)};
+  }
+  llvm::Value* results = k_.dim(reduceGeometry(plan_.graph, r).kept);
+  return {k_.bufferPointer(placement(reduce).partialsBuffer, reduce), r.type.dtype,
+          b_.CreateMul(k_.toIndex(k_.blockId()), results)};
+}
+
 void KernelEmitter::emitAcrossTilesInit(ir::NodeId reduce) {
   // partials[block][c] = identity; thread t owns the results c = t (mod blockSize), here and in
-  // every tile, so no barrier is needed between the init and the accumulation.
+  // every tile, so no barrier is needed between the init and the accumulation. When the block's
+  // partials fit, they live in shared memory while the tiles accumulate (one global row per
+  // block, written once after the tile loop, instead of a read and a write per tile).
+  constexpr int64_t kMaxSharedPartialsBytes = 16 * 1024;
   llvm::IRBuilder<>& b = b_;
   const ir::Node& r = node(reduce);
   ir::ReduceKind kind = r.attr<ir::ReduceAttrs>().kind;
   ReduceGeometry geo = reduceGeometry(plan_.graph, r);
-  llvm::Value* partials = k_.bufferPointer(placement(reduce).partialsBuffer, reduce);
+  if (geo.kept.isStatic()) {
+    int64_t bytes = (geo.kept.size() * 4 * ((ir::dtypeBytes(r.type.dtype) + 3) / 4) + 15) / 16 * 16;
+    if (bytes <= kMaxSharedPartialsBytes && keepsGridResident(bytes))
+      sharedPartials_[reduce] = newStagingArray(bytes);
+  }
+  AcrossPartials p = acrossPartials(reduce);
   llvm::Value* results = k_.dim(geo.kept);
-  llvm::Value* row = b.CreateMul(k_.toIndex(k_.blockId()), results);
   k_.loop(r.name + ".pinit", k_.toIndex(k_.threadId()), results, k_.index(k_.blockSize),
           [&](llvm::Value* c) {
-            k_.storeElement(partials, r.type.dtype, b.CreateAdd(row, c),
+            k_.storeElement(p.base, p.dtype, b.CreateAdd(p.row, c),
                             reductionIdentity(k_.ctx(), kind, r.type.dtype));
           });
+}
+
+void KernelEmitter::emitSharedPartialsToGlobal() {
+  // Each thread writes the partials it owns (no barrier: the same thread accumulated them).
+  llvm::IRBuilder<>& b = b_;
+  for (const auto& [reduce, shared] : sharedPartials_) {
+    const ir::Node& r = node(reduce);
+    AcrossPartials p = acrossPartials(reduce);
+    llvm::Value* results = k_.dim(reduceGeometry(plan_.graph, r).kept);
+    llvm::Value* partials = k_.bufferPointer(placement(reduce).partialsBuffer, reduce);
+    llvm::Value* row = b.CreateMul(k_.toIndex(k_.blockId()), results);
+    k_.loop(r.name + ".pflush", k_.toIndex(k_.threadId()), results, k_.index(k_.blockSize),
+            [&](llvm::Value* c) {
+              k_.storeElement(partials, r.type.dtype, b.CreateAdd(row, c),
+                              k_.loadElement(p.base, p.dtype, c));
+            });
+  }
+  sharedPartials_.clear();
 }
 
 void KernelEmitter::emitAcrossTilesAccumulate(const TileSpace& s, ir::NodeId reduce) {
@@ -1127,9 +1185,10 @@ void KernelEmitter::emitAcrossTilesAccumulate(const TileSpace& s, ir::NodeId red
             fmt::format("an across-tiles reduce needs its reduced axes leading and an operand that "
                         "covers the phase's {} rows; its operand has {} elements",
                         s.units.str(), opElements.str()));
-  llvm::Value* partials = k_.bufferPointer(placement(reduce).partialsBuffer, reduce);
+  AcrossPartials p = acrossPartials(reduce);
+  llvm::Value* partials = p.base;
   llvm::Value* results = k_.dim(geo.kept);
-  llvm::Value* row = b.CreateMul(k_.toIndex(k_.blockId()), results);
+  llvm::Value* row = p.row;
   llvm::Value* lo = b.CreateMul(s.u0, k_.dim(*inner));
   llvm::Value* hi = b.CreateMul(s.u1, k_.dim(*inner));
   llvm::AllocaInst* acc = k_.entryAlloca(computeType(k_.ctx(), r.type.dtype), r.name + ".tacc");
@@ -1143,7 +1202,7 @@ void KernelEmitter::emitAcrossTilesAccumulate(const TileSpace& s, ir::NodeId red
             llvm::Value* redHi = ceilDiv(b.CreateSub(hi, c));
             k_.ifThen(b.CreateICmpSLT(redLo, redHi), [&] {
               llvm::Value* slot = b.CreateAdd(row, c);
-              b.CreateStore(k_.loadElement(partials, r.type.dtype, slot), acc);
+              b.CreateStore(k_.loadElement(partials, p.dtype, slot), acc);
               k_.loop(r.name + ".reds", redLo, redHi, k_.index(1), [&](llvm::Value* red) {
                 gen_->clearCache();
                 llvm::Value* v = gen_->emit(r.operands[0], reduceOperandIndex(k_, geo, c, red));
@@ -1152,8 +1211,7 @@ void KernelEmitter::emitAcrossTilesAccumulate(const TileSpace& s, ir::NodeId red
                               acc);
               });
               gen_->clearCache();
-              k_.storeElement(partials, r.type.dtype, slot,
-                              b.CreateLoad(acc->getAllocatedType(), acc));
+              k_.storeElement(partials, p.dtype, slot, b.CreateLoad(acc->getAllocatedType(), acc));
             });
           });
   gen_->clearCache();
@@ -1497,13 +1555,20 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
     int64_t rowLength = 1; // a row's elements: what one broadcast over the rows can hold
     for (size_t d = slotPhase->rowDims; d < slotPhase->loop.size(); ++d)
       rowLength *= slotPhase->loop[d].size();
-    staged = stageBroadcasts(s, slotPhase->group, rowLength);
+    staged = stageBroadcasts(s, {slotPhase->group}, rowLength);
   } else if (std::holds_alternative<fusion::ElementwiseMapping>(
                  kp_.groups.at(size_t(phase.front()->group)).mapping) &&
              s.kind != TileSpace::Kind::Columns && manyTilesPerBlock(s)) {
     // A flat elementwise phase whose blocks handle several tiles (bias + GELU over [16384,
     // 3072]): its small broadcast inputs are read once per block, not once per element.
-    staged = stageBroadcasts(s, phase.front()->group, std::numeric_limits<int64_t>::max());
+    staged = stageBroadcasts(s, {phase.front()->group}, std::numeric_limits<int64_t>::max());
+  } else if (s.kind == TileSpace::Kind::Rows && manyTilesPerBlock(s)) {
+    // Any other phase over rows whose blocks handle several tiles: row vectors every row reads.
+    std::vector<int> groups;
+    for (const fusion::Stage* st : phase)
+      if (std::find(groups.begin(), groups.end(), st->group) == groups.end())
+        groups.push_back(st->group);
+    staged = stageBroadcasts(s, groups, std::numeric_limits<int64_t>::max(), true);
   }
   if (slotPhase) planTileSlices(s, *slotPhase);
   k_.loop(
@@ -1542,6 +1607,7 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
     installLoad(t.input, nullptr);
   tileSlices_.clear();
   if (!slotAcross.empty()) emitSlotAccumulatorsToPartials(*slotPhaseCopy, combineArray);
+  emitSharedPartialsToGlobal();
   if (!across.empty()) {
     gridBarrier();
     for (const fusion::Stage* st : across)

@@ -262,3 +262,19 @@ TEST_CASE("layer norm backward reads x and dy once: column sums accumulate in th
                                         blocks * sectorsOf(g, input("gamma")) +
                                         2 * partialSectors + 2 * rows));
 }
+
+TEST_CASE("Figure 7: global scratch is written once and read from shared memory per block",
+          "[codegen][traffic][sim]") {
+  ir::Graph g = example("astitch_fig7", 1024); // parameter.1 [1024, 128, 32]
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  LaunchCounters c = runOne(plan);
+  int64_t blocks = int64_t(c.blocks);
+  int64_t column = 128 * 4 / 32; // sectors of one [128] f32 vector
+  // multiply.1 once; power.1 and reduce.2 once each; reduce.2's partials once per block (they
+  // accumulate in shared memory over the block's tiles).
+  CHECK(c.globalSectorsWritten ==
+        uint64_t(sectorsOf(g, g.outputs().at(0)) + 2 * column + blocks * column));
+  int64_t compulsory = sectorsOf(g, g.inputs().at(0)) + sectorsOf(g, g.inputs().at(1)) +
+                       sectorsOf(g, g.outputs().at(0));
+  CHECK(double(c.globalSectorsRead + c.globalSectorsWritten) <= 1.10 * double(compulsory));
+}
