@@ -27,6 +27,12 @@ struct TensorCheck {
   std::vector<int64_t> shape;
 };
 
-TensorCheck checkTensor(const std::string& name, const HostTensor& expected, const HostTensor& actual);
+/// `spread`, when given (expected's dtype is irrelevant: f64 of expected's shape), is per element
+/// how far the reference itself moves when its inputs move by a few units in the last place:
+/// it is added to the allowed error, so that an ill-conditioned element (a sum that cancels
+/// and is then amplified, a float converted to an integer at a rounding boundary) is judged by
+/// its conditioning. An infinite spread accepts any value.
+TensorCheck checkTensor(const std::string& name, const HostTensor& expected, const HostTensor& actual,
+                        const std::vector<double>* spread = nullptr);
 
 } // namespace weft::runtime
