@@ -1,4 +1,4 @@
-// weft compile G.json --device-spec h100 [--policy none] [--bind B=64] --emit plan|dot|llvm|ptx
+// weft compile G.json --device-spec h100 [--policy astitch] [--bind B=64] --emit plan|dot|llvm|ptx
 // [-o DIR]: plan the graph (after the canonicalizing passes, as weft::compile does) and print
 // the plan, its Graphviz DOT, the optimised LLVM IR or the PTX — to stdout, or to
 // DIR/<graph>.{plan.txt,dot,ll,ptx} with -o. Unbound symbols stay symbolic (i64 kernel
@@ -22,7 +22,7 @@ namespace {
 struct CompileArgs {
   std::string file;
   std::string deviceSpec = "h100";
-  std::string policy = "none";
+  std::string policy = "astitch";
   std::string bind;
   std::string emit = "ptx";
   std::string outDir;
