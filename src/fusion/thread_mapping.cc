@@ -46,7 +46,10 @@ MappingChoice mapRowReduce(const LoopSpace& s, const DeviceSpec& spec, int block
   double laneUse = 1;
   if (len <= kWarpRowLimit) { // warp (or part of one) per row, rows packed into the block
     m.kind = RowReduceMapping::Kind::WarpPerRow;
-    m.threadsPerRow = std::min(spec.warpSize, pow2Ceil(len));
+    // Lanes for 4-wide vectors when the row holds them (a row of 32 floats: 8 lanes of 4, a
+    // quarter of the instructions of 32 lanes of 1), else one element per lane.
+    int64_t perLane = s.contiguousRows ? vectorWidthFor(s.dtype, len, 1) : 1;
+    m.threadsPerRow = std::min(spec.warpSize, pow2Ceil(ceilDiv(len, perLane)));
     m.rowsPerBlock = blockSize / m.threadsPerRow;
     c.tiles = ceilDiv(rows, m.rowsPerBlock);
     laneUse = double(len) / m.threadsPerRow;

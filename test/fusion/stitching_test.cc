@@ -52,8 +52,8 @@ static void checkFig7(const FusionPlan& p) {
 
   const Group& g1 = groupDominatedBy(g, k, "reduce.1");
   auto m1 = std::get<RowReduceMapping>(g1.mapping);
-  CHECK(m1.kind == RowReduceMapping::Kind::WarpPerRow); // rows of 32: packed 32 to a block
-  CHECK(m1.threadsPerRow == 32);
+  CHECK(m1.kind == RowReduceMapping::Kind::WarpPerRow); // rows of 32: packed 128 to a block
+  CHECK(m1.threadsPerRow == 8);                         // 8 lanes of 4-wide vectors
   CHECK(g1.space.at(id(g, "reduce.1")) == OpSpace::Row);
   CHECK(g1.space.at(id(g, "power.1")) == OpSpace::Other); // a projection of the rows
   const Group& g2 = groupDominatedBy(g, k, "reduce.2");

@@ -30,11 +30,12 @@ TEST_CASE("thread mapping: Figure 6(a) <750000,32> packs rows into 1024-thread b
       MappingChoice c = mapRowReduce(750000, 32, spec);
       auto m = std::get<RowReduceMapping>(c.mapping);
       CHECK(m.kind == RowReduceMapping::Kind::WarpPerRow);
-      CHECK(m.threadsPerRow == 32);
+      CHECK(m.threadsPerRow == 8); // 8 lanes of 4-wide vectors per row of 32
+      CHECK(m.vectorWidth == 4);
       CHECK(c.blockSize == 1024);
-      CHECK(m.rowsPerBlock == 32); // horizontal packing: 32 rows per block, not 750000 blocks of 32
+      CHECK(m.rowsPerBlock == 128); // horizontal packing: 128 rows per block, not 750000 blocks of 32
       CHECK(m.splitFactor == 1);
-      CHECK(c.tiles == 23438);
+      CHECK(c.tiles == 5860);
       CHECK(c.blocksPerWave == 2 * spec.smCount);
       CHECK(c.waveUtilization >= 0.9);
       CHECK(c.waveUtilization == Approx(1.0));
@@ -45,7 +46,7 @@ TEST_CASE("thread mapping: Figure 6(a) <750000,32> packs rows into 1024-thread b
       REQUIRE(ks.size() == 1);
       CHECK(ks[0]->launch.blockSize == 1024);
       CHECK(ks[0]->launch.maxBlocks == 2 * spec.smCount);
-      CHECK(ks[0]->launch.tiles == ir::Dim(23438));
+      CHECK(ks[0]->launch.tiles == ir::Dim(5860));
     }
   }
 }
@@ -103,7 +104,11 @@ TEST_CASE("thread mapping: row lengths pick warp-per-row or block-per-row", "[pl
   CHECK(warp.threadsPerRow == 32);
   CHECK(warp.vectorWidth == 4);
   auto small = std::get<RowReduceMapping>(mapRowReduce(100000, 8, spec).mapping);
-  CHECK(small.threadsPerRow == 8); // sub-warp rows: 8 lanes each
+  CHECK(small.threadsPerRow == 2); // sub-warp rows: 2 lanes of 4-wide vectors each
+  CHECK(small.vectorWidth == 4);
+  auto odd = std::get<RowReduceMapping>(mapRowReduce(100000, 7, spec).mapping);
+  CHECK(odd.threadsPerRow == 8); // no vectors: one element per lane, lanes a power of two
+  CHECK(odd.vectorWidth == 1);
   auto block = std::get<RowReduceMapping>(mapRowReduce(16384, 8192, spec).mapping);
   CHECK(block.kind == RowReduceMapping::Kind::BlockPerRow);
   CHECK(block.splitFactor == 1); // plenty of rows: no splitting
