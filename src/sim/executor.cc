@@ -95,6 +95,13 @@ struct Frame {
   uint32_t retPc, regBase, localBase, callPc;
 };
 
+/// Where the lanes of `mask` meet again after they diverged: the immediate post-dominator of
+/// a divergent branch, or the instruction after a call, in the call frame `regBase`. A lane
+/// that reaches it waits there until every other lane of `mask` has arrived or exited.
+struct Reconvergence {
+  uint32_t pc, regBase, mask;
+};
+
 struct Warp {
   uint32_t index = 0;       // within the block
   uint32_t firstThread = 0; // linear thread index of lane 0
@@ -104,13 +111,35 @@ struct Warp {
   std::vector<Frame> frames[32];
   std::vector<uint8_t> local[32];
   std::vector<uint64_t> regs; // slot s of lane l at regs[s * 32 + l]
-  uint32_t mask = 0, gpc = 0, gbase = 0, mergePc = ~0u;
+  // the running group: its lanes, pc and frame
+  uint32_t mask = 0, gpc = 0, gbase = 0;
+  // The group runs until its pc reaches stopPc: mergePc, the lowest pc of the other lanes it
+  // may run with (their paths meet there), or rpc, its reconvergence point, when ahead of it.
+  uint32_t mergePc = ~0u, rpc = kNoReconvergence, stopPc = ~0u;
+  bool othersReady = false;                 // ready lanes outside the group, waiting ones included
+  std::vector<Reconvergence> reconvergence; // innermost last
   uint32_t gridBarrierCalls = 0;
   uint32_t backEdges = 0; // taken back edges while other lanes of the warp wait
   bool done = false;
 };
 
 constexpr uint32_t kYieldBackEdges = 1u << 16;
+/// Nested divergence (or recursion) deeper than this reconverges only where paths meet.
+constexpr size_t kMaxReconvergenceDepth = 1024;
+
+uint32_t stopPcOf(const Warp& w) {
+  return std::min(w.mergePc, w.rpc > w.gpc ? w.rpc : ~0u);
+}
+
+/// Makes the lanes of `mask` wait at `pc` (in frame `regBase`) for each other.
+void reconvergeAt(Warp& w, uint32_t pc, uint32_t regBase, uint32_t mask) {
+  auto& stack = w.reconvergence;
+  if (!stack.empty() && stack.back().pc == pc && stack.back().regBase == regBase) {
+    stack.back().mask |= mask; // e.g. the lanes leaving a loop one iteration after another
+    return;
+  }
+  if (stack.size() < kMaxReconvergenceDepth) stack.push_back({pc, regBase, mask});
+}
 
 struct Block {
   uint32_t id[3] = {0, 0, 0};
@@ -153,9 +182,13 @@ private:
   void ensureLocal(Warp& w, int l, uint64_t bytes);
 
   // scheduling
-  /// Picks the next group: the ready lanes with the lowest pc (and the same frame), never
-  /// from `exclude` unless no other lane is ready.
+  /// Picks the next group: the ready lanes with the lowest pc (and the same frame) among
+  /// those that have yet to reach the innermost reconvergence point, never from `exclude`
+  /// unless no other lane is ready. False when no lane may run now.
   bool schedule(Warp& w, uint32_t exclude = 0);
+  /// Gives up the innermost reconvergence point of every warp of the block that waits at
+  /// one; for when no lane of the block can run otherwise. Returns whether there was any.
+  bool abandonReconvergence(Block& b);
   void flush(Warp& w) {
     forLanes(w.mask, [&](int l) { w.pc[l] = w.gpc; });
     w.mask = 0;
@@ -232,7 +265,9 @@ void Executor::initBlock(Block& b, uint64_t linear) {
     w.index = wi;
     w.firstThread = wi * 32;
     w.mask = 0;
-    w.mergePc = ~0u;
+    w.mergePc = w.stopPc = ~0u;
+    w.rpc = kNoReconvergence;
+    w.reconvergence.clear();
     w.gridBarrierCalls = 0;
     w.backEdges = 0;
     w.done = false;
@@ -251,9 +286,37 @@ void Executor::initBlock(Block& b, uint64_t linear) {
 // ---------------------------------------------------------------- scheduling
 
 bool Executor::schedule(Warp& w, uint32_t exclude) {
-  uint32_t best = ~0u, base = 0, mask = 0;
+  uint32_t ready = 0, live = 0;
   for (int l = 0; l < 32; ++l) {
-    if (w.state[l] != Ready || (exclude >> l & 1)) continue;
+    ready |= uint32_t(w.state[l] == Ready) << l;
+    live |= uint32_t(w.state[l] != Exited) << l;
+  }
+  // Only the lanes that have yet to reach the innermost reconvergence point may run.
+  uint32_t runnable = ready, rpc = kNoReconvergence, rpcBase = 0;
+  while (!w.reconvergence.empty()) {
+    const Reconvergence& top = w.reconvergence.back();
+    uint32_t arrived = 0;
+    forLanes(top.mask & ready, [&](int l) {
+      arrived |= uint32_t(w.pc[l] == top.pc && w.regBase[l] == top.regBase) << l;
+    });
+    const uint32_t pending = top.mask & live & ~arrived;
+    if (pending & ready & ~exclude) {
+      runnable = pending & ready;
+      rpc = top.pc;
+      rpcBase = top.regBase;
+      break;
+    }
+    // the pending lanes wait at a barrier or a warp-synchronous instruction
+    if (pending && !exclude) return false;
+    // All arrived (or exited): they run on together. Or the only lanes left to arrive are
+    // spinning ones that yield, maybe to a lane that waits here: give this point up.
+    w.reconvergence.pop_back();
+    w.backEdges = 0;
+  }
+  const uint32_t pick = (runnable & ~exclude) ? runnable & ~exclude : runnable;
+  if (!pick) return false;
+  uint32_t best = ~0u, base = 0, mask = 0;
+  forLanes(pick, [&](int l) {
     if (w.pc[l] < best) {
       best = w.pc[l];
       base = w.regBase[l];
@@ -261,16 +324,27 @@ bool Executor::schedule(Warp& w, uint32_t exclude) {
     } else if (w.pc[l] == best && w.regBase[l] == base) {
       mask |= 1u << l;
     }
-  }
-  if (!mask) return exclude ? schedule(w, 0) : false;
+  });
   uint32_t merge = ~0u;
-  for (int l = 0; l < 32; ++l)
-    if (w.state[l] == Ready && !(mask >> l & 1)) merge = std::min(merge, w.pc[l]);
+  forLanes(runnable & ~mask, [&](int l) { merge = std::min(merge, w.pc[l]); });
   w.mask = mask;
   w.gpc = best;
   w.gbase = base;
   w.mergePc = merge;
+  w.rpc = base == rpcBase ? rpc : kNoReconvergence;
+  w.stopPc = stopPcOf(w);
+  w.othersReady = (ready & ~mask) != 0;
   return true;
+}
+
+bool Executor::abandonReconvergence(Block& b) {
+  bool any = false;
+  for (auto& w : b.warps) {
+    if (w.done || w.reconvergence.empty()) continue;
+    w.reconvergence.pop_back();
+    any = true;
+  }
+  return any;
 }
 
 WarpStatus Executor::statusOf(const Warp& w) const {
@@ -1895,13 +1969,14 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
         // A group that keeps looping while other lanes of its warp wait may be spinning on
         // them (independent thread scheduling guarantees those lanes progress): after many
         // back edges, let the waiting lanes run.
-        if (target <= w.gpc && w.mergePc != ~0u && ++w.backEdges > kYieldBackEdges) {
+        if (target <= w.gpc && w.othersReady && ++w.backEdges > kYieldBackEdges) {
           w.backEdges = 0;
           w.gpc = target;
           const uint32_t spinning = w.mask;
           flush(w);
           schedule(w, spinning);
           w.mergePc = ~0u; // run the others until they branch, wait or leave
+          w.stopPc = stopPcOf(w);
           continue;
         }
         // a spin-wait inside the grid barrier: let the other blocks run now; without a
@@ -1914,10 +1989,15 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
           budget = 0;
         }
         w.gpc = target;
-        if (w.gpc >= w.mergePc) resched = true;
+        if (target >= w.mergePc || target == w.rpc)
+          resched = true;
+        else
+          w.stopPc = stopPcOf(w);
         goto next; // pc already set
       }
+      if (!m) break; // no lane takes it
       forLanes(w.mask, [&](int l) { w.pc[l] = (m >> l & 1) ? target : w.gpc + 1; });
+      if (I.reconvergePc != kNoReconvergence) reconvergeAt(w, I.reconvergePc, w.gbase, w.mask);
       w.mask = 0;
       resched = true;
       break;
@@ -1927,6 +2007,8 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
       const Function& caller = prog_.functions[I.func];
       if (!m) break;
       if (callee.isGridBarrier) ++w.gridBarrierCalls;
+      // the callers go on together once they all returned
+      reconvergeAt(w, w.gpc + 1, w.gbase, w.mask);
       const uint32_t newBase = w.gbase + I.aux;
       ensureRegs(w, newBase + callee.numRegs);
       R = w.regs.data() + size_t(w.gbase) * 32;
@@ -1996,7 +2078,7 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
     }
     if (!resched) {
       ++w.gpc;
-      if (w.gpc >= w.mergePc) resched = true;
+      if (w.gpc >= w.stopPc) resched = true;
     }
   next:
     if (resched) {
@@ -2164,7 +2246,7 @@ LaunchCounters Executor::run() {
           else if ((spun += n) > deadlock)
             deadlockError(b, w);
         }
-        if (!ran && b.doneWarps < warpsPerBlock_) barrierDeadlock(b);
+        if (!ran && b.doneWarps < warpsPerBlock_ && !abandonReconvergence(b)) barrierDeadlock(b);
       }
       finishBlock(b);
       ++counters_.simulatedBlocks;
@@ -2214,9 +2296,14 @@ LaunchCounters Executor::run() {
             deadlockError(b, w);
         }
       }
-      if (!ran && doneBlocks < nBlocks)
+      if (!ran && doneBlocks < nBlocks) {
+        bool abandoned = false;
+        for (auto& b : blocks)
+          abandoned |= abandonReconvergence(b);
+        if (abandoned) continue;
         for (auto& b : blocks)
           if (b.doneWarps < warpsPerBlock_) barrierDeadlock(b);
+      }
     }
   }
   counters_.gridBarriers = minGridBarriers_ == ~0ull ? 0 : minGridBarriers_;

@@ -1,8 +1,11 @@
 #pragma once
 // Runs one kernel launch of a decoded Program (program.h) on the SIMT model and returns
 // what it counted. Every thread has its own pc (Volta-style independent scheduling); the
-// threads of a warp that share a pc (and call frame) execute together, lowest pc first,
-// so diverged threads reconverge where their paths meet. Blocks run one after another,
+// threads of a warp that share a pc (and call frame) execute together, lowest pc first.
+// A warp that diverges at a branch runs one side, then the other, until both reach the
+// branch's immediate post-dominator (reconvergence.h), and goes on there with the union of
+// the two: a reconvergence stack per warp, which calls use too (the callers wait for each
+// other at the return point). Blocks run one after another,
 // except in a cooperative launch where all blocks are resident and interleaved (a grid
 // barrier made of atomics and spinning works). Any memory fault stops the launch with a
 // DeviceError naming the kernel, the PTX line, the block and thread and the address.

@@ -214,6 +214,10 @@ enum : uint16_t {
   kNaN = 1 << 15,       // min/max.NaN: a NaN operand gives NaN
 };
 
+/// Instr::reconvergePc of a branch whose diverged threads only meet again when they leave
+/// the function (or never: a side of it loops forever).
+constexpr uint32_t kNoReconvergence = ~0u;
+
 struct Instr {
   Op op = Op::Nop;
   Ty ty = Ty::None;  // main type (destination / operation type)
@@ -234,6 +238,9 @@ struct Instr {
   uint32_t aux = 0, aux2 = 0; // Call: caller's register count and local frame size
   uint32_t callArgBase = 0;   // Call: index into Function::callArgs of the caller
   uint32_t func = 0;          // index of the function this instruction belongs to
+  // Guarded Bra: where the threads that took it and those that did not reconverge, the
+  // branch's immediate post-dominator (reconvergence.h)
+  uint32_t reconvergePc = kNoReconvergence;
 };
 
 struct Variable {

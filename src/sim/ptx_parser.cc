@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/reconvergence.h"
 #include "sim/register_allocation.h"
 #include "weft/error.h"
 
@@ -1672,6 +1673,7 @@ void Parser::finish() {
     for (auto& [name, info] : regs_)
       widths[info.slot] = info.ty == Ty::Pred ? 0 : tyBytes(info.ty) > 4 ? 2 : 1;
     compactRegisters(prog_, f, widths);
+    computeReconvergencePoints(prog_, f);
   }
   bodies_.clear();
   // resolve calls (callee may be defined after the caller)
