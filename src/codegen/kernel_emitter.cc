@@ -985,7 +985,7 @@ void KernelEmitter::emitSlotStage(const TileSpace& s, const std::vector<ir::Node
     }
     if (slots.width > 1) k_.endVectorGroup();
     gen_->clearCache();
-    k_.ifThen(slots.valid, [&] {
+    k_.ifThen(step.inRow ? b_.CreateAnd(slots.valid, step.inRow) : slots.valid, [&] {
       for (ir::NodeId v : values) {
         const fusion::ValuePlacement& p = placement(v);
         if (slots.width > 1 && (p.storage == Storage::Global || p.storage == Storage::Output)) {
@@ -1259,7 +1259,7 @@ void KernelEmitter::emitSlotAccumulate(ir::NodeId reduce) {
       llvm::AllocaInst* acc = accs.at(a++);
       llvm::Value* old = b.CreateLoad(acc->getAllocatedType(), acc);
       llvm::Value* sum = reductionCombine(b, kind, r.type.dtype, old, v);
-      b.CreateStore(b.CreateSelect(slots.valid, sum, old), acc);
+      b.CreateStore(b.CreateSelect(slots.valid, inRowOr(b, step, sum, old), old), acc);
     }
   }
   gen_->clearCache();
@@ -1311,11 +1311,14 @@ void KernelEmitter::emitSlotAccumulatorsToPartials(const SlotPhase& sp,
           int64_t step = int64_t(a) / width, j = int64_t(a) % width;
           llvm::Value* column = b.CreateAdd(b.CreateMul(lane, k_.index(width)),
                                             k_.index(step * tpr * width + j));
-          llvm::Value* v = b.CreateLoad(accs[a]->getAllocatedType(), accs[a]);
-          if (round > 0)
-            v = reductionCombine(b, kind, r.type.dtype,
-                                 k_.loadElement(sharedOf(i), sharedType(r.id), column), v);
-          k_.storeElement(sharedOf(i), sharedType(r.id), column, v);
+          llvm::Value* results = k_.dim(ir::numElements(r.type.shape));
+          k_.ifThen(b.CreateICmpSLT(column, results), [&] { // a ragged row's last step
+            llvm::Value* v = b.CreateLoad(accs[a]->getAllocatedType(), accs[a]);
+            if (round > 0)
+              v = reductionCombine(b, kind, r.type.dtype,
+                                   k_.loadElement(sharedOf(i), sharedType(r.id), column), v);
+            k_.storeElement(sharedOf(i), sharedType(r.id), column, v);
+          });
         }
       }
     });

@@ -240,7 +240,8 @@ void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& redu
         for (const Index& idx : step.lanes) {
           gen.clearCache();
           llvm::Value* x = gen.emit(reduce.operands[0], idx);
-          b.CreateStore(reductionCombine(b, kind, t, b.CreateLoad(at, acc), x), acc);
+          llvm::Value* old = b.CreateLoad(at, acc);
+          b.CreateStore(inRowOr(b, step, reductionCombine(b, kind, t, old, x), old), acc);
         }
         if (slots->width > 1) k.endVectorGroup();
         gen.clearCache();
@@ -308,8 +309,14 @@ int rowSlotSteps(const ir::Shape& loop, size_t rowDims, const fusion::RowReduceM
     length *= loop[d].size();
   }
   int64_t perStep = int64_t(tpr) * vector;
-  if (length % perStep != 0) return 0;
-  return int(length / perStep);
+  int64_t steps = (length + perStep - 1) / perStep;
+  if (length % vector != 0 || steps > kMaxRowSlotSteps) return 0;
+  return int(steps);
+}
+
+llvm::Value* inRowOr(llvm::IRBuilder<>& b, const RowSlots::Step& step, llvm::Value* value,
+                     llvm::Value* otherwise) {
+  return step.inRow ? b.CreateSelect(step.inRow, value, otherwise) : value;
 }
 
 RowSlots makeRowSlots(KernelContext& k, const ir::Shape& loop, size_t rowDims,
@@ -330,12 +337,18 @@ RowSlots makeRowSlots(KernelContext& k, const ir::Shape& loop, size_t rowDims,
   llvm::Value* rowStart = b.CreateMul(row, k.index(length));
   llvm::Value* lane = b.CreateURem(tid, k.index(tpr));
   Index rowIndex = delinearize(k, ir::Shape(loop.begin(), loop.begin() + int64_t(rowDims)), row);
-  int64_t steps = length / (int64_t(tpr) * vector);
+  int64_t perStep = int64_t(tpr) * vector;
+  int64_t steps = (length + perStep - 1) / perStep;
   for (int64_t i = 0; i < steps; ++i) {
-    // Element lane * vector + i * tpr * vector of the row: a multiple of the vector width.
+    // Element lane * vector + i * tpr * vector of the row: a multiple of the vector width. In
+    // a ragged last step, lanes past the row read its last vector instead (and are masked).
     llvm::Value* column =
         b.CreateAdd(b.CreateMul(lane, k.index(vector)), k.index(i * tpr * vector), "", true, true);
     RowSlots::Step step;
+    if ((i + 1) * perStep > length) {
+      step.inRow = b.CreateICmpSLT(column, k.index(length));
+      column = b.CreateSelect(step.inRow, column, k.index(length - vector));
+    }
     step.flat0 = b.CreateAdd(rowStart, column, "", true, true);
     Index index0 = rowColumnIndex(k, loop, rowIndex, column, step.flat0);
     if (vector > 1) {

@@ -43,16 +43,24 @@ struct RowSlots {
   int width = 1;
   struct Step {
     llvm::Value* flat0 = nullptr; // flat index over the loop shape of lane 0 (of row, clamped)
+    // i1: the step's elements lie inside the row (a ragged row's last steps run past it on
+    // some threads, whose indices are clamped to the row's last vector); null when always.
+    llvm::Value* inRow = nullptr;
     std::vector<Index> lanes;     // one multi-index per lane
     std::map<llvm::Value*, KernelContext::VectorLane> vectorLanes; // reopens its vector group
   };
   std::vector<Step> steps;
 };
 /// Steps per thread when a row reduce over `loop` (rows = its leading `rowDims` dims, row
-/// length static) with mapping m covers a tile of rowsPerTile rows in one pass with every row
-/// split evenly into vector groups over its threads; 0 when it does not.
+/// length static and a multiple of the vector width) with mapping m covers a tile of
+/// rowsPerTile rows in one pass; the last step may be ragged (Step::inRow). 0 when it does not,
+/// or when a thread would hold more than kMaxRowSlotSteps steps.
+inline constexpr int kMaxRowSlotSteps = 64;
 int rowSlotSteps(const ir::Shape& loop, size_t rowDims, const fusion::RowReduceMapping& m,
                  int blockSize, int64_t rowsPerTile);
+/// `value` where `step` lies in its row, else `otherwise`.
+llvm::Value* inRowOr(llvm::IRBuilder<>& b, const RowSlots::Step& step, llvm::Value* value,
+                     llvm::Value* otherwise);
 /// The calling thread's slots of the tile starting at row u0 (rows [u0, u1)); rows past the
 /// tile read row u0 so that every load stays in bounds.
 RowSlots makeRowSlots(KernelContext& k, const ir::Shape& loop, size_t rowDims,

@@ -31,7 +31,9 @@ int slotRegisters(const ir::Graph& g, const KernelPlan& kernel) {
     if (!m || m->splitFactor > 1 || group.acrossTiles || !group.rowLength.isStatic()) continue;
     int threadsPerRow =
         m->kind == RowReduceMapping::Kind::WarpPerRow ? m->threadsPerRow : kernel.launch.blockSize;
-    int64_t perThread = (group.rowLength.size() + threadsPerRow - 1) / threadsPerRow;
+    // Whole steps of vectors per thread (a ragged row's last step is held in full).
+    int64_t vector = std::max(1, m->vectorWidth), perStep = threadsPerRow * vector;
+    int64_t perThread = (group.rowLength.size() + perStep - 1) / perStep * vector;
     auto words = [&](ir::NodeId v) { return (ir::dtypeBytes(g.node(v).type.dtype) + 3) / 4; };
     int64_t perElement = 0;
     for (const auto& [v, p] : kernel.placement)

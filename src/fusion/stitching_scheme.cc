@@ -14,7 +14,7 @@ namespace {
 
 constexpr int64_t kNotShareable = int64_t(1) << 50;
 constexpr int64_t kSharedAlign = 16;
-constexpr int64_t kMaxReusedPerThread = 32; // registers one reused value may take per thread
+constexpr int64_t kMaxReusedPerThread = 64; // registers one reused value may take per thread
 
 int splitOf(const Group& g) {
   if (auto* r = std::get_if<RowReduceMapping>(&g.mapping)) return r->splitFactor;

@@ -278,3 +278,24 @@ TEST_CASE("Figure 7: global scratch is written once and read from shared memory 
                        sectorsOf(g, g.outputs().at(0));
   CHECK(double(c.globalSectorsRead + c.globalSectorsWritten) <= 1.10 * double(compulsory));
 }
+
+TEST_CASE("softmax over ragged rows of 1000 reads its input once", "[codegen][traffic][sim]") {
+  // 1000 elements over 32 lanes of 4: 7 whole steps and a ragged 8th (lanes past the row read
+  // its last vector and are masked). The row stays in registers for all three passes.
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {96, 1000}});
+  auto max = g.reduce(ir::ReduceKind::Max, x, {1}, "max");
+  auto shifted = g.binary(OpKind::Sub, x, g.broadcastInDim(max, {96, 1000}, {0}), "shifted");
+  auto e = g.unary(OpKind::Exp, shifted, "e");
+  auto sum = g.reduce(ir::ReduceKind::Sum, e, {1}, "sum");
+  auto y = g.binary(OpKind::Div, e, g.broadcastInDim(sum, {96, 1000}, {0}), "y");
+  g.setOutputs({y});
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  const auto& m = std::get<fusion::RowReduceMapping>(onlyKernel(plan).groups.at(0).mapping);
+  REQUIRE(m.vectorWidth == 4);
+  REQUIRE(1000 % (m.threadsPerRow * 4) != 0);
+  CHECK(onlyKernel(plan).placement.at(x).registerReuse);
+  LaunchCounters c = runOne(plan);
+  CHECK(c.globalSectorsRead == uint64_t(sectorsOf(g, x)));
+  CHECK(c.globalSectorsWritten == uint64_t(sectorsOf(g, y)));
+}
