@@ -76,13 +76,20 @@ ControlFlowGraph buildCfg(const Instr* code, uint32_t n, const Function& fn) {
   return g;
 }
 
-/// Which nodes reach the exit.
-std::vector<bool> reachesExit(const ControlFlowGraph& g) {
+/// Each node's predecessors (the exit's included).
+std::vector<std::vector<uint32_t>> predecessors(const ControlFlowGraph& g) {
   const uint32_t exit = g.exit();
   std::vector<std::vector<uint32_t>> pred(exit + 1);
   for (uint32_t b = 0; b < exit; ++b)
     for (uint32_t s : g.succ[b])
       pred[s].push_back(b);
+  return pred;
+}
+
+/// Which nodes reach the exit.
+std::vector<bool> reachesExit(const ControlFlowGraph& g) {
+  const uint32_t exit = g.exit();
+  std::vector<std::vector<uint32_t>> pred = predecessors(g);
   std::vector<bool> reach(exit + 1, false);
   std::vector<uint32_t> work = {exit};
   reach[exit] = true;
@@ -143,10 +150,7 @@ void dropEarlyExits(ControlFlowGraph& g) {
 /// exit (endless loops) get kNone.
 std::vector<uint32_t> immediatePostDominators(const ControlFlowGraph& g) {
   const uint32_t exit = g.exit();
-  std::vector<std::vector<uint32_t>> pred(exit + 1);
-  for (uint32_t b = 0; b < exit; ++b)
-    for (uint32_t s : g.succ[b])
-      pred[s].push_back(b);
+  std::vector<std::vector<uint32_t>> pred = predecessors(g);
   // postorder of the reversed graph, by an iterative depth-first walk from the exit
   std::vector<uint32_t> postorder(exit + 1, kNone), order;
   std::vector<bool> seen(exit + 1, false);

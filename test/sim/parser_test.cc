@@ -13,14 +13,6 @@ using namespace weft::sim;
 using namespace weft::sim::test;
 
 namespace {
-Program parse(const std::string& ptx) {
-  uint64_t next = 0x10000;
-  return parsePtx(ptx, [&](uint64_t bytes) {
-    uint64_t a = next;
-    next += (bytes + 255) / 256 * 256;
-    return a;
-  });
-}
 std::string loadError(const std::string& ptx) {
   try {
     parse(ptx);

@@ -17,15 +17,6 @@ using namespace weft::sim::test;
 
 namespace {
 
-Program parse(const std::string& ptx) {
-  uint64_t next = 0x10000;
-  return parsePtx(ptx, [&](uint64_t bytes) {
-    uint64_t a = next;
-    next += (bytes + 255) / 256 * 256;
-    return a;
-  });
-}
-
 /// 1-based line of the first line of `ptx` that contains `text`.
 uint32_t lineOf(const std::string& ptx, const std::string& text) {
   const size_t at = ptx.find(text);

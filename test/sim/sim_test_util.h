@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/ptx_parser.h"
 #include "sim/sim_device.h"
 #include "weft/device.h"
 #include "weft/device_spec.h"
@@ -16,6 +17,16 @@ inline DeviceSpec h100() {
   DeviceSpec s; // the defaults of DeviceSpec are the H100 profile
   s.name = "h100";
   return s;
+}
+
+/// Parses PTX with global variables placed at 256-byte aligned addresses from 0x10000.
+inline Program parse(const std::string& ptx) {
+  uint64_t next = 0x10000;
+  return parsePtx(ptx, [&](uint64_t bytes) {
+    uint64_t a = next;
+    next += (bytes + 255) / 256 * 256;
+    return a;
+  });
 }
 
 inline std::string readPtx(const std::string& name) {
