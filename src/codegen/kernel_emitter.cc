@@ -118,8 +118,23 @@ private:
                                           int64_t maxElements, bool outerOnly = false);
   void planTileSlices(const TileSpace& s, const SlotPhase& sp);
   void copyTileSlices(const TileSpace& s, const SlotPhase& sp);
-  /// A static shared array of `bytes` for inputs staged once per block or tile.
-  llvm::GlobalVariable* newStagingArray(int64_t bytes);
+  /// `bytes` of static shared memory for the current phase (inputs staged once per block or
+  /// tile, across-tiles partials, the slot combine): a 16-byte aligned pointer into the
+  /// kernel's staging arena, whose phase part is free again in the next phase.
+  llvm::Value* newStagingArray(int64_t bytes);
+  void finishStagingArena(); // gives the arena its final size (the largest phase's)
+  /// Shared bytes per block in use now: the plan's, reduce scratch, this phase's staging.
+  int64_t sharedInUse() const { return sharedUsed_ + phaseStaged_; }
+  /// Bytes the current phase may still stage: within static shared memory's 48 KB (with the
+  /// reduce scratch) and the device's per-block limit.
+  int64_t stagingRoom() const {
+    constexpr int64_t kMaxStaticShared = 48 * 1024;
+    return std::min(kMaxStaticShared - reduceScratch_ - phaseStaged_,
+                    plan_.device.sharedMemoryPerBlock - sharedInUse());
+  }
+  /// Elements of a value of `shape` (spread evenly over the phase's units) that one block
+  /// visits in phase `s`.
+  int64_t elementsPerBlock(const TileSpace& s, const ir::Shape& shape) const;
   /// Whether each block of the kernel handles at least two tiles of phase `s`.
   bool manyTilesPerBlock(const TileSpace& s) const;
   int registersPerThreadCap() const; // the most registers a thread of a full block can have
@@ -153,7 +168,7 @@ private:
   void emitSlotAccumulate(ir::NodeId reduce);
   /// Bytes of shared memory the block combine of sp.across needs, and each reduce's offset.
   int64_t slotCombineBytes(const SlotPhase& sp, std::vector<int64_t>* offsets = nullptr) const;
-  void emitSlotAccumulatorsToPartials(const SlotPhase& sp, llvm::GlobalVariable* array);
+  void emitSlotAccumulatorsToPartials(const SlotPhase& sp, llvm::Value* array);
   void emitPartialsCombine(const TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
                            const std::vector<ir::NodeId>& materialized);
   bool isSplit(const fusion::Group& g) const;
@@ -179,7 +194,8 @@ private:
   std::optional<RowSlots> slots_;
   int slotGroup_ = -1;
   int slotRegisters_ = 0;  // most registers per thread any phase keeps reused values in
-  int64_t sharedUsed_ = 0; // shared bytes per block: the plan's, reduce scratch, staged inputs
+  int64_t sharedUsed_ = 0; // shared bytes per block: the plan's and the reduce scratch
+  int64_t reduceScratch_ = 0; // static shared bytes of the reduce emitters' scratch
   /// An input the slot group reads, through a broadcast, at the same row coordinates in every
   /// row of a tile (softmax's mask [B, 1, 1, 128] in tiles of rows of one batch): the tile's
   /// slice is copied to shared memory at the start of each tile and read there by the slots.
@@ -195,8 +211,10 @@ private:
   // per across reduce of the slot phase: one accumulator per slot step and vector lane
   std::map<ir::NodeId, std::vector<llvm::AllocaInst*>> slotAccumulators_;
   // across-tiles reduces of the current phase whose block partials are in shared memory
-  std::map<ir::NodeId, llvm::GlobalVariable*> sharedPartials_;
-  int stagedArrays_ = 0;
+  std::map<ir::NodeId, llvm::Value*> sharedPartials_;
+  llvm::GlobalVariable* stagingArena_ = nullptr; // placeholder until finishStagingArena
+  int64_t phaseStaged_ = 0;                      // bytes of the arena the current phase uses
+  int64_t stagingBytes_ = 0;                     // the most any phase used
 };
 
 const fusion::ValuePlacement& KernelEmitter::placement(ir::NodeId id) const {
@@ -383,6 +401,7 @@ void KernelEmitter::declareFunction() {
     k_.reduceScratch->setAlignment(llvm::Align(16));
   }
   sharedUsed_ = dynamicShared_ + scratch;
+  reduceScratch_ = scratch;
   const DeviceSpec& d = plan_.device;
   if (dynamicShared_ + scratch > d.sharedMemoryPerBlock)
     k_.fail(
@@ -682,28 +701,55 @@ void KernelEmitter::emitVectorGroup(const TileSpace& s, const std::vector<ir::No
   gen_->clearCache();
 }
 
+int64_t KernelEmitter::elementsPerBlock(const TileSpace& s, const ir::Shape& shape) const {
+  ir::Dim n = ir::numElements(shape);
+  if (!s.units.isStatic() || !n.isStatic() || kp_.launch.maxBlocks <= 0 || s.units.size() == 0)
+    return std::numeric_limits<int64_t>::max();
+  int64_t tiles = (s.units.size() + s.unitsPerTile - 1) / s.unitsPerTile;
+  int64_t tilesPerBlock = (tiles + kp_.launch.maxBlocks - 1) / kp_.launch.maxBlocks;
+  return tilesPerBlock * s.unitsPerTile * std::max<int64_t>(1, n.size() / s.units.size());
+}
+
 bool KernelEmitter::manyTilesPerBlock(const TileSpace& s) const {
   if (!s.units.isStatic() || kp_.launch.maxBlocks <= 0) return false;
   int64_t tiles = (s.units.size() + s.unitsPerTile - 1) / s.unitsPerTile;
   return tiles >= 2 * kp_.launch.maxBlocks;
 }
 
-llvm::GlobalVariable* KernelEmitter::newStagingArray(int64_t bytes) {
+llvm::Value* KernelEmitter::newStagingArray(int64_t bytes) {
+  // Phases are separated by grid barriers, so every phase's arrays start at offset 0 of one
+  // static array (sized to the largest phase when the kernel is finished, finishStagingArena).
   llvm::LLVMContext& c = m_.getContext();
-  auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(c), uint64_t(bytes));
-  auto* array = new llvm::GlobalVariable(m_, at, false, llvm::GlobalValue::InternalLinkage,
-                                         llvm::UndefValue::get(at),
-                                         fmt::format("{}_staged{}", kp_.name, stagedArrays_++),
-                                         nullptr, llvm::GlobalValue::NotThreadLocal, 3);
-  array->setAlignment(llvm::Align(16));
-  sharedUsed_ += bytes;
-  return array;
+  if (!stagingArena_) {
+    auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(c), 1);
+    stagingArena_ = new llvm::GlobalVariable(m_, at, false, llvm::GlobalValue::InternalLinkage,
+                                             llvm::UndefValue::get(at), kp_.name + "_staged_tmp",
+                                             nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+  }
+  int64_t offset = (phaseStaged_ + 15) / 16 * 16;
+  phaseStaged_ = offset + bytes;
+  stagingBytes_ = std::max(stagingBytes_, phaseStaged_);
+  return llvm::ConstantExpr::getInBoundsGetElementPtr(
+      llvm::Type::getInt8Ty(c), stagingArena_,
+      llvm::ConstantInt::get(llvm::Type::getInt64Ty(c), uint64_t(offset)));
+}
+
+void KernelEmitter::finishStagingArena() {
+  if (!stagingArena_) return;
+  auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(m_.getContext()), uint64_t(stagingBytes_));
+  auto* arena = new llvm::GlobalVariable(m_, at, false, llvm::GlobalValue::InternalLinkage,
+                                         llvm::UndefValue::get(at), kp_.name + "_staged", nullptr,
+                                         llvm::GlobalValue::NotThreadLocal, 3);
+  arena->setAlignment(llvm::Align(16));
+  stagingArena_->replaceAllUsesWith(arena);
+  stagingArena_->eraseFromParent();
+  stagingArena_ = nullptr;
 }
 
 bool KernelEmitter::keepsGridResident(int64_t moreShared) const {
   if (!kp_.launch.cooperative || kp_.launch.maxBlocks <= 0) return true;
   int64_t perSM = fusion::blocksPerSM(plan_.device, k_.blockSize, kp_.launch.maxRegisters,
-                                      sharedUsed_ + moreShared);
+                                      sharedInUse() + moreShared);
   return perSM * plan_.device.smCount >= kp_.launch.maxBlocks;
 }
 
@@ -722,14 +768,14 @@ std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s,
   // same way. Not in cooperative kernels beyond what keeps their grid's blocks per SM (the
   // plan sized it). With outerOnly, only sources that the broadcast repeats along its result's
   // outermost dim (a row vector over many rows, not a per-row value).
-  constexpr int64_t kMaxStagedBytes = 16 * 1024;
+  constexpr int64_t kMaxStagedBytes = 32 * 1024;
   // One row per tile and at most one tile per block: every read is already the only one.
   bool oneRowPerBlock = s.unitsPerTile < 2 && kp_.launch.tiles.isStatic() &&
                         kp_.launch.maxBlocks > 0 && kp_.launch.tiles.size() <= kp_.launch.maxBlocks;
   if (oneRowPerBlock) return {};
   // The inputs the groups broadcast, also through converts and reshapes (an f16 gamma is
   // converted to f32 before its broadcast).
-  std::set<ir::NodeId> broadcast;
+  std::map<ir::NodeId, int64_t> broadcast; // source → its elements' reads per block (most)
   for (int group : groups)
     for (ir::NodeId op : kp_.groups.at(size_t(group)).ops) {
       const ir::Node& bc = node(op);
@@ -741,9 +787,10 @@ std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s,
       ir::NodeId source = bc.operands[0];
       while (node(source).kind == ir::OpKind::Convert || node(source).kind == ir::OpKind::Reshape)
         source = node(source).operands[0];
-      broadcast.insert(source);
+      int64_t& reads = broadcast[source];
+      reads = std::max(reads, elementsPerBlock(s, bc.type.shape));
     }
-  int64_t room = std::min(kMaxStagedBytes, plan_.device.sharedMemoryPerBlock - sharedUsed_);
+  int64_t room = std::min(kMaxStagedBytes, stagingRoom());
   std::vector<std::pair<ir::NodeId, int64_t>> chosen; // input, byte offset
   int64_t bytes = 0;
   for (const auto& [v, p] : kp_.placement) {
@@ -751,6 +798,7 @@ std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s,
     bool readable = p.storage == Storage::Input ||
                     (p.storage == Storage::Global && written_.count(v) && p.partialsBuffer < 0);
     if (!readable || !broadcast.count(v) || !n.isStatic() || n.size() > maxElements) continue;
+    if (outerOnly && 2 * n.size() > broadcast[v]) continue; // a block reads it less than twice
     int64_t size = (n.size() * ir::dtypeBytes(node(v).type.dtype) + 15) / 16 * 16;
     if (bytes + size > room || !keepsGridResident(bytes + size)) continue;
     chosen.push_back({v, bytes});
@@ -758,7 +806,7 @@ std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s,
   }
   if (chosen.empty()) return {};
   llvm::LLVMContext& c = m_.getContext();
-  llvm::GlobalVariable* array = newStagingArray(bytes);
+  llvm::Value* array = newStagingArray(bytes);
   std::vector<ir::NodeId> staged;
   for (const auto& [v, offset] : chosen) {
     const ir::Node& n = node(v);
@@ -783,7 +831,7 @@ void KernelEmitter::planTileSlices(const TileSpace& s, const SlotPhase& sp) {
   constexpr int64_t kMaxSliceBytes = 16 * 1024;
   if (s.unitsPerTile < 2) return;
   const fusion::Group& g = kp_.groups.at(size_t(sp.group));
-  int64_t room = std::min(kMaxSliceBytes, plan_.device.sharedMemoryPerBlock - sharedUsed_);
+  int64_t room = std::min(kMaxSliceBytes, stagingRoom());
   int64_t bytes = 0;
   std::vector<std::pair<TileSlice, int64_t>> chosen;
   for (ir::NodeId op : g.ops) {
@@ -827,7 +875,7 @@ void KernelEmitter::planTileSlices(const TileSpace& s, const SlotPhase& sp) {
   }
   if (chosen.empty()) return;
   llvm::LLVMContext& c = m_.getContext();
-  llvm::GlobalVariable* array = newStagingArray(bytes);
+  llvm::Value* array = newStagingArray(bytes);
   for (auto& [t, offset] : chosen) {
     t.shared = b_.CreateConstInBoundsGEP1_64(llvm::Type::getInt8Ty(c), array, uint64_t(offset));
     const ir::Node& n = node(t.input);
@@ -925,7 +973,7 @@ KernelEmitter::slotPhaseOf(const TileSpace& s,
       if (!accumulatesInSlots(r, sp) || cost(r) > budget) continue;
       sp.across.push_back(r);
       // The block's combine area must not cost the grid its planned blocks per SM.
-      if (!keepsGridResident(slotCombineBytes(sp))) {
+      if (!keepsGridResident(slotCombineBytes(sp)) || slotCombineBytes(sp) > stagingRoom()) {
         sp.across.pop_back();
         continue;
       }
@@ -1135,7 +1183,7 @@ void KernelEmitter::emitAcrossTilesInit(ir::NodeId reduce) {
   ReduceGeometry geo = reduceGeometry(plan_.graph, r);
   if (geo.kept.isStatic()) {
     int64_t bytes = (geo.kept.size() * 4 * ((ir::dtypeBytes(r.type.dtype) + 3) / 4) + 15) / 16 * 16;
-    if (bytes <= kMaxSharedPartialsBytes && keepsGridResident(bytes))
+    if (bytes <= std::min(kMaxSharedPartialsBytes, stagingRoom()) && keepsGridResident(bytes))
       sharedPartials_[reduce] = newStagingArray(bytes);
   }
   AcrossPartials p = acrossPartials(reduce);
@@ -1277,8 +1325,7 @@ int64_t KernelEmitter::slotCombineBytes(const SlotPhase& sp, std::vector<int64_t
   return bytes;
 }
 
-void KernelEmitter::emitSlotAccumulatorsToPartials(const SlotPhase& sp,
-                                                   llvm::GlobalVariable* array) {
+void KernelEmitter::emitSlotAccumulatorsToPartials(const SlotPhase& sp, llvm::Value* array) {
   // After the tile loop: the threads that share columns (one per row of the block's tile) fold
   // their accumulators into shared memory one row after another, then the block writes its
   // partials (partials[block][column]) for the combine behind the grid barrier. Row 0's threads
@@ -1514,6 +1561,7 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
 
 void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
   llvm::IRBuilder<>& b = b_;
+  phaseStaged_ = 0; // the previous phase's staging is dead behind the grid barrier
   TileSpace s = spaceOf(phase);
   llvm::Value* units = k_.dim(s.units);
   llvm::Value* unitTiles =
@@ -1535,7 +1583,7 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
   std::vector<ir::NodeId> slotAcross = slotPhase ? slotPhase->across : std::vector<ir::NodeId>{};
   std::optional<SlotPhase> slotPhaseCopy = slotPhase;
   // Allocated before any staging, which must leave the combine its room.
-  llvm::GlobalVariable* combineArray =
+  llvm::Value* combineArray =
       slotAcross.empty() ? nullptr : newStagingArray(slotCombineBytes(*slotPhase));
   for (ir::NodeId r : slotAcross) {
     const ir::Node& n = node(r);
@@ -1565,8 +1613,8 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
     // A flat elementwise phase whose blocks handle several tiles (bias + GELU over [16384,
     // 3072]): its small broadcast inputs are read once per block, not once per element.
     staged = stageBroadcasts(s, {phase.front()->group}, std::numeric_limits<int64_t>::max());
-  } else if (s.kind == TileSpace::Kind::Rows && manyTilesPerBlock(s)) {
-    // Any other phase over rows whose blocks handle several tiles: row vectors every row reads.
+  } else if (s.kind == TileSpace::Kind::Rows) {
+    // Any other phase over rows: row vectors every row reads, where a block reads each twice.
     std::vector<int> groups;
     for (const fusion::Stage* st : phase)
       if (std::find(groups.begin(), groups.end(), st->group) == groups.end())
@@ -1652,6 +1700,7 @@ EmittedKernel KernelEmitter::run() {
   }
   if (!phase.empty()) emitPhase(phase);
   b_.CreateRetVoid();
+  finishStagingArena();
   // Values kept in registers across stages need room beyond the plan's register bound (which
   // assumed kBaseRegisters): a kernel that keeps some gets every register a thread of its
   // block can have, i.e. no .maxnreg, .maxntid bounds it (ptxas spilled a few bytes at an

@@ -267,7 +267,12 @@ TEST_CASE("Figure 7: global scratch is written once and read from shared memory 
           "[codegen][traffic][sim]") {
   ir::Graph g = example("astitch_fig7", 1024); // parameter.1 [1024, 128, 32]
   fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
-  LaunchCounters c = runOne(plan);
+  codegen::CompiledModule m;
+  LaunchCounters c = runOne(plan, &m);
+  // The phases share one staging array, sized by the largest: parameter.2, power.1 and
+  // reduce.2's partials behind the first grid barrier (3 x 512 B), power.1 and reduce.2 after
+  // the second.
+  CHECK(m.ptx.find("stitch0_reduce_1_staged[1536]") != std::string::npos);
   int64_t blocks = int64_t(c.blocks);
   int64_t column = 128 * 4 / 32; // sectors of one [128] f32 vector
   // multiply.1 once; power.1 and reduce.2 once each; reduce.2's partials once per block (they
