@@ -768,7 +768,7 @@ std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s,
   // same way. Not in cooperative kernels beyond what keeps their grid's blocks per SM (the
   // plan sized it). With outerOnly, only sources that the broadcast repeats along its result's
   // outermost dim (a row vector over many rows, not a per-row value).
-  constexpr int64_t kMaxStagedBytes = 32 * 1024;
+  constexpr int64_t kMaxStagedBytes = 48 * 1024; // bounded by stagingRoom() too
   // One row per tile and at most one tile per block: every read is already the only one.
   bool oneRowPerBlock = s.unitsPerTile < 2 && kp_.launch.tiles.isStatic() &&
                         kp_.launch.maxBlocks > 0 && kp_.launch.tiles.size() <= kp_.launch.maxBlocks;
@@ -929,25 +929,31 @@ std::optional<SlotPhase>
 KernelEmitter::slotPhaseOf(const TileSpace& s,
                            const std::vector<const fusion::Stage*>& phase) const {
   if (s.kind != TileSpace::Kind::Rows || s.split != 1) return std::nullopt;
-  // The slot pass accumulates the group's dominant reduce: only in the phase that materialises
-  // it (a phase may run in its tiles before the reduce can be computed, e.g. while the reduce
-  // waits behind a grid barrier for a value another group produces).
+  // The slot pass accumulates a reduce of a row group over its loop's rows: only in a phase
+  // that materialises one (a phase may run in the group's tiles before its reduces can be
+  // computed, e.g. while they wait behind a grid barrier for a value another group produces).
+  // The group's tiles must be the phase's.
+  auto slotReduce = [&](const fusion::Group& g, ir::NodeId v) {
+    const ir::Node& r = node(v);
+    return r.kind == ir::OpKind::Reduce && !written_.count(v) &&
+           node(r.operands[0]).type.shape == g.loopShape &&
+           reduceGeometry(plan_.graph, r).keptAxes == g.tileDims;
+  };
   int gi = -1;
-  for (const fusion::Stage* st : phase)
-    if (kp_.groups.at(size_t(st->group)).dominant == s.anchor &&
-        std::find(st->materialized.begin(), st->materialized.end(), s.anchor) !=
-            st->materialized.end())
-      gi = st->group;
+  for (const fusion::Stage* st : phase) {
+    const fusion::Group& g = kp_.groups.at(size_t(st->group));
+    if (gi >= 0 || !std::holds_alternative<fusion::RowReduceMapping>(g.mapping) ||
+        g.acrossTiles || g.loopShape.empty() || !(g.rows == s.units) ||
+        g.rowsPerTile != s.unitsPerTile)
+      continue;
+    for (ir::NodeId v : st->materialized)
+      if (slotReduce(g, v)) gi = st->group;
+  }
   if (gi < 0) return std::nullopt;
   const fusion::Group& g = kp_.groups.at(size_t(gi));
   const auto* m = std::get_if<fusion::RowReduceMapping>(&g.mapping);
-  if (!m || g.acrossTiles || g.loopShape.empty()) return std::nullopt;
   for (size_t i = 0; i < g.tileDims.size(); ++i)
     if (g.tileDims[i] != int64_t(i)) return std::nullopt; // rows must lead the loop
-  const ir::Node& r = node(g.dominant);
-  if (r.kind != ir::OpKind::Reduce || node(r.operands[0]).type.shape != g.loopShape)
-    return std::nullopt;
-  if (reduceGeometry(plan_.graph, r).keptAxes != g.tileDims) return std::nullopt;
   int steps = rowSlotSteps(g.loopShape, g.tileDims.size(), *m, k_.blockSize, s.unitsPerTile);
   if (steps == 0) return std::nullopt;
 
