@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <random>
 #include <string>
 
 #include "frontend/json_writer.h"
+#include "frontend/random_inputs.h"
 #include "ir/interpreter.h"
 #include "ir/printer.h"
 #include "random_graph.h"
@@ -23,18 +23,9 @@ using namespace weft;
 
 namespace {
 
+/// The same inputs on every machine (frontend::randomInputs uses no std:: distribution).
 std::vector<HostTensor> inputsFor(const ir::Graph& g, uint64_t seed) {
-  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
-  std::uniform_real_distribution<double> value(-2.0, 2.0);
-  std::vector<HostTensor> inputs;
-  for (ir::NodeId id : g.inputs()) {
-    const ir::Node& n = g.node(id);
-    HostTensor t(n.type.dtype, ir::evaluate(n.type.shape, {}));
-    for (int64_t i = 0; i < t.numElements(); ++i)
-      t.set(i, ir::isFloat(n.type.dtype) ? value(rng) : double(int64_t(value(rng) * 3)));
-    inputs.push_back(std::move(t));
-  }
-  return inputs;
+  return frontend::randomInputs(g, {}, seed);
 }
 
 /// Whether the op's float result is rounded (so a device, computing in another order or
@@ -58,7 +49,6 @@ bool rounds(const ir::Node& n) {
 /// element (sign > 0), -1 (sign < 0), or uniform in [-1, 1] (sign == 0).
 std::pair<ir::Graph, std::vector<HostTensor>> withRoundingNoise(const ir::Graph& g, uint64_t seed,
                                                                 int ulps, int sign) {
-  std::mt19937_64 rng(seed * 0x2545f4914f6cdd1dull + 1);
   ir::Graph noisy;
   std::vector<ir::NodeId> at(g.size(), -1);
   for (ir::NodeId in : g.inputs())
@@ -87,9 +77,9 @@ std::pair<ir::Graph, std::vector<HostTensor>> withRoundingNoise(const ir::Graph&
                                                      : 23;
     double step = ulps * std::ldexp(1.0, -mantissa);
     HostTensor t(n.type.dtype, ir::evaluate(n.type.shape, {}));
-    std::uniform_real_distribution<double> unit(-1.0, 1.0);
+    HostTensor unit = frontend::randomTensor(ir::DType::f64, t.shape, seed, i); // [-1, 1)
     for (int64_t e = 0; e < t.numElements(); ++e)
-      t.set(e, 1 + step * (sign > 0 ? 1.0 : sign < 0 ? -1.0 : unit(rng)));
+      t.set(e, 1 + step * (sign > 0 ? 1.0 : sign < 0 ? -1.0 : unit.get(e)));
     noise.push_back(std::move(t));
   }
   return {std::move(noisy), std::move(noise)};
