@@ -164,4 +164,19 @@ void saveOutputs(const ir::Graph& g, const std::vector<HostTensor>& outputs,
   }
 }
 
+void addPlanOptions(CLI::App* cmd, PlanOptions& o) {
+  cmd->add_option("graph", o.file, "Graph file (weft JSON or ONNX)")->required();
+  cmd->add_option("--policy", o.policy, "Fusion policy: none, xla, astitch")
+      ->capture_default_str();
+  cmd->add_option("--device-spec", o.deviceSpec, "Device profile: v100, a100, h100")
+      ->capture_default_str();
+  cmd->add_option("--bind", o.bind, "Symbol sizes, e.g. B=64,S=128 (unbound symbols stay symbolic)");
+}
+
+fusion::FusionPlan planFromOptions(const PlanOptions& o, const frontend::ParsedGraph& g) {
+  DeviceSpec spec = deviceSpecOption(o.deviceSpec);
+  fusion::Policy policy = policyOption(o.policy);
+  return planGraphFile(g, o.bind, spec, policy);
+}
+
 } // namespace weft::tools

@@ -29,6 +29,18 @@ fusion::Policy policyOption(const std::string& name);
 fusion::FusionPlan planGraphFile(const frontend::ParsedGraph& g, const std::string& bind,
                                  const DeviceSpec& spec, fusion::Policy policy);
 
+/// The options of the commands that plan a graph file (plan, compile): the graph, --policy,
+/// --device-spec and --bind (unbound symbols stay symbolic).
+struct PlanOptions {
+  std::string file;
+  std::string policy = "astitch";
+  std::string deviceSpec = "h100";
+  std::string bind;
+};
+void addPlanOptions(CLI::App* cmd, PlanOptions& o);
+/// planGraphFile for the options (profile and policy checked) and `g`, loaded from o.file.
+fusion::FusionPlan planFromOptions(const PlanOptions& o, const frontend::ParsedGraph& g);
+
 /// The options every command that runs a graph shares: --bind, --inputs DIR or --random
 /// --seed N, and --save-outputs DIR.
 struct InputOptions {

@@ -20,10 +20,7 @@ namespace weft::tools {
 namespace {
 
 struct CompileArgs {
-  std::string file;
-  std::string deviceSpec = "h100";
-  std::string policy = "astitch";
-  std::string bind;
+  PlanOptions plan;
   std::string emit = "ptx";
   std::string outDir;
   bool noLibdevice = false;
@@ -44,10 +41,8 @@ void writeOut(const CompileArgs& a, const std::string& name, const std::string& 
 }
 
 void runCompile(const CompileArgs& a) {
-  DeviceSpec spec = deviceSpecOption(a.deviceSpec);
-  fusion::Policy policy = policyOption(a.policy);
-  frontend::ParsedGraph g = loadGraph(a.file);
-  fusion::FusionPlan plan = planGraphFile(g, a.bind, spec, policy);
+  frontend::ParsedGraph g = loadGraph(a.plan.file);
+  fusion::FusionPlan plan = planFromOptions(a.plan, g);
   if (a.emit == "plan") return writeOut(a, g.name, ".plan.txt", fusion::printFusionPlan(plan));
   if (a.emit == "dot") return writeOut(a, g.name, ".dot", fusion::fusionPlanDot(plan));
   codegen::CodegenOptions o;
@@ -64,13 +59,7 @@ void addCompileCommand(CLI::App& app) {
   auto a = std::make_shared<CompileArgs>();
   CLI::App* cmd =
       app.add_subcommand("compile", "Plan a graph and emit its plan, DOT, LLVM IR or PTX");
-  cmd->add_option("graph", a->file, "Graph file (JSON, docs/graph-format.md)")->required();
-  cmd->add_option("--device-spec", a->deviceSpec, "Device profile: v100, a100, h100")
-      ->capture_default_str();
-  cmd->add_option("--policy", a->policy, "Fusion policy: none, xla, astitch")
-      ->capture_default_str();
-  cmd->add_option("--bind", a->bind,
-                  "Symbol sizes, e.g. B=64,S=128 (unbound symbols stay symbolic)");
+  addPlanOptions(cmd, a->plan);
   cmd->add_option("--emit", a->emit, "What to print: plan, dot, llvm, ptx")
       ->check(CLI::IsMember({"plan", "dot", "llvm", "ptx"}))
       ->capture_default_str();

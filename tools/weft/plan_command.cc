@@ -15,15 +15,12 @@ namespace weft::tools {
 namespace {
 
 struct PlanArgs {
-  std::string file, policy = "astitch", deviceSpec = "h100", bind;
+  PlanOptions plan;
   bool dot = false;
 };
 
 void printPlan(const PlanArgs& a) {
-  DeviceSpec spec = deviceSpecOption(a.deviceSpec);
-  fusion::Policy policy = policyOption(a.policy);
-  frontend::ParsedGraph g = loadGraph(a.file);
-  fusion::FusionPlan plan = planGraphFile(g, a.bind, spec, policy);
+  fusion::FusionPlan plan = planFromOptions(a.plan, loadGraph(a.plan.file));
   fmt::print("{}", a.dot ? fusion::fusionPlanDot(plan) : fusion::printFusionPlan(plan));
 }
 
@@ -33,13 +30,7 @@ void addPlanCommand(CLI::App& app) {
   auto a = std::make_shared<PlanArgs>();
   CLI::App* cmd = app.add_subcommand(
       "plan", "Print the fusion plan: kernels, groups, dominants, mappings, storage, barriers");
-  cmd->add_option("graph", a->file, "Graph file (weft JSON or ONNX)")->required();
-  cmd->add_option("--policy", a->policy, "Fusion policy: none, xla, astitch")
-      ->capture_default_str();
-  cmd->add_option("--device-spec", a->deviceSpec, "Device profile: v100, a100, h100")
-      ->capture_default_str();
-  cmd->add_option("--bind", a->bind,
-                  "Symbol sizes, e.g. B=64,S=128 (unbound symbols stay symbolic)");
+  addPlanOptions(cmd, a->plan);
   cmd->add_flag("--dot", a->dot, "Print Graphviz DOT instead of text");
   cmd->callback([a] { printPlan(*a); });
 }
