@@ -1,9 +1,12 @@
-// codegen's pipeline, top to bottom: emit every step of the plan into one LLVM module, link
-// libdevice, optimise (O3, new pass manager, NVPTX's own callbacks included), and print PTX
-// with the NVPTX backend for the plan's sm_XX.
+// codegen's pipeline, top to bottom: split the plan's steps into chunks, emit each chunk into an
+// LLVM module of its own and link libdevice into it, optimise (O3, new pass manager, NVPTX's own
+// callbacks included), print PTX with the NVPTX backend for the plan's sm_XX, and join the
+// chunks' PTX into one module. Chunks run on a pool of threads, one LLVM context per chunk
+// (contexts are not thread-safe); every chunk finishes a step before any starts the next.
 #include "codegen/compile.h"
 
 #include <chrono>
+#include <memory>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -23,6 +26,8 @@
 
 #include "codegen/kernel_emitter.h"
 #include "codegen/libdevice.h"
+#include "codegen/parallel_compile.h"
+#include "codegen/ptx_merge.h"
 #include "weft/error.h"
 
 namespace weft::codegen {
@@ -36,7 +41,7 @@ double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::unique_ptr<llvm::TargetMachine> nvptxMachine(const DeviceSpec& device) {
+void initialiseNvptx() {
   static std::once_flag once;
   std::call_once(once, [] {
     LLVMInitializeNVPTXTargetInfo();
@@ -44,6 +49,10 @@ std::unique_ptr<llvm::TargetMachine> nvptxMachine(const DeviceSpec& device) {
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
   });
+}
+
+/// One per module: a TargetMachine is not shared between threads.
+std::unique_ptr<llvm::TargetMachine> nvptxMachine(const DeviceSpec& device) {
   std::string err;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(kTriple, err);
   if (!target) throw Error("LLVM has no NVPTX target: " + err);
@@ -55,21 +64,6 @@ std::unique_ptr<llvm::TargetMachine> nvptxMachine(const DeviceSpec& device) {
   return std::unique_ptr<llvm::TargetMachine>(tm);
 }
 
-void optimise(llvm::Module& m, llvm::TargetMachine& tm) {
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  mpm.run(m, mam);
-}
-
 std::string printModule(const llvm::Module& m) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -77,28 +71,34 @@ std::string printModule(const llvm::Module& m) {
   return s;
 }
 
-} // namespace
+/// A chunk of the plan's steps and everything compiling it produces. Each owns its LLVM
+/// context, so chunks can be compiled on different threads.
+struct Chunk {
+  StepRange steps;
+  std::unique_ptr<llvm::LLVMContext> ctx;
+  std::unique_ptr<llvm::Module> module;
+  std::unique_ptr<llvm::TargetMachine> tm;
+  std::vector<CompiledKernel> kernels;
+  std::string llvmIr; // as printed to PTX, when CodegenOptions::keepLlvmIr
+  std::string ptx;
+};
 
-CompiledModule compileToPtx(const fusion::FusionPlan& plan, const CodegenOptions& options) {
-  CompiledModule out;
-  auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<llvm::TargetMachine> tm = nvptxMachine(plan.device);
-  llvm::LLVMContext ctx;
-  llvm::Module m("weft", ctx);
+/// The chunk's steps as the kernels of a verified module, libdevice linked in when `libdevice`
+/// names it.
+void emitChunk(Chunk& c, const fusion::FusionPlan& plan, const std::string& libdevice) {
+  c.tm = nvptxMachine(plan.device);
+  c.ctx = std::make_unique<llvm::LLVMContext>();
+  c.module = std::make_unique<llvm::Module>("weft", *c.ctx);
+  llvm::Module& m = *c.module;
   m.setTargetTriple(kTriple);
-  m.setDataLayout(tm->createDataLayout());
+  m.setDataLayout(c.tm->createDataLayout());
   m.addModuleFlag(llvm::Module::Override, "weft.sm", uint32_t(plan.device.computeCapability));
-
-  std::string libdevice = options.useLibdevice ? findLibdevice(options.libdevicePath) : "";
   bool useLibdevice = !libdevice.empty();
-  if (options.useLibdevice && !useLibdevice)
-    spdlog::debug("codegen: no libdevice found; using weft's own math");
-
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    EmittedKernel k = std::holds_alternative<fusion::KernelPlan>(plan.steps[i])
-                          ? emitKernel(m, plan, int(i), useLibdevice)
-                          : emitLibraryKernel(m, plan, int(i), useLibdevice);
-    out.kernels.push_back(std::move(k.info));
+  for (int i = c.steps.begin; i < c.steps.end; ++i) {
+    EmittedKernel k = std::holds_alternative<fusion::KernelPlan>(plan.steps[size_t(i)])
+                          ? emitKernel(m, plan, i, useLibdevice)
+                          : emitLibraryKernel(m, plan, i, useLibdevice);
+    c.kernels.push_back(std::move(k.info));
   }
   std::string broken;
   llvm::raw_string_ostream bos(broken);
@@ -108,28 +108,96 @@ CompiledModule compileToPtx(const fusion::FusionPlan& plan, const CodegenOptions
     linkLibdevice(m, libdevice);
   else
     m.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
-  out.timings.llvmIrMs = msSince(t0);
+}
 
-  auto t1 = std::chrono::steady_clock::now();
-  if (options.optimise) optimise(m, *tm);
-  out.timings.optimiseMs = msSince(t1);
-  if (options.keepLlvmIr) out.llvmIr = printModule(m);
-
-  auto t2 = std::chrono::steady_clock::now();
-  llvm::SmallString<0> ptx;
-  {
-    llvm::raw_svector_ostream os(ptx);
-    llvm::legacy::PassManager pm;
-    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-      throw Error("the NVPTX backend cannot emit PTX for " + plan.device.smName());
-    pm.run(m);
+void optimiseChunk(Chunk& c, const CodegenOptions& options) {
+  if (options.optimise) {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(c.tm.get());
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    mpm.run(*c.module, mam);
   }
-  out.ptx = std::string(ptx.str());
-  out.timings.ptxMs = msSince(t2);
-  spdlog::info(
-      "codegen: {} kernel(s) for {}: LLVM IR {:.1f} ms, optimise {:.1f} ms, PTX {:.1f} ms{}",
-      out.kernels.size(), plan.device.smName(), out.timings.llvmIrMs, out.timings.optimiseMs,
-      out.timings.ptxMs, useLibdevice ? " (libdevice)" : "");
+}
+
+void printPtx(Chunk& c, const DeviceSpec& device, bool keepLlvmIr) {
+  if (keepLlvmIr) c.llvmIr = printModule(*c.module);
+  llvm::SmallString<0> ptx;
+  llvm::raw_svector_ostream os(ptx);
+  llvm::legacy::PassManager pm;
+  if (c.tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    throw Error("the NVPTX backend cannot emit PTX for " + device.smName());
+  pm.run(*c.module);
+  c.ptx = std::string(ptx.str());
+  c.module.reset(); // frees the chunk's IR while the other chunks print
+  c.ctx.reset();
+}
+
+/// Runs `step` on every chunk, on up to `threads` threads; the wall time in ms.
+double forEachChunk(std::vector<Chunk>& chunks, int threads,
+                    const std::function<void(Chunk&)>& step) {
+  auto t0 = std::chrono::steady_clock::now();
+  parallelFor(threads, chunks.size(), [&](size_t i) { step(chunks[i]); });
+  return msSince(t0);
+}
+
+} // namespace
+
+CompiledModule compileToPtx(const fusion::FusionPlan& plan, const CodegenOptions& options) {
+  CompiledModule out;
+  initialiseNvptx(); // before the threads start
+  std::string libdevice = options.useLibdevice ? findLibdevice(options.libdevicePath) : "";
+  if (options.useLibdevice && libdevice.empty())
+    spdlog::debug("codegen: no libdevice found; using weft's own math");
+
+  int steps = int(plan.steps.size());
+  int threads = compileThreads(options.threads);
+  std::vector<StepRange> ranges =
+      threads == 1 ? std::vector<StepRange>{{0, steps}} : partitionSteps(steps);
+  std::vector<Chunk> chunks(ranges.size());
+  for (size_t i = 0; i < ranges.size(); ++i)
+    chunks[i].steps = ranges[i];
+  threads = std::min(threads, int(chunks.size()));
+  out.timings.modules = int(chunks.size());
+  out.timings.threads = threads;
+
+  out.timings.llvmIrMs =
+      forEachChunk(chunks, threads, [&](Chunk& c) { emitChunk(c, plan, libdevice); });
+  out.timings.optimiseMs =
+      forEachChunk(chunks, threads, [&](Chunk& c) { optimiseChunk(c, options); });
+
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<llvm::Module*> modules;
+  for (Chunk& c : chunks)
+    modules.push_back(c.module.get());
+  if (chunks.size() > 1) uniquifyLocalSymbols(modules);
+  forEachChunk(chunks, threads, [&](Chunk& c) { printPtx(c, plan.device, options.keepLlvmIr); });
+  std::vector<std::string> ptx;
+  for (Chunk& c : chunks) {
+    ptx.push_back(std::move(c.ptx));
+    for (CompiledKernel& k : c.kernels)
+      out.kernels.push_back(std::move(k));
+    if (!options.keepLlvmIr) continue;
+    if (chunks.size() > 1)
+      out.llvmIr +=
+          fmt::format("; ---- plan steps {} to {} (module {} of {}) ----\n", c.steps.begin,
+                      c.steps.end - 1, &c - chunks.data() + 1, chunks.size());
+    out.llvmIr += c.llvmIr;
+  }
+  out.ptx = numberCallSequences(mergePtxModules(ptx));
+  out.timings.ptxMs = msSince(t0);
+  spdlog::info("codegen: {} kernel(s) for {} as {} module(s) on {} thread(s): LLVM IR {:.1f} ms, "
+               "optimise {:.1f} ms, PTX {:.1f} ms{}",
+               out.kernels.size(), plan.device.smName(), out.timings.modules, threads,
+               out.timings.llvmIrMs, out.timings.optimiseMs, out.timings.ptxMs,
+               libdevice.empty() ? "" : " (libdevice)");
   return out;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
-// codegen's entry point: a FusionPlan's kernels → one LLVM module → optimised (O3) → PTX text
-// from LLVM 19's NVPTX backend for the plan's DeviceSpec, plus what the runtime needs to
-// launch each kernel.
+// codegen's entry point: a FusionPlan's kernels → LLVM modules of contiguous steps, compiled on
+// a pool of threads → optimised (O3) → PTX text from LLVM 19's NVPTX backend for the plan's
+// DeviceSpec, joined into one PTX module, plus what the runtime needs to launch each kernel.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,13 +30,22 @@ struct CompiledKernel {
   int planStep = -1;               // index into FusionPlan::steps
 };
 
+/// Wall-clock times of codegen's three steps: emitting the kernels as LLVM IR and linking
+/// libdevice, O3, and NVPTX → PTX (with joining the modules' PTX). Every module finishes a step
+/// before any starts the next, so each time is the step's time over all threads, and their sum
+/// is codegen's time to PTX; the CPU time spent is up to `threads` times as much.
 struct CompileTimings {
   double llvmIrMs = 0, optimiseMs = 0, ptxMs = 0;
+  int modules = 1; // LLVM modules the plan's steps were split into (parallel_compile.h)
+  int threads = 1; // threads that compiled them
 };
 
 struct CompiledModule {
   std::string ptx;
-  std::string llvmIr;                  // after optimisation, when CodegenOptions::keepLlvmIr
+  /// After optimisation, when CodegenOptions::keepLlvmIr: with several modules, each in step
+  /// order after a "; ---- plan steps A to B" line (a listing, not one module llc would read;
+  /// CodegenOptions::threads = 1 gives one).
+  std::string llvmIr;
   std::vector<CompiledKernel> kernels; // one per KernelPlan (and per generated library kernel)
   CompileTimings timings;
 };
@@ -46,10 +55,17 @@ struct CodegenOptions {
   bool optimise = true;      // O3; off only for debugging codegen
   std::string libdevicePath; // "" = find through CUDA_HOME, /usr/local/cuda, or WEFT_LIBDEVICE
   bool useLibdevice = true;  // false: weft's own math implementations
+  /// Threads compiling the plan: 0 = $WEFT_COMPILE_THREADS, or one per hardware thread when it
+  /// is unset. With 1, the plan is one LLVM module compiled on the calling thread; with more,
+  /// plans of 4 steps or more are split into modules by step count alone (partitionSteps), so
+  /// their PTX is the same for any number of threads above 1, and the same from run to run.
+  int threads = 0;
 };
 
 /// Throws weft::Error (with the kernel and op named) for plans codegen cannot emit, e.g. an
-/// unsupported dtype combination or a shape too large for the chosen mapping.
+/// unsupported dtype combination or a shape too large for the chosen mapping: the error of the
+/// first such step, on any number of threads. The emitters run on several threads at once, each
+/// on a module of its own, so they must keep no mutable state outside it.
 CompiledModule compileToPtx(const fusion::FusionPlan& plan, const CodegenOptions& options = {});
 
 } // namespace weft::codegen
