@@ -287,6 +287,45 @@ TEST_CASE("weft plan prints the plan as text and DOT") {
   CHECK(runWeft("plan /nonexistent.json").rc == 2);
 }
 
+TEST_CASE("weft compile --emit launch lists buffers and launches for gpu_replay") {
+  std::string g = writeFile("sm.json", kSoftmax);
+  Result r = runWeft("compile " + g + " --bind B=4 --emit launch");
+  REQUIRE(r.rc == 0);
+  std::istringstream in(r.out);
+  std::string word;
+  int version = 0;
+  size_t buffers = 0, kernels = 0;
+  in >> word >> version;
+  CHECK(word == "weft-launch");
+  CHECK(version == 1);
+  in >> word >> buffers;
+  CHECK(word == "buffers");
+  CHECK(buffers >= 2); // the input and the output at least
+  for (size_t i = 0; i < buffers; ++i) {
+    size_t index = 99, bytes = 0;
+    in >> word >> index >> bytes;
+    CHECK(word == "buffer");
+    CHECK(index == i);
+    CHECK(bytes > 0);
+  }
+  in >> word >> kernels;
+  CHECK(word == "kernels");
+  CHECK(kernels == 1); // astitch: one kernel
+  std::string name;
+  unsigned grid = 0, block = 0, shared = 0, cooperative = 9, params = 0;
+  in >> word >> name >> grid >> block >> shared >> cooperative >> params;
+  CHECK(word == "kernel");
+  CHECK(r.out.find(".entry " + name) == std::string::npos); // the PTX is a separate --emit
+  CHECK(grid >= 1);
+  CHECK(block >= 32);
+  CHECK(cooperative <= 1);
+  CHECK(params >= 2);
+  // Unbound symbols: a clear error, exit 2.
+  Result unbound = runWeft("compile " + g + " --emit launch");
+  CHECK(unbound.rc == 2);
+  CHECK(unbound.err.find("--emit launch needs every symbol bound") != std::string::npos);
+}
+
 TEST_CASE("weft run and plan accept ONNX models") {
   const std::string model = "/usr/share/libonnx-testdata/data/node/test_softmax_axis_1/model.onnx";
   if (!fs::exists(model)) {

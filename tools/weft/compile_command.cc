@@ -1,4 +1,4 @@
-// weft compile G.json --device-spec h100 [--policy astitch] [--bind B=64] --emit plan|dot|llvm|ptx
+// weft compile G.json --device-spec h100 [--policy astitch] [--bind B=64] --emit plan|dot|llvm|ptx|launch
 // [-o DIR]: plan the graph (after the canonicalizing passes, as weft::compile does) and print
 // the plan, its Graphviz DOT, the optimised LLVM IR or the PTX — to stdout, or to
 // DIR/<graph>.{plan.txt,dot,ll,ptx} with -o. Unbound symbols stay symbolic (i64 kernel
@@ -40,6 +40,51 @@ void writeOut(const CompileArgs& a, const std::string& name, const std::string& 
   fmt::print(stderr, "wrote {}\n", path);
 }
 
+/// The plan's launches as plain text, for running weft's PTX without weft (a driver-API
+/// program, bench/gpu_replay.cc): every buffer's bytes, then every kernel in launch order with
+/// its grid, block, dynamic shared bytes, whether it is cooperative, and its parameters
+/// (b<i>: buffer i; s<n>: a symbol's size; barrier: a zeroed grid-barrier state of 256 B).
+std::string launchManifest(const fusion::FusionPlan& plan, const codegen::CompiledModule& m) {
+  ir::Binding none;
+  auto value = [&](const ir::Dim& d, const std::string& what) {
+    if (!d.isStatic())
+      throw InputError(fmt::format("--emit launch needs every symbol bound (--bind): {} is {}",
+                                   what, d.str()));
+    return d.size();
+  };
+  std::string out = "weft-launch 1\n";
+  out += fmt::format("buffers {}\n", plan.buffers.size());
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const fusion::Buffer& b = plan.buffers[i];
+    out += fmt::format("buffer {} {}\n", i,
+                       std::max<int64_t>(1, value(b.elements, "a buffer's size") *
+                                                ir::dtypeBytes(b.dtype)));
+  }
+  out += fmt::format("kernels {}\n", m.kernels.size());
+  for (const codegen::CompiledKernel& k : m.kernels) {
+    int64_t tiles = value(k.launch.tiles, "kernel " + k.name + "'s tiles");
+    int64_t grid = std::max<int64_t>(
+        1, k.launch.maxBlocks > 0 ? std::min(tiles, k.launch.maxBlocks) : tiles);
+    out += fmt::format("kernel {} {} {} {} {} {}", k.name, grid, k.launch.blockSize,
+                       k.dynamicSharedBytes, k.launch.cooperative ? 1 : 0, k.params.size());
+    for (const codegen::KernelParam& p : k.params) {
+      switch (p.kind) {
+      case codegen::KernelParam::Kind::Buffer:
+        out += fmt::format(" b{}", p.buffer);
+        break;
+      case codegen::KernelParam::Kind::Symbol:
+        throw InputError(fmt::format("--emit launch needs every symbol bound (--bind): {} is not",
+                                     p.symbol));
+      case codegen::KernelParam::Kind::BarrierState:
+        out += " barrier";
+        break;
+      }
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 void runCompile(const CompileArgs& a) {
   frontend::ParsedGraph g = loadGraph(a.plan.file);
   fusion::FusionPlan plan = planFromOptions(a.plan, g);
@@ -50,6 +95,7 @@ void runCompile(const CompileArgs& a) {
   o.useLibdevice = !a.noLibdevice;
   codegen::CompiledModule m = codegen::compileToPtx(plan, o);
   if (a.emit == "llvm") return writeOut(a, g.name, ".ll", m.llvmIr);
+  if (a.emit == "launch") return writeOut(a, g.name, ".launch", launchManifest(plan, m));
   writeOut(a, g.name, ".ptx", m.ptx);
 }
 
@@ -60,11 +106,13 @@ void addCompileCommand(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("compile", "Plan a graph and emit its plan, DOT, LLVM IR or PTX");
   addPlanOptions(cmd, a->plan);
-  cmd->add_option("--emit", a->emit, "What to print: plan, dot, llvm, ptx")
-      ->check(CLI::IsMember({"plan", "dot", "llvm", "ptx"}))
+  cmd->add_option("--emit", a->emit,
+                  "What to print: plan, dot, llvm, ptx, or launch (the launches, as text for "
+                  "bench/gpu_replay.cc)")
+      ->check(CLI::IsMember({"plan", "dot", "llvm", "ptx", "launch"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", a->outDir,
-                  "Write DIR/<graph>.{plan.txt,dot,ll,ptx} instead of stdout");
+                  "Write DIR/<graph>.{plan.txt,dot,ll,ptx,launch} instead of stdout");
   cmd->add_flag("--no-libdevice", a->noLibdevice, "Use weft's own math instead of libdevice");
   cmd->callback([a] { runCompile(*a); });
 }

@@ -1,0 +1,201 @@
+// gpu_replay: times weft's kernels on a real GPU without weft. It reads the PTX and the launch
+// manifest that `weft compile G.json --bind ... --emit ptx|launch` write, allocates every buffer
+// (filled with 0.5 in every 32-bit word), then launches the plan's kernels in order: a few
+// warm-up runs, then --runs timed runs, each timed with CUDA events. Prints the median time of
+// a whole run and of each kernel, in microseconds.
+//
+//   gpu_replay PLAN.ptx PLAN.launch [--runs N]
+//
+// Only the CUDA Driver API (cuda.h, libcuda) is used, so it builds on any machine with a
+// toolkit and runs on any machine with a driver; scripts/gpu-time drives it.
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+void check(CUresult r, const char* what) {
+  if (r == CUDA_SUCCESS) return;
+  const char* name = nullptr;
+  cuGetErrorName(r, &name);
+  throw std::runtime_error(std::string(what) + ": " + (name ? name : "unknown CUDA error"));
+}
+
+struct Kernel {
+  std::string name;
+  unsigned grid = 1, block = 1, shared = 0;
+  bool cooperative = false;
+  std::vector<std::string> params; // b<i> or barrier
+  CUfunction fn = nullptr;
+  std::vector<CUdeviceptr> args;
+  std::vector<void*> argPtrs;
+};
+
+struct Manifest {
+  std::vector<size_t> bufferBytes;
+  std::vector<Kernel> kernels;
+};
+
+Manifest readManifest(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  Manifest m;
+  std::string word;
+  int version = 0;
+  if (!(in >> word >> version) || word != "weft-launch" || version != 1)
+    throw std::runtime_error(path + ": not a weft launch manifest (weft-launch 1)");
+  size_t count = 0;
+  in >> word >> count; // buffers N
+  m.bufferBytes.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    size_t index = 0, bytes = 0;
+    in >> word >> index >> bytes;
+    if (word != "buffer" || index >= count) throw std::runtime_error(path + ": bad buffer line");
+    m.bufferBytes[index] = bytes;
+  }
+  in >> word >> count; // kernels N
+  for (size_t i = 0; i < count; ++i) {
+    Kernel k;
+    int cooperative = 0;
+    size_t params = 0;
+    in >> word >> k.name >> k.grid >> k.block >> k.shared >> cooperative >> params;
+    if (word != "kernel" || !in) throw std::runtime_error(path + ": bad kernel line");
+    k.cooperative = cooperative != 0;
+    k.params.resize(params);
+    for (std::string& p : k.params)
+      in >> p;
+    m.kernels.push_back(std::move(k));
+  }
+  return m;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+int run(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << "usage: gpu_replay PLAN.ptx PLAN.launch [--runs N]\n";
+    return 2;
+  }
+  int runs = 50;
+  for (int i = 3; i + 1 < argc; i += 2)
+    if (std::string(argv[i]) == "--runs") runs = std::max(1, std::atoi(argv[i + 1]));
+  Manifest m = readManifest(argv[2]);
+  std::string ptx = readFile(argv[1]);
+
+  check(cuInit(0), "cuInit");
+  CUdevice dev;
+  check(cuDeviceGet(&dev, 0), "cuDeviceGet");
+  CUcontext ctx;
+  check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  CUmodule module;
+  check(cuModuleLoadData(&module, ptx.c_str()), "cuModuleLoadData");
+
+  std::vector<CUdeviceptr> buffers;
+  for (size_t bytes : m.bufferBytes) {
+    CUdeviceptr p;
+    size_t padded = (bytes + 3) / 4 * 4;
+    check(cuMemAlloc(&p, padded), "cuMemAlloc");
+    check(cuMemsetD32(p, 0x3f000000u, padded / 4), "cuMemsetD32"); // 0.5f
+    buffers.push_back(p);
+  }
+  std::vector<CUdeviceptr> barriers;
+  for (Kernel& k : m.kernels) {
+    check(cuModuleGetFunction(&k.fn, module, k.name.c_str()), k.name.c_str());
+    if (k.shared > 48 * 1024)
+      check(cuFuncSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                               int(k.shared)),
+            "cuFuncSetAttribute");
+    for (const std::string& p : k.params) {
+      if (p == "barrier") {
+        CUdeviceptr b;
+        check(cuMemAlloc(&b, 256), "cuMemAlloc");
+        check(cuMemsetD8(b, 0, 256), "cuMemsetD8");
+        barriers.push_back(b);
+        k.args.push_back(b);
+      } else {
+        size_t i = std::stoul(p.substr(1));
+        if (p[0] != 'b' || i >= buffers.size()) throw std::runtime_error("bad parameter " + p);
+        k.args.push_back(buffers[i]);
+      }
+    }
+    for (CUdeviceptr& a : k.args)
+      k.argPtrs.push_back(&a);
+  }
+
+  auto launch = [&](Kernel& k) {
+    if (k.cooperative)
+      check(cuLaunchCooperativeKernel(k.fn, k.grid, 1, 1, k.block, 1, 1, k.shared, nullptr,
+                                      k.argPtrs.data()),
+            k.name.c_str());
+    else
+      check(cuLaunchKernel(k.fn, k.grid, 1, 1, k.block, 1, 1, k.shared, nullptr,
+                           k.argPtrs.data(), nullptr),
+            k.name.c_str());
+  };
+  std::vector<CUevent> marks(m.kernels.size() + 1);
+  for (CUevent& e : marks)
+    check(cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+  for (int i = 0; i < 3; ++i)
+    for (Kernel& k : m.kernels)
+      launch(k);
+  check(cuCtxSynchronize(), "warm-up");
+  std::vector<float> total;
+  std::vector<std::vector<float>> perKernel(m.kernels.size());
+  for (int r = 0; r < runs; ++r) {
+    check(cuEventRecord(marks[0], nullptr), "cuEventRecord");
+    for (size_t k = 0; k < m.kernels.size(); ++k) {
+      launch(m.kernels[k]);
+      check(cuEventRecord(marks[k + 1], nullptr), "cuEventRecord");
+    }
+    check(cuEventSynchronize(marks.back()), "cuEventSynchronize");
+    float ms = 0;
+    check(cuEventElapsedTime(&ms, marks[0], marks.back()), "cuEventElapsedTime");
+    total.push_back(ms * 1000);
+    for (size_t k = 0; k < m.kernels.size(); ++k) {
+      check(cuEventElapsedTime(&ms, marks[k], marks[k + 1]), "cuEventElapsedTime");
+      perKernel[k].push_back(ms * 1000);
+    }
+  }
+  std::printf("total_us %.2f kernels %zu runs %d\n", median(total), m.kernels.size(), runs);
+  for (size_t k = 0; k < m.kernels.size(); ++k)
+    std::printf("kernel %s grid %u block %u us %.2f\n", m.kernels[k].name.c_str(),
+                m.kernels[k].grid, m.kernels[k].block, median(perKernel[k]));
+  for (CUdeviceptr p : buffers)
+    cuMemFree(p);
+  for (CUdeviceptr p : barriers)
+    cuMemFree(p);
+  cuModuleUnload(module);
+  cuDevicePrimaryCtxRelease(dev);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "gpu_replay: " << e.what() << "\n";
+    return 1;
+  }
+}
