@@ -47,6 +47,19 @@ bool readsValue(const ir::Graph& g, ir::NodeId value, ir::NodeId source) {
   return false;
 }
 
+/// The type a reduce's partial results are kept in shared memory: f16 and bf16 accumulate in
+/// f32 there (their compute type), other types as themselves.
+ir::DType partialType(ir::DType t) {
+  return ir::isFloat(t) && ir::dtypeBytes(t) < 4 ? ir::DType::f32 : t;
+}
+
+/// Bytes of shared memory for one partial of each of a reduce's results, 16-byte aligned.
+int64_t partialBytes(const ir::Node& reduce) {
+  int64_t bytes = ir::numElements(reduce.type.shape).size() *
+                  std::max(4, ir::dtypeBytes(partialType(reduce.type.dtype)));
+  return (bytes + 15) / 16 * 16;
+}
+
 /// How a phase's tile loop cuts its index space.
 struct TileSpace {
   enum class Kind { Flat, Rows, Columns };
@@ -1168,9 +1181,7 @@ std::vector<ir::NodeId> KernelEmitter::acrossReduces(const fusion::Stage& st) co
 KernelEmitter::AcrossPartials KernelEmitter::acrossPartials(ir::NodeId reduce) {
   const ir::Node& r = node(reduce);
   if (auto it = sharedPartials_.find(reduce); it != sharedPartials_.end()) {
-    ir::DType t = ir::isFloat(r.type.dtype) && ir::dtypeBytes(r.type.dtype) < 4 ? ir::DType::f32
-                                                                                 : r.type.dtype;
-    return {it->second, t, k_.index(0)};
+    return {it->second, partialType(r.type.dtype), k_.index(0)};
   }
   llvm::Value* results = k_.dim(reduceGeometry(plan_.graph, r).kept);
   return {k_.bufferPointer(placement(reduce).partialsBuffer, reduce), r.type.dtype,
@@ -1188,7 +1199,7 @@ void KernelEmitter::emitAcrossTilesInit(ir::NodeId reduce) {
   ir::ReduceKind kind = r.attr<ir::ReduceAttrs>().kind;
   ReduceGeometry geo = reduceGeometry(plan_.graph, r);
   if (geo.kept.isStatic()) {
-    int64_t bytes = (geo.kept.size() * 4 * ((ir::dtypeBytes(r.type.dtype) + 3) / 4) + 15) / 16 * 16;
+    int64_t bytes = partialBytes(r);
     if (bytes <= std::min(kMaxSharedPartialsBytes, stagingRoom()) && keepsGridResident(bytes))
       sharedPartials_[reduce] = newStagingArray(bytes);
   }
@@ -1324,9 +1335,7 @@ int64_t KernelEmitter::slotCombineBytes(const SlotPhase& sp, std::vector<int64_t
   int64_t bytes = 0;
   for (ir::NodeId r : sp.across) {
     if (offsets) offsets->push_back(bytes);
-    int64_t size = ir::numElements(node(r).type.shape).size() * 4 *
-                   ((ir::dtypeBytes(node(r).type.dtype) + 3) / 4);
-    bytes += (size + 15) / 16 * 16;
+    bytes += partialBytes(node(r));
   }
   return bytes;
 }
@@ -1341,10 +1350,6 @@ void KernelEmitter::emitSlotAccumulatorsToPartials(const SlotPhase& sp, llvm::Va
   int tpr = warpPerRow ? sp.mapping.threadsPerRow : k_.blockSize;
   int width = std::max(1, sp.mapping.vectorWidth);
   int rounds = k_.blockSize / tpr;
-  auto sharedType = [&](ir::NodeId r) {
-    ir::DType t = node(r).type.dtype;
-    return ir::isFloat(t) && ir::dtypeBytes(t) < 4 ? ir::DType::f32 : t;
-  };
   std::vector<int64_t> offsets;
   slotCombineBytes(sp, &offsets);
   auto sharedOf = [&](size_t i) {
@@ -1369,8 +1374,8 @@ void KernelEmitter::emitSlotAccumulatorsToPartials(const SlotPhase& sp, llvm::Va
             llvm::Value* v = b.CreateLoad(accs[a]->getAllocatedType(), accs[a]);
             if (round > 0)
               v = reductionCombine(b, kind, r.type.dtype,
-                                   k_.loadElement(sharedOf(i), sharedType(r.id), column), v);
-            k_.storeElement(sharedOf(i), sharedType(r.id), column, v);
+                                   k_.loadElement(sharedOf(i), partialType(r.type.dtype), column), v);
+            k_.storeElement(sharedOf(i), partialType(r.type.dtype), column, v);
           });
         }
       }
@@ -1384,7 +1389,7 @@ void KernelEmitter::emitSlotAccumulatorsToPartials(const SlotPhase& sp, llvm::Va
     llvm::Value* row = b.CreateMul(k_.toIndex(k_.blockId()), results);
     k_.loop(r.name + ".partials", tid, results, k_.index(k_.blockSize), [&](llvm::Value* c) {
       k_.storeElement(partials, r.type.dtype, b.CreateAdd(row, c),
-                      k_.loadElement(sharedOf(i), sharedType(r.id), c));
+                      k_.loadElement(sharedOf(i), partialType(r.type.dtype), c));
     });
   }
   slotAccumulators_.clear();
