@@ -1309,25 +1309,15 @@ void KernelEmitter::emitSlotAccumulate(ir::NodeId reduce) {
   const std::vector<llvm::AllocaInst*>& accs = slotAccumulators_.at(reduce);
   slotsReading_ = true;
   size_t a = 0;
-  for (const RowSlots::Step& step : slots.steps) {
-    if (slots.width > 1) {
-      k_.beginVectorGroup(slots.width);
-      k_.vectorLanes = step.vectorLanes;
-    }
-    std::vector<llvm::Value*> values;
-    for (const Index& idx : step.lanes) {
-      gen_->clearCache();
-      values.push_back(gen_->emit(r.operands[0], idx));
-    }
-    if (slots.width > 1) k_.endVectorGroup();
-    for (llvm::Value* v : values) {
-      llvm::AllocaInst* acc = accs.at(a++);
-      llvm::Value* old = b.CreateLoad(acc->getAllocatedType(), acc);
-      llvm::Value* sum = reductionCombine(b, kind, r.type.dtype, old, v);
-      b.CreateStore(b.CreateSelect(slots.valid, inRowOr(b, step, sum, old), old), acc);
-    }
-  }
-  gen_->clearCache();
+  emitAtSlots(k_, *gen_, slots, r.operands[0],
+              [&](const RowSlots::Step& step, const std::vector<llvm::Value*>& lanes) {
+                for (llvm::Value* v : lanes) {
+                  llvm::AllocaInst* acc = accs.at(a++);
+                  llvm::Value* old = b.CreateLoad(acc->getAllocatedType(), acc);
+                  llvm::Value* sum = reductionCombine(b, kind, r.type.dtype, old, v);
+                  b.CreateStore(b.CreateSelect(slots.valid, inRowOr(b, step, sum, old), old), acc);
+                }
+              });
   slotsReading_ = false;
 }
 

@@ -232,20 +232,14 @@ void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& redu
     b.CreateStore(reductionIdentity(k.ctx(), kind, t), acc);
     if (slots) {
       // Rows past the tile accumulate their clamped row's elements; their result is dropped.
-      for (const RowSlots::Step& step : slots->steps) {
-        if (slots->width > 1) {
-          k.beginVectorGroup(slots->width);
-          k.vectorLanes = step.vectorLanes;
-        }
-        for (const Index& idx : step.lanes) {
-          gen.clearCache();
-          llvm::Value* x = gen.emit(reduce.operands[0], idx);
-          llvm::Value* old = b.CreateLoad(at, acc);
-          b.CreateStore(inRowOr(b, step, reductionCombine(b, kind, t, old, x), old), acc);
-        }
-        if (slots->width > 1) k.endVectorGroup();
-        gen.clearCache();
-      }
+      emitAtSlots(k, gen, *slots, reduce.operands[0],
+                  [&](const RowSlots::Step& step, const std::vector<llvm::Value*>& lanes) {
+                    for (llvm::Value* x : lanes) {
+                      llvm::Value* old = b.CreateLoad(at, acc);
+                      b.CreateStore(inRowOr(b, step, reductionCombine(b, kind, t, old, x), old),
+                                    acc);
+                    }
+                  });
     } else {
       // Lanes of a row past the end accumulate nothing but still take part in the shuffles.
       llvm::Value* rowEnd = b.CreateSelect(valid, reducedEnd, reducedBegin);
@@ -312,6 +306,25 @@ int rowSlotSteps(const ir::Shape& loop, size_t rowDims, const fusion::RowReduceM
   int64_t steps = (length + perStep - 1) / perStep;
   if (length % vector != 0 || steps > kMaxRowSlotSteps) return 0;
   return int(steps);
+}
+
+void emitAtSlots(KernelContext& k, ElementalEmitter& gen, const RowSlots& slots, ir::NodeId value,
+                 const std::function<void(const RowSlots::Step&,
+                                          const std::vector<llvm::Value*>&)>& onStep) {
+  for (const RowSlots::Step& step : slots.steps) {
+    if (slots.width > 1) {
+      k.beginVectorGroup(slots.width);
+      k.vectorLanes = step.vectorLanes;
+    }
+    std::vector<llvm::Value*> lanes;
+    for (const Index& idx : step.lanes) {
+      gen.clearCache();
+      lanes.push_back(gen.emit(value, idx));
+    }
+    if (slots.width > 1) k.endVectorGroup();
+    onStep(step, lanes);
+    gen.clearCache();
+  }
 }
 
 llvm::Value* inRowOr(llvm::IRBuilder<>& b, const RowSlots::Step& step, llvm::Value* value,

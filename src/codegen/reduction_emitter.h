@@ -58,6 +58,12 @@ struct RowSlots {
 inline constexpr int kMaxRowSlotSteps = 64;
 int rowSlotSteps(const ir::Shape& loop, size_t rowDims, const fusion::RowReduceMapping& m,
                  int blockSize, int64_t rowsPerTile);
+/// Emits `value` at each of the slots' elements, step by step: each step's lanes inside the
+/// step's vector group (so inputs load as vectors, and reused ones are kept), then
+/// `onStep(step, lanes' values)` once the group is closed.
+void emitAtSlots(KernelContext& k, ElementalEmitter& gen, const RowSlots& slots, ir::NodeId value,
+                 const std::function<void(const RowSlots::Step&,
+                                          const std::vector<llvm::Value*>&)>& onStep);
 /// `value` where `step` lies in its row, else `otherwise`.
 llvm::Value* inRowOr(llvm::IRBuilder<>& b, const RowSlots::Step& step, llvm::Value* value,
                      llvm::Value* otherwise);

@@ -214,9 +214,9 @@ KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops,
   KernelPlan planned;
   for (int blockSize = chooseThreadMapping(spaces[heaviest], spec).blockSize;; blockSize /= 2) {
     planned = mapAndStitch(g, k, spaces, heaviest, blockSize, groupOfOp, spec);
-    int assumed = std::min(assumedRegisters(g, planned), spec.maxRegistersPerThread / 8 * 8);
-    bool fits = assumed == assumedRegisters(g, planned) &&
-                blocksPerSM(spec, blockSize, assumed, planned.launch.sharedBytes) > 0;
+    int wanted = assumedRegisters(g, planned);
+    bool fits = wanted <= spec.maxRegistersPerThread / 8 * 8 &&
+                blocksPerSM(spec, blockSize, wanted, planned.launch.sharedBytes) > 0;
     if (fits || !planned.launch.cooperative || blockSize / 2 < kMinRemapBlockSize) break;
   }
   return planned;
