@@ -23,6 +23,10 @@ struct HostTensor {
   size_t byteSize() const { return bytes.size(); }
   double get(int64_t i) const;
   void set(int64_t i, double v);
+  /// Integer dtypes exactly (i64 included; get() rounds past 2^53); bool as 0/1; floats
+  /// truncate toward zero and saturate, NaN gives 0. setInt wraps to the dtype's width.
+  int64_t getInt(int64_t i) const;
+  void setInt(int64_t i, int64_t v);
   std::string typeStr() const; // "f32[16, 768]"
 };
 
@@ -32,6 +36,10 @@ float halfToFloat(uint16_t h);
 uint16_t floatToBFloat16(float f);
 float bfloat16ToFloat(uint16_t b);
 /// Rounds a double to the nearest value representable in `t` (what a store of `t` keeps).
+/// Integer dtypes truncate toward zero and saturate (NaN gives 0), as a float-to-integer
+/// convert does.
 double roundToDType(double v, DType t);
+/// Two's-complement wrap of `v` to the width of integer dtype `t` (i8: 300 -> 44); bool: v != 0.
+int64_t wrapToDType(int64_t v, DType t);
 
 } // namespace weft

@@ -364,13 +364,10 @@ llvm::Value* convertValue(llvm::IRBuilder<>& b, llvm::Value* v, DType from, DTyp
     }
     return r;
   }
-  // integer → integer: widen, or saturate then narrow (as the reference does).
+  // integer → integer: sign-extend, or wrap to the narrower width (two's complement, as the
+  // interpreter and numpy do).
   unsigned fw = v->getType()->getIntegerBitWidth(), tw = dst->getIntegerBitWidth();
   if (tw >= fw) return b.CreateSExt(v, dst);
-  llvm::APInt lo = llvm::APInt::getSignedMinValue(tw).sext(fw),
-              hi = llvm::APInt::getSignedMaxValue(tw).sext(fw);
-  v = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, v, llvm::ConstantInt::get(v->getType(), lo));
-  v = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, v, llvm::ConstantInt::get(v->getType(), hi));
   return b.CreateTrunc(v, dst);
 }
 
@@ -425,14 +422,15 @@ llvm::Value* linearize(KernelContext& k, const ir::Shape& s, const Index& idx) {
 llvm::Value* emitMax(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, DType t) {
   if (ir::isBool(t)) return b.CreateOr(x, y);
   if (!ir::isFloat(t)) return b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x, y);
-  // isnan(x) || x > y ? x : y — NaN propagates from either side.
-  return b.CreateSelect(b.CreateFCmpUGT(x, y), x, y);
+  // IEEE 754-2019 maximum (NaN from either side, -0 < +0), as the interpreter: max.NaN on
+  // sm_80+, a short select sequence before. The compute type is f32 or f64 here.
+  return b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, x, y);
 }
 
 llvm::Value* emitMin(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, DType t) {
   if (ir::isBool(t)) return b.CreateAnd(x, y);
   if (!ir::isFloat(t)) return b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, x, y);
-  return b.CreateSelect(b.CreateFCmpULT(x, y), x, y);
+  return b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, x, y);
 }
 
 // ---- ElementalEmitter ---------------------------------------------------------------------

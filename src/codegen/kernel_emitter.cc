@@ -281,13 +281,16 @@ void KernelEmitter::validate() {
         r.kind == ir::OpKind::Reduce ? r.attr<ir::ReduceAttrs>().kind : ir::ReduceKind::Prod;
     bool typeOk =
         t == ir::DType::f32 || t == ir::DType::f64 || t == ir::DType::i32 || t == ir::DType::i64;
-    bool kindOk =
-        kind == ir::ReduceKind::Sum || kind == ir::ReduceKind::Max || kind == ir::ReduceKind::Min;
+    // Float atomic max/min follow maxnum (NaN is dropped), not weft's NaN-propagating max.
+    bool kindOk = kind == ir::ReduceKind::Sum ||
+                  ((kind == ir::ReduceKind::Max || kind == ir::ReduceKind::Min) &&
+                   !ir::isFloat(t));
     if (r.kind != ir::OpKind::Reduce || !typeOk || !kindOk)
       k_.fail(
           g.dominant,
-          fmt::format("a split reduce combines partials with atomics, which exist for sum/max/min "
-                      "of f32, f64, i32 and i64 only, not {} of {}; use splitFactor 1",
+          fmt::format("a split reduce combines partials with atomics, which exist for sum of f32, "
+                      "f64, i32 and i64 and max/min of i32 and i64 only, not {} of {}; use "
+                      "splitFactor 1 or a partials buffer",
                       r.kind == ir::OpKind::Reduce ? ir::reduceKindName(kind) : "a non-reduce",
                       ir::dtypeName(t)));
     Storage s = placement(g.dominant).storage;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <functional>
 #include <limits>
 
 #include "weft/error.h"
@@ -13,9 +14,14 @@ namespace {
 using Sizes = std::vector<int64_t>;
 
 /// A computed tensor: static shape and row-major elements, each already rounded to its dtype.
+/// Floats and bools live in `data` (bools as 0/1); integer dtypes live in `ints`, exactly, as
+/// two's-complement values wrapped to their width (i64 included, which a double cannot hold).
 struct Value {
   Sizes shape;
+  DType dtype = DType::f32;
   std::vector<double> data;
+  std::vector<int64_t> ints;
+  bool integer() const { return isInteger(dtype); }
 };
 
 Sizes rowMajorStrides(const Sizes& shape) {
@@ -75,57 +81,172 @@ std::string indexStr(const Sizes& shape, int64_t flat) {
   return fmt::format("[{}]", fmt::join(idx, ", "));
 }
 
-void roundInPlace(std::vector<double>& data, DType t) {
-  switch (t) {
+/// Rounds every element to the value's dtype, as a store of that dtype keeps it.
+void roundInPlace(Value& v) {
+  switch (v.dtype) {
   case DType::f64:
     return;
   case DType::f32:
-    for (double& v : data)
-      v = static_cast<float>(v);
+    for (double& x : v.data)
+      x = static_cast<float>(x);
+    return;
+  case DType::i8:
+  case DType::i32:
+    for (int64_t& x : v.ints)
+      x = wrapToDType(x, v.dtype);
+    return;
+  case DType::i64:
     return;
   default:
-    for (double& v : data)
-      v = roundToDType(v, t);
+    for (double& x : v.data)
+      x = roundToDType(x, v.dtype);
     return;
   }
 }
 
-double nanMax(double a, double b) {
-  return (std::isnan(a) || a > b) ? a : b;
+/// IEEE 754-2019 maximum/minimum: NaN if either operand is NaN, and +0 > -0.
+double ieeeMaximum(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  if (a == b) return std::signbit(a) ? b : a;
+  return a > b ? a : b;
 }
-double nanMin(double a, double b) {
-  return (std::isnan(a) || a < b) ? a : b;
+double ieeeMinimum(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  if (a == b) return std::signbit(a) ? a : b;
+  return a < b ? a : b;
 }
 double truth(bool b) {
   return b ? 1.0 : 0.0;
 }
 
-/// An integer-valued double as int64 (saturating: 2^63 itself is what a saturated i64 holds).
-int64_t asInt(double v) {
-  constexpr double kTwo63 = 9223372036854775808.0;
-  if (v >= kTwo63) return std::numeric_limits<int64_t>::max();
-  if (v < -kTwo63) return std::numeric_limits<int64_t>::min();
-  return static_cast<int64_t>(v);
+// Two's-complement arithmetic on int64 (wrapped to the dtype's width on store).
+int64_t wrapAdd(int64_t x, int64_t y) {
+  return static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
+}
+int64_t wrapSub(int64_t x, int64_t y) {
+  return static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y));
+}
+int64_t wrapMul(int64_t x, int64_t y) {
+  return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
+}
+int64_t wrapNeg(int64_t x) {
+  return wrapSub(0, x);
+}
+
+/// The dtype's smallest and largest value, as int64.
+int64_t intMin(DType t) {
+  switch (t) {
+  case DType::i8: return std::numeric_limits<int8_t>::min();
+  case DType::i32: return std::numeric_limits<int32_t>::min();
+  default: return std::numeric_limits<int64_t>::min();
+  }
+}
+int64_t intMax(DType t) {
+  switch (t) {
+  case DType::i8: return std::numeric_limits<int8_t>::max();
+  case DType::i32: return std::numeric_limits<int32_t>::max();
+  default: return std::numeric_limits<int64_t>::max();
+  }
+}
+
+/// A float as an integer of `t`: truncate toward zero, saturate, NaN gives 0 (llvm.fptosi.sat).
+int64_t floatToInt(double v, DType t) {
+  if (std::isnan(v)) return 0;
+  if (v <= static_cast<double>(intMin(t))) return intMin(t);
+  if (v >= static_cast<double>(intMax(t))) return intMax(t); // 2^63 itself saturates too
+  return static_cast<int64_t>(std::trunc(v));
+}
+
+/// An integer as a float of `t`, rounded once to f32 (the compute type of f32, f16 and bf16)
+/// or to f64, then to `t`, as codegen's sitofp then store does.
+double intToFloat(int64_t v, DType t) {
+  if (t == DType::f64) return static_cast<double>(v);
+  return roundToDType(static_cast<double>(static_cast<float>(v)), t);
+}
+
+Value sameShape(const Value& x, DType t) {
+  Value out{x.shape, t, {}, {}};
+  size_t n = x.integer() ? x.ints.size() : x.data.size();
+  if (isInteger(t))
+    out.ints.resize(n);
+  else
+    out.data.resize(n);
+  return out;
 }
 
 // --- elementwise ---------------------------------------------------------------------
 
 template <class F> Value map1(const Value& x, F f) {
-  Value out{x.shape, std::vector<double>(x.data.size())};
+  Value out = sameShape(x, x.dtype);
   for (size_t i = 0; i < x.data.size(); ++i)
     out.data[i] = f(x.data[i]);
   return out;
 }
+template <class F> Value map1Int(const Value& x, F f) {
+  Value out = sameShape(x, x.dtype);
+  for (size_t i = 0; i < x.ints.size(); ++i)
+    out.ints[i] = f(x.ints[i]);
+  return out;
+}
 
-template <class F> Value map2(const Value& a, const Value& b, F f) {
-  Value out{a.shape, std::vector<double>(a.data.size())};
+template <class F> Value map2(const Value& a, const Value& b, DType t, F f) {
+  Value out = sameShape(a, t);
   for (size_t i = 0; i < a.data.size(); ++i)
     out.data[i] = f(a.data[i], b.data[i]);
   return out;
 }
+template <class F> Value map2Int(const Value& a, const Value& b, F f) {
+  Value out = sameShape(a, a.dtype);
+  for (size_t i = 0; i < a.ints.size(); ++i)
+    out.ints[i] = f(a.ints[i], b.ints[i]);
+  return out;
+}
+
+Value evalConvert(const Value& x, DType to) {
+  Value out = sameShape(x, to);
+  size_t n = x.integer() ? x.ints.size() : x.data.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (x.integer()) {
+      int64_t v = x.ints[i];
+      if (isInteger(to))
+        out.ints[i] = v; // wrapped to the width on store
+      else if (isBool(to))
+        out.data[i] = truth(v != 0);
+      else
+        out.data[i] = intToFloat(v, to);
+    } else {
+      double v = x.data[i];
+      if (isInteger(to))
+        out.ints[i] = isBool(x.dtype) ? static_cast<int64_t>(v) : floatToInt(v, to);
+      else if (isBool(to))
+        out.data[i] = truth(v != 0); // NaN converts to true
+      else
+        out.data[i] = v; // rounded to `to` on store
+    }
+  }
+  return out;
+}
+
+Value evalUnaryInt(const Node& n, const Value& x) {
+  switch (n.kind) {
+  case OpKind::Neg:
+    return map1Int(x, wrapNeg);
+  case OpKind::Abs:
+    return map1Int(x, [](int64_t v) { return v < 0 ? wrapNeg(v) : v; });
+  case OpKind::Sign:
+    return map1Int(x, [](int64_t v) -> int64_t { return (v > 0) - (v < 0); });
+  case OpKind::Not:
+    return map1Int(x, [](int64_t v) { return ~v; });
+  default:
+    break;
+  }
+  throw Error(fmt::format("{}: not a unary integer op", describe(n)));
+}
 
 Value evalUnary(const Node& n, const Value& x) {
   DType t = n.type.dtype;
+  if (n.kind == OpKind::Convert) return evalConvert(x, t);
+  if (x.integer()) return evalUnaryInt(n, x);
   switch (n.kind) {
   case OpKind::Neg:
     return map1(x, [](double v) { return -v; });
@@ -158,22 +279,47 @@ Value evalUnary(const Node& n, const Value& x) {
   case OpKind::Sign:
     return map1(x, [](double v) { return std::isnan(v) ? v : truth(v > 0) - truth(v < 0); });
   case OpKind::Not:
-    if (isBool(t)) return map1(x, [](double v) { return truth(v == 0); });
-    return map1(x, [](double v) { return static_cast<double>(~asInt(v)); });
-  case OpKind::Convert:
-    return x; // the conversion is the rounding on store
+    return map1(x, [](double v) { return truth(v == 0); }); // bool
   default:
     break;
   }
   throw Error(fmt::format("{}: not a unary op", describe(n)));
 }
 
-Value evalBinary(const Node& n, const Value& a, const Value& b) {
-  DType t = n.kind == OpKind::Compare ? DType::f64 : n.type.dtype;
-  bool integer = isInteger(t);
+template <class Cmp> Value compareWith(const Value& a, const Value& b, Cmp cmp) {
+  Value out = sameShape(a, DType::boolean);
+  if (a.integer()) {
+    for (size_t i = 0; i < a.ints.size(); ++i)
+      out.data[i] = truth(cmp(a.ints[i], b.ints[i]));
+  } else {
+    for (size_t i = 0; i < a.data.size(); ++i)
+      out.data[i] = truth(cmp(a.data[i], b.data[i]));
+  }
+  return out;
+}
+
+Value evalCompare(const Node& n, const Value& a, const Value& b) {
+  switch (n.attr<CompareAttrs>().dir) {
+  case CompareDir::EQ:
+    return compareWith(a, b, [](auto x, auto y) { return x == y; });
+  case CompareDir::NE:
+    return compareWith(a, b, [](auto x, auto y) { return x != y; });
+  case CompareDir::LT:
+    return compareWith(a, b, [](auto x, auto y) { return x < y; });
+  case CompareDir::LE:
+    return compareWith(a, b, [](auto x, auto y) { return x <= y; });
+  case CompareDir::GT:
+    return compareWith(a, b, [](auto x, auto y) { return x > y; });
+  case CompareDir::GE:
+    return compareWith(a, b, [](auto x, auto y) { return x >= y; });
+  }
+  throw Error(fmt::format("{}: unknown comparison", describe(n)));
+}
+
+Value evalBinaryInt(const Node& n, const Value& a, const Value& b) {
   auto checkDivisor = [&](const Value& divisor) {
-    for (size_t i = 0; i < divisor.data.size(); ++i)
-      if (divisor.data[i] == 0)
+    for (size_t i = 0; i < divisor.ints.size(); ++i)
+      if (divisor.ints[i] == 0)
         throw InputError(
             fmt::format("{}: integer division by zero at element {} of operand 1; a GPU gives no "
                         "defined result, so keep integer divisors non-zero",
@@ -181,52 +327,57 @@ Value evalBinary(const Node& n, const Value& a, const Value& b) {
   };
   switch (n.kind) {
   case OpKind::Add:
-    return map2(a, b, [](double x, double y) { return x + y; });
+    return map2Int(a, b, wrapAdd);
   case OpKind::Sub:
-    return map2(a, b, [](double x, double y) { return x - y; });
+    return map2Int(a, b, wrapSub);
   case OpKind::Mul:
-    return map2(a, b, [](double x, double y) { return x * y; });
-  case OpKind::Pow:
-    return map2(a, b, [](double x, double y) { return std::pow(x, y); });
+    return map2Int(a, b, wrapMul);
   case OpKind::Max:
-    return map2(a, b, nanMax);
+    return map2Int(a, b, [](int64_t x, int64_t y) { return std::max(x, y); });
   case OpKind::Min:
-    return map2(a, b, nanMin);
+    return map2Int(a, b, [](int64_t x, int64_t y) { return std::min(x, y); });
   case OpKind::Div:
-    if (!integer) return map2(a, b, [](double x, double y) { return x / y; });
     checkDivisor(b);
-    // int64 arithmetic truncates toward zero; INT64_MIN / -1 is the one overflow.
-    return map2(a, b, [](double x, double y) {
-      return asInt(y) == -1 ? -x : static_cast<double>(asInt(x) / asInt(y));
-    });
+    // Truncates toward zero; MIN / -1 wraps to MIN (the one overflow).
+    return map2Int(a, b, [](int64_t x, int64_t y) { return y == -1 ? wrapNeg(x) : x / y; });
   case OpKind::Rem:
-    if (!integer) return map2(a, b, [](double x, double y) { return std::fmod(x, y); });
     checkDivisor(b);
-    return map2(a, b, [](double x, double y) {
-      return asInt(y) == -1 ? 0.0 : static_cast<double>(asInt(x) % asInt(y));
-    });
+    return map2Int(a, b, [](int64_t x, int64_t y) -> int64_t { return y == -1 ? 0 : x % y; });
   case OpKind::And:
-    if (isBool(t)) return map2(a, b, [](double x, double y) { return truth(x != 0 && y != 0); });
-    return map2(a, b, [](double x, double y) { return static_cast<double>(asInt(x) & asInt(y)); });
+    return map2Int(a, b, [](int64_t x, int64_t y) { return x & y; });
   case OpKind::Or:
-    if (isBool(t)) return map2(a, b, [](double x, double y) { return truth(x != 0 || y != 0); });
-    return map2(a, b, [](double x, double y) { return static_cast<double>(asInt(x) | asInt(y)); });
-  case OpKind::Compare:
-    switch (n.attr<CompareAttrs>().dir) {
-    case CompareDir::EQ:
-      return map2(a, b, [](double x, double y) { return truth(x == y); });
-    case CompareDir::NE:
-      return map2(a, b, [](double x, double y) { return truth(x != y); });
-    case CompareDir::LT:
-      return map2(a, b, [](double x, double y) { return truth(x < y); });
-    case CompareDir::LE:
-      return map2(a, b, [](double x, double y) { return truth(x <= y); });
-    case CompareDir::GT:
-      return map2(a, b, [](double x, double y) { return truth(x > y); });
-    case CompareDir::GE:
-      return map2(a, b, [](double x, double y) { return truth(x >= y); });
-    }
+    return map2Int(a, b, [](int64_t x, int64_t y) { return x | y; });
+  default:
     break;
+  }
+  throw Error(fmt::format("{}: not a binary integer op", describe(n)));
+}
+
+Value evalBinary(const Node& n, const Value& a, const Value& b) {
+  if (n.kind == OpKind::Compare) return evalCompare(n, a, b);
+  if (a.integer()) return evalBinaryInt(n, a, b);
+  DType t = n.type.dtype;
+  switch (n.kind) {
+  case OpKind::Add:
+    return map2(a, b, t, [](double x, double y) { return x + y; });
+  case OpKind::Sub:
+    return map2(a, b, t, [](double x, double y) { return x - y; });
+  case OpKind::Mul:
+    return map2(a, b, t, [](double x, double y) { return x * y; });
+  case OpKind::Pow:
+    return map2(a, b, t, [](double x, double y) { return std::pow(x, y); });
+  case OpKind::Max:
+    return map2(a, b, t, ieeeMaximum);
+  case OpKind::Min:
+    return map2(a, b, t, ieeeMinimum);
+  case OpKind::Div:
+    return map2(a, b, t, [](double x, double y) { return x / y; });
+  case OpKind::Rem:
+    return map2(a, b, t, [](double x, double y) { return std::fmod(x, y); });
+  case OpKind::And: // bool
+    return map2(a, b, t, [](double x, double y) { return truth(x != 0 && y != 0); });
+  case OpKind::Or:
+    return map2(a, b, t, [](double x, double y) { return truth(x != 0 || y != 0); });
   default:
     break;
   }
@@ -234,36 +385,62 @@ Value evalBinary(const Node& n, const Value& a, const Value& b) {
 }
 
 Value evalTernary(const Node& n, const Value& a, const Value& b, const Value& c) {
-  Value out{a.shape, std::vector<double>(a.data.size())};
   if (n.kind == OpKind::Select) {
-    for (size_t i = 0; i < out.data.size(); ++i)
-      out.data[i] = a.data[i] != 0 ? b.data[i] : c.data[i];
-  } else { // clamp(lo, x, hi)
-    for (size_t i = 0; i < out.data.size(); ++i)
-      out.data[i] = nanMin(nanMax(b.data[i], a.data[i]), c.data[i]);
+    Value out = sameShape(b, b.dtype);
+    for (size_t i = 0; i < a.data.size(); ++i) {
+      if (b.integer())
+        out.ints[i] = a.data[i] != 0 ? b.ints[i] : c.ints[i];
+      else
+        out.data[i] = a.data[i] != 0 ? b.data[i] : c.data[i];
+    }
+    return out;
+  }
+  // clamp(lo, x, hi) = min(max(x, lo), hi)
+  Value out = sameShape(b, b.dtype);
+  if (b.integer()) {
+    for (size_t i = 0; i < b.ints.size(); ++i)
+      out.ints[i] = std::min(std::max(b.ints[i], a.ints[i]), c.ints[i]);
+  } else {
+    for (size_t i = 0; i < b.data.size(); ++i)
+      out.data[i] = ieeeMinimum(ieeeMaximum(b.data[i], a.data[i]), c.data[i]);
   }
   return out;
 }
 
 // --- sources -------------------------------------------------------------------------
 
+Value filled(const Sizes& shape, DType t, double v) {
+  Value out{shape, t, {}, {}};
+  auto n = static_cast<size_t>(checkedProduct(shape));
+  if (isInteger(t))
+    out.ints.assign(n, static_cast<int64_t>(v)); // integral and in range: the verifier checks
+  else
+    out.data.assign(n, v);
+  return out;
+}
+
 Value evalConstant(const Node& n, const Sizes& shape) {
   const auto& values = n.attr<ConstantAttrs>().values;
-  Value out{shape, {}};
-  if (values.size() == 1)
-    out.data.assign(static_cast<size_t>(checkedProduct(shape)), values[0]);
+  if (values.size() == 1) return filled(shape, n.type.dtype, values[0]);
+  Value out{shape, n.type.dtype, {}, {}};
+  if (out.integer())
+    for (double v : values)
+      out.ints.push_back(static_cast<int64_t>(v));
   else
     out.data = values;
   return out;
 }
 
 Value evalIota(const Node& n, const Sizes& shape) {
-  Value out{shape, std::vector<double>(static_cast<size_t>(checkedProduct(shape)))};
+  Value out = filled(shape, n.type.dtype, 0);
   // The second view counts along the iota axis only, so its offset is the element's value.
   View along{0, Sizes(shape.size(), 0)};
   along.strides[static_cast<size_t>(n.attr<IotaAttrs>().axis)] = 1;
   forEachIndex(shape, contiguous(shape), along, [&](int64_t o, int64_t v) {
-    out.data[static_cast<size_t>(o)] = static_cast<double>(v);
+    if (out.integer())
+      out.ints[static_cast<size_t>(o)] = v;
+    else
+      out.data[static_cast<size_t>(o)] = static_cast<double>(v);
   });
   return out;
 }
@@ -272,9 +449,12 @@ Value evalIota(const Node& n, const Sizes& shape) {
 
 /// out[idx] = x[view(idx)] for every index of `shape`.
 Value gather(const Value& x, const Sizes& shape, const View& view) {
-  Value out{shape, std::vector<double>(static_cast<size_t>(checkedProduct(shape)))};
+  Value out = filled(shape, x.dtype, 0);
   forEachIndex(shape, contiguous(shape), view, [&](int64_t o, int64_t i) {
-    out.data[static_cast<size_t>(o)] = x.data[static_cast<size_t>(i)];
+    if (x.integer())
+      out.ints[static_cast<size_t>(o)] = x.ints[static_cast<size_t>(i)];
+    else
+      out.data[static_cast<size_t>(o)] = x.data[static_cast<size_t>(i)];
   });
   return out;
 }
@@ -282,7 +462,10 @@ Value gather(const Value& x, const Sizes& shape, const View& view) {
 /// out[view(idx)] = x[idx] for every index of x.
 void scatter(const Value& x, Value& out, const View& view) {
   forEachIndex(x.shape, contiguous(x.shape), view, [&](int64_t i, int64_t o) {
-    out.data[static_cast<size_t>(o)] = x.data[static_cast<size_t>(i)];
+    if (x.integer())
+      out.ints[static_cast<size_t>(o)] = x.ints[static_cast<size_t>(i)];
+    else
+      out.data[static_cast<size_t>(o)] = x.data[static_cast<size_t>(i)];
   });
 }
 
@@ -317,7 +500,7 @@ Value evalSlice(const Node& n, const Value& x, const Sizes& shape) {
 
 Value evalConcatenate(const Node& n, const std::vector<const Value*>& xs, const Sizes& shape) {
   auto axis = static_cast<size_t>(n.attr<ConcatAttrs>().axis);
-  Value out{shape, std::vector<double>(static_cast<size_t>(checkedProduct(shape)))};
+  Value out = filled(shape, n.type.dtype, 0);
   View view = contiguous(shape);
   for (const Value* x : xs) {
     scatter(*x, out, view);
@@ -328,7 +511,7 @@ Value evalConcatenate(const Node& n, const std::vector<const Value*>& xs, const 
 
 Value evalPad(const Node& n, const Value& x, const Sizes& shape) {
   const auto& a = n.attr<PadAttrs>();
-  Value out{shape, std::vector<double>(static_cast<size_t>(checkedProduct(shape)), a.value)};
+  Value out = filled(shape, n.type.dtype, a.value);
   View view = contiguous(shape);
   for (size_t i = 0; i < shape.size(); ++i)
     view.base += a.low[i] * view.strides[i];
@@ -356,10 +539,24 @@ double reduceIdentity(ReduceKind k) {
   return 0.0;
 }
 
+int64_t reduceIdentityInt(ReduceKind k, DType t) {
+  switch (k) {
+  case ReduceKind::Max:
+    return intMin(t);
+  case ReduceKind::Min:
+    return intMax(t);
+  case ReduceKind::Prod:
+  case ReduceKind::All:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
 Value evalReduce(const Node& n, const Value& x, const Sizes& shape) {
   const auto& a = n.attr<ReduceAttrs>();
-  Value out{shape, std::vector<double>(static_cast<size_t>(checkedProduct(shape)),
-                                       reduceIdentity(a.kind))};
+  Value out = x.integer() ? filled(shape, x.dtype, 0) : filled(shape, x.dtype, reduceIdentity(a.kind));
+  if (x.integer()) std::fill(out.ints.begin(), out.ints.end(), reduceIdentityInt(a.kind, x.dtype));
   // Each operand axis maps to its result axis; reduced axes all land on the same element.
   Sizes outStrides = rowMajorStrides(shape);
   View view{0, Sizes(x.shape.size(), 0)};
@@ -372,15 +569,40 @@ Value evalReduce(const Node& n, const Value& x, const Sizes& shape) {
       acc = combine(acc, x.data[static_cast<size_t>(i)]);
     });
   };
+  auto accumulateInt = [&](auto combine) {
+    forEachIndex(x.shape, contiguous(x.shape), view, [&](int64_t i, int64_t o) {
+      int64_t& acc = out.ints[static_cast<size_t>(o)];
+      acc = combine(acc, x.ints[static_cast<size_t>(i)]);
+    });
+  };
+  if (x.integer()) {
+    switch (a.kind) {
+    case ReduceKind::Sum:
+      accumulateInt(wrapAdd);
+      break;
+    case ReduceKind::Prod:
+      accumulateInt(wrapMul);
+      break;
+    case ReduceKind::Max:
+      accumulateInt([](int64_t s, int64_t v) { return std::max(s, v); });
+      break;
+    case ReduceKind::Min:
+      accumulateInt([](int64_t s, int64_t v) { return std::min(s, v); });
+      break;
+    default:
+      throw Error(fmt::format("{}: {} takes bool operands", describe(n), reduceKindName(a.kind)));
+    }
+    return out;
+  }
   switch (a.kind) {
   case ReduceKind::Sum:
     accumulate([](double s, double v) { return s + v; });
     break;
   case ReduceKind::Max:
-    accumulate(nanMax);
+    accumulate(ieeeMaximum);
     break;
   case ReduceKind::Min:
-    accumulate(nanMin);
+    accumulate(ieeeMinimum);
     break;
   case ReduceKind::Prod:
     accumulate([](double s, double v) { return s * v; });
@@ -395,21 +617,31 @@ Value evalReduce(const Node& n, const Value& x, const Sizes& shape) {
   return out;
 }
 
-/// [..., M, K] x [..., K, N] -> [..., M, N], accumulated in double.
-Value evalDot(const Value& a, const Value& b, const Sizes& shape) {
-  size_t r = a.shape.size();
-  int64_t m = a.shape[r - 2], k = a.shape[r - 1], nn = b.shape[r - 1];
-  int64_t batches = checkedProduct(Sizes(a.shape.begin(), a.shape.end() - 2));
-  Value out{shape, std::vector<double>(static_cast<size_t>(checkedProduct(shape)), 0.0)};
+/// [..., M, K] x [..., K, N] -> [..., M, N], accumulated in double (floats) or wrapping int64.
+template <class T, class Mul, class Add>
+void matmul(const std::vector<T>& a, const std::vector<T>& b, std::vector<T>& c, int64_t batches,
+            int64_t m, int64_t k, int64_t nn, Mul mul, Add add) {
   for (int64_t p = 0; p < batches; ++p) {
-    const double* A = a.data.data() + p * m * k;
-    const double* B = b.data.data() + p * k * nn;
-    double* C = out.data.data() + p * m * nn;
+    const T* A = a.data() + p * m * k;
+    const T* B = b.data() + p * k * nn;
+    T* C = c.data() + p * m * nn;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < k; ++j)
         for (int64_t l = 0; l < nn; ++l)
-          C[i * nn + l] += A[i * k + j] * B[j * nn + l];
+          C[i * nn + l] = add(C[i * nn + l], mul(A[i * k + j], B[j * nn + l]));
   }
+}
+
+Value evalDot(const Node& n, const Value& a, const Value& b, const Sizes& shape) {
+  size_t r = a.shape.size();
+  int64_t m = a.shape[r - 2], k = a.shape[r - 1], nn = b.shape[r - 1];
+  int64_t batches = checkedProduct(Sizes(a.shape.begin(), a.shape.end() - 2));
+  Value out = filled(shape, n.type.dtype, 0);
+  if (a.integer())
+    matmul(a.ints, b.ints, out.ints, batches, m, k, nn, wrapMul, wrapAdd);
+  else
+    matmul(a.data, b.data, out.data, batches, m, k, nn, std::multiplies<double>(),
+           std::plus<double>());
   return out;
 }
 
@@ -428,8 +660,11 @@ Value evalNode(const Node& n, const std::vector<const Value*>& ops, const Sizes&
     return evalTernary(n, *ops[0], *ops[1], *ops[2]);
   case OpKind::BroadcastInDim:
     return evalBroadcast(n, *ops[0], shape);
-  case OpKind::Reshape:
-    return Value{shape, ops[0]->data};
+  case OpKind::Reshape: {
+    Value v = *ops[0];
+    v.shape = shape;
+    return v;
+  }
   case OpKind::Transpose:
     return evalTranspose(n, *ops[0], shape);
   case OpKind::Slice:
@@ -441,7 +676,7 @@ Value evalNode(const Node& n, const std::vector<const Value*>& ops, const Sizes&
   case OpKind::Reduce:
     return evalReduce(n, *ops[0], shape);
   case OpKind::Dot:
-    return evalDot(*ops[0], *ops[1], shape);
+    return evalDot(n, *ops[0], *ops[1], shape);
   default:
     if (isUnary(n.kind)) return evalUnary(n, *ops[0]);
     if (isBinary(n.kind)) return evalBinary(n, *ops[0], *ops[1]);
@@ -473,9 +708,13 @@ Value readInput(const Node& param, const Sizes& shape, const HostTensor& t) {
   if (t.bytes.size() != static_cast<size_t>(count) * static_cast<size_t>(dtypeBytes(t.dtype)))
     throw InputError(fmt::format("input \"{}\": {} needs {} bytes, the tensor holds {}", param.name,
                                  expected, count * dtypeBytes(t.dtype), t.bytes.size()));
-  Value v{shape, std::vector<double>(static_cast<size_t>(count))};
-  for (int64_t i = 0; i < count; ++i)
-    v.data[static_cast<size_t>(i)] = t.get(i);
+  Value v = filled(shape, t.dtype, 0);
+  for (int64_t i = 0; i < count; ++i) {
+    if (v.integer())
+      v.ints[static_cast<size_t>(i)] = t.getInt(i);
+    else
+      v.data[static_cast<size_t>(i)] = t.get(i);
+  }
   return v;
 }
 
@@ -527,7 +766,8 @@ std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>&
     for (NodeId o : n.operands)
       ops.push_back(&values[static_cast<size_t>(o)]);
     Value v = evalNode(n, ops, shapes[id]);
-    roundInPlace(v.data, n.type.dtype);
+    v.dtype = n.type.dtype;
+    roundInPlace(v);
     values[id] = std::move(v);
     for (NodeId o : n.operands)
       if (lastUse[static_cast<size_t>(o)] == n.id) values[static_cast<size_t>(o)] = Value{};
@@ -537,8 +777,12 @@ std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>&
   for (NodeId id : g.outputs()) {
     const Value& v = values[static_cast<size_t>(id)];
     HostTensor t(g.node(id).type.dtype, v.shape);
-    for (size_t i = 0; i < v.data.size(); ++i)
-      t.set(static_cast<int64_t>(i), v.data[i]);
+    if (v.integer())
+      for (size_t i = 0; i < v.ints.size(); ++i)
+        t.setInt(static_cast<int64_t>(i), v.ints[i]);
+    else
+      for (size_t i = 0; i < v.data.size(); ++i)
+        t.set(static_cast<int64_t>(i), v.data[i]);
     outputs.push_back(std::move(t));
   }
   return outputs;

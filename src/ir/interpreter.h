@@ -2,21 +2,25 @@
 // The reference interpreter: runs any verified graph on the host, op by op, and is the oracle
 // every execution test compares with. It favours being obviously right over being fast.
 //
-// Semantics (what codegen must match, or what tests must avoid):
-//  - Every op computes in double and rounds its result to the op's dtype on store, exactly as
-//    HostTensor::set would (f16/bf16 round to nearest even through f32; integer results
-//    truncate toward zero and saturate; NaN stores as 0 in an integer).
-//    So integer overflow saturates here where a GPU wraps: tests should not overflow.
-//    Values are held as double, so i64 is exact only up to 2^53 (as in ConstantAttrs).
+// Semantics (what codegen and the simulator must match; docs/graph-format.md states them for
+// users):
+//  - Floats compute in double and round to the op's dtype on store, exactly as HostTensor::set
+//    would (f16/bf16 round to nearest even through f32).
+//  - Integers (i8, i32, i64) are exact two's-complement values: add, sub, mul, neg, abs, sum and
+//    prod wrap around at the dtype's width, as numpy and GPUs do (i8 127 + 1 = -128;
+//    abs(MIN) = MIN; MIN / -1 = MIN). Integer div and rem truncate toward zero like C (rem
+//    takes the dividend's sign). Integer division or remainder by zero has no defined result on
+//    a GPU, so the interpreter refuses it: InputError naming the op and the element.
+//  - convert: float -> integer truncates toward zero and saturates, NaN gives 0; integer ->
+//    narrower integer wraps (i32 300 -> i8 44); integer -> f32/f16/bf16 rounds once to f32,
+//    then to the dtype; anything -> bool is x != 0 (NaN gives true).
 //  - Floats follow IEEE (x/0 = ±inf, 0/0 = NaN, rem = C fmod). max, min, clamp and reduce
-//    max/min propagate NaN. sign(±0) = 0, sign(NaN) = NaN. Compare with a NaN is false except NE.
-//  - Integer div and rem truncate toward zero like C (rem takes the dividend's sign).
-//    Integer division or remainder by zero has no defined result on a GPU, so the interpreter
-//    refuses it: InputError naming the op and the element.
+//    max/min are IEEE 754-2019 maximum/minimum: NaN if any operand is NaN, and -0 < +0.
+//    sign(±0) = 0, sign(NaN) = NaN. Compare with a NaN is false except NE.
 //  - not/and/or are logical on bool and bitwise on integers.
 //  - clamp(lo, x, hi) = min(max(x, lo), hi). Reductions over an empty axis give the identity
-//    (0, -inf, +inf, 1, false, true; saturated in integer dtypes).
-//  - dot accumulates in double and rounds once.
+//    (0, -inf, +inf, 1, false, true; MIN and MAX of the dtype for integer max and min).
+//  - dot accumulates in double (floats, rounded once) or wrapping int64 (integers).
 // Ops that no output depends on are not run. Symbolic dims are evaluated under `binding`; each
 // input must have exactly the parameter's dtype and evaluated shape.
 #include <vector>

@@ -1,7 +1,9 @@
 #include "ir/shape_inference.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
+#include <optional>
 
 #include "weft/error.h"
 
@@ -33,6 +35,31 @@ void checkOperandCount(const std::string& where, OpKind kind, size_t n) {
 template <class A> const A& attrsOf(const std::string& where, OpKind kind, const Attrs& attrs) {
   if (auto* a = std::get_if<A>(&attrs)) return *a;
   fail(where, fmt::format("{} is missing its attributes", opName(kind)));
+}
+
+/// Integer and bool constants (and pad values) must hold a value of their dtype exactly: an
+/// integer in range (or 0/1 for bool), never NaN, inf or a fraction. `field` names the
+/// attribute for the message.
+void checkValueFits(const std::string& where, const std::string& field, DType t, double v,
+                    std::optional<size_t> element = std::nullopt) {
+  if (isFloat(t)) return;
+  std::string which = element ? fmt::format("element {} ({})", *element, v) : fmt::format("{}", v);
+  auto bad = [&](const std::string& why) {
+    fail(where, fmt::format("field \"{}\": {} {}", field, which, why));
+  };
+  if (!std::isfinite(v) || v != std::trunc(v)) bad(fmt::format("is not a {} value", dtypeName(t)));
+  double lo = 0, hi = 1;
+  switch (t) {
+  case DType::i8: lo = -128, hi = 127; break;
+  case DType::i32: lo = -2147483648.0, hi = 2147483647.0; break;
+  case DType::i64: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
+  default: break;
+  }
+  // 2^63 is the double nearest to INT64_MAX: it does not fit.
+  if (v < lo || v > hi || (t == DType::i64 && v >= 9223372036854775808.0))
+    bad(fmt::format("does not fit {} ({} to {})", dtypeName(t),
+                    t == DType::i64 ? "-2^63" : fmt::format("{}", lo),
+                    t == DType::i64 ? "2^63-1" : fmt::format("{}", hi)));
 }
 
 void checkAxis(const std::string& where, const std::string& what, int64_t axis, size_t rank) {
@@ -231,6 +258,9 @@ TensorType inferType(const std::string& where, OpKind kind, const std::vector<co
     result = requireDeclared(where, kind, declared);
     const auto& a = attrsOf<ConstantAttrs>(where, kind, attrs);
     if (a.values.empty()) fail(where, "constant needs at least one value");
+    for (size_t i = 0; i < a.values.size(); ++i)
+      checkValueFits(where, a.values.size() == 1 ? "value" : "values", result.dtype, a.values[i],
+                     a.values.size() == 1 ? std::nullopt : std::optional<size_t>(i));
     if (a.values.size() > 1) {
       if (!isStatic(result.shape))
         fail(where, "a constant with more than one value needs a static shape");
@@ -281,6 +311,7 @@ TensorType inferType(const std::string& where, OpKind kind, const std::vector<co
     break;
   case OpKind::Pad:
     result = inferPad(where, *ops[0], attrsOf<PadAttrs>(where, kind, attrs));
+    checkValueFits(where, "value", result.dtype, attrsOf<PadAttrs>(where, kind, attrs).value);
     break;
   case OpKind::Reduce:
     result = inferReduce(where, *ops[0], attrsOf<ReduceAttrs>(where, kind, attrs));

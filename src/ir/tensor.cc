@@ -50,6 +50,28 @@ double HostTensor::get(int64_t i) const {
   return 0;
 }
 
+int64_t HostTensor::getInt(int64_t i) const {
+  const uint8_t* p = bytes.data() + i * ir::dtypeBytes(dtype);
+  switch (dtype) {
+  case DType::i8: return load<int8_t>(p);
+  case DType::i32: return load<int32_t>(p);
+  case DType::i64: return load<int64_t>(p);
+  case DType::boolean: return load<uint8_t>(p) ? 1 : 0;
+  default: return saturatingCast<int64_t>(get(i));
+  }
+}
+
+void HostTensor::setInt(int64_t i, int64_t v) {
+  uint8_t* p = bytes.data() + i * ir::dtypeBytes(dtype);
+  switch (dtype) {
+  case DType::i8: store<int8_t>(p, static_cast<int8_t>(wrapToDType(v, dtype))); return;
+  case DType::i32: store<int32_t>(p, static_cast<int32_t>(wrapToDType(v, dtype))); return;
+  case DType::i64: store<int64_t>(p, v); return;
+  case DType::boolean: store<uint8_t>(p, v != 0 ? 1 : 0); return;
+  default: set(i, static_cast<double>(v)); return;
+  }
+}
+
 void HostTensor::set(int64_t i, double v) {
   uint8_t* p = bytes.data() + static_cast<size_t>(i) * static_cast<size_t>(ir::dtypeBytes(dtype));
   switch (dtype) {
@@ -142,6 +164,15 @@ double roundToDType(double v, DType t) {
   case DType::boolean: return v != 0.0 ? 1.0 : 0.0;
   }
   return v;
+}
+
+int64_t wrapToDType(int64_t v, DType t) {
+  switch (t) {
+  case DType::i8: return static_cast<int8_t>(static_cast<uint8_t>(static_cast<uint64_t>(v)));
+  case DType::i32: return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
+  case DType::boolean: return v != 0 ? 1 : 0;
+  default: return v;
+  }
 }
 
 } // namespace weft

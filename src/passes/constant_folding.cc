@@ -1,6 +1,7 @@
 #include "passes/constant_folding.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 #include "ir/interpreter.h"
@@ -12,6 +13,12 @@ namespace weft::passes {
 using namespace ir;
 
 namespace {
+
+/// Whether a double holds `v` exactly (every i8/i32 value; i64 up to 2^53 and some past it).
+bool exactlyDouble(int64_t v) {
+  double d = static_cast<double>(v);
+  return d < 9223372036854775808.0 && static_cast<int64_t>(d) == v;
+}
 
 bool isSplat(const Node& c) {
   return c.attr<ConstantAttrs>().values.size() == 1;
@@ -55,15 +62,19 @@ std::optional<std::vector<double>> evaluate(const Node& n, const std::vector<con
     return std::nullopt;
   }
   std::vector<double> values;
-  for (int64_t i = 0; i < out[0].numElements(); ++i)
+  for (int64_t i = 0; i < out[0].numElements(); ++i) {
     values.push_back(out[0].get(i));
+    // Constants hold doubles: an i64 result past 2^53 would round, so it is not folded.
+    if (isInteger(n.type.dtype) && !exactlyDouble(out[0].getInt(i))) return std::nullopt;
+  }
   return values;
 }
 
 /// One value when all are equal (a splat), else all of them.
 std::vector<double> compact(std::vector<double> values) {
-  if (!values.empty() &&
-      std::all_of(values.begin(), values.end(), [&](double v) { return v == values[0]; }))
+  // Bitwise equal, so -0 and +0 stay apart and NaNs compact.
+  auto same = [&](double v) { return std::memcmp(&v, &values[0], sizeof v) == 0; };
+  if (!values.empty() && std::all_of(values.begin(), values.end(), same))
     values.resize(1);
   return values;
 }

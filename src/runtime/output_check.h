@@ -1,19 +1,26 @@
 #pragma once
-// Compares what a device computed with what the reference interpreter computed, under
-// tolerances per dtype. An element passes when
-//     |actual - expected| <= atol + rtol * |expected| + scaled * maxAbs(expected tensor)
-// The `scaled` term allows the rounding error of accumulations whose magnitude is the
-// tensor's scale rather than the element's (a sum that cancels to nearly zero). Integers and
-// bools must match exactly; NaN matches NaN, infinities match themselves.
+// Compares what a device computed with what the reference interpreter computed. The rules
+// (docs/graph-format.md, "Checking outputs"), per element, from that element alone:
+//  - integers and bools match exactly (all 64 bits of an i64);
+//  - a NaN reference is matched only by NaN (any payload); +inf and -inf only by themselves;
+//    a finite reference is never matched by NaN or an infinity;
+//  - a finite float passes when |actual - expected| <= atol + rtol * |expected| + spread,
+//    where atol and rtol are the dtype's (toleranceFor) and spread is the conditioning guard
+//    (runtime::conditioningSpread: how far the reference itself moves when every rounded
+//    value moves by a few ulps). Never the tensor's largest element: a wrong small element
+//    next to a large one fails.
+//  - an element whose spread is infinite (the reference flips class under a few ulps of
+//    rounding) accepts any value.
 #include <string>
 #include <vector>
 
+#include "ir/graph.h"
 #include "weft/tensor.h"
 
 namespace weft::runtime {
 
 struct Tolerance {
-  double atol = 0, rtol = 0, scaled = 0;
+  double atol = 0, rtol = 0;
 };
 Tolerance toleranceFor(ir::DType t);
 
@@ -27,12 +34,16 @@ struct TensorCheck {
   std::vector<int64_t> shape;
 };
 
-/// `spread`, when given (expected's dtype is irrelevant: f64 of expected's shape), is per element
-/// how far the reference itself moves when its inputs move by a few units in the last place:
-/// it is added to the allowed error, so that an ill-conditioned element (a sum that cancels
-/// and is then amplified, a float converted to an integer at a rounding boundary) is judged by
-/// its conditioning. An infinite spread accepts any value.
+/// `spread`, when given, holds one allowance per element of `expected` (see above); without it
+/// the check is the dtype's tolerance alone.
 TensorCheck checkTensor(const std::string& name, const HostTensor& expected, const HostTensor& actual,
                         const std::vector<double>* spread = nullptr);
+
+/// What `weft run --check` does: runs the interpreter on `inputs` under `binding`, measures its
+/// conditioning, and checks each output of `actual` (graph output order). InputError from the
+/// interpreter (an integer division by zero) propagates.
+std::vector<TensorCheck> checkOutputs(const ir::Graph& g, const std::vector<HostTensor>& inputs,
+                                      const ir::Binding& binding,
+                                      const std::vector<HostTensor>& actual);
 
 } // namespace weft::runtime

@@ -8,6 +8,7 @@
 
 #include "codegen/compile.h"
 #include "fusion/plan.h"
+#include "ir/fingerprint.h"
 #include "ir/printer.h"
 #include "passes/pipeline.h"
 #include "runtime/compile_cache.h"
@@ -22,16 +23,24 @@ double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-/// Everything the PTX depends on; the plan is a deterministic function of these.
+/// Everything the PTX depends on: weft's version and source hash, the policy, every field of
+/// the device spec and of the codegen options that reaches the module, and the exact
+/// canonical graph (ir::fingerprint: every constant by its bits). The plan is a deterministic
+/// function of these. The cache compares the whole key on load, so two keys that hash to one
+/// file name still never share a program.
 std::string cacheKey(const ir::Graph& canonical, const CompileOptions& o) {
   const DeviceSpec& d = o.device;
+  const codegen::CodegenOptions& c = o.codegen;
   return fmt::format(
-      "weft {} ({})\npolicy {}\ndevice {} sm_{} sms={} threads={}/{} blocks={} regs={} smem={}/{}\n"
-      "libdevice={} optimise={}\n{}",
+      "weft {} ({})\npolicy {}\n"
+      "device {} sm_{} sms={} warp={} threads={}/{} blocks={} regs={}/{} smem={}/{}/{} "
+      "bw={:a} clock={:a} schedulers={}\n"
+      "libdevice={} path={} optimise={} keepLlvmIr={}\n{}",
       WEFT_VERSION, WEFT_SOURCE_HASH, fusion::policyName(o.policy), d.name, d.computeCapability,
-      d.smCount, d.maxThreadsPerBlock, d.maxThreadsPerSM, d.maxBlocksPerSM, d.registersPerSM,
-      d.sharedMemoryPerBlock, d.sharedMemoryPerSM, o.codegen.useLibdevice, o.codegen.optimise,
-      ir::printGraph(canonical));
+      d.smCount, d.warpSize, d.maxThreadsPerBlock, d.maxThreadsPerSM, d.maxBlocksPerSM,
+      d.registersPerSM, d.maxRegistersPerThread, d.sharedMemoryPerBlock, d.sharedMemoryPerSM,
+      d.sharedMemoryPerBlockDefault, d.memoryBandwidthGBs, d.clockGHz, d.warpSchedulersPerSM,
+      c.useLibdevice, c.libdevicePath, c.optimise, c.keepLlvmIr, ir::fingerprint(canonical));
 }
 
 /// A program embedding weft logs at warn unless it configured spdlog itself (a default logger

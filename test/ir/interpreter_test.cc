@@ -164,12 +164,48 @@ TEST_CASE("integer division by zero is an error naming the op and element", "[ir
                     Catch::StartsWith("op \"out\" (rem): integer division by zero at element [0]"));
 }
 
-TEST_CASE("integer results saturate on store, as HostTensor::set does", "[ir][interpreter]") {
-  CHECK(binaryOf(OpKind::Add, DType::i8, {100, -100}, {100, -100}) ==
-        std::vector<double>{127, -128});
-  CHECK(unaryOf(OpKind::Neg, DType::i8, {-128}) == std::vector<double>{127});
+TEST_CASE("integer arithmetic wraps around at the dtype's width", "[ir][interpreter]") {
+  CHECK(binaryOf(OpKind::Add, DType::i8, {100, -100, 127}, {100, -100, 1}) ==
+        std::vector<double>{-56, 56, -128});
+  CHECK(unaryOf(OpKind::Neg, DType::i8, {-128}) == std::vector<double>{-128});
+  CHECK(unaryOf(OpKind::Abs, DType::i32, {-2147483648.0}) == std::vector<double>{-2147483648.0});
   CHECK(binaryOf(OpKind::Div, DType::i32, {-2147483648.0}, {-1}) ==
-        std::vector<double>{2147483647.0});
+        std::vector<double>{-2147483648.0});
+  CHECK(binaryOf(OpKind::Mul, DType::i32, {65536}, {65536}) == std::vector<double>{0});
+}
+
+TEST_CASE("i64 is exact past 2^53 and wraps at 2^63", "[ir][interpreter]") {
+  Graph g;
+  NodeId a = g.parameter("a", {DType::i64, {Dim(2)}});
+  NodeId b = g.parameter("b", {DType::i64, {Dim(2)}});
+  g.setOutputs({g.binary(OpKind::Add, a, b), g.reduce(ReduceKind::Sum, a, {0})});
+  HostTensor ta(DType::i64, {2}), tb(DType::i64, {2});
+  ta.setInt(0, INT64_MAX);
+  ta.setInt(1, (int64_t(1) << 53) + 1);
+  tb.setInt(0, 1);
+  tb.setInt(1, 2);
+  auto outs = interpret(g, {ta, tb});
+  CHECK(outs[0].getInt(0) == INT64_MIN);
+  CHECK(outs[0].getInt(1) == (int64_t(1) << 53) + 3);
+  CHECK(outs[1].getInt(0) == INT64_MIN + (int64_t(1) << 53));
+}
+
+TEST_CASE("integer converts wrap between integers and saturate from floats", "[ir][interpreter]") {
+  Graph g;
+  NodeId x = g.parameter("x", {DType::i32, {Dim(3)}});
+  g.setOutputs({g.convert(x, DType::i8), g.convert(x, DType::f16)});
+  auto outs = interpret(g, {tensor(DType::i32, {3}, {300, -129, 2049})});
+  CHECK(elements(outs[0]) == std::vector<double>{44, 127, 1});
+  CHECK(elements(outs[1]) == std::vector<double>{300, -129, 2048});
+}
+
+TEST_CASE("max and min order -0 below +0 (IEEE 754-2019)", "[ir][interpreter]") {
+  auto mx = binaryOf(OpKind::Max, DType::f32, {-0.0, 0.0}, {0.0, -0.0});
+  CHECK(!std::signbit(mx[0]));
+  CHECK(!std::signbit(mx[1]));
+  auto mn = binaryOf(OpKind::Min, DType::f32, {-0.0, 0.0}, {0.0, -0.0});
+  CHECK(std::signbit(mn[0]));
+  CHECK(std::signbit(mn[1]));
 }
 
 TEST_CASE("compare directions, including NaN", "[ir][interpreter]") {
@@ -283,6 +319,11 @@ TEST_CASE("reduce any/all, NaN in max, and empty axes give the identity", "[ir][
   CHECK(elements(eo[0]) == std::vector<double>{0, 0});
   CHECK(elements(eo[1]) == std::vector<double>{-kInf, -kInf});
   CHECK(elements(eo[2]) == std::vector<double>{2147483647.0, 2147483647.0});
+  // Integer max/min over nothing: the dtype's MIN and MAX, not a saturated infinity.
+  Graph f;
+  NodeId zb = f.parameter("z", {DType::i8, {Dim(2), Dim(0)}});
+  f.setOutputs({f.reduce(ReduceKind::Max, zb, {1})});
+  CHECK(elements(interpret(f, {HostTensor(DType::i8, {2, 0})})[0]) == std::vector<double>{-128, -128});
 }
 
 TEST_CASE("broadcast_in_dim maps operand dims and stretches size-1 dims", "[ir][interpreter]") {

@@ -1,6 +1,7 @@
 // The on-disk compile cache: round trip, a second process-level compile served from disk, and
 // entries that are corrupt or belong to another key recompiled rather than loaded.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -105,4 +106,74 @@ TEST_CASE("weft::compile stores on disk and a later compile loads from there", "
   for (const auto& e : fs::directory_iterator(dir))
     entries += e.path().extension() == ".json";
   CHECK(entries == 2);
+}
+
+namespace {
+
+/// y = (x * c - x) * 1e7 over f32[n], c a constant of `values` (one value: a splat).
+ir::Graph scaledDifference(const std::vector<double>& values, int64_t n = 32) {
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {n}});
+  auto c = g.constant(DType::f32, {n}, values, "c");
+  auto d = g.binary(ir::OpKind::Sub, g.binary(ir::OpKind::Mul, x, c), x);
+  auto k = g.broadcastInDim(g.scalar(DType::f32, 1e7), {n}, {});
+  g.addOutput(g.binary(ir::OpKind::Mul, d, k, "y"));
+  return g;
+}
+
+double nextUp(double v) {
+  return double(std::nextafter(float(v), 2.0f));
+}
+
+size_t entriesIn(const fs::path& dir) {
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir))
+    n += e.path().extension() == ".json";
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("graphs whose constants differ in one bit never share a cache entry", "[runtime][cache]") {
+  fs::path dir = freshDir("one_bit");
+  CompileOptions o;
+  o.cacheDir = dir.string();
+  // A splat constant: 1.0000001 and the next float above it print alike to 6 digits.
+  double c1 = 1.0000001, c2 = nextUp(c1);
+  auto a = compile(scaledDifference({c1}), o);
+  auto b = compile(scaledDifference({c2}), o);
+  CHECK_FALSE(b->program({})->fromDiskCache);
+  CHECK(a->program({})->module.ptx != b->program({})->module.ptx);
+  // A constant of many values (hashed in the key), one element one ulp apart.
+  std::vector<double> many(32, 1.0);
+  auto m1 = compile(scaledDifference(many), o);
+  many[17] = nextUp(1.0);
+  auto m2 = compile(scaledDifference(many), o);
+  CHECK_FALSE(m2->program({})->fromDiskCache);
+  // -0 and +0 are different constants too.
+  auto z1 = compile(scaledDifference({0.0}), o);
+  auto z2 = compile(scaledDifference({-0.0}), o);
+  CHECK_FALSE(z2->program({})->fromDiskCache);
+  CHECK(entriesIn(dir) == 6);
+  // And the same graph again is served from the cache.
+  CHECK(compile(scaledDifference(many), o)->program({})->fromDiskCache);
+}
+
+TEST_CASE("the cached program computes what a fresh one computes", "[runtime][cache]") {
+  // The reproduction of the bug: the second graph must not get the first one's results.
+  fs::path dir = freshDir("results");
+  CompileOptions o;
+  o.cacheDir = dir.string();
+  auto device = makeDevice("sim", o.device);
+  HostTensor x(DType::f32, {32});
+  for (int64_t i = 0; i < 32; ++i)
+    x.set(i, 1.0);
+  std::vector<double> firstY;
+  for (double c : {1.0000001, nextUp(1.0000001)}) {
+    Executable exe(compile(scaledDifference({c}), o), *device);
+    double y = exe.run({x})[0].get(0);
+    firstY.push_back(y);
+    CHECK(y == Approx((float(c) * 1.0f - 1.0f) * 1e7).epsilon(1e-6));
+  }
+  CHECK(firstY[0] != firstY[1]);
 }

@@ -1,0 +1,120 @@
+#include "runtime/conditioning.h"
+
+#include <cmath>
+#include <iterator>
+
+#include "ir/interpreter.h"
+#include "weft/error.h"
+
+namespace weft::runtime {
+namespace {
+
+/// Whether the op's float result is rounded (so a device, computing in another order or
+/// precision, may round it differently): parameters count, since the device reads what the
+/// producer of a real input rounded.
+bool rounds(const ir::Node& n) {
+  using K = ir::OpKind;
+  switch (n.kind) {
+  case K::Parameter: case K::Exp: case K::Log: case K::Tanh: case K::Sqrt: case K::Rsqrt:
+  case K::Erf: case K::Sigmoid: case K::Sin: case K::Cos: case K::Reciprocal: case K::Convert:
+  case K::Add: case K::Sub: case K::Mul: case K::Div: case K::Pow: case K::Rem: case K::Reduce:
+  case K::Dot:
+    return ir::isFloat(n.type.dtype);
+  default:
+    return false;
+  }
+}
+
+/// splitmix64: the same stream on every machine and standard library.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+int mantissaBits(ir::DType t) {
+  switch (t) {
+  case ir::DType::f16: return 10;
+  case ir::DType::bf16: return 7;
+  case ir::DType::f64: return 52;
+  default: return 23;
+  }
+}
+
+/// `g` with every rounded float value multiplied by a new input (same shape), and those inputs:
+/// 1 + e * `ulps` units in the last place of the value's dtype, e = +1 for every element
+/// (sign > 0), -1 (sign < 0), or uniform in [-1, 1) (sign == 0).
+std::pair<ir::Graph, std::vector<HostTensor>> withRoundingNoise(const ir::Graph& g,
+                                                                const ir::Binding& binding,
+                                                                uint64_t seed, int ulps, int sign) {
+  ir::Graph noisy;
+  std::vector<ir::NodeId> at(g.size(), -1);
+  for (ir::NodeId in : g.inputs())
+    at[size_t(in)] = noisy.parameter(g.node(in).name, g.node(in).type);
+  for (const ir::Node& n : g.nodes()) {
+    if (n.kind != ir::OpKind::Parameter) {
+      std::vector<ir::NodeId> operands;
+      for (ir::NodeId o : n.operands)
+        operands.push_back(at[size_t(o)]);
+      at[size_t(n.id)] = noisy.add(n.kind, operands, n.attrs, n.type, n.name);
+    }
+    if (!rounds(n)) continue;
+    ir::NodeId noise = noisy.parameter("noise." + n.name, n.type);
+    at[size_t(n.id)] = noisy.binary(ir::OpKind::Mul, at[size_t(n.id)], noise, "noisy." + n.name);
+  }
+  std::vector<ir::NodeId> outputs;
+  for (ir::NodeId o : g.outputs())
+    outputs.push_back(at[size_t(o)]);
+  noisy.setOutputs(outputs);
+  std::vector<HostTensor> noise;
+  for (size_t i = g.inputs().size(); i < noisy.inputs().size(); ++i) {
+    const ir::Node& n = noisy.node(noisy.inputs()[i]);
+    double step = ulps * std::ldexp(1.0, -mantissaBits(n.type.dtype));
+    HostTensor t(n.type.dtype, ir::evaluate(n.type.shape, binding));
+    for (int64_t e = 0; e < t.numElements(); ++e) {
+      double unit = double(mix(seed * 1000003 + i * 7919 + uint64_t(e)) >> 11) * 0x1p-52 - 1.0;
+      t.set(e, 1 + step * (sign > 0 ? 1.0 : sign < 0 ? -1.0 : unit));
+    }
+    noise.push_back(std::move(t));
+  }
+  return {std::move(noisy), std::move(noise)};
+}
+
+} // namespace
+
+std::vector<std::vector<double>> conditioningSpread(const ir::Graph& g,
+                                                    const std::vector<HostTensor>& inputs,
+                                                    const std::vector<HostTensor>& expected,
+                                                    const ir::Binding& binding, uint64_t seed) {
+  // All up, all down (an error that grows along a chain), then random directions (an error
+  // that cancels: a - b with a ~ b); the largest effect counts.
+  constexpr int kSigns[] = {1, -1, 0, 0, 0, 0};
+  constexpr int kUlps = 2;
+  constexpr double kMargin = 4; // the device's error may exceed one perturbation's effect
+  std::vector<std::vector<double>> spread;
+  for (const HostTensor& e : expected)
+    spread.emplace_back(size_t(e.numElements()), 0.0);
+  for (size_t run = 0; run < std::size(kSigns); ++run) {
+    auto [noisy, noise] = withRoundingNoise(g, binding, seed * 8 + run, kUlps, kSigns[run]);
+    std::vector<HostTensor> all = inputs;
+    all.insert(all.end(), noise.begin(), noise.end());
+    std::vector<HostTensor> moved;
+    try {
+      moved = ir::interpret(noisy, all, binding);
+    } catch (const InputError&) {
+      continue; // e.g. an integer divisor that the noise made zero: no information
+    }
+    for (size_t k = 0; k < expected.size(); ++k)
+      for (int64_t i = 0; i < expected[k].numElements(); ++i) {
+        double a = expected[k].get(i), b = moved[k].get(i);
+        double d = std::isfinite(a) && std::isfinite(b) ? kMargin * std::fabs(a - b)
+                   : (std::isnan(a) && std::isnan(b)) || a == b ? 0.0
+                                                                 : INFINITY;
+        spread[k][size_t(i)] = std::max(spread[k][size_t(i)], d);
+      }
+  }
+  return spread;
+}
+
+} // namespace weft::runtime

@@ -1,0 +1,357 @@
+// The coverage sweep: every op x every dtype it accepts x none/xla/astitch x v100/a100/h100,
+// with special values in the inputs (NaN, +-inf, -0, subnormals, the largest finite values,
+// integer extremes), compiled, run on the simulator and checked against the interpreter under
+// the rules of `weft run --check`; plus size-1, empty and rank-0 shapes through every policy.
+//
+// CI runs every case under one (policy, profile) pair, rotating through the nine pairs so
+// that each pair sees a ninth of the cases; the whole sweep (every case under all nine) runs
+//   WEFT_SWEEP=full build/test/runtime/test_coverage_sweep
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "ir/printer.h"
+#include "runtime/output_check.h"
+#include "weft/weft.h"
+
+using namespace weft;
+using ir::CompareDir;
+using ir::DType;
+using ir::NodeId;
+using ir::OpKind;
+using ir::ReduceKind;
+
+namespace {
+
+const DType kFloats[] = {DType::f64, DType::f32, DType::f16, DType::bf16};
+const DType kInts[] = {DType::i8, DType::i32, DType::i64};
+const DType kAll[] = {DType::f64, DType::f32, DType::f16, DType::bf16,
+                      DType::i8,  DType::i32, DType::i64, DType::boolean};
+
+std::vector<DType> numeric() {
+  std::vector<DType> v(std::begin(kFloats), std::end(kFloats));
+  v.insert(v.end(), std::begin(kInts), std::end(kInts));
+  return v;
+}
+
+/// Values every float input cycles through before its pseudo-random tail.
+std::vector<double> floatSpecials(DType t) {
+  double inf = std::numeric_limits<double>::infinity();
+  double maxFinite = t == DType::f64    ? std::numeric_limits<double>::max()
+                     : t == DType::f32  ? std::numeric_limits<float>::max()
+                     : t == DType::f16  ? 65504.0
+                                        : 3.3895313892515355e38; // bf16
+  double tiny = t == DType::f64    ? std::numeric_limits<double>::denorm_min()
+                : t == DType::f32  ? std::numeric_limits<float>::denorm_min()
+                : t == DType::f16  ? std::ldexp(1.0, -24)
+                                   : std::ldexp(1.0, -133); // bf16's smallest subnormal
+  return {std::nan(""), inf, -inf, -0.0, 0.0, tiny, -maxFinite, maxFinite, 1.0, -1.0, 0.5, 3.0};
+}
+
+std::vector<int64_t> intSpecials(DType t) {
+  int64_t lo = t == DType::i8 ? -128 : t == DType::i32 ? INT32_MIN : INT64_MIN;
+  int64_t hi = t == DType::i8 ? 127 : t == DType::i32 ? INT32_MAX : INT64_MAX;
+  return {lo, hi, -1, 0, 1, lo + 1, hi - 1, 2, -7, 100};
+}
+
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/// Which special element i of input `which` takes (n specials): input 0 cycles through them,
+/// input 1 steps once per cycle of input 0, so the first n * n elements meet every pair; a
+/// third input mixes. Past n * n elements: pseudo-random values.
+std::optional<size_t> specialIndex(int64_t i, int which, size_t n) {
+  auto u = size_t(i);
+  if (u >= n * n) return std::nullopt;
+  return which == 0 ? u % n : which == 1 ? (u / n) % n : (u * 7 + 3) % n;
+}
+
+/// Input `which` of a case: the specials as above, then values in [-4, 4) (floats) or
+/// [-100, 100] (integers). `nonZero` replaces zeros (integer divisors).
+HostTensor sweepInput(DType t, const std::vector<int64_t>& shape, int which, bool nonZero) {
+  HostTensor x(t, shape);
+  for (int64_t i = 0; i < x.numElements(); ++i) {
+    uint64_t r = mix(uint64_t(i) * 31 + uint64_t(which) * 1000003 + uint64_t(t));
+    if (ir::isBool(t)) {
+      auto k = specialIndex(i, which, 2);
+      x.setInt(i, k ? int64_t(*k) : int64_t(r & 1));
+    } else if (ir::isInteger(t)) {
+      auto s = intSpecials(t);
+      auto k = specialIndex(i, which, s.size());
+      int64_t v = k ? s[*k] : int64_t(r % 201) - 100;
+      if (nonZero && v == 0) v = 3;
+      x.setInt(i, v);
+    } else {
+      auto s = floatSpecials(t);
+      auto k = specialIndex(i, which, s.size());
+      x.set(i, k ? s[*k] : double(r >> 11) * 0x1p-50 - 4.0);
+    }
+  }
+  return x;
+}
+
+struct Case {
+  std::string name;
+  ir::Graph graph;
+  std::vector<HostTensor> inputs;
+};
+
+/// Shape of the sweep's inputs: 144 elements, so that two inputs meet in every pair of 12
+/// specials; 48 columns take vector paths, 3 rows a partial warp.
+const std::vector<int64_t> kShape = {3, 48};
+
+ir::Shape staticShape(const std::vector<int64_t>& s) {
+  ir::Shape out;
+  for (int64_t d : s)
+    out.push_back(ir::Dim(d));
+  return out;
+}
+
+/// A case of one op applied to `arity` fresh inputs of dtype `t` (and shape `shape`).
+Case opCase(const std::string& name, DType t, int arity, const std::vector<int64_t>& shape,
+            const std::function<NodeId(ir::Graph&, const std::vector<NodeId>&)>& build,
+            bool nonZeroDivisor = false) {
+  Case c;
+  c.name = name;
+  std::vector<NodeId> in;
+  for (int i = 0; i < arity; ++i) {
+    in.push_back(c.graph.parameter(fmt::format("x{}", i), {t, staticShape(shape)}));
+    c.inputs.push_back(sweepInput(t, shape, i, nonZeroDivisor && i == 1));
+  }
+  c.graph.addOutput(build(c.graph, in));
+  return c;
+}
+
+std::vector<Case> opCases() {
+  std::vector<Case> cases;
+  auto add = [&](Case c) { cases.push_back(std::move(c)); };
+  std::string dn;
+  for (OpKind k : {OpKind::Exp, OpKind::Log, OpKind::Tanh, OpKind::Sqrt, OpKind::Rsqrt,
+                   OpKind::Erf, OpKind::Sigmoid, OpKind::Sin, OpKind::Cos, OpKind::Floor,
+                   OpKind::Ceil, OpKind::Reciprocal})
+    for (DType t : kFloats)
+      add(opCase(fmt::format("{} {}", ir::opName(k), ir::dtypeName(t)), t, 1, kShape,
+                 [k](ir::Graph& g, auto in) { return g.unary(k, in[0]); }));
+  for (OpKind k : {OpKind::Neg, OpKind::Abs, OpKind::Sign})
+    for (DType t : numeric())
+      add(opCase(fmt::format("{} {}", ir::opName(k), ir::dtypeName(t)), t, 1, kShape,
+                 [k](ir::Graph& g, auto in) { return g.unary(k, in[0]); }));
+  for (DType t : {DType::boolean, DType::i8, DType::i32, DType::i64}) {
+    add(opCase(fmt::format("not {}", ir::dtypeName(t)), t, 1, kShape,
+               [](ir::Graph& g, auto in) { return g.unary(OpKind::Not, in[0]); }));
+    for (OpKind k : {OpKind::And, OpKind::Or})
+      add(opCase(fmt::format("{} {}", ir::opName(k), ir::dtypeName(t)), t, 2, kShape,
+                 [k](ir::Graph& g, auto in) { return g.binary(k, in[0], in[1]); }));
+  }
+  for (DType from : kAll)
+    for (DType to : kAll)
+      if (from != to)
+        add(opCase(fmt::format("convert {} to {}", ir::dtypeName(from), ir::dtypeName(to)), from,
+                   1, kShape, [to](ir::Graph& g, auto in) { return g.convert(in[0], to); }));
+  for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div, OpKind::Max, OpKind::Min,
+                   OpKind::Rem})
+    for (DType t : numeric())
+      add(opCase(fmt::format("{} {}", ir::opName(k), ir::dtypeName(t)), t, 2, kShape,
+                 [k](ir::Graph& g, auto in) { return g.binary(k, in[0], in[1]); },
+                 /*nonZeroDivisor=*/k == OpKind::Div || k == OpKind::Rem));
+  for (DType t : kFloats)
+    add(opCase(fmt::format("pow {}", ir::dtypeName(t)), t, 2, kShape,
+               [](ir::Graph& g, auto in) { return g.binary(OpKind::Pow, in[0], in[1]); }));
+  for (CompareDir d : {CompareDir::EQ, CompareDir::NE, CompareDir::LT, CompareDir::LE,
+                       CompareDir::GT, CompareDir::GE})
+    for (DType t : kAll)
+      add(opCase(fmt::format("compare {} {}", ir::compareDirName(d), ir::dtypeName(t)), t, 2,
+                 kShape, [d](ir::Graph& g, auto in) { return g.compare(d, in[0], in[1]); }));
+  for (DType t : kAll)
+    add(opCase(fmt::format("select {}", ir::dtypeName(t)), t, 2, kShape, [](ir::Graph& g, auto in) {
+      NodeId p = g.compare(CompareDir::NE, in[0], in[1]);
+      return g.select(p, in[0], in[1]);
+    }));
+  for (DType t : numeric())
+    add(opCase(fmt::format("clamp {}", ir::dtypeName(t)), t, 3, kShape, [](ir::Graph& g, auto in) {
+      return g.clamp(in[0], in[1], in[2]);
+    }));
+  for (DType t : kAll) {
+    std::string n(ir::dtypeName(t));
+    add(opCase("broadcast_in_dim " + n, t, 1, {3}, [](ir::Graph& g, auto in) {
+      return g.broadcastInDim(in[0], staticShape({3, 40}), {0});
+    }));
+    add(opCase("reshape " + n, t, 1, kShape, [](ir::Graph& g, auto in) {
+      return g.reshape(in[0], staticShape({12, 12}));
+    }));
+    add(opCase("transpose " + n, t, 1, kShape,
+               [](ir::Graph& g, auto in) { return g.transpose(in[0], {1, 0}); }));
+    add(opCase("slice " + n, t, 1, kShape, [](ir::Graph& g, auto in) {
+      return g.slice(in[0], {1, 3}, {3, 47}, {1, 2});
+    }));
+    add(opCase("concatenate " + n, t, 2, kShape,
+               [](ir::Graph& g, auto in) { return g.concatenate({in[0], in[1]}, 1); }));
+    add(opCase("pad " + n, t, 1, kShape,
+               [](ir::Graph& g, auto in) { return g.pad(in[0], {1, 0}, {0, 5}, 1); }));
+    if (!ir::isBool(t))
+      add(opCase("iota " + n, t, 1, kShape, [t](ir::Graph& g, auto in) {
+        return g.binary(OpKind::Add, in[0], g.iota(t, staticShape({3, 48}), 1));
+      }));
+  }
+  auto reduces = [&](ReduceKind k, DType t) {
+    std::string n = fmt::format("reduce {} {}", ir::reduceKindName(k), ir::dtypeName(t));
+    add(opCase(n + " rows", t, 1, kShape, [k](ir::Graph& g, auto in) { return g.reduce(k, in[0], {1}); }));
+    add(opCase(n + " columns", t, 1, kShape, [k](ir::Graph& g, auto in) { return g.reduce(k, in[0], {0}); }));
+    add(opCase(n + " all", t, 1, kShape, [k](ir::Graph& g, auto in) { return g.reduce(k, in[0], {0, 1}); }));
+  };
+  for (ReduceKind k : {ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min, ReduceKind::Prod})
+    for (DType t : numeric())
+      reduces(k, t);
+  for (ReduceKind k : {ReduceKind::Any, ReduceKind::All})
+    reduces(k, DType::boolean);
+  // A row max next to a column sum in one stitched kernel (the i8 case that once emitted
+  // packed 16x2 instructions), in every dtype.
+  for (DType t : numeric())
+    add(opCase(fmt::format("row max and column sum {}", ir::dtypeName(t)), t, 1, {16, 40},
+               [](ir::Graph& g, auto in) {
+                 g.addOutput(g.reduce(ReduceKind::Max, in[0], {1}));
+                 return g.reduce(ReduceKind::Sum, in[0], {0});
+               }));
+  return cases;
+}
+
+/// Softmax over the last axis of an f32 input of `shape` (rank >= 1).
+NodeId softmax(ir::Graph& g, NodeId x) {
+  const ir::Shape& s = g.node(x).type.shape;
+  int64_t last = int64_t(s.size()) - 1;
+  std::vector<int64_t> keep;
+  for (int64_t d = 0; d < last; ++d)
+    keep.push_back(d);
+  NodeId m = g.reduce(ReduceKind::Max, x, {last});
+  NodeId e = g.unary(OpKind::Exp, g.binary(OpKind::Sub, x, g.broadcastInDim(m, s, keep)));
+  NodeId sum = g.reduce(ReduceKind::Sum, e, {last});
+  return g.binary(OpKind::Div, e, g.broadcastInDim(sum, s, keep));
+}
+
+std::vector<Case> degenerateCases() {
+  std::vector<Case> cases;
+  const std::vector<std::vector<int64_t>> shapes = {{}, {1}, {1, 1}, {1, 33}, {33, 1},
+                                                    {0, 8}, {8, 0}, {2, 1, 3}, {1, 0, 1}};
+  for (const auto& s : shapes) {
+    std::string sn = fmt::format("[{}]", fmt::join(s, ","));
+    cases.push_back(opCase("exp(x) + y " + sn, DType::f32, 2, s, [](ir::Graph& g, auto in) {
+      return g.binary(OpKind::Add, g.unary(OpKind::Exp, in[0]), in[1]);
+    }));
+    if (s.empty()) continue;
+    int64_t last = int64_t(s.size()) - 1;
+    cases.push_back(opCase("reduce sum last axis " + sn, DType::f32, 1, s, [last](ir::Graph& g, auto in) {
+      return g.reduce(ReduceKind::Sum, in[0], {last});
+    }));
+    cases.push_back(opCase("reduce max first axis " + sn, DType::f32, 1, s, [](ir::Graph& g, auto in) {
+      return g.reduce(ReduceKind::Max, in[0], {0});
+    }));
+    cases.push_back(opCase("reduce sum all axes " + sn, DType::i32, 1, s, [](ir::Graph& g, auto in) {
+      std::vector<int64_t> all;
+      for (size_t d = 0; d < g.node(in[0]).type.shape.size(); ++d)
+        all.push_back(int64_t(d));
+      return g.reduce(ReduceKind::Sum, in[0], all);
+    }));
+    cases.push_back(opCase("softmax " + sn, DType::f32, 1, s,
+                           [](ir::Graph& g, auto in) { return softmax(g, in[0]); }));
+    cases.push_back(opCase("row max and column sum " + sn, DType::f32, 1, s, [last](ir::Graph& g, auto in) {
+      g.addOutput(g.reduce(ReduceKind::Max, in[0], {last}));
+      return g.reduce(ReduceKind::Sum, in[0], {0});
+    }));
+  }
+  return cases;
+}
+
+struct Target {
+  Policy policy;
+  std::string profile;
+};
+
+std::vector<Target> allTargets() {
+  std::vector<Target> t;
+  for (Policy p : {Policy::None, Policy::Xla, Policy::AStitch})
+    for (const char* d : {"v100", "a100", "h100"})
+      t.push_back({p, d});
+  return t;
+}
+
+/// Compiles and runs `c` for `target` on the simulator; the failure text, or "" when every
+/// output matches the interpreter.
+std::string runCase(const Case& c, const Target& target) {
+  CompileOptions o;
+  o.policy = target.policy;
+  o.device = *deviceSpecProfile(target.profile);
+  o.cacheDir = "off";
+  o.codegen.threads = 1;
+  std::string where = fmt::format("{} under {} on {}", c.name, fusion::policyName(target.policy),
+                                  target.profile);
+  try {
+    auto compiled = compile(c.graph, o);
+    auto device = makeDevice("sim", o.device);
+    Executable exe(compiled, *device);
+    std::vector<HostTensor> got = exe.run(c.inputs);
+    for (const runtime::TensorCheck& check : runtime::checkOutputs(c.graph, c.inputs, {}, got))
+      if (!check.passed) return where + ": " + check.str() + "\n" + ir::printGraph(c.graph);
+  } catch (const std::exception& e) {
+    return where + ": " + e.what() + "\n" + ir::printGraph(c.graph);
+  }
+  return "";
+}
+
+/// Runs `cases` under every target (full) or one rotating target per case; one CHECK per run.
+void sweep(const std::vector<Case>& cases, size_t salt) {
+  bool full = std::getenv("WEFT_SWEEP") && std::string(std::getenv("WEFT_SWEEP")) == "full";
+  std::vector<Target> targets = allTargets();
+  size_t runs = 0, failures = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    for (size_t j = 0; j < targets.size(); ++j) {
+      if (!full && j != (i + salt) % targets.size()) continue;
+      std::string failure = runCase(cases[i], targets[j]);
+      ++runs;
+      if (!failure.empty()) {
+        ++failures;
+        FAIL_CHECK(failure);
+      }
+    }
+  }
+  WARN(runs << " runs of " << cases.size() << " cases, " << failures << " failed");
+}
+
+} // namespace
+
+TEST_CASE("coverage sweep: every op and dtype with special values matches the interpreter",
+          "[sweep]") {
+  std::vector<Case> cases = opCases();
+  CHECK(cases.size() > 400);
+  sweep(cases, 0);
+}
+
+TEST_CASE("coverage sweep: size-1, empty and rank-0 shapes match the interpreter", "[sweep]") {
+  sweep(degenerateCases(), 4);
+}
+
+TEST_CASE("the sweep's inputs meet every pair of specials", "[sweep]") {
+  HostTensor a = sweepInput(DType::f32, kShape, 0, false);
+  HostTensor b = sweepInput(DType::f32, kShape, 1, false);
+  size_t n = floatSpecials(DType::f32).size();
+  REQUIRE(size_t(a.numElements()) >= n * n);
+  std::set<std::pair<std::string, std::string>> pairs;
+  for (size_t i = 0; i < n * n; ++i)
+    pairs.insert({fmt::format("{}", a.get(int64_t(i))), fmt::format("{}", b.get(int64_t(i)))});
+  CHECK(pairs.size() == n * n);
+  HostTensor i = sweepInput(DType::i64, kShape, 0, false);
+  CHECK(i.getInt(0) == INT64_MIN);
+  CHECK(i.getInt(1) == INT64_MAX);
+  HostTensor d = sweepInput(DType::i32, kShape, 1, true);
+  for (int64_t e = 0; e < d.numElements(); ++e)
+    CHECK(d.getInt(e) != 0);
+}
