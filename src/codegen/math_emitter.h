@@ -1,7 +1,10 @@
 #pragma once
 // Transcendental math for the element generators: calls into libdevice (__nv_expf, __nv_exp,
 // ...) when it will be linked, otherwise weft's own algorithms of math_algorithms.h emitted as
-// IR (f64 through f32 then). sqrt is llvm.sqrt (sqrt.rn) either way; rsqrt is 1 / sqrt.
+// IR (their accuracy is stated there): inline, except sin and cos, which are calls to internal
+// functions weft_sin_f32 / weft_cos_f64 / ... of the module (made once per module; they hold
+// the branch to the large-argument reduction, and reference the internal table
+// weft_two_over_pi). sqrt is llvm.sqrt (sqrt.rn) either way; rsqrt is 1 / sqrt.
 #include <llvm/IR/IRBuilder.h>
 
 #include "ir/op.h"

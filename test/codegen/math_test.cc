@@ -2,7 +2,10 @@
 // the IR emitter uses, against libm in double: the bounds the header states.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
+#include <cstring>
 
 #include "codegen/math_algorithms.h"
 
@@ -79,7 +82,7 @@ TEST_CASE("erf: absolute error <= 4e-7, <= 4 ulp below 1", "[math]") {
   CHECK(worstUlp(f, r, -0.999, 0.999) <= 4);
 }
 
-TEST_CASE("sin and cos: <= 2 ulp + 2e-7 absolute for |x| <= 1e5", "[math]") {
+TEST_CASE("sin and cos: <= 2 ulp + 2e-7 absolute, dense over |x| <= 1e5", "[math]") {
   for (bool cosine : {false, true}) {
     auto f = [cosine](math::HostF32Ops& b, float x) { return math::sincos(b, x, cosine); };
     auto r = [cosine](double x) { return cosine ? std::cos(x) : std::sin(x); };
@@ -116,4 +119,82 @@ TEST_CASE("pow: relative error <= (2 + |y log2 x|) * 2^-22, IEEE special cases",
   CHECK(math::pow(b, 0.0f, -1.0f) == INFINITY);
   CHECK(math::pow(b, NAN, 0.0f) == 1.0f);
   CHECK(math::pow(b, 1.0f, NAN) == 1.0f);
+}
+
+namespace {
+
+/// |got - want| in ulps of the double nearest want (subnormal ulps below DBL_MIN).
+double ulpError64(double got, long double want) {
+  if (std::isnan(double(want))) return std::isnan(got) ? 0 : 1e30;
+  double w = double(want);
+  if (std::isinf(w)) return got == w ? 0 : 1e30;
+  int e = w == 0 ? -1022 : std::max(std::ilogb(w), -1022);
+  return double(std::fabs((long double)got - want) / std::ldexp(1.0L, e - 52));
+}
+
+/// Every 4093rd positive float bit pattern (and its negation), finite ones only.
+template <class Fn> double worstOverFloats(Fn err) {
+  double worst = 0;
+  for (uint64_t i = 0; i < 0x7f800000u; i += 4093) {
+    uint32_t u = uint32_t(i);
+    float x;
+    std::memcpy(&x, &u, 4);
+    worst = std::max({worst, err(x), err(-x)});
+  }
+  return worst;
+}
+
+} // namespace
+
+TEST_CASE("sin and cos f32: <= 2 ulp over the whole float range", "[math]") {
+  math::HostF32Ops b;
+  for (bool cosine : {false, true}) {
+    auto err = [&](float x) {
+      return ulpError(math::sincos(b, x, cosine), cosine ? std::cos(double(x)) : std::sin(double(x)));
+    };
+    CHECK(worstOverFloats(err) <= 2);
+    // Large arguments the Cody-Waite reduction alone got wrong (sin(3e9) was -2e17).
+    for (float x : {3e9f, 1e20f, 1e30f, FLT_MAX, -FLT_MAX, 131072.0f, 131073.0f, 1.5e38f})
+      CHECK(err(x) <= 2);
+    // Floats nearest to multiples of pi/2, where the reduced argument is tiny.
+    for (double k : {1.0, 2.0, 1e4, 1e5, 1e7, 1e12, 1e20, 1e30, 1e37})
+      for (float x : {float(k * M_PI_2), std::nextafter(float(k * M_PI_2), INFINITY)})
+        CHECK(err(x) <= 2);
+    CHECK(std::isnan(math::sincos(b, INFINITY, cosine)));
+    CHECK(std::isnan(math::sincos(b, -INFINITY, cosine)));
+    CHECK(std::isnan(math::sincos(b, NAN, cosine)));
+  }
+  CHECK(math::sincos(b, 3e9f, false) == float(std::sin(3e9)));
+  CHECK(std::signbit(math::sincos(b, -0.0f, false)));
+  CHECK(math::sincos(b, -0.0f, true) == 1.0f);
+  CHECK(math::sincos(b, 0x1p-149f, false) == 0x1p-149f);
+}
+
+TEST_CASE("sin and cos f64: <= 2 ulp, large arguments and near multiples of pi/2", "[math]") {
+  math::HostF64Ops d;
+  for (bool cosine : {false, true}) {
+    auto err = [&](double x) {
+      long double want = cosine ? cosl((long double)x) : sinl((long double)x);
+      return ulpError64(math::sincos(d, x, cosine), want);
+    };
+    double worst = 0;
+    // Dense over [-8, 8] (Cody-Waite), then a few significands of every binade.
+    for (int i = -100000; i <= 100000; ++i)
+      worst = std::max(worst, err(8.0 * i / 100000));
+    for (int e = -1074; e <= 1023; ++e)
+      for (double m : {1.0, 1.1, 1.2345678901234567, 1.5, 1.75, 1.9999999999999998})
+        worst = std::max({worst, err(std::ldexp(m, e)), err(-std::ldexp(m, e))});
+    CHECK(worst <= 2);
+    for (double x : {3e9, 1e20, 1e30, double(FLT_MAX), 1e300, DBL_MAX, -DBL_MAX, 0x1p27,
+                     0x1p27 + 2, 6381956970095103.0 * 0x1p797}) // the last: closest to k pi/2
+      CHECK(err(x) <= 2);
+    for (double k : {1.0, 3.0, 1e6, 1e8, 1e15, 1e100, 1e300})
+      for (double x : {k * M_PI_2, std::nextafter(k * M_PI_2, INFINITY)})
+        CHECK(err(x) <= 2);
+    CHECK(std::isnan(math::sincos(d, INFINITY, cosine)));
+    CHECK(std::isnan(math::sincos(d, NAN, cosine)));
+  }
+  CHECK(std::signbit(math::sincos(d, -0.0, false)));
+  CHECK(math::sincos(d, 0x1p-1074, false) == 0x1p-1074);
+  CHECK(math::sincos(d, -0.0, true) == 1.0);
 }
