@@ -16,12 +16,13 @@
 //            for normal results; inf above ln(MAX), 0 below ln(2^-150) / ln(2^-1075)
 //   log      f32 and f64: <= 2 ulp for x > 0 (subnormals included); -inf at +-0, NaN below 0,
 //            inf at inf
-//   tanh     f32: <= 4 ulp; f64 through f32 (f32 accuracy) except tanh(x) = x for |x| < 2^-27
+//   tanh     f32 and f64: <= 4 ulp; tanh(-0) = -0
 //   erf      f32: absolute error <= 4e-7 (relative <= 4 ulp for |x| < 1); f64 through f32
-//            (f32 accuracy) except erf(x) = x * 2/sqrt(pi) for |x| < 2^-27. erf(-0) = -0.
-//   pow      relative error <= (2 + |y * log2(x)|) * 2^-22 (f32) / * 2^-51 (f64); the C
-//            library's special cases of x = +-0, +-1, +-inf, x < 0 with integral y, y = +-0 and
-//            y = +-inf
+//            (f32 accuracy: relative error <= 2^-21) except erf(x) = x * 2/sqrt(pi) for
+//            |x| < 2^-27. erf(-0) = -0.
+//   pow      f32: <= 2 ulp; f64: <= 1 + |y ln x| / 32 ulp (so <= 25 ulp for finite results;
+//            y ln|x| is formed in double-F, log as hi + lo); the C library's special cases of
+//            x = +-0, +-1, +-inf, x < 0 with integral y, y = +-0 and y = +-inf
 //   sqrt     correctly rounded (sqrt.rn); rsqrt = 1 / sqrt, <= 1 ulp
 #include <cmath>
 #include <cstdint>
@@ -49,7 +50,10 @@ inline constexpr uint64_t kTwoOverPi[kTwoOverPiWords] = {
 // unot, ult, usel, umin, ucarry, uclz, u2f, fbits, ffrombits) and table(i) = kTwoOverPi[i].
 
 // ---- exp ----
-template <class B> typename B::F exp(B& b, typename B::F x) {
+/// exp(x + lo) for |lo| <= ulp(x) (lo = nullptr: exp(x)); inf above ln(MAX), 0 below
+/// ln(min subnormal / 2), x itself for NaN.
+template <class B>
+typename B::F expImpl(B& b, typename B::F x, const typename B::F* lo) {
   using F = typename B::F;
   constexpr bool D = B::kDouble;
   constexpr int kMant = D ? 52 : 23, kBias = D ? 1023 : 127;
@@ -60,6 +64,12 @@ template <class B> typename B::F exp(B& b, typename B::F x) {
     // x - n*ln2 with ln2 = hi + lo: n*hi's subtraction is exact (fma, |result| < 1).
     r = b.fma(n, b.c(-0.6931471805599453), xc);
     r = b.fma(n, b.c(-2.3190468138462996e-17), r);
+  } else {
+    r = b.fma(n, b.c(-0.693145751953125), xc);       // ln2 high part (exact in f32 times small n)
+    r = b.fma(n, b.c(-1.42860682030941723212e-06), r); // ln2 low part
+  }
+  if (lo) r = b.add(r, *lo);
+  if constexpr (D) {
     double fact = 1;
     for (int k = 2; k <= 13; ++k)
       fact *= k;
@@ -69,8 +79,6 @@ template <class B> typename B::F exp(B& b, typename B::F x) {
       p = b.fma(p, r, b.c(1.0 / fact));
     }
   } else {
-    r = b.fma(n, b.c(-0.693145751953125), xc);       // ln2 high part (exact in f32 times small n)
-    r = b.fma(n, b.c(-1.42860682030941723212e-06), r); // ln2 low part
     p = b.c(1.0 / 5040.0);
     p = b.fma(p, r, b.c(1.0 / 720.0));
     p = b.fma(p, r, b.c(1.0 / 120.0));
@@ -86,10 +94,15 @@ template <class B> typename B::F exp(B& b, typename B::F x) {
   auto n2 = b.isub(ni, n1);
   F s1 = b.fromBits(b.shl(b.iadd(n1, b.ci(kBias)), kMant));
   F s2 = b.fromBits(b.shl(b.iadd(n2, b.ci(kBias)), kMant));
-  F res = b.mul(b.mul(p, s1), s2);
-  res = b.sel(b.gt(x, b.c(D ? 709.782712893384 : 88.72283935546875)), b.c(INFINITY), res);
-  res = b.sel(b.lt(x, b.c(D ? -745.1332191019412 : -103.972084045410)), b.c(0.0), res);
+  F res = b.mul(b.mul(p, s1), s2); // overflows to inf, underflows to 0 by itself
+  if (!lo) {
+    res = b.sel(b.gt(x, b.c(D ? 709.782712893384 : 88.72283935546875)), b.c(INFINITY), res);
+    res = b.sel(b.lt(x, b.c(D ? -745.1332191019412 : -103.972084045410)), b.c(0.0), res);
+  }
   return b.sel(b.isnan(x), x, res);
+}
+template <class B> typename B::F exp(B& b, typename B::F x) {
+  return expImpl<B>(b, x, nullptr);
 }
 
 // ---- log ----
@@ -127,21 +140,84 @@ template <class B> typename B::F log(B& b, typename B::F x) {
   return b.sel(b.bor(b.lt(x, b.c(0.0)), b.isnan(x)), b.c(NAN), res);
 }
 
-// ---- tanh (f32) ----
+/// log(x) = hi + lo to about twice F's precision, for x > 0 (subnormals included); hi = log(x)'s
+/// special values (lo = 0) at 0, inf, NaN and x < 0. pow's logarithm.
+template <class B>
+void logDD(B& b, typename B::F x, typename B::F& hi, typename B::F& lo) {
+  using F = typename B::F;
+  constexpr bool D = B::kDouble;
+  constexpr int kMant = D ? 52 : 23, kBias = D ? 1023 : 127;
+  constexpr int64_t kMantMask = (int64_t(1) << kMant) - 1;
+  auto tiny = b.lt(x, b.c(D ? 2.2250738585072014e-308 : 1.17549435082228751e-38));
+  F xs = b.sel(tiny, b.mul(x, b.c(D ? 4503599627370496.0 : 8388608.0)), x);
+  auto bits = b.bits(xs);
+  auto e = b.isub(b.iand(b.ashr(bits, kMant), b.ci(D ? 0x7ff : 0xff)), b.ci(kBias));
+  e = b.sel_i(tiny, b.isub(e, b.ci(kMant)), e);
+  F m = b.fromBits(b.ior(b.iand(bits, b.ci(kMantMask)), b.ci(int64_t(kBias) << kMant)));
+  auto big = b.gt(m, b.c(1.41421356237309505));
+  m = b.sel(big, b.mul(m, b.c(0.5)), m);
+  e = b.sel_i(big, b.iadd(e, b.ci(1)), e);
+  F f = b.sub(m, b.c(1.0)); // exact
+  // s = f / (2 + f) as sh + sl, with 2 + f = dh + dl exactly.
+  F dh = b.add(f, b.c(2.0));
+  F dl = b.sub(f, b.sub(dh, b.c(2.0)));
+  F sh = b.div(f, dh);
+  F res = b.fma(b.neg(sh), dh, f);
+  res = b.fma(b.neg(sh), dl, res);
+  F sl = b.div(res, dh);
+  F z = b.mul(sh, sh);
+  int last = D ? 11 : 6;
+  F p = b.c(1.0 / (2 * last + 1));
+  for (int k = last - 1; k >= 1; --k)
+    p = b.fma(p, z, b.c(1.0 / (2 * k + 1)));
+  // log(x) = e ln2 + 2s + 2s z p; e*LN2HI is exact and added to 2sh exactly (TwoSum).
+  F twoS = b.add(sh, sh);
+  F tail = b.fma(b.mul(twoS, z), p, b.add(sl, sl));
+  F ef = b.i2f(e);
+  F eh = b.mul(ef, b.c(D ? 0.6931471805598903 : 0.693145751953125));
+  F a = b.add(eh, twoS);
+  F bv = b.sub(a, eh);
+  F aErr = b.add(b.sub(eh, b.sub(a, bv)), b.sub(twoS, bv));
+  F rest = b.add(b.fma(ef, b.c(D ? 5.497923018708371e-14 : 1.42860682030941723212e-06), tail), aErr);
+  hi = b.add(a, rest);
+  lo = b.sub(rest, b.sub(hi, a));
+  auto special = b.bnot(b.band(b.gt(x, b.c(0.0)), b.lt(x, b.c(INFINITY))));
+  hi = b.sel(special, log(b, x), hi);
+  lo = b.sel(special, b.c(0.0), lo);
+}
+
+// ---- tanh ----
 template <class B> typename B::F tanh(B& b, typename B::F x) {
   using F = typename B::F;
   F a = b.abs(x);
   // Small |x|: odd Taylor series (converges fast for |x| < 0.55).
   F z = b.mul(a, a);
-  F p = b.c(-443861162.0 / 1856156927625.0);
-  p = b.fma(p, z, b.c(6404582.0 / 10854718875.0));
-  p = b.fma(p, z, b.c(-929569.0 / 638512875.0));
-  p = b.fma(p, z, b.c(21844.0 / 6081075.0));
-  p = b.fma(p, z, b.c(-1382.0 / 155925.0));
-  p = b.fma(p, z, b.c(62.0 / 2835.0));
-  p = b.fma(p, z, b.c(-17.0 / 315.0));
-  p = b.fma(p, z, b.c(2.0 / 15.0));
-  p = b.fma(p, z, b.c(-1.0 / 3.0));
+  F p;
+  if constexpr (B::kDouble) {
+    // The coefficients of x^3 ... x^41: 2^2n (2^2n - 1) B_2n / (2n)!.
+    static constexpr double kCoef[] = {
+        -0.3333333333333333,    0.13333333333333333,     -0.05396825396825397,
+        0.021869488536155203,   -0.008863235529902197,   0.003592128036572481,
+        -0.0014558343870513183, 0.000590027440945586,    -0.00023912911424355248,
+        9.691537956929451e-05,  -3.927832388331683e-05,  1.5918905069328964e-05,
+        -6.451689215655431e-06, 2.6147711512907546e-06,  -1.0597268320104654e-06,
+        4.294911078273806e-07,  -1.7406618963571648e-07, 7.054636946400968e-08,
+        -2.859136662305254e-08, 1.1587644432798853e-08};
+    constexpr int n = int(sizeof(kCoef) / sizeof(kCoef[0]));
+    p = b.c(kCoef[n - 1]);
+    for (int k = n - 2; k >= 0; --k)
+      p = b.fma(p, z, b.c(kCoef[k]));
+  } else {
+    p = b.c(-443861162.0 / 1856156927625.0);
+    p = b.fma(p, z, b.c(6404582.0 / 10854718875.0));
+    p = b.fma(p, z, b.c(-929569.0 / 638512875.0));
+    p = b.fma(p, z, b.c(21844.0 / 6081075.0));
+    p = b.fma(p, z, b.c(-1382.0 / 155925.0));
+    p = b.fma(p, z, b.c(62.0 / 2835.0));
+    p = b.fma(p, z, b.c(-17.0 / 315.0));
+    p = b.fma(p, z, b.c(2.0 / 15.0));
+    p = b.fma(p, z, b.c(-1.0 / 3.0));
+  }
   F small = b.fma(b.mul(a, z), p, a);
   // Larger |x|: 1 - 2 / (exp(2|x|) + 1); no cancellation since the result is >= 0.5.
   F e2 = exp(b, b.add(a, a));
@@ -182,13 +258,6 @@ template <class B> typename B::F erf(B& b, typename B::F x) {
   return b.sel(b.isnan(x), x, r);
 }
 
-/// tanh of an f64 value through the f32 algorithm (f32 accuracy), x itself for |x| < 2^-27
-/// (where tanh(x) rounds to x in f64, and x would flush in f32). B is the f32 backend.
-template <class B> typename B::Wide::F tanhViaF32(B& b, typename B::Wide::F x) {
-  auto& w = b.wide();
-  auto v = b.ext(tanh(b, b.narrow(x)));
-  return w.sel(w.lt(w.abs(x), w.c(0x1p-27)), x, v);
-}
 /// erf of an f64 value through the f32 algorithm, x * 2/sqrt(pi) for |x| < 2^-27.
 template <class B> typename B::Wide::F erfViaF32(B& b, typename B::Wide::F x) {
   auto& w = b.wide();
@@ -358,7 +427,15 @@ template <class B> typename B::F pow(B& b, typename B::F x, typename B::F y) {
   using F = typename B::F;
   constexpr bool D = B::kDouble;
   F ax = b.abs(x);
-  F mag = exp(b, b.mul(y, log(b, ax)));
+  // |x|^y = exp(y log|x|), y log|x| to about twice F's precision (its absolute error becomes
+  // the result's relative error).
+  F lh, ll;
+  logDD(b, ax, lh, ll);
+  F ph = b.mul(y, lh);
+  F pl = b.fma(y, ll, b.fma(y, lh, b.neg(ph)));
+  // Beyond exp's clamp (and for inf/NaN) pl is meaningless, and could be large.
+  pl = b.sel(b.lt(b.abs(ph), b.c(D ? 1000.0 : 200.0)), pl, b.c(0.0));
+  F mag = expImpl(b, ph, &pl);
   auto yInt = b.eq(b.rint(y), y); // true for +-inf too
   F half = b.mul(y, b.c(0.5));
   auto yOdd = b.band(yInt, b.band(b.lt(b.abs(y), b.c(D ? 0x1p53 : 0x1p24)),

@@ -178,12 +178,7 @@ llvm::Value* own(llvm::IRBuilder<>& b, ir::OpKind kind, llvm::Value* x, llvm::Va
   case ir::OpKind::Log:
     return math::log(ops, x);
   case ir::OpKind::Tanh:
-    if constexpr (D) {
-      IrOps<false> single{b, m};
-      return math::tanhViaF32(single, x);
-    } else {
-      return math::tanh(ops, x);
-    }
+    return math::tanh(ops, x);
   case ir::OpKind::Erf:
     if constexpr (D) {
       IrOps<false> single{b, m};
