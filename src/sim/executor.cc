@@ -829,6 +829,40 @@ template <class T> inline T mulHi(T a, T b) {
   return T((W(a) * W(b)) >> (8 * sizeof(T)));
 }
 
+/// add/sub/min/max{.relu} on .s16x2 / .u16x2: each 16-bit half on its own, add and sub
+/// wrapping, .relu (s16x2 min/max) turning negative halves into 0.
+inline void packedInt16(const Instr& I, uint32_t m, uint64_t* d, Src a, Src b) {
+  const bool sgn = I.ty == Ty::S16x2, relu = I.flags & kRelu;
+  forLanes(m, [&](int l) {
+    uint32_t out = 0;
+    for (int h = 0; h < 2; ++h) {
+      const int sh = 16 * h;
+      const uint16_t x = uint16_t(a[l] >> sh), y = uint16_t(b[l] >> sh);
+      uint16_t r;
+      switch (I.op) {
+      case Op::Add:
+        r = uint16_t(x + y);
+        break;
+      case Op::Sub:
+        r = uint16_t(x - y);
+        break;
+      default: {
+        const bool mn = I.op == Op::Min;
+        if (sgn) {
+          int16_t v = mn ? std::min(int16_t(x), int16_t(y)) : std::max(int16_t(x), int16_t(y));
+          if (relu && v < 0) v = 0;
+          r = uint16_t(v);
+        } else {
+          r = mn ? std::min(x, y) : std::max(x, y);
+        }
+      }
+      }
+      out |= uint32_t(r) << sh;
+    }
+    d[l] = out;
+  });
+}
+
 void Executor::execAlu(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
   (void)w;
   uint64_t* d = R + size_t(I.d[0].reg) * 32;
@@ -837,6 +871,10 @@ void Executor::execAlu(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
   Src c = I.ns > 2 ? src(I.s[2], R) : Src{nullptr, 0};
   uint64_t* cc = R + size_t(prog_.functions[I.func].ccReg) * 32;
   const bool pred = I.ty == Ty::Pred;
+  if (tyIsPackedInt(I.ty)) { // the parser allows add, sub, min and max only
+    packedInt16(I, m, d, a, b);
+    return;
+  }
   switch (I.op) {
   case Op::Add:
     byWidth(I.ty, [&](auto z) {
@@ -983,9 +1021,13 @@ void Executor::execAlu(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
     byInt(I.ty, [&](auto z) {
       using T = decltype(z);
       const bool mn = I.op == Op::Min;
+      const bool relu = I.flags & kRelu; // .s32 only (parser)
       forLanes(m, [&](int l) {
         T x = as<T>(a[l]), y = as<T>(b[l]);
-        d[l] = bitsOf(mn ? std::min(x, y) : std::max(x, y));
+        T r = mn ? std::min(x, y) : std::max(x, y);
+        if constexpr (std::is_signed_v<T>)
+          if (relu && r < T(0)) r = T(0);
+        d[l] = bitsOf(r);
       });
     });
     return;
@@ -1142,10 +1184,24 @@ void Executor::execAlu(const Instr& I, Warp& w, uint32_t m, uint64_t* R) {
 
 // ---------------------------------------------------------------- floating point
 
+/// a * b + c for half-precision operands, rounded to odd at double precision: the product is
+/// exact in double, and rounding the sum to odd first makes the later rounding to f16/bf16
+/// correct under every rounding mode (rounding to nearest twice could land on a false tie, or
+/// onto a representable value that .rz/.rm/.rp must not reach). add and sub go through it
+/// too: bf16 operands far apart do not sum exactly in double.
+inline double fmaRoundToOdd(double a, double b, double c) {
+  const double p = a * b, s = p + c;
+  if (!std::isfinite(s)) return s;
+  const double bb = s - p, err = (p - (s - bb)) + (c - bb); // s + err == p + c exactly
+  if (err != 0 && (bitsOf(s) & 1) == 0)
+    return std::nextafter(s, err > 0 ? HUGE_VAL : -HUGE_VAL);
+  return s;
+}
+
 template <class F>
 inline void floatUnaryOrBinary(const Instr& I, uint32_t m, uint64_t* d, Src a, Src b, Src c,
                                F&& f) {
-  const bool ftz = I.flags & kFtz, sat = I.flags & kSat;
+  const bool ftz = I.flags & kFtz, sat = I.flags & kSat, relu = I.flags & kRelu;
   switch (I.ty) {
   case Ty::F32: {
     RoundingScope rs(I.round);
@@ -1179,8 +1235,13 @@ inline void floatUnaryOrBinary(const Instr& I, uint32_t m, uint64_t* d, Src a, S
       uint64_t out = 0;
       for (int h = 0; h < halves; ++h) {
         int sh = 16 * h;
-        double r = f(dec(a[l] >> sh), dec(b[l] >> sh), dec(c[l] >> sh));
+        const double x = dec(a[l] >> sh), y = dec(b[l] >> sh), z = dec(c[l] >> sh);
+        double r = I.op == Op::Fma   ? fmaRoundToOdd(x, y, z)
+                   : I.op == Op::Add ? fmaRoundToOdd(x, 1.0, y)
+                   : I.op == Op::Sub ? fmaRoundToOdd(x, 1.0, -y)
+                                     : f(x, y, z);
         if (sat) r = r != r ? 0.0 : std::clamp(r, 0.0, 1.0);
+        if (relu && r < 0.0) r = 0.0; // fma .relu (parser: half types only)
         Round rm = I.round == Round::None ? Round::Rn : I.round;
         uint64_t bits = bf ? toBF16(r, rm) : toHalf(r, rm);
         out |= bits << sh;
@@ -1444,11 +1505,15 @@ void Executor::execCvt(const Instr& I, uint32_t m, uint64_t* R) {
   if (!dF && !sF) {
     __int128 lo, hi;
     intRange(lo, hi);
+    // The value is chopped to the destination type, then sign- (signed destination) or
+    // zero-extended to the register: cvt.s8.s32 of 255 is -1, cvt.u8.s32 of -1 is 255.
+    const int shift = 64 - tyBytes(dt) * 8;
+    const bool signedDst = tyIsSigned(dt);
     forLanes(m, [&](int l) {
       __int128 v = readInt(a[l]);
       if (sat) v = std::clamp(v, lo, hi);
-      // sign-extend into the slot so that narrower signed reads stay right
-      d[l] = uint64_t(v);
+      const uint64_t bits = uint64_t(v) << shift;
+      d[l] = signedDst ? uint64_t(int64_t(bits) >> shift) : bits >> shift;
     });
     return;
   }
@@ -1607,6 +1672,25 @@ void Executor::execSetp(const Instr& I, uint32_t m, uint64_t* R) {
       finish(l, compareFloat(c, readFloat(a[l], I.ty), readFloat(b[l], I.ty)));
     });
     return;
+  case Ty::F16x2:
+  case Ty::BF16x2: {
+    // p|q: p compares the low halves, q the high halves, each combined with c on its own
+    // (every source is read before a destination is written: they may share a register)
+    const Ty half = I.ty == Ty::F16x2 ? Ty::F16 : Ty::BF16;
+    forLanes(m, [&](int l) {
+      const bool pv = ((p[l] & 1) ^ pneg) != 0;
+      bool t[2];
+      for (int h = 0; h < 2; ++h) {
+        t[h] = compareFloat(c, readFloat(a[l] >> (16 * h), half),
+                            readFloat(b[l] >> (16 * h), half));
+        if (bop != BoolOp::None)
+          t[h] = bop == BoolOp::And ? (t[h] && pv) : bop == BoolOp::Or ? (t[h] || pv) : (t[h] != pv);
+      }
+      d[l] = t[0];
+      if (q) q[l] = t[1];
+    });
+    return;
+  }
   case Ty::Pred:
     forLanes(m, [&](int l) { finish(l, compareOrdered(c, a[l] & 1, b[l] & 1)); });
     return;

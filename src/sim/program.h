@@ -115,9 +115,12 @@ enum class Ty : uint8_t {
   BF16x2,
   F32,
   F64,
+  // packed 16-bit integers (sm_90 add/sub/min/max): two lanes in a .b32, lane 0 in bits 0-15
+  S16x2,
+  U16x2,
 };
 inline int tyBytes(Ty t) {
-  constexpr int8_t bytes[] = {0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 2, 4, 4, 8};
+  constexpr int8_t bytes[] = {0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 2, 4, 4, 8, 4, 4};
   return bytes[int(t)];
 }
 inline bool tyIsFloat(Ty t) {
@@ -126,6 +129,9 @@ inline bool tyIsFloat(Ty t) {
 }
 inline bool tyIsSigned(Ty t) {
   return t == Ty::S8 || t == Ty::S16 || t == Ty::S32 || t == Ty::S64;
+}
+inline bool tyIsPackedInt(Ty t) {
+  return t == Ty::S16x2 || t == Ty::U16x2;
 }
 const char* tyName(Ty t);
 
@@ -195,7 +201,7 @@ struct Operand {
 };
 
 // Instruction flags.
-enum : uint16_t {
+enum : uint32_t {
   kFtz = 1 << 0,
   kSat = 1 << 1,
   kApprox = 1 << 2,
@@ -212,6 +218,7 @@ enum : uint16_t {
   kSinkD0 = 1 << 13,    // first destination is the sink "_"
   kDynShared = 1 << 14, // address is relative to the kernel's dynamic shared memory base
   kNaN = 1 << 15,       // min/max.NaN: a NaN operand gives NaN
+  kRelu = 1 << 16,      // min/max/fma .relu: a negative result is 0 (a NaN result stays NaN)
 };
 
 /// Instr::reconvergePc of a branch whose diverged threads only meet again when they leave
@@ -227,7 +234,7 @@ struct Instr {
   uint8_t mode = 0; // Cmp, AtomOp, ShflMode, VoteMode, Sreg, Space of cvta; per op
   BoolOp boolOp = BoolOp::None;
   uint8_t nd = 0, ns = 0; // destination / source operand counts (vector lanes for ld/st)
-  uint16_t flags = 0;
+  uint32_t flags = 0;
   uint32_t guard = 0;  // predicate register slot when kHasGuard
   uint32_t target = 0; // branch target index, callee function index, barrier id
   uint32_t line = 0;   // PTX source line

@@ -18,7 +18,8 @@ namespace weft::sim {
 const char* tyName(Ty t) {
   static const char* names[] = {"none", "pred",  "b8",   "b16",    "b32", "b64", "u8",
                                 "u16",  "u32",   "u64",  "s8",     "s16", "s32", "s64",
-                                "f16",  "f16x2", "bf16", "bf16x2", "f32", "f64"};
+                                "f16",  "f16x2", "bf16", "bf16x2", "f32", "f64",
+                                "s16x2", "u16x2"};
   return names[int(t)];
 }
 
@@ -30,7 +31,8 @@ std::optional<Ty> tyFromName(const std::string& s) {
       {"b64", Ty::B64},       {"u8", Ty::U8},   {"u16", Ty::U16},     {"u32", Ty::U32},
       {"u64", Ty::U64},       {"s8", Ty::S8},   {"s16", Ty::S16},     {"s32", Ty::S32},
       {"s64", Ty::S64},       {"f16", Ty::F16}, {"f16x2", Ty::F16x2}, {"bf16", Ty::BF16},
-      {"bf16x2", Ty::BF16x2}, {"f32", Ty::F32}, {"f64", Ty::F64}};
+      {"bf16x2", Ty::BF16x2}, {"f32", Ty::F32}, {"f64", Ty::F64},   {"s16x2", Ty::S16x2},
+      {"u16x2", Ty::U16x2}};
   for (auto& [n, t] : table)
     if (s == n) return t;
   return std::nullopt;
@@ -1223,6 +1225,11 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
     else
       binary(Op::MulLo);
   } else if (b == "mad" || b == "madc" || b == "fma") {
+    if (m.has("relu")) {
+      if (b != "fma" || (ty != Ty::F16 && ty != Ty::F16x2 && ty != Ty::BF16 && ty != Ty::BF16x2))
+        bad(".relu needs fma of a half-precision type");
+      in.flags |= kRelu;
+    }
     if (b == "fma" || tyIsFloat(ty))
       ternary(Op::Fma);
     else if (b == "madc") {
@@ -1256,7 +1263,12 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
   } else if (b == "min" || b == "max") {
     binary(b == "min" ? Op::Min : Op::Max);
     if (m.has("NaN")) in.flags |= kNaN;
-    if (m.has("xorsign.abs")) bad(".xorsign.abs is not supported");
+    if (m.has("relu")) in.flags |= kRelu;
+    // the opcode is split at dots: .xorsign.abs arrives as two parts
+    if (m.has("xorsign")) bad(".xorsign.abs is not supported");
+    if ((in.flags & kNaN) && !tyIsFloat(ty)) bad(".NaN needs a floating-point type");
+    if ((in.flags & kRelu) && ty != Ty::S32 && ty != Ty::S16x2)
+      bad(".relu needs .s32 or .s16x2");
   } else if (b == "and" || b == "or" || b == "xor") {
     binary(b == "and" ? Op::And : b == "or" ? Op::Or : Op::Xor);
   } else if (b == "shl" || b == "shr") {
@@ -1551,6 +1563,10 @@ void Parser::decode(Function& f, uint32_t fidx, const PInstr& p) {
     bad("unsupported instruction");
   }
   // Types we cannot execute for a given op are rejected here rather than at run time.
+  if (tyIsPackedInt(ty) && in.op != Op::Add && in.op != Op::Sub && in.op != Op::Min &&
+      in.op != Op::Max)
+    bad("packed 16-bit integer types are only supported for add, sub, min and max");
+  if (tyIsPackedInt(ty) && (in.flags & kSat)) bad(".sat is not defined for packed integers");
   if ((in.op == Op::Div || in.op == Op::Rem || in.op == Op::MulLo || in.op == Op::MulHi ||
        in.op == Op::MulWide) &&
       (ty == Ty::F16x2 || ty == Ty::BF16x2))

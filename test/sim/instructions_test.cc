@@ -837,3 +837,283 @@ DONE:
   for (int t = 0; t < 32; ++t)
     CHECK(r[t] == uint64_t((t + 32) * 3));
 }
+
+namespace {
+// Loads the 32-bit words A[tid] into %r1 and B[tid] into %r2 (tables declared by tables32).
+std::string tables32(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+  auto list = [](const std::vector<uint32_t>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i)
+      s += (i ? ", " : "") + std::to_string(v[i]);
+    return s;
+  };
+  return ".global .align 4 .u32 A[" + std::to_string(a.size()) + "] = {" + list(a) + "};\n" +
+         ".global .align 4 .u32 B[" + std::to_string(b.size()) + "] = {" + list(b) + "};\n";
+}
+const char* kLoadAB = R"(
+  mul.wide.u32 %rd3, %r0, 4;
+  mov.u64 %rd4, A;
+  add.s64 %rd5, %rd4, %rd3;
+  ld.global.u32 %r1, [%rd5];
+  mov.u64 %rd4, B;
+  add.s64 %rd5, %rd4, %rd3;
+  ld.global.u32 %r2, [%rd5];
+)";
+uint32_t pack16(uint16_t lo, uint16_t hi) {
+  return uint32_t(lo) | (uint32_t(hi) << 16);
+}
+} // namespace
+
+TEST_CASE("cvt between integer types chops to the destination and extends by its signedness",
+          "[sim][instr]") {
+  // the i8 row max NVPTX emits on sm_80: a value masked to 8 bits (and.b32 255), moved through
+  // shfl, comes back with cvt.s8.s32, which must sign-extend: 255 is -1 in the .s16 max
+  auto r = runScalar(R"(
+  mov.u32 %r1, 255;
+  cvt.s8.s32 %h1, %r1;
+  max.s16 %h2, %h1, 8;
+  cvt.u8.s32 %h3, -1;
+  cvt.s16.s32 %h4, 0x12348000;
+  cvt.s32.s16 %r2, %h4;
+  cvt.u16.u32 %h5, 0x12345678;
+  mov.u16 %h6, 0x0180;
+  cvt.s8.s16 %h7, %h6;
+  cvt.sat.s8.s32 %h8, 300;
+  cvt.sat.u8.s32 %h9, -3;
+  cvt.s32.s64 %r3, 0x180000000;
+  cvt.u32.u64 %r4, 0x1FFFFFFFF;
+  cvt.s64.s8 %rd3, %h1;
+  cvt.u64.u8 %rd4, %h1;
+  cvt.s8.s32 %h10, 0x7F;
+  cvt.u64.s32 %rd5, -2;
+)" + std::string("  st.global.b16 [%rd2+0], %h1;\n  st.global.b16 [%rd2+8], %h2;\n"
+                                     "  st.global.b16 [%rd2+16], %h3;\n  st.global.b16 [%rd2+24], %h4;\n") +
+                         st32("%r2", 4) + "  st.global.b16 [%rd2+40], %h5;\n" +
+                         "  st.global.b16 [%rd2+48], %h7;\n  st.global.b16 [%rd2+56], %h8;\n" +
+                         "  st.global.b16 [%rd2+64], %h9;\n" + st32("%r3", 9) + st32("%r4", 10) +
+                         st64("%rd3", 11) + st64("%rd4", 12) +
+                         "  st.global.b16 [%rd2+104], %h10;\n" + st64("%rd5", 14),
+                     15);
+  CHECK(r[0] == 0xFFFF);     // cvt.s8.s32 255 → -1, sign-extended into the 16-bit register
+  CHECK(r[1] == 8);          // max.s16(-1, 8), not 255
+  CHECK(r[2] == 0x00FF);     // cvt.u8.s32 -1 → 255, zero-extended
+  CHECK(r[3] == 0x8000);     // chopped to 16 bits
+  CHECK(r[4] == 0xFFFF8000u); // -32768
+  CHECK(r[5] == 0x5678);
+  CHECK(r[6] == 0xFF80);     // -128 from the low byte 0x80
+  CHECK(r[7] == 0x007F);     // .sat clamps 300 to 127
+  CHECK(r[8] == 0x0000);     // .sat clamps -3 to 0
+  CHECK(r[9] == 0x80000000u);
+  CHECK(r[10] == 0xFFFFFFFFu);
+  CHECK(r[11] == ~uint64_t(0)); // s8 -1 widened to s64
+  CHECK(r[12] == 0xFF);         // the same register read as u8
+  CHECK(r[13] == 0x007F);
+  CHECK(r[14] == uint64_t(-2)); // s32 source is sign-extended, whatever the destination
+}
+
+TEST_CASE("packed 16-bit integers: add/sub wrap per half, min/max{.relu} per half",
+          "[sim][instr]") {
+  // sm_90 NVPTX lowers <2 x i16> (i8 reductions widened to i16) to these
+  const std::vector<uint32_t> a = {0x8000FFFFu, 0x7FFF0001u, 0xFFFE0005u, 0x00000000u,
+                                   0x12345678u};
+  const std::vector<uint32_t> b = {0x7FFF0001u, 0x8000FFFFu, 0x00030002u, 0xFFFFFFFFu,
+                                   0x12345678u};
+  const int n = int(a.size());
+  auto r = runScalar(std::string(kLoadAB) + R"(
+  add.s16x2 %r3, %r1, %r2;
+  add.u16x2 %r4, %r1, %r2;
+  sub.s16x2 %r5, %r1, %r2;
+  sub.u16x2 %r6, %r1, %r2;
+  min.s16x2 %r7, %r1, %r2;
+  max.s16x2 %r8, %r1, %r2;
+  min.u16x2 %r9, %r1, %r2;
+  max.u16x2 %r10, %r1, %r2;
+  min.relu.s16x2 %r11, %r1, %r2;
+  max.relu.s16x2 %r12, %r1, %r2;
+  min.relu.s32 %r13, %r1, %r2;
+  max.relu.s32 %r14, %r1, %r2;
+  add.s16x2 %r15, %r1, 0x00010001;
+)" + st32("%r3", 0) + st32("%r4", 1) + st32("%r5", 2) +
+                         st32("%r6", 3) + st32("%r7", 4) + st32("%r8", 5) + st32("%r9", 6) +
+                         st32("%r10", 7) + st32("%r11", 8) + st32("%r12", 9) + st32("%r13", 10) +
+                         st32("%r14", 11) + st32("%r15", 12),
+                     13, n, tables32(a, b));
+  for (int t = 0; t < n; ++t) {
+    INFO("lane " << t << ": a = " << a[t] << ", b = " << b[t]);
+    const uint64_t* s = &r[size_t(t) * 13];
+    uint16_t al = uint16_t(a[t]), ah = uint16_t(a[t] >> 16);
+    uint16_t bl = uint16_t(b[t]), bh = uint16_t(b[t] >> 16);
+    auto smin = [](uint16_t x, uint16_t y) { return uint16_t(std::min(int16_t(x), int16_t(y))); };
+    auto smax = [](uint16_t x, uint16_t y) { return uint16_t(std::max(int16_t(x), int16_t(y))); };
+    auto relu = [](uint16_t x) { return int16_t(x) < 0 ? uint16_t(0) : x; };
+    const uint32_t sum = pack16(uint16_t(al + bl), uint16_t(ah + bh));
+    const uint32_t diff = pack16(uint16_t(al - bl), uint16_t(ah - bh));
+    CHECK(s[0] == sum); // no carry from the low half into the high half
+    CHECK(s[1] == sum);
+    CHECK(s[2] == diff);
+    CHECK(s[3] == diff);
+    CHECK(s[4] == pack16(smin(al, bl), smin(ah, bh)));
+    CHECK(s[5] == pack16(smax(al, bl), smax(ah, bh)));
+    CHECK(s[6] == pack16(std::min(al, bl), std::min(ah, bh)));
+    CHECK(s[7] == pack16(std::max(al, bl), std::max(ah, bh)));
+    CHECK(s[8] == pack16(relu(smin(al, bl)), relu(smin(ah, bh))));
+    CHECK(s[9] == pack16(relu(smax(al, bl)), relu(smax(ah, bh))));
+    CHECK(s[10] == uint32_t(std::max(0, std::min(int32_t(a[t]), int32_t(b[t])))));
+    CHECK(s[11] == uint32_t(std::max(0, std::max(int32_t(a[t]), int32_t(b[t])))));
+    CHECK(s[12] == pack16(uint16_t(al + 1), uint16_t(ah + 1)));
+  }
+  // spot values, written out: lane 0 is {lo -1, hi -32768} and {lo 1, hi 32767}
+  CHECK(r[0] == 0xFFFF0000u);
+  CHECK(r[2] == 0x0001FFFEu);
+  CHECK(r[4] == 0x8000FFFFu);
+  CHECK(r[5] == 0x7FFF0001u);
+  CHECK(r[6] == 0x7FFF0001u);
+  CHECK(r[7] == 0x8000FFFFu);
+  CHECK(r[2 * 13 + 8] == 0x00000002u); // {lo min(5,2)=2, hi relu(min(-2,3))=0}
+}
+
+TEST_CASE("setp on f16x2 / bf16x2: p compares the low halves, q the high halves",
+          "[sim][instr]") {
+  // lanes: {lo, hi} of a and b as f16 (0x3C00 = 1, 0x4000 = 2, 0x7E00 = NaN) or bf16
+  const std::vector<uint32_t> a = {0x40003C00u, 0x3C007E00u, 0x3C004000u};
+  const std::vector<uint32_t> b = {0x3C004000u, 0x3C003C00u, 0x3C004000u};
+  const std::vector<uint32_t> abf = {0xBF803F80u, 0x3F807FC0u, 0x00008000u}; // {1,-1} {NaN,1} {-0,+0}
+  const std::vector<uint32_t> bbf = {0x00007FC0u, 0x3F803F80u, 0x80000000u}; // {NaN,0} {1,1} {+0,-0}
+  std::string decls = tables32(a, b);
+  decls += ".global .align 4 .u32 C[3] = {" + std::to_string(abf[0]) + ", " +
+           std::to_string(abf[1]) + ", " + std::to_string(abf[2]) + "};\n";
+  decls += ".global .align 4 .u32 D[3] = {" + std::to_string(bbf[0]) + ", " +
+           std::to_string(bbf[1]) + ", " + std::to_string(bbf[2]) + "};\n";
+  auto r = runScalar(std::string(kLoadAB) + R"(
+  mov.u64 %rd4, C;
+  add.s64 %rd5, %rd4, %rd3;
+  ld.global.u32 %r3, [%rd5];
+  mov.u64 %rd4, D;
+  add.s64 %rd5, %rd4, %rd3;
+  ld.global.u32 %r4, [%rd5];
+  setp.lt.f16x2 %p1|%p2, %r1, %r2;
+  setp.equ.f16x2 %p3|%p4, %r1, %r2;
+)" + stPred("%p1", 0) + stPred("%p2", 1) + stPred("%p3", 2) +
+                         stPred("%p4", 3) + R"(
+  setp.eq.u32 %p7, 1, 1;
+  setp.ge.and.f16x2 %p1|%p2, %r1, %r2, %p7;
+  setp.neu.or.f16x2 %p3|%p4, %r1, %r1, !%p7;
+)" + stPred("%p1", 4) + stPred("%p2", 5) + stPred("%p3", 6) +
+                         stPred("%p4", 7) + R"(
+  setp.gt.bf16x2 %p1|%p2, %r3, %r4;
+  setp.gtu.bf16x2 %p3|%p4, %r3, %r4;
+  setp.eq.bf16x2 %p5|%p6, %r3, %r4;
+)" + stPred("%p1", 8) + stPred("%p2", 9) + stPred("%p3", 10) +
+                         stPred("%p4", 11) + stPred("%p5", 12) + stPred("%p6", 13),
+                     14, 3, decls);
+  // f16: lane 0 {1,2} vs {2,1}; lane 1 {NaN,1} vs {1,1}; lane 2 {2,1} vs {2,1}
+  const int want[3][14] = {
+      // lt lo, lt hi, equ lo, equ hi, ge&p7 lo, hi, neu|!p7 lo, hi, bf16 gt, gtu, eq
+      {1, 0, 0, 0, 0, 1, 0, 0, /*bf16 {1,-1} vs {NaN,0}*/ 0, 0, 1, 0, 0, 0},
+      {0, 0, 1, 1, 0, 1, 1, 0, /*{NaN,1} vs {1,1}*/ 0, 0, 1, 0, 0, 1},
+      {0, 0, 1, 1, 1, 1, 0, 0, /*{-0,+0} vs {+0,-0}*/ 0, 0, 0, 0, 1, 1},
+  };
+  for (int t = 0; t < 3; ++t)
+    for (int k = 0; k < 14; ++k) {
+      INFO("lane " << t << " result " << k);
+      CHECK(r[size_t(t) * 14 + k] == uint64_t(want[t][k]));
+    }
+}
+
+TEST_CASE("min/max NaN rules for f32, f16, f16x2, bf16, bf16x2, with and without .NaN",
+          "[sim][instr]") {
+  // lanes: a, b as 32-bit words; f16/bf16 instructions read the low half, x2 both halves
+  const std::vector<uint32_t> a = {0x7FC00000u, 0x3F800000u, 0x80000000u, 0x7E003C00u,
+                                   0xBF807FC0u};
+  const std::vector<uint32_t> b = {0x3F800000u, 0x7FC00000u, 0x00000000u, 0x40007E00u,
+                                   0x7FC03F80u};
+  const int n = int(a.size());
+  auto r = runScalar(std::string(kLoadAB) + R"(
+  mov.b32 %f1, %r1;
+  mov.b32 %f2, %r2;
+  min.f32 %f3, %f1, %f2;
+  max.f32 %f4, %f1, %f2;
+  min.NaN.f32 %f5, %f1, %f2;
+  max.NaN.f32 %f6, %f1, %f2;
+  mov.b32 {%h1, %h2}, %r1;
+  mov.b32 {%h3, %h4}, %r2;
+  min.f16 %h5, %h1, %h3;
+  max.NaN.f16 %h6, %h1, %h3;
+  min.f16x2 %r3, %r1, %r2;
+  max.NaN.f16x2 %r4, %r1, %r2;
+  max.bf16 %h7, %h1, %h3;
+  min.NaN.bf16 %h8, %h1, %h3;
+  max.bf16x2 %r5, %r1, %r2;
+  min.NaN.bf16x2 %r6, %r1, %r2;
+  min.NaN.f16x2 %r7, %r1, %r2;
+  max.NaN.bf16x2 %r8, %r1, %r2;
+)" + st32("%f3", 0) + st32("%f4", 1) + st32("%f5", 2) +
+                         st32("%f6", 3) +
+                         "  st.global.b16 [%rd2+32], %h5;\n  st.global.b16 [%rd2+40], %h6;\n" +
+                         st32("%r3", 6) + st32("%r4", 7) +
+                         "  st.global.b16 [%rd2+64], %h7;\n  st.global.b16 [%rd2+72], %h8;\n" +
+                         st32("%r5", 10) + st32("%r6", 11) + st32("%r7", 12) + st32("%r8", 13),
+                     14, n, tables32(a, b));
+  // Host reference: PTX min/max return the non-NaN operand (canonical NaN when both are
+  // NaN); .NaN returns the canonical NaN when either is; -0 < +0.
+  auto isNaN16 = [](uint16_t h, bool bf) {
+    return bf ? ((h & 0x7F80) == 0x7F80 && (h & 0x7F)) : ((h & 0x7C00) == 0x7C00 && (h & 0x3FF));
+  };
+  auto val16 = [](uint16_t h, bool bf) -> double {
+    if (bf) return asFloat(uint32_t(h) << 16);
+    int e = (h >> 10) & 0x1F, m = h & 0x3FF;
+    double v = e ? std::ldexp(1024 + m, e - 25) : std::ldexp(m, -24);
+    return (h & 0x8000) ? -v : v;
+  };
+  auto mm16 = [&](uint16_t x, uint16_t y, bool mn, bool nan, bool bf) -> uint16_t {
+    bool nx = isNaN16(x, bf), ny = isNaN16(y, bf);
+    if (nx && ny) return 0x7FFF;
+    if (nan && (nx || ny)) return 0x7FFF;
+    if (nx) return y;
+    if (ny) return x;
+    double vx = val16(x, bf), vy = val16(y, bf);
+    if (vx == vy) return ((x & 0x8000) != 0) == mn ? x : y; // -0 is the min, +0 the max
+    return (vx < vy) == mn ? x : y;
+  };
+  auto mm32 = [&](uint32_t x, uint32_t y, bool mn, bool nan) -> uint32_t {
+    float fx = asFloat(x), fy = asFloat(y);
+    bool nx = std::isnan(fx), ny = std::isnan(fy);
+    if ((nx && ny) || (nan && (nx || ny))) return 0x7FFFFFFFu;
+    if (nx) return y;
+    if (ny) return x;
+    if (fx == fy) return ((x & 0x80000000u) != 0) == mn ? x : y;
+    return (fx < fy) == mn ? x : y;
+  };
+  auto x2 = [&](uint32_t x, uint32_t y, bool mn, bool nan, bool bf) {
+    return pack16(mm16(uint16_t(x), uint16_t(y), mn, nan, bf),
+                  mm16(uint16_t(x >> 16), uint16_t(y >> 16), mn, nan, bf));
+  };
+  for (int t = 0; t < n; ++t) {
+    INFO("lane " << t << ": a = " << a[t] << ", b = " << b[t]);
+    const uint64_t* s = &r[size_t(t) * 14];
+    const uint16_t al = uint16_t(a[t]), bl = uint16_t(b[t]);
+    CHECK(s[0] == mm32(a[t], b[t], true, false));
+    CHECK(s[1] == mm32(a[t], b[t], false, false));
+    CHECK(s[2] == mm32(a[t], b[t], true, true));
+    CHECK(s[3] == mm32(a[t], b[t], false, true));
+    CHECK(s[4] == mm16(al, bl, true, false, false));
+    CHECK(s[5] == mm16(al, bl, false, true, false));
+    CHECK(s[6] == x2(a[t], b[t], true, false, false));
+    CHECK(s[7] == x2(a[t], b[t], false, true, false));
+    CHECK(s[8] == mm16(al, bl, false, false, true));
+    CHECK(s[9] == mm16(al, bl, true, true, true));
+    CHECK(s[10] == x2(a[t], b[t], false, false, true));
+    CHECK(s[11] == x2(a[t], b[t], true, true, true));
+    CHECK(s[12] == x2(a[t], b[t], true, true, false));
+    CHECK(s[13] == x2(a[t], b[t], false, true, true));
+  }
+  // spot values written out
+  CHECK(r[0 * 14 + 0] == 0x3F800000u);  // min.f32(NaN, 1) = 1
+  CHECK(r[0 * 14 + 2] == 0x7FFFFFFFu);  // min.NaN.f32(NaN, 1) = NaN
+  CHECK(r[2 * 14 + 0] == 0x80000000u);  // min.f32(-0, +0) = -0
+  CHECK(r[2 * 14 + 1] == 0x00000000u);  // max.f32(-0, +0) = +0
+  CHECK(r[3 * 14 + 6] == 0x40003C00u);  // min.f16x2({1, NaN}, {NaN, 2}) = {1, 2}
+  CHECK(r[3 * 14 + 7] == 0x7FFF7FFFu);  // max.NaN.f16x2: NaN in both halves
+  CHECK(r[4 * 14 + 10] == 0xBF803F80u); // max.bf16x2({NaN, -1}, {1, NaN}) = {1, -1}
+  CHECK(r[4 * 14 + 11] == 0x7FFF7FFFu); // min.NaN.bf16x2 of the same: NaN in both halves
+}
