@@ -198,3 +198,80 @@ TEST_CASE("sin and cos f64: <= 2 ulp, large arguments and near multiples of pi/2
   CHECK(math::sincos(d, 0x1p-1074, false) == 0x1p-1074);
   CHECK(math::sincos(d, -0.0, true) == 1.0);
 }
+
+TEST_CASE("f64 exp, log and tanh: native double accuracy over the whole double range", "[math]") {
+  math::HostF64Ops d;
+  double wExp = 0, wLog = 0, wTanh = 0;
+  for (int i = -200000; i <= 200000; ++i) {
+    double x = 745.0 * i / 200000; // results from subnormal to near DBL_MAX
+    wExp = std::max(wExp, ulpError64(math::exp(d, x), expl((long double)x)));
+    double t = 20.0 * i / 200000;
+    wTanh = std::max(wTanh, ulpError64(math::tanh(d, t), tanhl((long double)t)));
+  }
+  for (int e = -1074; e <= 1023; ++e)
+    for (double m : {1.0, 1.1, 1.41, 1.42, 1.75, 1.9999999999999998}) {
+      double x = std::ldexp(m, e);
+      wLog = std::max(wLog, ulpError64(math::log(d, x), logl((long double)x)));
+      if (e < 3) wTanh = std::max(wTanh, ulpError64(math::tanh(d, x), tanhl((long double)x)));
+    }
+  CHECK(wExp <= 2);
+  CHECK(wLog <= 2);
+  CHECK(wTanh <= 4);
+  // Through f32 these were inf, -inf, 0 and 0.
+  CHECK(math::exp(d, 100.0) == Approx(2.6881171418161356e43));
+  CHECK(math::log(d, 1e300) == Approx(690.7755278982137));
+  CHECK(math::log(d, 0x1p-1074) == Approx(-744.4400719213812));
+  CHECK(math::tanh(d, 1e-300) == 1e-300);
+  CHECK(math::exp(d, 710.0) == INFINITY);
+  CHECK(math::exp(d, -746.0) == 0.0);
+  CHECK(math::log(d, -0.0) == -INFINITY);
+  CHECK(std::signbit(math::tanh(d, -0.0)));
+  math::HostF32Ops b;
+  CHECK(std::signbit(math::tanh(b, -0.0f)));
+  CHECK(std::signbit(math::erf(b, -0.0f)));
+  CHECK(math::erfViaF32(b, 1e-300) == Approx(1.1283791670955126e-300));
+}
+
+TEST_CASE("pow: f32 <= 2 ulp and f64 <= 1 + |y ln x| / 32 ulp, and the C library's special cases",
+          "[math]") {
+  math::HostF32Ops b;
+  math::HostF64Ops d;
+  double w32 = 0, w64 = 0;
+  for (double y : {-1000.0, -93.5, -3.0, -2.5, -1.0, -0.5, 0.1, 0.5, 1.0, 2.0, 3.0, 7.25, 1000.0})
+    for (int e = -1074; e <= 1023; ++e)
+      for (double m : {1.0, 1.3, 1.45, 1.7}) {
+        double x = std::ldexp(m, e);
+        long double want = powl((long double)x, (long double)y);
+        if (std::isfinite(double(want)) && want != 0) {
+          double bound = 1 + std::fabs(y * std::log(x)) / 32;
+          w64 = std::max(w64, ulpError64(math::pow(d, x, y), want) / bound);
+        }
+        float xf = float(x), yf = float(y);
+        double want32 = double(powl((long double)xf, (long double)yf));
+        if (xf != 0 && std::isfinite(xf)) w32 = std::max(w32, ulpError(math::pow(b, xf, yf), want32));
+      }
+  CHECK(w32 <= 2);
+  CHECK(w64 <= 1);
+  // Special cases, in f32 and f64, against the C library.
+  const double inf = INFINITY;
+  for (double x : {-inf, -2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0, inf, double(NAN)})
+    for (double y : {-inf, -3.0, -2.0, -0.5, -0.0, 0.0, 0.5, 2.0, 3.0, 1e10, inf, double(NAN)}) {
+      INFO("pow(" << x << ", " << y << ")");
+      double want = std::pow(x, y);
+      double got = math::pow(d, x, y);
+      float got32 = math::pow(b, float(x), float(y));
+      if (std::isnan(want)) {
+        CHECK(std::isnan(got));
+        CHECK(std::isnan(got32));
+      } else {
+        CHECK(got == Approx(want));
+        CHECK(std::signbit(got) == std::signbit(want));
+        CHECK(got32 == Approx(float(want)));
+        CHECK(std::signbit(got32) == std::signbit(want));
+      }
+    }
+  CHECK(math::pow(b, 3e9f, 1e10f) == INFINITY); // was -inf
+  CHECK(math::pow(d, 0x1p-1074, 1e300) == 0.0); // was -inf
+  CHECK(math::pow(b, FLT_MAX, 1.0f) == FLT_MAX); // was inf
+  CHECK(math::pow(d, 10.0, 308.0) == Approx(1e308));
+}
