@@ -6,6 +6,7 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
+#include "codegen/fmod_emitter.h"
 #include "codegen/math_emitter.h"
 #include "codegen/reduction_emitter.h"
 #include "weft/error.h"
@@ -635,7 +636,7 @@ llvm::Value* ElementalEmitter::binary(const ir::Node& n, const Index& index) {
   case OpKind::Rem: {
     bool div = n.kind == OpKind::Div;
     if (fp) {
-      r = div ? b.CreateFDiv(x, y) : b.CreateFRem(x, y);
+      r = div ? b.CreateFDiv(x, y) : emitFmod(b, *k_.module, x, y);
       break;
     }
     // x / -1 = -x and x % -1 = 0 without the INT_MIN / -1 trap; other divisors as C.
