@@ -1117,3 +1117,83 @@ TEST_CASE("min/max NaN rules for f32, f16, f16x2, bf16, bf16x2, with and without
   CHECK(r[4 * 14 + 10] == 0xBF803F80u); // max.bf16x2({NaN, -1}, {1, NaN}) = {1, -1}
   CHECK(r[4 * 14 + 11] == 0x7FFF7FFFu); // min.NaN.bf16x2 of the same: NaN in both halves
 }
+
+TEST_CASE("half-precision families of sm_80 / sm_90: bf16 arithmetic, fma .relu, conversions",
+          "[sim][instr]") {
+  auto st16 = [](const std::string& reg, int k) {
+    return "  st.global.b16 [%rd2+" + std::to_string(8 * k) + "], " + reg + ";\n";
+  };
+  auto r = runScalar(R"(
+  mov.b16 %h1, 0x3F60;
+  mov.b16 %h2, 0x3F94;
+  mov.b16 %h3, 0x9780;
+  fma.rn.bf16 %h4, %h1, %h2, %h3;
+  mov.b16 %h3, 0x1780;
+  fma.rn.bf16 %h5, %h1, %h2, %h3;
+  mov.b16 %h6, 0xC000;
+  mov.b16 %h7, 0x4040;
+  mov.b16 %h8, 0x3F80;
+  fma.rn.relu.bf16 %h9, %h6, %h7, %h8;
+  mov.b16 %h10, 0x4200;
+  mov.b16 %h11, 0x3C00;
+  mov.b32 %r1, {%h6, %h1};
+  mov.b32 %r2, {%h10, %h10};
+  mov.b32 %r3, {%h11, %h11};
+  fma.rn.relu.f16x2 %r4, %r1, %r2, %r3;
+  mov.b16 %h12, 0x7FC0;
+  fma.rn.relu.bf16 %h13, %h12, %h7, %h8;
+  add.rn.bf16 %h14, %h8, %h8;
+)" + st16("%h4", 0) + st16("%h5", 1) + st16("%h9", 2) + st32("%r4", 3) +
+                         st16("%h13", 4) + st16("%h14", 5) + R"(
+  mov.b32 %r5, {%h8, %h7};
+  mov.b32 %r6, {%h7, %h7};
+  sub.rn.bf16x2 %r7, %r5, %r6;
+  mul.rn.bf16x2 %r8, %r5, %r6;
+  fma.rn.bf16x2 %r9, %r5, %r6, %r5;
+  neg.bf16x2 %r10, %r5;
+  mov.b16 %h15, 0xFFC1;
+  abs.bf16 %h15, %h15;
+  ex2.approx.ftz.bf16 %h1, %h7;
+  cvt.rn.bf16.f32 %h2, 0f3F808000;
+  cvt.rn.bf16.f32 %h3, 0f3F818000;
+  cvt.f32.bf16 %f1, %h8;
+  cvt.rn.bf16x2.f32 %r11, 0f40400000, 0fBF800000;
+)" + st32("%r7", 6) + st32("%r8", 7) + st32("%r9", 8) + st32("%r10", 9) +
+                         st16("%h15", 10) + st16("%h1", 11) + st16("%h2", 12) + st16("%h3", 13) +
+                         st32("%f1", 14) + st32("%r11", 15) + R"(
+  cvt.rn.bf16.s32 %h6, 257;
+  cvt.rn.bf16.s32 %h9, 259;
+  mov.b16 %h12, 0xBFC0;
+  cvt.rmi.bf16.bf16 %h10, %h12;
+  cvt.rzi.s32.bf16 %r12, %h12;
+  ex2.approx.f16x2 %r13, %r3;
+  mov.b16 %h0, 0x0000;
+  tanh.approx.bf16 %h11, %h0;
+)" + st16("%h6", 16) + st16("%h9", 17) + st16("%h10", 18) +
+                         st32("%r12", 19) + st32("%r13", 20) + st16("%h11", 21),
+                     22);
+  // 0.875 * 1.15625 = 259/256, exactly halfway between the bf16 neighbours 258/256 and
+  // 260/256; -2^-80 must tip it down, +2^-80 up (rounding through double would tie to even)
+  CHECK(r[0] == 0x3F81);
+  CHECK(r[1] == 0x3F82);
+  CHECK(r[2] == 0x0000);       // relu(-2 * 3 + 1)
+  CHECK(r[3] == 0x46880000u);  // f16x2 relu: {lo relu(-2*3+1) = 0, hi 1.84375*3+1 = 6.53125}
+  CHECK(r[4] == 0x7FFF);       // relu keeps NaN (canonical)
+  CHECK(r[5] == 0x4000);       // 1 + 1
+  CHECK(r[6] == 0x0000C000u);  // {1 - 3, 3 - 3} = {-2, 0}
+  CHECK(r[7] == 0x41104040u);  // {1 * 3, 3 * 3} = {3, 9}
+  CHECK(r[8] == 0x41404080u);  // {1 * 3 + 1, 3 * 3 + 3} = {4, 12}
+  CHECK(r[9] == 0xC040BF80u);  // {-1, -3}
+  CHECK(r[10] == 0x7FC1);      // abs clears the sign, keeps the payload
+  CHECK(r[11] == 0x4100);      // 2^3
+  CHECK(r[12] == 0x3F80);      // tie to even
+  CHECK(r[13] == 0x3F82);      // tie to even
+  CHECK(r[14] == 0x3F800000u);
+  CHECK(r[15] == 0x4040BF80u); // {hi cvt(a) = 3, lo cvt(b) = -1}
+  CHECK(r[16] == 0x4380);      // 257 -> 256 (tie to even)
+  CHECK(r[17] == 0x4382);      // 259 -> 260 (tie to even)
+  CHECK(r[18] == 0xC000);      // floor(-1.5) = -2
+  CHECK(r[19] == uint32_t(-1)); // trunc(-1.5)
+  CHECK(r[20] == 0x40004000u); // ex2 of {1, 1} = {2, 2}
+  CHECK(r[21] == 0x0000);      // tanh(0)
+}

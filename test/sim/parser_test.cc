@@ -213,3 +213,23 @@ TEST_CASE("parser: truncated or damaged PTX fails with a DeviceError, never a cr
   }
   SUCCEED("no crash");
 }
+
+TEST_CASE("parser: modifiers the simulator cannot honour are rejected, never ignored",
+          "[sim][parser]") {
+  const std::string head = ".version 8.5\n.target sm_90\n.address_size 64\n"
+                           ".visible .entry k()\n{\n  .reg .b32 %r<4>;\n  .reg .f32 %f<4>;\n";
+  auto err = [&](const std::string& instr) { return loadError(head + "  " + instr + "\n  ret;\n}\n"); };
+  // .xorsign.abs arrives as two opcode parts; it used to be dropped silently
+  CHECK_THAT(err("min.xorsign.abs.f32 %f1, %f2, %f3;"),
+             Catch::Contains("PTX line 8") && Catch::Contains(".xorsign.abs is not supported"));
+  CHECK_THAT(err("max.NaN.s32 %r1, %r2, %r3;"), Catch::Contains(".NaN needs a floating-point type"));
+  CHECK_THAT(err("max.relu.u32 %r1, %r2, %r3;"), Catch::Contains(".relu needs .s32 or .s16x2"));
+  CHECK_THAT(err("fma.rn.relu.f32 %f1, %f2, %f3, %f1;"),
+             Catch::Contains(".relu needs fma of a half-precision type"));
+  CHECK_THAT(err("mul.lo.s16x2 %r1, %r2, %r3;"),
+             Catch::Contains("mul.lo.s16x2") && Catch::Contains("only supported for add, sub, min and max"));
+  CHECK_THAT(err("add.cc.u16x2 %r1, %r2, %r3;"), Catch::Contains("only supported for add, sub"));
+  // the packed forms NVPTX emits for <2 x i16> on sm_90 load
+  CHECK(err("add.s16x2 %r1, %r2, %r3;\n  sub.u16x2 %r1, %r2, %r3;\n  min.u16x2 %r1, %r2, %r3;\n"
+            "  max.relu.s16x2 %r1, %r2, %r3;\n  min.NaN.f32 %f1, %f2, %f3;") == "");
+}
