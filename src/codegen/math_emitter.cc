@@ -180,12 +180,7 @@ llvm::Value* own(llvm::IRBuilder<>& b, ir::OpKind kind, llvm::Value* x, llvm::Va
   case ir::OpKind::Tanh:
     return math::tanh(ops, x);
   case ir::OpKind::Erf:
-    if constexpr (D) {
-      IrOps<false> single{b, m};
-      return math::erfViaF32(single, x);
-    } else {
-      return math::erf(ops, x);
-    }
+    return math::erf(ops, x);
   case ir::OpKind::Sin:
   case ir::OpKind::Cos: {
     bool cosine = kind == ir::OpKind::Cos;

@@ -199,7 +199,7 @@ TEST_CASE("sin and cos f64: <= 2 ulp, large arguments and near multiples of pi/2
   CHECK(math::sincos(d, -0.0, true) == 1.0);
 }
 
-TEST_CASE("f64 exp, log and tanh: native double accuracy over the whole double range", "[math]") {
+TEST_CASE("f64 exp, log, tanh and erf: native double accuracy over the whole double range", "[math]") {
   math::HostF64Ops d;
   double wExp = 0, wLog = 0, wTanh = 0;
   for (int i = -200000; i <= 200000; ++i) {
@@ -229,7 +229,19 @@ TEST_CASE("f64 exp, log and tanh: native double accuracy over the whole double r
   math::HostF32Ops b;
   CHECK(std::signbit(math::tanh(b, -0.0f)));
   CHECK(std::signbit(math::erf(b, -0.0f)));
-  CHECK(math::erfViaF32(b, 1e-300) == Approx(1.1283791670955126e-300));
+  CHECK(math::erf(d, 1e-300) == Approx(1.1283791670955126e-300)); // was 0 through f32
+  CHECK(std::signbit(math::erf(d, -0.0)));
+  CHECK(math::erf(d, INFINITY) == 1.0);
+  CHECK(math::erf(d, -INFINITY) == -1.0);
+  CHECK(std::isnan(math::erf(d, NAN)));
+  double wErf = 0;
+  for (int i = -300000; i <= 300000; ++i) {
+    double x = 7.0 * i / 300000;
+    wErf = std::max(wErf, ulpError64(math::erf(d, x), erfl((long double)x)));
+  }
+  for (int e = -1074; e <= 0; ++e)
+    wErf = std::max(wErf, ulpError64(math::erf(d, std::ldexp(1.3, e)), erfl(std::ldexp(1.3L, e))));
+  CHECK(wErf <= 2);
 }
 
 TEST_CASE("pow: f32 <= 2 ulp and f64 <= 1 + |y ln x| / 32 ulp, and the C library's special cases",
