@@ -1451,6 +1451,15 @@ inline double roundIntegral(double x, Round r) {
   }
 }
 
+/// v as a double, rounded to odd: exact up to 2^53, and above it still rounds correctly to
+/// f16/bf16 under any mode (a 64-bit integer rounded to nearest double could land on a tie).
+inline double intToDoubleRoundToOdd(__int128 v) {
+  const double d = double(v);
+  const __int128 err = v - __int128(d);
+  if (err != 0 && (bitsOf(d) & 1) == 0) return std::nextafter(d, err > 0 ? HUGE_VAL : -HUGE_VAL);
+  return d;
+}
+
 void Executor::execCvt(const Instr& I, uint32_t m, uint64_t* R) {
   uint64_t* d = R + size_t(I.d[0].reg) * 32;
   Src a = src(I.s[0], R);
@@ -1568,7 +1577,7 @@ void Executor::execCvt(const Instr& I, uint32_t m, uint64_t* R) {
       else
         out = tyIsSigned(st) ? bitsOf(float(int64_t(v))) : bitsOf(float(uint64_t(v)));
     } else {
-      out = writeFloat(double(v), dt, r, false);
+      out = writeFloat(intToDoubleRoundToOdd(v), dt, r, false);
     }
     if (sat && dt == Ty::F32) out = bitsOf(std::clamp(f32(out), 0.0f, 1.0f));
     d[l] = out;

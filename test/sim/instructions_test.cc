@@ -1197,3 +1197,28 @@ TEST_CASE("half-precision families of sm_80 / sm_90: bf16 arithmetic, fma .relu,
   CHECK(r[20] == 0x40004000u); // ex2 of {1, 1} = {2, 2}
   CHECK(r[21] == 0x0000);      // tanh(0)
 }
+
+TEST_CASE("cvt from 64-bit integers to bf16/f16 rounds once, not through double",
+          "[sim][instr]") {
+  // 2^60 + 2^52 is halfway between the bf16 values 2^60 (0x5D80) and 2^60 + 2^53 (0x5D81)
+  auto r = runScalar(R"(
+  cvt.rn.bf16.s64 %h1, 0x1010000000000001;
+  cvt.rn.bf16.s64 %h2, 0x1010000000000000;
+  cvt.rz.bf16.u64 %h3, 0x101FFFFFFFFFFFFF;
+  cvt.rp.bf16.s64 %h4, 0x1000000000000001;
+  cvt.rn.bf16.s64 %h5, -1157425104234217473;
+  cvt.rn.f16.s64 %h6, 2049;
+  cvt.rn.f16.u64 %h7, 0xFFFFFFFFFFFFFFFF;
+)" + std::string("  st.global.b16 [%rd2+0], %h1;\n  st.global.b16 [%rd2+8], %h2;\n"
+                                     "  st.global.b16 [%rd2+16], %h3;\n  st.global.b16 [%rd2+24], %h4;\n"
+                                     "  st.global.b16 [%rd2+32], %h5;\n  st.global.b16 [%rd2+40], %h6;\n"
+                                     "  st.global.b16 [%rd2+48], %h7;\n"),
+                     7);
+  CHECK(r[0] == 0x5D81); // just above the tie: up
+  CHECK(r[1] == 0x5D80); // the tie itself: to even
+  CHECK(r[2] == 0x5D80); // 2^60 + 2^53 - 1 toward zero (a double would round it up to 2^60 + 2^53)
+  CHECK(r[3] == 0x5D81); // 2^60 + 1 toward +inf
+  CHECK(r[4] == 0xDD81); // -(2^60 + 2^52 + 1)
+  CHECK(r[5] == 0x6800); // 2049 -> 2048 (tie to even)
+  CHECK(r[6] == 0x7C00); // 2^64 - 1 overflows f16 to +inf
+}
