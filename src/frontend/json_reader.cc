@@ -13,6 +13,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "frontend/read_file.h"
 #include "weft/error.h"
 
 namespace weft::frontend {
@@ -969,14 +970,7 @@ ParsedGraph readGraphJson(const std::string& text, const std::string& fileName) 
 }
 
 ParsedGraph readGraphFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw InputError(
-        fmt::format("{}: cannot open the graph file (does it exist and is it readable?)", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw InputError(fmt::format("{}: cannot read the graph file", path));
-  return readGraphJson(buffer.str(), path);
+  return readGraphJson(readFileBytes(path, "graph file"), path);
 }
 
 } // namespace weft::frontend

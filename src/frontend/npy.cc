@@ -1,11 +1,13 @@
 #include "frontend/npy.h"
 
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
 #include <fstream>
 #include <sstream>
 
+#include "frontend/read_file.h"
 #include "ir/shape.h"
 #include "weft/error.h"
 
@@ -184,7 +186,8 @@ HostTensor decodeNpy(const std::string& bytes, const std::string& where,
     fail(where, fmt::format("truncated data: shape ({}) of {} needs {} bytes but the file holds {}",
                             fmt::join(shape, ", "), ir::dtypeName(t), need, have));
   HostTensor out(t, shape);
-  std::memcpy(out.bytes.data(), bytes.data() + dataStart, static_cast<size_t>(need));
+  if (need) // an empty array's bytes.data() may be null, which memcpy must not get
+    std::memcpy(out.bytes.data(), bytes.data() + dataStart, static_cast<size_t>(need));
   if (t == DType::boolean)
     for (auto& b : out.bytes)
       b = b ? 1 : 0;
@@ -192,11 +195,7 @@ HostTensor decodeNpy(const std::string& bytes, const std::string& where,
 }
 
 HostTensor readNpy(const std::string& path, std::optional<DType> expected) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open the .npy file", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return decodeNpy(buffer.str(), path, expected);
+  return decodeNpy(readFileBytes(path, ".npy file"), path, expected);
 }
 
 std::string encodeNpy(const HostTensor& t) {
@@ -228,11 +227,14 @@ std::string encodeNpy(const HostTensor& t) {
 }
 
 void writeNpy(const std::string& path, const HostTensor& t) {
+  errno = 0;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw InputError(fmt::format("{}: cannot create the .npy file", path));
+  auto reason = [] { return errno ? std::string(std::strerror(errno)) : "unknown reason"; };
+  if (!out) throw InputError(fmt::format("{}: cannot create the .npy file: {}", path, reason()));
   std::string bytes = encodeNpy(t);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw InputError(fmt::format("{}: cannot write the .npy file", path));
+  out.close();
+  if (!out) throw InputError(fmt::format("{}: cannot write the .npy file: {}", path, reason()));
 }
 
 } // namespace weft::frontend

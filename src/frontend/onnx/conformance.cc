@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "frontend/onnx/onnx_import.h"
+#include "frontend/read_file.h"
 #include "ir/interpreter.h"
 #include "weft/error.h"
 
@@ -95,14 +96,21 @@ std::vector<TestCase> findTestCases(const std::vector<std::string>& paths) {
   for (const std::string& p : paths) {
     fs::path path(p);
     if (!fs::exists(path)) throw InputError(fmt::format("{}: no such file or directory", p));
+    if (!fs::is_directory(path))
+      throw InputError(fmt::format("{}: not a directory; give a test case folder (model.onnx and "
+                                   "test_data_set_*/) or a folder of them",
+                                   p));
     if (fs::exists(path / "model.onnx")) {
       std::string name = fs::weakly_canonical(path).filename().string();
       found[name] = {name, path.string()};
       continue;
     }
-    for (const auto& e : fs::directory_iterator(path))
-      if (e.is_directory() && fs::exists(e.path() / "model.onnx"))
-        found[e.path().filename().string()] = {e.path().filename().string(), e.path().string()};
+    std::error_code ec;
+    for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
+      if (it->is_directory(ec) && fs::exists(it->path() / "model.onnx", ec))
+        found[it->path().filename().string()] = {it->path().filename().string(),
+                                                 it->path().string()};
+    if (ec) throw InputError(fmt::format("{}: cannot list the folder: {}", p, ec.message()));
   }
   std::vector<TestCase> out;
   for (auto& [n, tc] : found)
@@ -292,8 +300,7 @@ std::string resultsToJson(const std::vector<CaseResult>& results, const std::str
 }
 
 std::map<std::string, Expectation> readExpectations(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open the expectations file", path));
+  std::istringstream in(frontend::readFileBytes(path, "expectations file"));
   std::map<std::string, Expectation> out;
   std::string line;
   for (int lineNo = 1; std::getline(in, line); ++lineNo) {

@@ -7,7 +7,9 @@
 #include <set>
 #include <sstream>
 
+#include "frontend/read_file.h"
 #include "ir/interpreter.h"
+#include "ir/shape.h"
 
 namespace weft::onnx {
 namespace {
@@ -19,11 +21,7 @@ using ::onnx::TensorProto;
 }
 
 std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open the file for reading", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return frontend::readFileBytes(path, "file");
 }
 
 /// Bytes per element of an ONNX element type as stored in raw_data; 0 for unknown ones.
@@ -178,16 +176,27 @@ Literal literalFromTensorProto(const TensorProto& t, const std::string& where) {
     if (d < 0) failAt(where, fmt::format("tensor \"{}\" has a negative dimension {}", t.name(), d));
     lit.shape.push_back(d);
   }
-  int64_t n = lit.numElements();
-  lit.values.reserve(static_cast<size_t>(n));
+  int64_t n = 0;
+  try {
+    n = ir::checkedProduct(lit.shape);
+  } catch (const InputError& e) {
+    failAt(where, fmt::format("tensor \"{}\" of shape [{}]: {}", t.name(), fmt::join(lit.shape, ", "),
+                              e.what()));
+  }
+  // The data checks below come before any allocation: n is bounded by the bytes present.
   int dt = t.data_type();
   if (t.has_raw_data()) {
     size_t eb = rawElementBytes(dt);
     const std::string& raw = t.raw_data();
-    if (raw.size() != eb * static_cast<size_t>(n))
-      failAt(where,
-             fmt::format("tensor \"{}\" has {} bytes of raw data but {} elements of {} need {}",
-                         t.name(), raw.size(), n, onnxTypeName(dt), eb * static_cast<size_t>(n)));
+    uint64_t need = 0;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(n), static_cast<uint64_t>(eb), &need) ||
+        raw.size() != need)
+      failAt(where, fmt::format("tensor \"{}\" has {} bytes of raw data but {} elements of {} need {}",
+                                t.name(), raw.size(), n, onnxTypeName(dt),
+                                eb == 0 ? std::string("a known element size")
+                                : need / eb == static_cast<uint64_t>(n) ? std::to_string(need)
+                                                                          : "more than 2^64"));
+    lit.values.reserve(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
       lit.values.push_back(decodeRaw(dt, raw.data() + static_cast<size_t>(i) * eb));
     return lit;
@@ -196,6 +205,7 @@ Literal literalFromTensorProto(const TensorProto& t, const std::string& where) {
     if (field.size() != n)
       failAt(where, fmt::format("tensor \"{}\" holds {} values but its shape [{}] needs {}",
                                 t.name(), field.size(), fmt::join(lit.shape, ", "), n));
+    lit.values.reserve(static_cast<size_t>(n));
     for (const auto& v : field)
       lit.values.push_back(convert(v));
   };
@@ -647,8 +657,16 @@ bool ModelImporter::foldNode(const ::onnx::NodeProto& n, std::vector<Value*>& in
     if (!out.literal && out.node >= 0) computed.push_back(out.node);
   std::vector<HostTensor> results;
   if (!computed.empty()) {
-    for (ir::NodeId id : computed)
-      if (!ir::isStatic(scratch.node(id).type.shape)) return false;
+    for (ir::NodeId id : computed) {
+      const ir::Shape& shape = scratch.node(id).type.shape;
+      if (!ir::isStatic(shape)) return false;
+      // A large result (an Expand or ConstantOfShape of constants) stays a node of the graph:
+      // folding it would hold every element on the host.
+      int64_t n = 1;
+      for (const ir::Dim& d : shape)
+        if (__builtin_mul_overflow(n, d.size(), &n)) return false;
+      if (n > kFoldLimit) return false;
+    }
     scratch.setOutputs(computed);
     results = ir::interpret(scratch, {});
   }

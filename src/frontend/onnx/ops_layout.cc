@@ -19,6 +19,8 @@ using ir::Shape;
 /// Element counts above this are not unrolled into per-element slices (negative-step Slice,
 /// reflect Pad, Gather by constant indices).
 constexpr int64_t kMaxUnrolled = 1024;
+/// ConstantOfShape results larger than this are splat constants in the graph, not literals.
+constexpr int64_t kMaxLiteralElements = int64_t(1) << 20;
 
 std::string listStr(const std::vector<int64_t>& v) {
   return fmt::format("[{}]", fmt::join(v, ", "));
@@ -434,7 +436,17 @@ void lowerConstantOfShape(NodeContext& c) {
   }
   for (int64_t d : shape)
     if (d < 0) c.fail(fmt::format("shape {} has a negative size", listStr(shape)));
-  lit.values.assign(static_cast<size_t>(lit.numElements()), v);
+  int64_t n = 0;
+  try {
+    n = ir::checkedProduct(shape);
+  } catch (const InputError& e) {
+    c.fail(fmt::format("shape {}: {}", listStr(shape), e.what()));
+  }
+  if (n > kMaxLiteralElements) { // a splat node rather than n doubles on the host
+    c.setOutput(0, c.splat(lit.dtype, Shape(shape.begin(), shape.end()), v));
+    return;
+  }
+  lit.values.assign(static_cast<size_t>(n), v);
   c.setOutput(0, std::move(lit));
 }
 
