@@ -122,13 +122,15 @@ TEST_CASE("input errors go to stderr with exit code 2") {
   Result overflow = runWeft("eval " + square + " --bind B=10000000000");
   CHECK(overflow.rc == 2);
   CHECK(overflow.err == "weft: error: " + square +
-                            ": input \"x\" f32[B, B]: size overflow: 10000000000 * 10000000000 "
-                            "does not fit in int64\n");
+                            ": --bind B=10000000000: value \"x\" f32[B, B] would hold 1e+20 "
+                            "elements (346.9 EiB), more than int64 can count; use smaller sizes\n");
   Result tooBig = runWeft("eval " + square + " --bind B=1000000000");
   CHECK(tooBig.rc == 2);
-  CHECK(tooBig.err == "weft: error: " + square +
-                          ": not enough host memory for the inputs and outputs under --bind "
-                          "B=1000000000; use smaller sizes\n");
+  CHECK(tooBig.err.rfind("weft: error: " + square +
+                             ": --bind B=1000000000: the inputs and outputs need 6.9 EiB (\"x\" "
+                             "f32[B, B] alone 3.5 EiB), more than this machine's ",
+                         0) == 0);
+  CHECK(tooBig.err.find(" of memory; use smaller sizes\n") != std::string::npos);
 
   Result bad = runWeft("check " + writeFile("bad.json", "{\"inputs\": [}"));
   CHECK(bad.rc == 2);
@@ -137,8 +139,8 @@ TEST_CASE("input errors go to stderr with exit code 2") {
 
   Result missing = runWeft("check /nonexistent/g.json");
   CHECK(missing.rc == 2);
-  CHECK(missing.err == "weft: error: /nonexistent/g.json: cannot open the graph file (does it "
-                       "exist and is it readable?)\n");
+  CHECK(missing.err == "weft: error: /nonexistent/g.json: cannot open the graph file: No such "
+                       "file or directory\n");
 
   Result usage = runWeft("frobnicate");
   CHECK(usage.rc == 2);
@@ -337,4 +339,202 @@ TEST_CASE("weft run and plan accept ONNX models") {
   CHECK(r.out.find("1 kernel(s)") != std::string::npos);
   CHECK(r.out.find("check: all outputs match") != std::string::npos);
   CHECK(runWeft("plan " + model).rc == 0);
+}
+
+namespace {
+/// The one line a failed command printed, checking that it is exactly one line.
+std::string oneLine(const Result& r) {
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  return r.err;
+}
+} // namespace
+
+TEST_CASE("absurd --bind sizes are exit 2 naming the value and why, before any allocation") {
+  std::string g = writeFile("sm.json", kSoftmax);
+  // Fits in int64 but not in memory: eval and run refuse before allocating the inputs.
+  for (const char* cmd : {"eval ", "run "}) {
+    Result r = runWeft(cmd + g + " --bind B=99999999999999");
+    CHECK(r.rc == 2);
+    CHECK(oneLine(r).rfind("weft: error: " + g +
+                               ": --bind B=99999999999999: the inputs and outputs need 2.1 PiB "
+                               "(\"x\" f32[B, 3] alone 1.1 PiB), more than this machine's ",
+                           0) == 0);
+  }
+  // Past int64: plan and compile (which allocate nothing) refuse too.
+  for (const char* cmd : {"plan ", "compile "}) {
+    Result r = runWeft(cmd + g + " --bind B=999999999999999999");
+    CHECK(r.rc == 2);
+    CHECK(oneLine(r) == "weft: error: " + g +
+                            ": --bind B=999999999999999999: value \"x\" f32[B, 3] would hold "
+                            "3e+18 elements (10.4 EiB), more than int64 can count; use smaller "
+                            "sizes\n");
+  }
+  // One dim alone past int64.
+  std::string wide =
+      writeFile("wide.json", R"({"inputs": [{"name": "x", "dtype": "f32", "shape": ["10*B"]}],
+    "ops": [{"name": "y", "op": "neg", "inputs": ["x"]}], "outputs": ["y"]})");
+  Result dim = runWeft("plan " + wide + " --bind B=999999999999999999");
+  CHECK(dim.rc == 2);
+  CHECK(oneLine(dim) == "weft: error: " + wide +
+                            ": --bind B=999999999999999999: value \"x\" f32[10*B] has dim 10*B = "
+                            "1e+19, which does not fit in int64; use smaller sizes\n");
+  // bench's graph-file workloads are checked the same way (this was std::bad_alloc, exit 1).
+  Result bench = runWeft("bench " + g + " --bind B=99999999999999 --policy none");
+  CHECK(bench.rc == 2);
+  CHECK(oneLine(bench).rfind("weft: error: " + g + ": --bind B=99999999999999: the inputs and "
+                                                   "outputs need 2.1 PiB",
+                             0) == 0);
+  // Bad --bind syntax, zero and negative sizes.
+  for (const char* bind : {"B=0", "B=-1", "B", "B=1e3", "=4"}) {
+    Result r = runWeft("eval " + g + " --bind " + bind);
+    CHECK(r.rc == 2);
+    CHECK(oneLine(r) == std::string("weft: error: --bind: binding \"") + bind +
+                            "\": expected SYMBOL=POSITIVE_SIZE, e.g. B=16\n");
+  }
+}
+
+TEST_CASE("output paths weft cannot write are exit 2 naming the path and the OS's reason") {
+  std::string g = writeFile("sm.json", kSoftmax);
+  // A path below a regular file cannot be created, whoever runs the test (root included).
+  std::string under = g + "/sub";
+  Result compile = runWeft("compile " + g + " --bind B=4 --emit plan -o " + under);
+  CHECK(compile.rc == 2);
+  CHECK(oneLine(compile) ==
+        "weft: error: -o " + under + ": cannot create the directory: Not a directory\n");
+  Result graphs = runWeft("bench softmax --write-graphs " + under);
+  CHECK(graphs.rc == 2);
+  CHECK(oneLine(graphs) ==
+        "weft: error: --write-graphs " + under + ": cannot create the directory: Not a directory\n");
+  // --save-outputs fails before the run, for eval and run alike.
+  for (const char* cmd : {"eval ", "run "}) {
+    Result save = runWeft(cmd + g + " --bind B=4 --save-outputs " + under);
+    CHECK(save.rc == 2);
+    CHECK(save.out.empty());
+    CHECK(oneLine(save) == "weft: error: --save-outputs " + under +
+                               ": cannot create the directory: Not a directory\n");
+  }
+  // bench -o and --csv are checked before the (long) run: no progress line comes first.
+  Result report = runWeft("bench softmax --policy none -o " + under + "/report.md");
+  CHECK(report.rc == 2);
+  CHECK(oneLine(report) == "weft: error: -o " + under + "/report.md: cannot write the file: " +
+                               under + ": Not a directory\n");
+  Result csvDir = runWeft("bench softmax --policy none --csv " + scratch().string());
+  CHECK(csvDir.rc == 2);
+  CHECK(oneLine(csvDir) == "weft: error: --csv " + scratch().string() +
+                               ": cannot write the file: it is a directory\n");
+  const std::string model = "/usr/share/libonnx-testdata/data/node/test_add/model.onnx";
+  if (!fs::exists(model)) {
+    WARN("libonnx-testdata is not installed: " + model);
+    return;
+  }
+  Result import = runWeft("import " + model + " -o " + under + "/g.json");
+  CHECK(import.rc == 2);
+  CHECK(oneLine(import) == "weft: error: -o " + under + "/g.json: cannot write the file: " +
+                               under + ": Not a directory\n");
+  Result into = runWeft("import " + model + " -o " + g + "/g.json");
+  CHECK(into.rc == 2);
+  CHECK(oneLine(into) == "weft: error: -o " + g + "/g.json: cannot write the file: " + g +
+                             " is not a directory\n");
+  // What only the write finds: a full device.
+  Result full = runWeft("import " + model + " -o /dev/full");
+  CHECK(full.rc == 2);
+  CHECK(oneLine(full) == "weft: error: -o /dev/full: cannot write the file: No space left on "
+                         "device\n");
+}
+
+TEST_CASE("weft onnx-test: a file, a bad profile or a bad --expected are exit 2") {
+  std::string g = writeFile("sm.json", kSoftmax);
+  Result file = runWeft("onnx-test " + g);
+  CHECK(file.rc == 2);
+  CHECK(oneLine(file) == "weft: error: " + g +
+                             ": not a directory; give a test case folder (model.onnx and "
+                             "test_data_set_*/) or a folder of them\n");
+  Result missing = runWeft("onnx-test /nonexistent/cases");
+  CHECK(missing.rc == 2);
+  CHECK(oneLine(missing) == "weft: error: /nonexistent/cases: no such file or directory\n");
+  const std::string node = "/usr/share/libonnx-testdata/data/node/test_add";
+  if (!fs::exists(node)) {
+    WARN("libonnx-testdata is not installed: " + node);
+    return;
+  }
+  Result profile = runWeft("onnx-test " + node + " --device p100");
+  CHECK(profile.rc == 2);
+  CHECK(oneLine(profile) ==
+        "weft: error: --device p100: unknown profile; use one of v100, a100, h100\n");
+  // --expected is read before the cases run: no progress line first.
+  Result expected = runWeft("onnx-test " + node + " --expected " + scratch().string());
+  CHECK(expected.rc == 2);
+  CHECK(oneLine(expected) == "weft: error: " + scratch().string() +
+                                 ": cannot open the expectations file: it is a directory\n");
+}
+
+TEST_CASE("output and input names map to distinct files that stay inside the folder") {
+  // "a/b" and "a?b" both became "a_b.npy" (one overwrote the other); "../x" was read from
+  // outside --inputs. Every byte but letters, digits, '.', '_' and '-' is now %XX.
+  std::string g = writeFile(
+      "names.json", R"({"name": "n", "inputs": [{"name": "../x", "dtype": "f32", "shape": [2]}],
+    "ops": [{"name": "a/b", "op": "neg", "inputs": ["../x"]},
+            {"name": "a?b", "op": "exp", "inputs": ["../x"]}], "outputs": ["a/b", "a?b"]})");
+  fs::path dir = scratch() / "names_in", out = scratch() / "names_out";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  weft::HostTensor x(weft::DType::f32, {2});
+  x.set(0, 1);
+  x.set(1, 2);
+  // A file where the unsanitised name would lead (DIR/../x.npy) is never read.
+  weft::frontend::writeNpy((scratch() / "x.npy").string(), x);
+  Result outside = runWeft("eval " + g + " --inputs " + dir.string());
+  CHECK(outside.rc == 2);
+  CHECK(oneLine(outside) == "weft: error: --inputs " + dir.string() +
+                                ": no ..%2Fx.npy for graph input \"../x\" (f32[2])\n");
+  weft::frontend::writeNpy((dir / "..%2Fx.npy").string(), x);
+  Result r = runWeft("eval " + g + " --inputs " + dir.string() + " --save-outputs " + out.string());
+  REQUIRE(r.rc == 0);
+  weft::HostTensor neg = weft::frontend::readNpy((out / "a%2Fb.npy").string(), weft::DType::f32);
+  weft::HostTensor ex = weft::frontend::readNpy((out / "a%3Fb.npy").string(), weft::DType::f32);
+  CHECK(neg.get(0) == -1);
+  CHECK(neg.get(1) == -2);
+  CHECK(ex.get(0) == Approx(std::exp(1.0)).epsilon(1e-6));
+  CHECK(ex.get(1) == Approx(std::exp(2.0)).epsilon(1e-6));
+  CHECK(std::distance(fs::directory_iterator(out), fs::directory_iterator()) == 2);
+}
+
+TEST_CASE("directories, empty files and bad numbers where files and counts are expected") {
+  std::string g = writeFile("sm.json", kSoftmax);
+  std::string dir = scratch().string();
+  Result check = runWeft("check " + dir);
+  CHECK(check.rc == 2);
+  CHECK(oneLine(check) == "weft: error: " + dir + ": cannot open the graph file: it is a directory\n");
+  Result empty = runWeft("check " + writeFile("empty.json", ""));
+  CHECK(empty.rc == 2);
+  CHECK(oneLine(empty).find("empty.json:1:1: invalid JSON: ") != std::string::npos);
+  Result emptyOnnx = runWeft("check " + writeFile("empty.onnx", ""));
+  CHECK(emptyOnnx.rc == 2);
+  CHECK(oneLine(emptyOnnx) ==
+        "weft: error: " + (scratch() / "empty.onnx").string() +
+            ": the file is empty, not an ONNX model\n");
+  Result inputsFile = runWeft("eval " + g + " --inputs " + g);
+  CHECK(inputsFile.rc == 2);
+  CHECK(oneLine(inputsFile) == "weft: error: --inputs " + g +
+                                   ": not a directory; it must be a directory holding one <input "
+                                   "name>.npy per graph input\n");
+  fs::path in = scratch() / "dir_in";
+  fs::remove_all(in);
+  fs::create_directories(in / "x.npy");
+  Result npyDir = runWeft("eval " + g + " --inputs " + in.string());
+  CHECK(npyDir.rc == 2);
+  CHECK(oneLine(npyDir) ==
+        "weft: error: " + (in / "x.npy").string() + ": cannot open the .npy file: it is a directory\n");
+  fs::remove(in / "x.npy");
+  std::ofstream(in / "x.npy").flush();
+  Result npyEmpty = runWeft("eval " + g + " --inputs " + in.string());
+  CHECK(npyEmpty.rc == 2);
+  CHECK(oneLine(npyEmpty) == "weft: error: " + (in / "x.npy").string() +
+                                 ": not a .npy file (it does not start with \\x93NUMPY)\n");
+  Result seed = runWeft("eval " + g + " --bind B=2 --seed -1");
+  CHECK(seed.rc == 2);
+  CHECK(seed.err.rfind("weft: error: --seed: give a seed from 0 to 2^64 - 1, not -1\n", 0) == 0);
+  Result time = runWeft("run " + g + " --bind B=2 --time -3");
+  CHECK(time.rc == 2);
+  CHECK(oneLine(time) == "weft: error: --time -3: give the number of timed runs (1 or more)\n");
 }

@@ -14,6 +14,7 @@
 
 #include "bench/report.h"
 #include "bench/suite.h"
+#include "cli_support.h"
 #include "commands.h"
 #include "frontend/json_writer.h"
 #include "ir/shape.h"
@@ -38,22 +39,18 @@ struct BenchArgs {
   std::string csv;
 };
 
-void writeText(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw Error("cannot write " + path);
+void writeText(const std::string& flag, const std::string& path, const std::string& text) {
+  writeOutputFile(flag, path, text);
   fmt::print(stderr, "weft bench: wrote {}\n", path);
 }
 
 /// --write-graphs DIR: each workload's graph as DIR/<name>.json (for `weft plan` on the
 /// generated ones), instead of benchmarking.
 void writeGraphs(const std::vector<bench::Workload>& workloads, const std::string& dir) {
-  std::filesystem::create_directories(dir);
+  makeOutputDir("--write-graphs", dir);
   for (const bench::Workload& w : workloads) {
     std::string path = (std::filesystem::path(dir) / (w.name + ".json")).string();
-    std::ofstream out(path);
-    out << frontend::writeGraphJson(w.build(), w.name);
-    if (!out) throw Error("cannot write " + path);
+    writeOutputFile("--write-graphs", path, frontend::writeGraphJson(w.build(), w.name));
     fmt::print(stderr, "wrote {}\n", path);
   }
 }
@@ -100,7 +97,7 @@ void runBench(const BenchArgs& a) {
   o.profiles = parseProfiles(a.deviceSpec);
   o.compileRuns = a.compileRuns;
   o.sampleBlocks = a.sampleBlocks;
-  ir::Binding binding = a.bind.empty() ? ir::Binding{} : ir::parseBinding(a.bind);
+  ir::Binding binding = parseBindOption(a.bind);
   std::vector<bench::Workload> workloads;
   if (a.workloads.empty())
     workloads = bench::suiteWorkloads(a.workloadsDir);
@@ -108,6 +105,12 @@ void runBench(const BenchArgs& a) {
     for (const std::string& w : a.workloads)
       workloads.push_back(bench::findWorkload(w, a.workloadsDir, binding));
   if (!a.writeGraphs.empty()) return writeGraphs(workloads, a.writeGraphs);
+  if (!a.output.empty()) checkOutputFile("-o", a.output); // before the run, not after it
+  if (!a.csv.empty()) checkOutputFile("--csv", a.csv);
+  // Graph files bound under --bind: sizes past int64 or this machine's memory fail here.
+  for (size_t k = 0; k < a.workloads.size() && k < workloads.size(); ++k)
+    if (!a.bind.empty())
+      checkBoundSizes(workloads[k].build(), a.workloads[k], binding, a.bind, hostMemoryBytes());
   const bool scaling = a.scaling == "on" || (a.scaling == "auto" && a.workloads.empty());
   if (!scaling) o.scalingNodes.clear();
   o.progress = [](const std::string& line) {
@@ -119,11 +122,11 @@ void runBench(const BenchArgs& a) {
   std::string text = a.format == "json"  ? bench::formatJson(result)
                      : a.format == "csv" ? bench::formatCsv(result)
                                          : bench::formatMarkdown(result);
-  if (!a.csv.empty()) writeText(a.csv, bench::formatCsv(result));
+  if (!a.csv.empty()) writeText("--csv", a.csv, bench::formatCsv(result));
   if (a.output.empty())
     fmt::print("{}", text);
   else
-    writeText(a.output, text);
+    writeText("-o", a.output, text);
 }
 
 } // namespace
@@ -164,7 +167,19 @@ void addBenchCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--write-graphs", a->writeGraphs,
                   "Write each workload's graph to DIR/<name>.json and exit (no benchmark)");
-  cmd->callback([a] { runBench(*a); });
+  cmd->callback([a] {
+    try {
+      runBench(*a);
+    } catch (const std::bad_alloc&) {
+      throw InputError(fmt::format("weft bench: not enough host memory for the workloads{}; use "
+                                   "smaller sizes",
+                                   a->bind.empty() ? "" : " under --bind " + a->bind));
+    } catch (const std::length_error&) { // a vector past max_size(): a size no machine holds
+      throw InputError(fmt::format("weft bench: not enough host memory for the workloads{}; use "
+                                   "smaller sizes",
+                                   a->bind.empty() ? "" : " under --bind " + a->bind));
+    }
+  });
 }
 
 } // namespace weft::tools

@@ -2,10 +2,16 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
+#include <limits>
 #include <set>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "frontend/npy.h"
 #include "frontend/onnx/load_graph.h"
@@ -50,7 +56,13 @@ void addInputOptions(CLI::App* cmd, InputOptions& o) {
                                  "Directory with one <input name>.npy per graph input");
   auto* random =
       cmd->add_flag("--random", o.random, "Seeded random inputs (the default without --inputs)");
-  cmd->add_option("--seed", o.seed, "Seed of the random inputs (default 0)");
+  cmd->add_option("--seed", o.seed, "Seed of the random inputs (default 0)")
+      ->check(CLI::Validator( // a uint64 option would take "-1" as 2^64 - 1
+          [](std::string& text) {
+            return text.rfind('-', 0) == 0 ? "give a seed from 0 to 2^64 - 1, not " + text
+                                           : std::string();
+          },
+          "SEED"));
   inputs->excludes(random);
   cmd->add_option("--save-outputs", o.saveDir, "Write each output to DIR/<output name>.npy");
 }
@@ -58,13 +70,17 @@ void addInputOptions(CLI::App* cmd, InputOptions& o) {
 GraphInputs prepareInputs(const frontend::ParsedGraph& g, const std::string& file,
                           const InputOptions& o) {
   GraphInputs r;
+  // An unwritable --save-outputs fails here, before the run rather than after it.
+  if (!o.saveDir.empty()) makeOutputDir("--save-outputs", o.saveDir);
   r.binding = parseBindOption(o.bind);
   if (!o.inputsDir.empty()) {
     r.inputs = readInputsDir(g.graph, o.inputsDir);
     r.binding = completeBinding(g, file, r.binding, &r.inputs);
+    checkBoundSizes(g.graph, file, r.binding, o.bind, hostMemoryBytes());
     return r;
   }
   r.binding = completeBinding(g, file, r.binding, nullptr);
+  checkBoundSizes(g.graph, file, r.binding, o.bind, hostMemoryBytes());
   try {
     r.inputs = frontend::randomInputs(g.graph, r.binding, o.seed);
   } catch (const InputError& e) {
@@ -74,6 +90,81 @@ GraphInputs prepareInputs(const frontend::ParsedGraph& g, const std::string& fil
   return r;
 }
 
+namespace {
+
+/// "1.5 GiB": a byte count for messages.
+std::string bytesStr(long double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 6) {
+    bytes /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", static_cast<uint64_t>(bytes))
+                : fmt::format("{:.1f} {}", static_cast<double>(bytes), units[u]);
+}
+
+} // namespace
+
+uint64_t hostMemoryBytes() {
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || pageSize <= 0) return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
+}
+
+void checkBoundSizes(const ir::Graph& g, const std::string& file, const ir::Binding& binding,
+                     const std::string& bindText, uint64_t hostBytes) {
+  // Sizes in long double: products far past int64 are still ordered and printable.
+  constexpr long double kMax = static_cast<long double>(std::numeric_limits<int64_t>::max());
+  std::string bind = bindText.empty() ? "(no --bind)" : "--bind " + bindText;
+  auto sizeOf = [&](const ir::Node& n, long double* elements) {
+    long double count = 1;
+    for (const ir::Dim& d : n.type.shape) {
+      long double size = static_cast<long double>(d.factor());
+      for (const std::string& sym : d.symbols()) {
+        auto it = binding.find(sym);
+        if (it == binding.end()) return false; // stays symbolic
+        size *= static_cast<long double>(it->second);
+      }
+      if (size > kMax)
+        throw InputError(fmt::format("{}: {}: value \"{}\" {} has dim {} = {:.3g}, which does not "
+                                     "fit in int64; use smaller sizes",
+                                     file, bind, n.name, n.type.str(), d.str(),
+                                     static_cast<double>(size)));
+      count *= size;
+    }
+    *elements = count;
+    return true;
+  };
+  long double held = 0, largest = 0;
+  const ir::Node* largestNode = nullptr;
+  std::set<ir::NodeId> inOut(g.inputs().begin(), g.inputs().end());
+  inOut.insert(g.outputs().begin(), g.outputs().end());
+  for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(g.size()); ++id) {
+    const ir::Node& n = g.node(id);
+    long double elements = 0;
+    if (!sizeOf(n, &elements)) continue;
+    long double bytes = elements * ir::dtypeBytes(n.type.dtype);
+    if (elements > kMax || bytes > kMax)
+      throw InputError(fmt::format("{}: {}: value \"{}\" {} would hold {:.3g} elements ({}), more "
+                                   "than int64 can count; use smaller sizes",
+                                   file, bind, n.name, n.type.str(), static_cast<double>(elements),
+                                   bytesStr(bytes)));
+    if (!inOut.count(id)) continue;
+    held += bytes;
+    if (bytes > largest) {
+      largest = bytes;
+      largestNode = &n;
+    }
+  }
+  if (hostBytes > 0 && held > static_cast<long double>(hostBytes) && largestNode)
+    throw InputError(fmt::format(
+        "{}: {}: the inputs and outputs need {} (\"{}\" {} alone {}), more than this machine's "
+        "{} of memory; use smaller sizes",
+        file, bind, bytesStr(held), largestNode->name, largestNode->type.str(), bytesStr(largest),
+        bytesStr(static_cast<long double>(hostBytes))));
+}
+
 void withHostMemoryCheck(const std::string& file, const InputOptions& o,
                          const std::function<void()>& work) {
   try {
@@ -81,6 +172,11 @@ void withHostMemoryCheck(const std::string& file, const InputOptions& o,
   } catch (const std::bad_alloc&) {
     throw InputError(
         fmt::format("{}: not enough host memory for the inputs and outputs under --bind {}; use "
+                    "smaller sizes",
+                    file, o.bind.empty() ? "(none)" : o.bind));
+  } catch (const std::length_error&) { // a vector past max_size(): a size no machine holds
+    throw InputError(
+        fmt::format("{}: not enough host memory for the values of the graph under --bind {}; use "
                     "smaller sizes",
                     file, o.bind.empty() ? "(none)" : o.bind));
   }
@@ -131,14 +227,26 @@ ir::Binding completeBinding(const frontend::ParsedGraph& g, const std::string& f
   return binding;
 }
 
+std::string valueFileName(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')
+      out += c;
+    else
+      out += fmt::format("%{:02X}", static_cast<unsigned>(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
 std::vector<HostTensor> readInputsDir(const ir::Graph& g, const std::string& dir) {
   if (!std::filesystem::is_directory(dir))
     throw InputError(fmt::format(
-        "--inputs {}: not a directory; it must hold one <input name>.npy per graph input", dir));
+        "--inputs {}: {}; it must be a directory holding one <input name>.npy per graph input",
+        dir, std::filesystem::exists(dir) ? "not a directory" : "no such directory"));
   std::vector<HostTensor> out;
   for (ir::NodeId id : g.inputs()) {
     const ir::Node& n = g.node(id);
-    std::filesystem::path p = std::filesystem::path(dir) / (n.name + ".npy");
+    std::filesystem::path p = std::filesystem::path(dir) / (valueFileName(n.name) + ".npy");
     if (!std::filesystem::exists(p))
       throw InputError(fmt::format("--inputs {}: no {} for graph input \"{}\" ({})", dir,
                                    p.filename().string(), n.name, n.type.str()));
@@ -147,19 +255,50 @@ std::vector<HostTensor> readInputsDir(const ir::Graph& g, const std::string& dir
   return out;
 }
 
-void saveOutputs(const ir::Graph& g, const std::vector<HostTensor>& outputs,
-                 const std::string& dir) {
+void makeOutputDir(const std::string& flag, const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
+  if (!ec && !std::filesystem::is_directory(dir, ec))
+    ec = std::make_error_code(std::errc::not_a_directory);
   if (ec)
     throw InputError(
-        fmt::format("--save-outputs {}: cannot create the directory: {}", dir, ec.message()));
+        fmt::format("{} {}: cannot create the directory: {}", flag, dir, ec.message()));
+}
+
+void checkOutputFile(const std::string& flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  auto fail = [&](const std::string& why) {
+    throw InputError(fmt::format("{} {}: cannot write the file: {}", flag, path, why));
+  };
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) fail("it is a directory");
+  fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) parent = ".";
+  struct stat st;
+  if (::stat(parent.c_str(), &st) != 0)
+    fail(fmt::format("{}: {}", parent.string(), std::strerror(errno)));
+  if (!S_ISDIR(st.st_mode)) fail(fmt::format("{} is not a directory", parent.string()));
+  if (::access(parent.c_str(), W_OK) != 0)
+    fail(fmt::format("{}: {}", parent.string(), std::strerror(errno)));
+}
+
+void writeOutputFile(const std::string& flag, const std::string& path, const std::string& text) {
+  errno = 0;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  auto reason = [] { return errno ? std::string(std::strerror(errno)) : "unknown reason"; };
+  if (!out) throw InputError(fmt::format("{} {}: cannot write the file: {}", flag, path, reason()));
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.close();
+  if (!out) throw InputError(fmt::format("{} {}: cannot write the file: {}", flag, path, reason()));
+}
+
+void saveOutputs(const ir::Graph& g, const std::vector<HostTensor>& outputs,
+                 const std::string& dir) {
+  makeOutputDir("--save-outputs", dir);
   for (size_t k = 0; k < outputs.size(); ++k) {
-    std::string name = g.node(g.outputs()[k]).name;
-    for (char& c : name)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
-    std::filesystem::path p = std::filesystem::path(dir) / (name + ".npy");
-    frontend::writeNpy(p.string(), outputs[k]);
+    std::filesystem::path p =
+        std::filesystem::path(dir) / (valueFileName(g.node(g.outputs()[k]).name) + ".npy");
+    writeOutputFile("--save-outputs", p.string(), frontend::encodeNpy(outputs[k]));
     spdlog::info("wrote {}", p.string());
   }
 }
@@ -176,6 +315,7 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o) {
 fusion::FusionPlan planFromOptions(const PlanOptions& o, const frontend::ParsedGraph& g) {
   DeviceSpec spec = deviceSpecOption(o.deviceSpec);
   fusion::Policy policy = policyOption(o.policy);
+  checkBoundSizes(g.graph, o.file, parseBindOption(o.bind), o.bind, 0);
   return planGraphFile(g, o.bind, spec, policy);
 }
 

@@ -51,13 +51,25 @@ struct InputOptions {
 void addInputOptions(CLI::App* cmd, InputOptions& o);
 
 /// A graph's inputs as the user asked for them: --inputs DIR (symbols bound from the .npy
-/// shapes where --bind leaves them open) or seeded random inputs under --bind.
+/// shapes where --bind leaves them open) or seeded random inputs under --bind. Checks the
+/// sizes under the binding first (checkBoundSizes, against this machine's memory) and creates
+/// the --save-outputs directory, so that both fail before anything runs.
 struct GraphInputs {
   ir::Binding binding;
   std::vector<HostTensor> inputs;
 };
 GraphInputs prepareInputs(const frontend::ParsedGraph& g, const std::string& file,
                           const InputOptions& o);
+
+/// Checks the size of every value of `g` under `binding` before anything is allocated: each
+/// dim, element count and byte size must fit in int64 (symbols left unbound are skipped).
+/// With `hostBytes` > 0, the graph's inputs and outputs together (what the host holds for a
+/// run) must fit in it too. InputError naming the file, the --bind text, the value, its type
+/// and what it would need otherwise.
+void checkBoundSizes(const ir::Graph& g, const std::string& file, const ir::Binding& binding,
+                     const std::string& bindText, uint64_t hostBytes);
+/// This machine's physical memory in bytes (0 when unknown).
+uint64_t hostMemoryBytes();
 
 /// Runs `work`, turning a host allocation failure into an InputError that names the file and
 /// the sizes asked for under --bind.
@@ -73,11 +85,29 @@ ir::Binding parseBindOption(const std::string& text);
 ir::Binding completeBinding(const frontend::ParsedGraph& g, const std::string& file,
                             ir::Binding binding, const std::vector<HostTensor>* inputs);
 
-/// Reads DIR/<input name>.npy for every graph input, with the dtype the graph declares.
+/// The file name (without ".npy") that --inputs and --save-outputs use for a graph value:
+/// letters, digits, '.', '_' and '-' are kept and every other byte becomes %XX (two upper-case
+/// hex digits), so distinct names never share a file and no name leaves the folder ("a/b" is
+/// "a%2Fb", "../x" is "..%2Fx").
+std::string valueFileName(const std::string& name);
+
+/// Reads DIR/<valueFileName(input name)>.npy for every graph input, with the dtype the graph
+/// declares.
 std::vector<HostTensor> readInputsDir(const ir::Graph& g, const std::string& dir);
 
-/// Writes DIR/<output name>.npy for every output (the directory is created when missing);
-/// characters other than letters, digits, '.', '_' and '-' become '_' in file names.
+/// Creates `dir` and its parents when missing; InputError "FLAG DIR: cannot create the
+/// directory: <the OS's reason>" (also when DIR exists as a file).
+void makeOutputDir(const std::string& flag, const std::string& dir);
+/// Fails early, before long work, when `path` cannot be a file weft writes: it is a directory,
+/// or its folder is missing, not a directory or not writable. InputError "FLAG PATH: cannot
+/// write the file: <reason>". (writeOutputFile still reports what only the write finds.)
+void checkOutputFile(const std::string& flag, const std::string& path);
+/// Writes `text` to `path` (replacing it); InputError "FLAG PATH: cannot write the file: <the
+/// OS's reason>" when it cannot be opened or written.
+void writeOutputFile(const std::string& flag, const std::string& path, const std::string& text);
+
+/// Writes DIR/<valueFileName(output name)>.npy for every output (the directory is created
+/// when missing).
 void saveOutputs(const ir::Graph& g, const std::vector<HostTensor>& outputs,
                  const std::string& dir);
 

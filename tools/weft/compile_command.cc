@@ -6,7 +6,6 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
 #include <memory>
 
 #include "cli_support.h"
@@ -32,11 +31,9 @@ void writeOut(const CompileArgs& a, const std::string& name, const std::string& 
     fmt::print("{}", text);
     return;
   }
-  std::filesystem::create_directories(a.outDir);
+  makeOutputDir("-o", a.outDir);
   std::string path = (std::filesystem::path(a.outDir) / (name + ext)).string();
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw Error("cannot write " + path);
+  writeOutputFile("-o", path, text);
   fmt::print(stderr, "wrote {}\n", path);
 }
 

@@ -3,9 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
 #include <memory>
 
+#include "cli_support.h"
 #include "commands.h"
 #include "frontend/json_writer.h"
 #include "frontend/onnx/onnx_import.h"
@@ -21,15 +21,12 @@ struct ImportCommandOptions {
 };
 
 void runImport(const ImportCommandOptions& o) {
+  if (!o.output.empty()) checkOutputFile("-o", o.output);
   ir::Graph g = onnx::importOnnx(o.model);
   std::string name = std::filesystem::path(o.model).stem().string();
   if (o.print) fmt::print("{}", ir::printGraph(g, name));
   if (o.output.empty()) return;
-  std::string json = frontend::writeGraphJson(g, name);
-  std::ofstream out(o.output, std::ios::binary);
-  if (!out || !(out << json))
-    throw InputError(fmt::format(
-        "{}: cannot write the graph (check the folder exists and is writable)", o.output));
+  writeOutputFile("-o", o.output, frontend::writeGraphJson(g, name));
 }
 
 } // namespace

@@ -5,10 +5,12 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fmt/format.h>
+#include <map>
 #include <memory>
 
 #include "commands.h"
 #include "frontend/onnx/conformance.h"
+#include "weft/device_spec.h"
 #include "weft/error.h"
 #ifdef WEFT_HAVE_ONNX_SIM
 #include "frontend/onnx/conformance_sim.h"
@@ -30,6 +32,9 @@ onnx::Backend chooseBackend(const OnnxTestOptions& o) {
     auto policy = fusion::parsePolicy(o.policy);
     if (!policy)
       throw InputError(fmt::format("--policy {}: expected none, xla or astitch", o.policy));
+    if (!deviceSpecProfile(o.profile))
+      throw InputError(fmt::format("--device {}: unknown profile; use one of {}", o.profile,
+                                   fmt::join(deviceSpecProfileNames(), ", ")));
     return onnx::simBackend(*policy, o.profile);
   }
 #else
@@ -44,6 +49,9 @@ onnx::Backend chooseBackend(const OnnxTestOptions& o) {
 
 void runOnnxTest(const OnnxTestOptions& o) {
   onnx::Backend backend = chooseBackend(o);
+  // A bad --expected file fails before the run, not after it.
+  std::map<std::string, onnx::Expectation> expected;
+  if (!o.expected.empty()) expected = onnx::readExpectations(o.expected);
   std::vector<onnx::TestCase> cases = onnx::findTestCases(o.dirs);
   if (cases.empty())
     throw InputError(fmt::format("no ONNX test case (a folder with model.onnx) under {}",
@@ -65,7 +73,7 @@ void runOnnxTest(const OnnxTestOptions& o) {
     fmt::print("backend: {}\n{}", backend.name, onnx::formatResultTable(results, o.all));
   if (o.expected.empty()) return;
   onnx::ExpectationDiff diff =
-      onnx::compareWithExpectations(results, onnx::readExpectations(o.expected));
+      onnx::compareWithExpectations(results, expected);
   for (const auto& s : diff.improvements)
     std::fprintf(stderr, "improved: %s\n", s.c_str());
   for (const auto& s : diff.regressions)
