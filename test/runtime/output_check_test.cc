@@ -28,14 +28,14 @@ bool passes(const std::vector<double>& expected, const std::vector<double>& actu
 
 } // namespace
 
-TEST_CASE("--check: NaN matches NaN and nothing else", "[runtime][check]") {
+TEST_CASE("output check: NaN matches NaN and nothing else", "[runtime][check]") {
   CHECK(passes({kNaN, 1}, {kNaN, 1}));
   CHECK_FALSE(passes({kNaN}, {0}));
   CHECK_FALSE(passes({1}, {kNaN}));
   CHECK_FALSE(passes({kNaN}, {kInf}));
 }
 
-TEST_CASE("--check: infinities match only themselves", "[runtime][check]") {
+TEST_CASE("output check: infinities match only themselves", "[runtime][check]") {
   CHECK(passes({kInf, -kInf}, {kInf, -kInf}));
   CHECK_FALSE(passes({kInf}, {3.4e38}));
   CHECK_FALSE(passes({kInf}, {-kInf}));
@@ -44,14 +44,14 @@ TEST_CASE("--check: infinities match only themselves", "[runtime][check]") {
   CHECK_FALSE(passes({3.4e38}, {kInf}));
 }
 
-TEST_CASE("--check: each element's tolerance comes from its own value", "[runtime][check]") {
+TEST_CASE("output check: each element's tolerance comes from its own value", "[runtime][check]") {
   // sin(1e9) = 0.5458 computed badly as 1.486, next to a 1e6: wrong however large the neighbour.
   CHECK_FALSE(passes({1e6, 0.5458}, {1e6, 1.486}));
   CHECK(passes({1e6, 0.5458}, {1e6 * (1 + 1e-5), 0.5458 * (1 + 1e-5)}));
   CHECK_FALSE(passes({1e6}, {1e6 * (1 + 1e-3)}));
 }
 
-TEST_CASE("--check: the conditioning spread widens one element only", "[runtime][check]") {
+TEST_CASE("output check: the conditioning spread widens one element only", "[runtime][check]") {
   std::vector<double> spread{0.0, 0.5};
   HostTensor e = f32({1, 1}), a = f32({1, 1.4});
   CHECK(runtime::checkTensor("y", e, a, &spread).passed);
@@ -59,7 +59,7 @@ TEST_CASE("--check: the conditioning spread widens one element only", "[runtime]
   CHECK_FALSE(runtime::checkTensor("y", e, b, &spread).passed);
 }
 
-TEST_CASE("--check: integers match exactly, all 64 bits", "[runtime][check]") {
+TEST_CASE("output check: integers match exactly, all 64 bits", "[runtime][check]") {
   HostTensor e(DType::i64, {1}), a(DType::i64, {1});
   e.setInt(0, (int64_t(1) << 53) + 1);
   a.setInt(0, int64_t(1) << 53);
@@ -68,7 +68,7 @@ TEST_CASE("--check: integers match exactly, all 64 bits", "[runtime][check]") {
   CHECK(runtime::checkTensor("y", e, a).passed);
 }
 
-TEST_CASE("--check: a graph that yields NaN legitimately passes end to end", "[runtime][check]") {
+TEST_CASE("output check: a graph that yields NaN legitimately passes end to end", "[runtime][check]") {
   ir::Graph g;
   auto x = g.parameter("x", {DType::f32, {3}});
   g.addOutput(g.unary(ir::OpKind::Log, x, "y"));
