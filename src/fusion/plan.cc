@@ -18,8 +18,7 @@ FusionPlan plan(const ir::Graph& graph, const DeviceSpec& device, Policy policy)
   case Policy::AStitch:
     return planAStitch(graph, device);
   }
-  throw Error("fusion policy \"" + std::string(policyName(policy)) +
-              "\" is not implemented yet; use --policy none");
+  throw Error("unknown fusion policy " + std::to_string(static_cast<int>(policy)));
 }
 
 } // namespace weft::fusion

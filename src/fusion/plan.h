@@ -1,7 +1,7 @@
 #pragma once
 // fusion::plan — the planner's entry point: a verified graph → a FusionPlan under a policy.
-// Dispatches to the policy's planner (policy_none.h for `none`; the AStitch and XLA-style
-// planners live beside it). Throws weft::Error for a policy that is not implemented yet.
+// Dispatches to the policy's planner: policy_none.h (one kernel per op), policy_xla.h
+// (XLA-style fusion) and policy_astitch.h (AStitch's stitching).
 #include "fusion/fusion_plan.h"
 #include "ir/graph.h"
 #include "weft/device_spec.h"

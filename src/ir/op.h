@@ -30,7 +30,7 @@ enum class OpKind : uint8_t {
 };
 inline constexpr int kNumOpKinds = static_cast<int>(OpKind::Dot) + 1;
 
-/// How the planner treats an op (AStitch §3.1 and DESIGN.md).
+/// How the planner treats an op (AStitch §3.1 and docs/planner.md).
 enum class OpClass : uint8_t {
   Input,                // parameters
   LightElementwise,     // cheap one-to-one ops, constants and iota
