@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "ptxas_or_skip.h"
 #include "bench/synthetic_graphs.h"
 #include "codegen/compile.h"
 #include "codegen/parallel_compile.h"
@@ -67,9 +68,7 @@ codegen::CompiledModule checkSerialAndParallelAgree(const fusion::FusionPlan& pl
   CHECK(count(parallel.ptx, ".version") == 1);
   CHECK(count(parallel.ptx, ".visible .entry") == serial.kernels.size());
 
-  if (std::string ptxas = codegen::findPtxas(); ptxas.empty()) {
-    WARN("ptxas not run: no ptxas (install a CUDA toolkit or set CUDA_HOME)");
-  } else {
+  if (std::string ptxas = test::ptxasOrSkip(); !ptxas.empty()) {
     for (const codegen::CompiledModule* m : {&serial, &parallel}) {
       codegen::PtxasReport r = codegen::runPtxas(ptxas, m->ptx, plan.device.smName());
       INFO((m == &serial ? "serial" : "parallel") << " PTX: " << r.log);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "ptxas_or_skip.h"
 #include "codegen/compile.h"
 #include "codegen/ptxas.h"
 #include "frontend/json_reader.h"
@@ -164,11 +165,8 @@ TEST_CASE("softmax reads its mask once per tile, not once per row", "[codegen][t
 }
 
 TEST_CASE("kernels that keep values in registers assemble without spills", "[ptxas]") {
-  std::string ptxas = codegen::findPtxas();
-  if (ptxas.empty()) {
-    WARN("skipped: no ptxas (install a CUDA toolkit or set CUDA_HOME)");
-    return;
-  }
+  std::string ptxas = test::ptxasOrSkip();
+  if (ptxas.empty()) return;
   for (const char* sm : {"a100", "h100"})
     for (const char* name :
          {"layer_norm", "rms_norm", "softmax", "residual_add_layer_norm", "layer_norm_backward"}) {
