@@ -62,6 +62,13 @@ void KernelContext::blockBarrier() {
   b->CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
 }
 
+void KernelContext::noteFlatIndex(const std::vector<llvm::Value*>& idx, const ir::Shape& s,
+                                  llvm::Value* flat) {
+  bool dependsOnFlat = std::any_of(idx.begin(), idx.end(),
+                                   [](llvm::Value* v) { return !llvm::isa<llvm::Constant>(v); });
+  if (dependsOnFlat) flatOfIndex[idx] = {s, flat, scope()};
+}
+
 llvm::AllocaInst* KernelContext::entryAlloca(llvm::Type* t, const std::string& name) {
   llvm::IRBuilder<> eb(&fn->getEntryBlock(), fn->getEntryBlock().begin());
   return eb.CreateAlloca(t, nullptr, name);
@@ -80,7 +87,9 @@ void KernelContext::loop(const std::string& name, llvm::Value* start, llvm::Valu
   b->CreateCondBr(b->CreateICmpSLT(iv, end), bodyBB, exit);
   b->SetInsertPoint(bodyBB);
   ++depth;
+  scopeIds.push_back(nextScopeId++);
   body(iv);
+  scopeIds.pop_back();
   --depth;
   llvm::Value* next = b->CreateAdd(iv, step, name + ".next", /*HasNUW=*/false, /*HasNSW=*/true);
   iv->addIncoming(next, b->GetInsertBlock());
@@ -94,7 +103,9 @@ void KernelContext::ifThen(llvm::Value* cond, const std::function<void()>& then)
   b->CreateCondBr(cond, thenBB, merge);
   b->SetInsertPoint(thenBB);
   ++depth;
+  scopeIds.push_back(nextScopeId++);
   then();
+  scopeIds.pop_back();
   --depth;
   b->CreateBr(merge);
   b->SetInsertPoint(merge);
@@ -274,7 +285,7 @@ std::vector<Index> KernelContext::vectorLaneIndices(const ir::Shape& s, llvm::Va
     Index idx = idx0;
     idx.back() = b->CreateAdd(base, index(j), "", /*HasNUW=*/true, /*HasNSW=*/true);
     vectorLanes[idx.back()] = {base, j};
-    flatOfIndex[idx] = {s, b->CreateAdd(flat0, index(j), "", true, true)};
+    noteFlatIndex(idx, s, b->CreateAdd(flat0, index(j), "", true, true));
     lanes.push_back(idx);
   }
   return lanes;
@@ -388,9 +399,7 @@ Index delinearize(KernelContext& k, const ir::Shape& s, llvm::Value* flat) {
     idx[d] = k.b->CreateURem(flat, size);
     flat = k.b->CreateUDiv(flat, size);
   }
-  bool dependsOnFlat = std::any_of(idx.begin(), idx.end(),
-                                   [](llvm::Value* v) { return !llvm::isa<llvm::Constant>(v); });
-  if (dependsOnFlat) k.flatOfIndex[idx] = {s, original};
+  k.noteFlatIndex(idx, s, original);
   return idx;
 }
 
@@ -400,13 +409,14 @@ Index rowColumnIndex(KernelContext& k, const ir::Shape& s, const Index& rowIndex
   Index idx = rowIndex;
   for (llvm::Value* v : delinearize(k, columns, column))
     idx.push_back(v);
-  k.flatOfIndex[idx] = {s, flat};
+  k.noteFlatIndex(idx, s, flat);
   return idx;
 }
 
 llvm::Value* linearize(KernelContext& k, const ir::Shape& s, const Index& idx) {
-  if (auto it = k.flatOfIndex.find(idx); it != k.flatOfIndex.end() && it->second.first == s)
-    return it->second.second;
+  if (auto it = k.flatOfIndex.find(idx); it != k.flatOfIndex.end() && it->second.shape == s &&
+                                         k.isOpen(it->second.scope))
+    return it->second.flat;
   llvm::Value* flat = k.index(0);
   for (size_t d = 0; d < s.size(); ++d) {
     if (d == 0) {
@@ -438,17 +448,21 @@ llvm::Value* emitMin(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, DType
 
 llvm::Value* ElementalEmitter::emit(ir::NodeId value, const Index& index) {
   auto key = std::make_pair(value, index);
-  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  if (auto it = cache_.find(key); it != cache_.end() && k_.isOpen(it->second.scope))
+    return it->second.value;
   bool reuse = reuseDepth_ >= 0 && reused_.count(value);
   if (reuse)
-    if (auto it = kept_.find(key); it != kept_.end()) return cache_[key] = it->second;
+    if (auto it = kept_.find(key); it != kept_.end() && k_.isOpen(it->second.scope)) {
+      cache_[key] = it->second;
+      return it->second.value;
+    }
   llvm::Value* v;
   if (auto o = overrides_.find(value); o != overrides_.end())
     v = o->second(index);
   else
     v = compute(k_.graph->node(value), index);
-  cache_[key] = v;
-  if (reuse && k_.depth == reuseDepth_) kept_[key] = v;
+  cache_[key] = {v, k_.scope()};
+  if (reuse && k_.depth == reuseDepth_) kept_[key] = {v, k_.scope()};
   return v;
 }
 
@@ -466,7 +480,7 @@ void ElementalEmitter::endReuse() {
 
 void ElementalEmitter::remember(ir::NodeId value, const Index& index, llvm::Value* v) {
   if (reuseDepth_ < 0 || k_.depth != reuseDepth_ || !reused_.count(value)) return;
-  kept_[{value, index}] = v;
+  kept_[{value, index}] = {v, k_.scope()};
 }
 
 Index ElementalEmitter::operandIndex(const ir::Node& operand, const Index& index) const {
@@ -577,9 +591,13 @@ llvm::Value* ElementalEmitter::unary(const ir::Node& n, const Index& index) {
     r = emitMath(k_, n.kind, x);
     break;
   case OpKind::Sigmoid: {
-    llvm::Value* e = emitMath(k_, OpKind::Exp, b.CreateFNeg(x));
-    r = b.CreateFDiv(llvm::ConstantFP::get(ty, 1.0),
-                     b.CreateFAdd(llvm::ConstantFP::get(ty, 1.0), e));
+    // e = exp(-|x|) never overflows: sigmoid = 1 / (1 + e) for x >= 0 and e / (1 + e) below,
+    // so large negative x gives exp(x)'s subnormals, not 1 / inf = 0.
+    llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
+    llvm::Value* e = emitMath(k_, OpKind::Exp,
+                              b.CreateFNeg(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)));
+    llvm::Value* q = b.CreateFDiv(one, b.CreateFAdd(one, e));
+    r = b.CreateSelect(b.CreateFCmpOLT(x, llvm::ConstantFP::get(ty, 0.0)), b.CreateFMul(e, q), q);
     break;
   }
   case OpKind::Floor:
