@@ -507,3 +507,147 @@ TEST_CASE("corpus: LLVM intrinsics and half/bfloat arithmetic (ops.ll)", "[sim][
     CHECK(r[29] == (!(x >= 0.5f) ? r[3] : r[4]));
   }
 }
+
+namespace {
+uint16_t halfBits(_Float16 v) {
+  uint16_t b;
+  std::memcpy(&b, &v, 2);
+  return v != v ? uint16_t(0x7fff) : b; // the GPU's f16 arithmetic NaN is canonical
+}
+_Float16 halfOf(uint16_t b) {
+  _Float16 h;
+  std::memcpy(&h, &b, 2);
+  return h;
+}
+// IEEE maximum/minimum (NaN wins, -0 < +0) and maxnum/minnum (a number wins), on doubles
+// holding f16/bf16/f32 values; NaN comes back as NaN for the caller to encode
+double ieeeMinMax(double x, double y, bool isMin, bool nanWins) {
+  const bool nx = x != x, ny = y != y;
+  if (nx || ny) return (nanWins || (nx && ny)) ? NAN : nx ? y : x;
+  if (x == y) return (std::signbit(x) == isMin) ? x : y;
+  return (x < y) == isMin ? x : y;
+}
+uint16_t bf16Bits(double v) {
+  return hostBF16(float(v)); // exact: v is a bf16 value or NaN
+}
+} // namespace
+
+TEST_CASE("corpus: packed integers, NaN-propagating min/max and bf16 (packed.ll)",
+          "[sim][corpus]") {
+  // a and b per thread: special lanes first, then pseudo-random words
+  std::vector<uint32_t> a = {0x7FC00000u, 0x80000000u, 0x7E003C00u, 0xBF807FC0u,
+                             0x8000FFFFu, 0x807F01FFu, 0x01010001u, 0x3F808000u};
+  std::vector<uint32_t> b = {0x3F800000u, 0x00000000u, 0x40007E00u, 0x7FC03F80u,
+                             0x7FFF0001u, 0x7F80FF01u, 0x3F800000u, 0xC0400000u};
+  uint64_t s = 0x9E3779B97F4A7C15ull;
+  auto next = [&] {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return uint32_t(s >> 32);
+  };
+  while (a.size() < 32)
+    a.push_back(next()), b.push_back(next());
+  for (const char* file : {"packed_sm80.ptx", "packed_sm90.ptx"}) {
+    const bool sm90 = std::string(file) == "packed_sm90.ptx";
+    Corpus c(file);
+    Device& d = *c.dev;
+    std::vector<uint32_t> in;
+    for (size_t t = 0; t < 32; ++t)
+      in.push_back(a[t]), in.push_back(b[t]);
+    Buffer<uint32_t> In(d, in);
+    Buffer<uint32_t> Out(d, size_t(32 * 32));
+    c.run("packed", grid1D(1, 32), {In.arg(), Out.arg()});
+    auto o = Out.get();
+    for (size_t t = 0; t < 32; ++t) {
+      INFO(file << " thread " << t << ": a = " << a[t] << ", b = " << b[t]);
+      const uint32_t* r = &o[t * 32];
+      const uint32_t A = a[t], B = b[t];
+      auto h16 = [](uint32_t w, int i) { return uint16_t(w >> (16 * i)); };
+      auto b8 = [](uint32_t w, int i) { return uint8_t(w >> (8 * i)); };
+      auto pair = [](uint16_t lo, uint16_t hi) { return uint32_t(lo) | uint32_t(hi) << 16; };
+      auto perHalf = [&](auto f) { return pair(f(h16(A, 0), h16(B, 0)), f(h16(A, 1), h16(B, 1))); };
+      auto perByte = [&](auto f) {
+        uint32_t w = 0;
+        for (int i = 0; i < 4; ++i)
+          w |= uint32_t(uint8_t(f(b8(A, i), b8(B, i)))) << (8 * i);
+        return w;
+      };
+      // <2 x i16>, <4 x i8>: wrap, signed and unsigned min/max per element
+      CHECK(r[0] == perHalf([](uint16_t x, uint16_t y) { return uint16_t(x + y); }));
+      CHECK(r[1] == perHalf([](uint16_t x, uint16_t y) { return uint16_t(x - y); }));
+      CHECK(r[2] == perHalf([](uint16_t x, uint16_t y) { return uint16_t(std::max(int16_t(x), int16_t(y))); }));
+      CHECK(r[3] == perHalf([](uint16_t x, uint16_t y) { return uint16_t(std::min(int16_t(x), int16_t(y))); }));
+      CHECK(r[4] == perHalf([](uint16_t x, uint16_t y) { return std::max(x, y); }));
+      CHECK(r[5] == perHalf([](uint16_t x, uint16_t y) { return std::min(x, y); }));
+      CHECK(r[6] == perByte([](uint8_t x, uint8_t y) { return x + y; }));
+      CHECK(r[7] == perByte([](uint8_t x, uint8_t y) { return std::max(int8_t(x), int8_t(y)); }));
+      CHECK(r[8] == perByte([](uint8_t x, uint8_t y) { return std::min(x, y); }));
+      CHECK(r[9] == (uint32_t(b8(B, 3)) | uint32_t(b8(A, 0)) << 8 | uint32_t(b8(B, 1)) << 16 |
+                     uint32_t(b8(A, 2)) << 24));
+      CHECK(r[31] == uint32_t(int32_t(int8_t(b8(A, 3) + b8(B, 3)))));
+      // f32 maximum / minimum: NaN wins (canonical), -0 < +0
+      auto f32Bits = [](double v) { return v != v ? 0x7fffffffu : uint32_t(fbits(float(v))); };
+      CHECK(r[10] == f32Bits(ieeeMinMax(asFloat(A), asFloat(B), false, true)));
+      CHECK(r[11] == f32Bits(ieeeMinMax(asFloat(A), asFloat(B), true, true)));
+      // f16: maximum of the low halves, minimum / maxnum of both, select on olt
+      auto hv = [](uint16_t x) { return double(halfOf(x)); };
+      auto hMinMax = [&](bool isMin, bool nanWins) {
+        return [&, isMin, nanWins](uint16_t x, uint16_t y) {
+          return halfBits(_Float16(ieeeMinMax(hv(x), hv(y), isMin, nanWins)));
+        };
+      };
+      CHECK(r[12] == hMinMax(false, true)(h16(A, 0), h16(B, 0)));
+      CHECK(r[13] == perHalf(hMinMax(true, true)));
+      CHECK(r[14] == perHalf(hMinMax(false, false)));
+      CHECK(r[15] == perHalf([&](uint16_t x, uint16_t y) { return hv(x) < hv(y) ? x : y; }));
+      CHECK(r[30] == perHalf([&](uint16_t x, uint16_t y) { return halfBits(halfOf(x) + halfOf(y)); }));
+      // bf16
+      auto bv = [](uint16_t x) { return double(hostBF16ToFloat(x)); };
+      auto bMinMax = [&](bool isMin, bool nanWins) {
+        return [&, isMin, nanWins](uint16_t x, uint16_t y) {
+          return bf16Bits(ieeeMinMax(bv(x), bv(y), isMin, nanWins));
+        };
+      };
+      const uint16_t a0 = h16(A, 0), bb0 = h16(B, 0);
+      CHECK(r[16] == bMinMax(true, true)(a0, bb0));
+      CHECK(r[17] == perHalf(bMinMax(false, true)));
+      CHECK(r[18] == bMinMax(true, false)(a0, bb0));
+      // sums and products of two bf16 are exact in double, so one rounding to bf16
+      CHECK(r[19] == perHalf([&](uint16_t x, uint16_t y) { return hostBF16(float(bv(x) + bv(y))); }));
+      CHECK(r[20] == perHalf([&](uint16_t x, uint16_t y) { return hostBF16(float(bv(x) * bv(y))); }));
+      const double fmaExact = bv(a0) * bv(bb0) + bv(a0); // exact unless b is far from 1
+      if (std::fabs(std::ilogb(bv(bb0))) < 30 || fmaExact != fmaExact)
+        CHECK(r[21] == hostBF16(float(fmaExact)));
+      CHECK(r[22] == (A ^ 0x80008000u)); // fneg flips the signs, NaN payloads included
+      CHECK(r[23] == (bb0 & 0x7fffu));
+      CHECK(r[24] == perHalf([&](uint16_t x, uint16_t y) {
+              return (bv(x) != bv(x) || bv(y) != bv(y) || bv(x) > bv(y)) ? x : y;
+            }));
+      // sm_80 converts i32 -> f32 -> bf16 (two roundings), sm_90 has cvt.rn.bf16.s32
+      const int32_t ai = int32_t(A);
+      uint16_t viaF32 = hostBF16(float(ai));
+      if (sm90) {
+        const double exact = double(ai); // exact; hostBF16 of its float can double-round
+        float f = float(exact);
+        if (double(f) != exact && (fbits(f) & 1) == 0) // round to odd at float first
+          f = std::nextafter(f, exact > double(f) ? INFINITY : -INFINITY);
+        CHECK(r[25] == hostBF16(f));
+      } else {
+        CHECK(r[25] == viaF32);
+      }
+      const double av = bv(a0);
+      if (av == av && std::fabs(av) < 2147483648.0) CHECK(r[26] == uint32_t(int32_t(av)));
+      if (av == av) CHECK(r[27] == uint32_t(a0) << 16);
+      CHECK(r[28] == (av != av ? 0x7fffu : hostBF16(float(std::floor(av)))));
+      CHECK(r[29] == hostBF16(asFloat(A)));
+    }
+    // spot values, written out
+    CHECK(o[10] == 0x7fffffffu);          // maximum(NaN, 1)
+    CHECK(o[32 + 10] == 0x00000000u);     // maximum(-0, +0) = +0
+    CHECK(o[32 + 11] == 0x80000000u);     // minimum(-0, +0) = -0
+    CHECK(o[2 * 32 + 13] == 0x7fff7fffu); // minimum({1, NaN}, {NaN, 2}): NaN in both halves
+    CHECK(o[2 * 32 + 14] == 0x40003c00u); // maxnum of the same: {1, 2}
+    CHECK(o[3 * 32 + 17] == 0x7fff7fffu); // bf16 maximum({NaN, -1}, {1, NaN})
+    CHECK(o[4 * 32 + 0] == 0xffff0000u);  // {-1 + 1, -32768 + 32767}: no carry between halves
+    CHECK(o[6 * 32 + 25] == (sm90 ? 0x4b81u : 0x4b80u)); // 2^24 + 2^16 + 1
+  }
+}

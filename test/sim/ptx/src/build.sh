@@ -12,3 +12,6 @@ llc-19 -march=nvptx64 -mcpu=sm_80 -O3 /tmp/weft_math_opt.bc -o ../math.ptx
 # LLVM IR written directly (intrinsics codegen uses: minnum/maximum, funnel shifts, saturating
 # conversions, half/bfloat/<2 x half> arithmetic, rounding functions)
 llc-19 -march=nvptx64 -mcpu=sm_80 -O3 ops.ll -o ../ops.ptx
+# <2 x i16> / <4 x i8> integer ops, NaN-propagating min/max and bf16 arithmetic, as NVPTX
+# emits them for sm_80 and for sm_90 (packed .s16x2, native bf16)
+for sm in 80 90; do llc-19 -march=nvptx64 -mcpu=sm_$sm -O3 packed.ll -o ../packed_sm$sm.ptx; done
