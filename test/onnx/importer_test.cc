@@ -488,3 +488,13 @@ TEST_CASE("a large ConstantOfShape is a splat constant, not a literal on the hos
   ir::Graph g = importOnnxBytes(m.bytes(), "m.onnx");
   CHECK(g.node(g.outputs()[0]).type.shape == ir::Shape{100000, 100000});
 }
+
+TEST_CASE("an integer operand past int64 is an InputError, not an undefined conversion", "[onnx]") {
+  // Literals hold doubles: int64 max becomes 2^63, which no int64 holds (fuzz_onnx_importer).
+  ModelBuilder m(14);
+  m.input("x", kFloat, {"2"}).initializerInts("shape", {1}, {INT64_MAX});
+  m.node("Reshape", {"x", "shape"}, {"y"}, {}, "r").output("y");
+  CHECK_THROWS_WITH(importOnnxBytes(m.bytes(), "m.onnx"),
+                    Contains("m.onnx: node \"r\" (Reshape, opset 14): input 1 (shape): "
+                             "9.223372036854776e+18 is not an integer in the range of int64"));
+}

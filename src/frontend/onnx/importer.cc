@@ -115,8 +115,12 @@ ir::TensorType Literal::type() const {
 std::vector<int64_t> Literal::ints() const {
   std::vector<int64_t> out;
   out.reserve(values.size());
-  for (double v : values)
+  for (double v : values) {
+    // A double past int64 (or NaN) has no integer value: converting it is undefined.
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+      throw InputError(fmt::format("{} is not an integer in the range of int64", v));
     out.push_back(static_cast<int64_t>(v));
+  }
   return out;
 }
 
@@ -333,7 +337,12 @@ const Literal& NodeContext::requireLiteral(size_t i, const std::string& what) co
 }
 
 std::vector<int64_t> NodeContext::constInts(size_t i, const std::string& what) const {
-  return requireLiteral(i, what).ints();
+  const Literal& lit = requireLiteral(i, what);
+  try {
+    return lit.ints();
+  } catch (const InputError& e) {
+    fail(fmt::format("input {} ({}): {}", i, what, e.what()));
+  }
 }
 
 double NodeContext::constScalar(size_t i, const std::string& what) const {

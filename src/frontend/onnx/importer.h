@@ -23,7 +23,9 @@ struct Literal {
 
   int64_t numElements() const;
   ir::TensorType type() const;
-  std::vector<int64_t> ints() const; // values as integers (shape operands)
+  /// Values as integers (shape operands), truncated toward zero; InputError (without a
+  /// location: callers add theirs) for NaN and values outside int64.
+  std::vector<int64_t> ints() const;
 };
 
 /// An ONNX value as the importer knows it: a node of the graph being built, a literal, or

@@ -464,7 +464,12 @@ void lowerGather(NodeContext& c) {
   out.insert(out.end(), is.begin(), is.end());
   out.insert(out.end(), ds.begin() + static_cast<std::ptrdiff_t>(axis) + 1, ds.end());
   if (const Literal* idx = c.literal(1); idx && idx->numElements() <= kMaxUnrolled) {
-    std::vector<int64_t> indices = idx->ints();
+    std::vector<int64_t> indices;
+    try {
+      indices = idx->ints();
+    } catch (const InputError& e) {
+      c.fail(fmt::format("indices: {}", e.what()));
+    }
     for (int64_t& i : indices) {
       if (i < -n || i >= n)
         c.fail(fmt::format("index {} is out of range for axis {} of size {}", i, axis, n));
