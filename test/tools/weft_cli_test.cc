@@ -534,6 +534,13 @@ TEST_CASE("directories, empty files and bad numbers where files and counts are e
   Result seed = runWeft("eval " + g + " --bind B=2 --seed -1");
   CHECK(seed.rc == 2);
   CHECK(seed.err.rfind("weft: error: --seed: give a seed from 0 to 2^64 - 1, not -1\n", 0) == 0);
+  Result blocks = runWeft("bench softmax --sample-blocks -1");
+  CHECK(blocks.rc == 2);
+  CHECK(blocks.err.rfind("weft: error: --sample-blocks: give a block count of 0 or more, not -1\n",
+                         0) == 0);
+  Result twice = runWeft("eval " + g + " --bind B=4,B=5");
+  CHECK(twice.rc == 2);
+  CHECK(oneLine(twice) == "weft: error: --bind B=4,B=5: \"B\" is given more than once\n");
   Result time = runWeft("run " + g + " --bind B=2 --time -3");
   CHECK(time.rc == 2);
   CHECK(oneLine(time) == "weft: error: --time -3: give the number of timed runs (1 or more)\n");

@@ -159,6 +159,12 @@ void addBenchCommand(CLI::App& app) {
                   "Simulate this many blocks of larger grids and extrapolate when they count "
                   "the same (0: every block). Later kernels then read unwritten data, so their "
                   "data-dependent code may count differently (docs/performance.md)")
+      ->check(CLI::Validator( // a uint64 option would take "-1" as 2^64 - 1
+          [](std::string& text) {
+            return text.rfind('-', 0) == 0 ? "give a block count of 0 or more, not " + text
+                                           : std::string();
+          },
+          "N"))
       ->capture_default_str();
   cmd->add_option("--scaling", a->scaling,
                   "Compile-time scaling on 100/1,000/10,000-node graphs: on, off, or auto (on "

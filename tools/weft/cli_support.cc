@@ -184,11 +184,23 @@ void withHostMemoryCheck(const std::string& file, const InputOptions& o,
 
 ir::Binding parseBindOption(const std::string& text) {
   if (text.empty()) return {};
+  ir::Binding binding;
   try {
-    return ir::parseBinding(text);
+    binding = ir::parseBinding(text);
   } catch (const InputError& e) {
     throw InputError(fmt::format("--bind: {}", e.what()));
   }
+  // parseBinding keeps the last of B=4,B=5; a symbol given twice is a typo either way.
+  std::set<std::string> seen;
+  for (size_t start = 0; start < text.size();) {
+    size_t comma = std::min(text.find(',', start), text.size());
+    std::string name = text.substr(start, comma - start);
+    name = name.substr(0, name.find('='));
+    if (!seen.insert(name).second)
+      throw InputError(fmt::format("--bind {}: \"{}\" is given more than once", text, name));
+    start = comma + 1;
+  }
+  return binding;
 }
 
 ir::Binding completeBinding(const frontend::ParsedGraph& g, const std::string& file,
