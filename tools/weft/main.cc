@@ -6,13 +6,13 @@
 #include <fmt/format.h>
 
 #include "commands.h"
-#include "frontend/logging.h"
+#include "runtime/logging.h"
 #include "weft/error.h"
 #include "weft/version.h"
 
 int main(int argc, char** argv) {
   try {
-    weft::frontend::setupLogging();
+    weft::runtime::setupLogging();
     CLI::App app{"weft: a JIT fusion compiler for GPUs (AStitch-style operator stitching)", "weft"};
     app.set_version_flag("--version", std::string("weft ") + WEFT_VERSION);
     app.require_subcommand(1);

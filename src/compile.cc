@@ -1,5 +1,6 @@
 // weft::compile() and the pipeline it runs for each shape binding. Read compileProgram()
-// top to bottom: it is the whole compiler, one named step after another.
+// top to bottom: it is the whole compiler, one named step after another, each logged at
+// debug level (WEFT_LOG=debug) as it hands its result to the next (docs/architecture.md).
 #include <chrono>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -8,10 +9,12 @@
 
 #include "codegen/compile.h"
 #include "fusion/plan.h"
+#include "fusion/plan_printer.h"
 #include "ir/fingerprint.h"
 #include "ir/printer.h"
 #include "passes/pipeline.h"
 #include "runtime/compile_cache.h"
+#include "runtime/logging.h"
 #include "weft/source_hash.h"
 #include "weft/version.h"
 #include "weft/weft.h"
@@ -49,11 +52,9 @@ void defaultLogLevelForEmbedders() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (!spdlog::default_logger_raw()->name().empty()) return;
-    const char* env = std::getenv("WEFT_LOG");
-    spdlog::level::level_enum level = env ? spdlog::level::from_str(env) : spdlog::level::warn;
-    spdlog::set_level(env && level == spdlog::level::off && std::string(env) != "off"
-                          ? spdlog::level::warn
-                          : level);
+    // The CLI refuses an unknown WEFT_LOG; a library keeps going at warn.
+    auto level = runtime::logLevelName(std::getenv("WEFT_LOG"));
+    spdlog::set_level(spdlog::level::from_str(level.value_or("warn")));
   });
 }
 
@@ -76,6 +77,8 @@ CompiledProgram compileProgram(const ir::Graph& graph, const ir::Binding& bindin
   program.planMs = msSince(t0);
   spdlog::info("plan: {} kernel(s) under policy {} in {:.1f} ms", program.plan.kernelCount(),
                fusion::policyName(options.policy), program.planMs);
+  if (spdlog::should_log(spdlog::level::debug))
+    spdlog::debug("plan:\n{}", fusion::printFusionPlan(program.plan));
 
   runtime::CompileCache cache(options.cacheDir);
   std::string key = cacheKey(canonical, options);

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-namespace weft::frontend {
+namespace weft::runtime {
 
 /// Sets spdlog's default logger to stderr at the WEFT_LOG level. An unknown level is an
 /// InputError naming the variable and the allowed values.
@@ -12,4 +12,4 @@ void setupLogging();
 /// The spdlog level name for a WEFT_LOG value ("warn" for unset or empty), nullopt if unknown.
 std::optional<std::string> logLevelName(const char* value);
 
-} // namespace weft::frontend
+} // namespace weft::runtime

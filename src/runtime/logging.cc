@@ -1,4 +1,4 @@
-#include "frontend/logging.h"
+#include "runtime/logging.h"
 
 #include <cstdlib>
 #include <fmt/format.h>
@@ -7,7 +7,7 @@
 
 #include "weft/error.h"
 
-namespace weft::frontend {
+namespace weft::runtime {
 
 std::optional<std::string> logLevelName(const char* value) {
   std::string v = value ? value : "";
@@ -32,4 +32,4 @@ void setupLogging() {
   spdlog::set_level(spdlog::level::from_str(*level));
 }
 
-} // namespace weft::frontend
+} // namespace weft::runtime
