@@ -53,7 +53,8 @@ fusion::FusionPlan planGraphFile(const frontend::ParsedGraph& g, const std::stri
 void addInputOptions(CLI::App* cmd, InputOptions& o) {
   cmd->add_option("--bind", o.bind, "Sizes of the graph's symbols, e.g. B=16,S=128");
   auto* inputs = cmd->add_option("--inputs", o.inputsDir,
-                                 "Directory with one <input name>.npy per graph input");
+                                 "Directory with one <input name>.npy per graph input (in file "
+                                 "names, bytes other than letters, digits, . _ - are %XX)");
   auto* random =
       cmd->add_flag("--random", o.random, "Seeded random inputs (the default without --inputs)");
   cmd->add_option("--seed", o.seed, "Seed of the random inputs (default 0)")
@@ -64,7 +65,8 @@ void addInputOptions(CLI::App* cmd, InputOptions& o) {
           },
           "SEED"));
   inputs->excludes(random);
-  cmd->add_option("--save-outputs", o.saveDir, "Write each output to DIR/<output name>.npy");
+  cmd->add_option("--save-outputs", o.saveDir,
+                  "Write each output to DIR/<output name>.npy (named as for --inputs)");
 }
 
 GraphInputs prepareInputs(const frontend::ParsedGraph& g, const std::string& file,
