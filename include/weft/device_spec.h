@@ -31,6 +31,28 @@ struct DeviceSpec {
   int64_t threadSlots() const { return int64_t(smCount) * maxThreadsPerSM; }
 };
 
+/// The occupancy rule, one for the planner and the simulator: how many blocks of `blockSize`
+/// threads, each thread holding `registersPerThread` registers (rounded up to 8, allocated per
+/// warp in units of 256) and each block `sharedBytes` of shared memory, fit on one SM at once.
+/// Threads are allocated in whole warps. 0 when one block does not fit (too many threads or
+/// too much shared memory for a block, or too many registers for the SM).
+inline int blocksPerSM(const DeviceSpec& spec, int blockSize, int registersPerThread,
+                       int64_t sharedBytes) {
+  if (blockSize <= 0 || blockSize > spec.maxThreadsPerBlock ||
+      sharedBytes > spec.sharedMemoryPerBlock)
+    return 0;
+  auto roundUp = [](int x, int m) { return (x + m - 1) / m * m; };
+  int warps = (blockSize + spec.warpSize - 1) / spec.warpSize;
+  int byThreads = spec.maxThreadsPerSM / (warps * spec.warpSize);
+  int regsPerWarp = roundUp(roundUp(registersPerThread < 1 ? 1 : registersPerThread, 8) * spec.warpSize, 256);
+  int byRegisters = spec.registersPerSM / (regsPerWarp * warps);
+  int64_t bySmem = sharedBytes > 0 ? spec.sharedMemoryPerSM / sharedBytes : spec.maxBlocksPerSM;
+  int64_t n = spec.maxBlocksPerSM;
+  for (int64_t limit : {int64_t(byThreads), int64_t(byRegisters), bySmem})
+    n = limit < n ? limit : n;
+  return n < 0 ? 0 : int(n);
+}
+
 /// "v100", "a100", "h100". Nullopt for an unknown name.
 std::optional<DeviceSpec> deviceSpecProfile(const std::string& name);
 std::vector<std::string> deviceSpecProfileNames();

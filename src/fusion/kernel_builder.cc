@@ -15,12 +15,6 @@ namespace {
 /// The smallest block size a cooperative kernel is re-mapped to for registers.
 constexpr int kMinRemapBlockSize = 128;
 
-int splitOf(const ThreadMapping& m) {
-  if (auto* r = std::get_if<RowReduceMapping>(&m)) return r->splitFactor;
-  if (auto* c = std::get_if<ColumnReduceMapping>(&m)) return c->splitFactor;
-  return 1;
-}
-
 void applyChoice(Group& group, const LoopSpace& space, const MappingChoice& c) {
   group.loopShape = space.shape;
   group.tileDims = space.tileDims;
@@ -41,7 +35,7 @@ int groupToFollow(const ir::Graph& g, const KernelPlan& k, size_t gi,
     if (p < 0 || p == static_cast<int>(gi) || !mapped[static_cast<size_t>(p)]) return false;
     const Group& other = k.groups[static_cast<size_t>(p)];
     bool tiled =
-        !std::holds_alternative<ElementwiseMapping>(other.mapping) && splitOf(other.mapping) == 1;
+        !std::holds_alternative<ElementwiseMapping>(other.mapping) && splitFactor(other.mapping) == 1;
     if (!tiled && other.follows < 0) return false;
     return shape == other.loopShape || shape == rowShapeOf(other.loopShape, other.tileDims);
   };

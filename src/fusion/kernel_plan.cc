@@ -18,4 +18,10 @@ const Group& KernelPlan::groupOf(ir::NodeId op) const {
                           " is in none of its groups");
 }
 
+int splitFactor(const ThreadMapping& m) {
+  if (auto* r = std::get_if<RowReduceMapping>(&m)) return r->splitFactor;
+  if (auto* c = std::get_if<ColumnReduceMapping>(&m)) return c->splitFactor;
+  return 1;
+}
+
 } // namespace weft::fusion

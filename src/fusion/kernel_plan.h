@@ -76,6 +76,10 @@ struct ColumnReduceMapping {
 
 using ThreadMapping = std::variant<ElementwiseMapping, RowReduceMapping, ColumnReduceMapping>;
 
+/// How many blocks share each row (or column) of a reduce mapping: its splitFactor; 1 for an
+/// elementwise mapping.
+int splitFactor(const ThreadMapping& m);
+
 // ---- the kernel ----
 
 /// Where an op of a group lives after schedule propagation (src/fusion/schedule.h).

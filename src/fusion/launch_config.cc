@@ -15,12 +15,6 @@ int roundUp(int x, int m) {
   return (x + m - 1) / m * m;
 }
 
-int splitFactorOf(const ThreadMapping& m) {
-  if (auto* r = std::get_if<RowReduceMapping>(&m)) return r->splitFactor;
-  if (auto* c = std::get_if<ColumnReduceMapping>(&m)) return c->splitFactor;
-  return 1;
-}
-
 } // namespace
 
 int slotRegisters(const ir::Graph& g, const KernelPlan& kernel) {
@@ -70,21 +64,9 @@ bool isCooperative(const KernelPlan& kernel) {
   bool gridBarrier = std::any_of(kernel.stages.begin(), kernel.stages.end(),
                                  [](const Stage& s) { return s.barrierBefore == Barrier::Grid; });
   bool split = std::any_of(kernel.groups.begin(), kernel.groups.end(), [](const Group& g) {
-    return splitFactorOf(g.mapping) > 1 || g.acrossTiles;
+    return splitFactor(g.mapping) > 1 || g.acrossTiles;
   });
   return gridBarrier || split;
-}
-
-int blocksPerSM(const DeviceSpec& spec, int blockSize, int registersPerThread,
-                int64_t sharedBytes) {
-  assert(blockSize > 0 && "blocksPerSM needs a block size");
-  if (blockSize > spec.maxThreadsPerBlock || sharedBytes > spec.sharedMemoryPerBlock) return 0;
-  int byThreads = spec.maxThreadsPerSM / blockSize;
-  int regsPerWarp = roundUp(roundUp(std::max(registersPerThread, 1), 8) * spec.warpSize, 256);
-  int byRegisters = spec.registersPerSM / (regsPerWarp * warpsOf(spec, blockSize));
-  int bySmem = sharedBytes > 0 ? static_cast<int>(spec.sharedMemoryPerSM / sharedBytes)
-                               : spec.maxBlocksPerSM;
-  return std::max(0, std::min({spec.maxBlocksPerSM, byThreads, byRegisters, bySmem}));
 }
 
 int64_t blocksPerWave(const DeviceSpec& spec, int blockSize, int registersPerThread,
@@ -118,7 +100,7 @@ void configureLaunch(const ir::Graph& g, KernelPlan& kernel, const DeviceSpec& s
 
   if (kernel.stages.empty()) return;
   const Group& first = kernel.groups[static_cast<size_t>(kernel.stages.front().group)];
-  int64_t split1 = splitFactorOf(first.mapping);
+  int64_t split1 = splitFactor(first.mapping);
   if (first.rows.isStatic()) {
     launch.tiles = ((first.rows.size() + first.rowsPerTile - 1) / first.rowsPerTile) * split1;
   } else {

@@ -38,10 +38,9 @@ int assumedRegisters(const ir::Graph& g, const KernelPlan& kernel);
 /// acrossTiles reduce combined across blocks.
 bool isCooperative(const KernelPlan& kernel);
 
-/// Blocks of `blockSize` threads one SM holds at once, given registers per thread and shared
-/// memory per block (CUDA's occupancy rules: registers per thread rounded up to 8 and allocated
-/// per warp; thread, block, register and shared-memory limits). 0 when one block does not fit.
-int blocksPerSM(const DeviceSpec& spec, int blockSize, int registersPerThread, int64_t sharedBytes);
+/// Blocks per SM: weft::blocksPerSM (weft/device_spec.h), the one occupancy rule shared with the
+/// simulator.
+using weft::blocksPerSM;
 
 /// smCount × blocksPerSM: the blocks that run concurrently — the most a grid barrier allows.
 int64_t blocksPerWave(const DeviceSpec& spec, int blockSize,

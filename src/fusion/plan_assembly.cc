@@ -11,12 +11,6 @@
 namespace weft::fusion {
 namespace {
 
-int splitOf(const ThreadMapping& m) {
-  if (auto* r = std::get_if<RowReduceMapping>(&m)) return r->splitFactor;
-  if (auto* c = std::get_if<ColumnReduceMapping>(&m)) return c->splitFactor;
-  return 1;
-}
-
 /// Steps in an order where every value is produced before it is read; among ready steps the
 /// one with the smallest first op goes first (the graph's own order).
 std::vector<Step> orderSteps(const ir::Graph& g, std::vector<Step> steps) {
@@ -123,7 +117,7 @@ FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy polic
     }
     for (const Group& group : k->groups) {
       // split reduces: one partial per split part; acrossTiles: one per block of the grid
-      int64_t split = group.acrossTiles ? k->launch.maxBlocks : splitOf(group.mapping);
+      int64_t split = group.acrossTiles ? k->launch.maxBlocks : splitFactor(group.mapping);
       if (split <= 1) continue;
       for (ir::NodeId op : group.ops) {
         if (g.node(op).kind != ir::OpKind::Reduce || !k->placement.count(op)) continue;

@@ -2414,18 +2414,10 @@ int estimatedRegisters(const Function& fn) {
 
 int blocksPerSM(const Program& program, const Function& fn, const DeviceSpec& spec, int blockSize,
                 uint64_t dynamicSharedBytes) {
-  if (blockSize <= 0 || blockSize > spec.maxThreadsPerBlock) return 0;
-  const int warps = (blockSize + spec.warpSize - 1) / spec.warpSize;
-  int n = spec.maxBlocksPerSM;
-  n = std::min(n, spec.maxThreadsPerSM / (warps * spec.warpSize));
-  const int regsPerWarp = (estimatedRegisters(fn) * spec.warpSize + 255) / 256 * 256;
-  n = std::min(n, spec.registersPerSM / (regsPerWarp * warps));
   (void)program;
   const uint64_t smem =
       dynamicSharedBytes ? fn.dynamicSharedOffset + dynamicSharedBytes : fn.staticSharedBytes;
-  if (int64_t(smem) > spec.sharedMemoryPerBlock) return 0;
-  if (smem) n = std::min<int64_t>(n, spec.sharedMemoryPerSM / int64_t(smem));
-  return std::max(n, 0);
+  return weft::blocksPerSM(spec, blockSize, estimatedRegisters(fn), int64_t(smem));
 }
 
 LaunchCounters executeLaunch(const LaunchRequest& request) {
