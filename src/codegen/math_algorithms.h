@@ -29,6 +29,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 
 namespace weft::codegen::math {
 
@@ -494,16 +496,14 @@ template <class B> typename B::F pow(B& b, typename B::F x, typename B::F y) {
 }
 
 /// The host backends: plain float / double arithmetic with fused multiply-add, as the GPU does.
-struct HostF32Ops;
-struct HostF64Ops {
-  using F = double;
-  using I = int64_t;
-  using U = uint64_t;
+/// HostScalarOps<F, I> holds what both widths share; F's bits are an I of the same size.
+template <class FT, class IT> struct HostScalarOps {
+  using F = FT;
+  using I = IT;
   using Bool = bool;
-  using Wide = HostF64Ops;
-  static constexpr bool kDouble = true;
-  F c(double v) { return v; }
-  I ci(int64_t v) { return v; }
+  static_assert(sizeof(F) == sizeof(I), "a float's bits are an integer of its size");
+  F c(double v) { return static_cast<F>(v); }
+  I ci(int64_t v) { return static_cast<I>(v); }
   F add(F a, F b) { return a + b; }
   F sub(F a, F b) { return a - b; }
   F mul(F a, F b) { return a * b; }
@@ -517,22 +517,22 @@ struct HostF64Ops {
   F max(F a, F b) { return std::fmax(a, b); }
   I f2i(F a) { // saturating, as llvm.fptosi.sat
     if (std::isnan(a)) return 0;
-    if (a >= 9223372036854775807.0) return INT64_MAX;
-    if (a <= -9223372036854775808.0) return INT64_MIN;
+    if (a >= static_cast<F>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
+    if (a <= static_cast<F>(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();
     return static_cast<I>(a);
   }
   F i2f(I a) { return static_cast<F>(a); }
   I bits(F a) {
     I i;
-    std::memcpy(&i, &a, 8);
+    std::memcpy(&i, &a, sizeof i);
     return i;
   }
   F fromBits(I i) {
     F a;
-    std::memcpy(&a, &i, 8);
+    std::memcpy(&a, &i, sizeof a);
     return a;
   }
-  I shl(I a, int s) { return static_cast<I>(static_cast<uint64_t>(a) << s); }
+  I shl(I a, int s) { return static_cast<I>(static_cast<std::make_unsigned_t<I>>(a) << s); }
   I ashr(I a, int s) { return a >> s; }
   I iadd(I a, I b) { return a + b; }
   I isub(I a, I b) { return a - b; }
@@ -550,6 +550,12 @@ struct HostF64Ops {
   F sel(Bool c, F a, F b) { return c ? a : b; }
   I sel_i(Bool c, I a, I b) { return c ? a : b; }
   template <class Fn> F branch(Bool c, Fn slow, F fast) { return c ? slow() : fast; }
+};
+
+struct HostF64Ops : HostScalarOps<double, int64_t> {
+  using U = uint64_t;
+  using Wide = HostF64Ops;
+  static constexpr bool kDouble = true;
   HostF64Ops& wide() { return *this; }
   F ext(F a) { return a; }
   F narrow(F a) { return a; }
@@ -576,61 +582,10 @@ struct HostF64Ops {
   U table(U i) { return kTwoOverPi[i]; }
 };
 
-struct HostF32Ops {
-  using F = float;
-  using I = int32_t;
-  using Bool = bool;
+struct HostF32Ops : HostScalarOps<float, int32_t> {
   using Wide = HostF64Ops;
   static constexpr bool kDouble = false;
   HostF64Ops w;
-  F c(double v) { return static_cast<float>(v); }
-  I ci(int64_t v) { return static_cast<I>(v); }
-  F add(F a, F b) { return a + b; }
-  F sub(F a, F b) { return a - b; }
-  F mul(F a, F b) { return a * b; }
-  F div(F a, F b) { return a / b; }
-  F fma(F a, F b, F c) { return std::fma(a, b, c); }
-  F neg(F a) { return -a; }
-  F abs(F a) { return std::fabs(a); }
-  F rint(F a) { return std::nearbyint(a); }
-  F floor(F a) { return std::floor(a); }
-  F min(F a, F b) { return std::fmin(a, b); }
-  F max(F a, F b) { return std::fmax(a, b); }
-  I f2i(F a) { // saturating, as llvm.fptosi.sat
-    if (std::isnan(a)) return 0;
-    if (a >= 2147483647.0f) return INT32_MAX;
-    if (a <= -2147483648.0f) return INT32_MIN;
-    return static_cast<I>(a);
-  }
-  F i2f(I a) { return static_cast<F>(a); }
-  I bits(F a) {
-    I i;
-    std::memcpy(&i, &a, 4);
-    return i;
-  }
-  F fromBits(I i) {
-    F a;
-    std::memcpy(&a, &i, 4);
-    return a;
-  }
-  I shl(I a, int s) { return static_cast<I>(static_cast<uint32_t>(a) << s); }
-  I ashr(I a, int s) { return a >> s; }
-  I iadd(I a, I b) { return a + b; }
-  I isub(I a, I b) { return a - b; }
-  I iand(I a, I b) { return a & b; }
-  I ior(I a, I b) { return a | b; }
-  Bool ieq(I a, I b) { return a == b; }
-  Bool lt(F a, F b) { return a < b; }
-  Bool gt(F a, F b) { return a > b; }
-  Bool eq(F a, F b) { return a == b; }
-  Bool isnan(F a) { return std::isnan(a); }
-  Bool signbit(F a) { return std::signbit(a); }
-  Bool bor(Bool a, Bool b) { return a || b; }
-  Bool band(Bool a, Bool b) { return a && b; }
-  Bool bnot(Bool a) { return !a; }
-  F sel(Bool c, F a, F b) { return c ? a : b; }
-  I sel_i(Bool c, I a, I b) { return c ? a : b; }
-  template <class Fn> F branch(Bool c, Fn slow, F fast) { return c ? slow() : fast; }
   HostF64Ops& wide() { return w; }
   double ext(F a) { return a; }
   F narrow(double a) { return static_cast<F>(a); }

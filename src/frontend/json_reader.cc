@@ -151,6 +151,19 @@ public:
   /// A number, a bool (1/0) or one of the strings "inf", "-inf", "nan" (JSON has no spelling
   /// for those).
   double numberOf(const std::string& key, const json& j) const {
+    if (j.is_number_integer()) {
+      // Values are held as double (ir::ConstantAttrs): an integer a double cannot hold exactly
+      // (past 2^53) would silently become another number.
+      double d = j.get<double>();
+      bool exact = j.is_number_unsigned()
+                       ? d < 18446744073709551616.0 && static_cast<uint64_t>(d) == j.get<uint64_t>()
+                       : d < 9223372036854775808.0 && static_cast<int64_t>(d) == j.get<int64_t>();
+      if (!exact)
+        fail(key, fmt::format("{} cannot be held exactly: weft holds values as double, exact for "
+                              "integers up to 2^53 in magnitude",
+                              j.dump()));
+      return d;
+    }
     if (j.is_number()) return j.get<double>();
     if (j.is_boolean()) return j.get<bool>() ? 1.0 : 0.0;
     if (j.is_string()) {

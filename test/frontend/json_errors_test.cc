@@ -236,3 +236,29 @@ TEST_CASE("empty graphs") {
         "g.json: graph: field \"inputs\" is missing; it must be an array of {\"name\", \"dtype\", "
         "\"shape\"} objects");
 }
+
+TEST_CASE("integer constants must fit their dtype exactly: one error naming the op and field") {
+  auto constant = [](const std::string& dtype, const std::string& value) {
+    return graph(R"({"name": "c", "op": "constant", "dtype": ")" + dtype +
+                     R"(", "shape": [2, 3], "value": )" + value + "}",
+                 R"(["c"])");
+  };
+  CHECK_THAT(errorOf(constant("i8", "300")),
+             Catch::Contains("op \"c\" (constant)") &&
+                 Catch::Contains("field \"value\": 300 does not fit i8 (-128 to 127)"));
+  CHECK_THAT(errorOf(constant("i32", "1e20")), Catch::Contains("does not fit i32"));
+  CHECK_THAT(errorOf(constant("i64", "9223372036854775807")),
+             Catch::Contains("field \"value\": 9223372036854775807 cannot be held exactly"));
+  CHECK_THAT(errorOf(constant("i64", "9007199254740993")), Catch::Contains("cannot be held exactly"));
+  CHECK_THAT(errorOf(constant("i32", "2.5")), Catch::Contains("2.5 is not a i32 value"));
+  CHECK_THAT(errorOf(constant("i32", "\"nan\"")), Catch::Contains("is not a i32 value"));
+  CHECK_THAT(errorOf(constant("bool", "2")), Catch::Contains("does not fit bool"));
+  CHECK(errorOf(constant("i64", "9007199254740992")) == "(no error)"); // 2^53 is exact
+  CHECK(errorOf(constant("i8", "-128")) == "(no error)");
+  CHECK(errorOf(constant("f32", "1e20")) == "(no error)");
+  // A table names the element.
+  std::string table = graph(
+      R"({"name": "c", "op": "constant", "dtype": "i8", "shape": [3], "values": [1, 2, 128]})",
+      R"(["c"])");
+  CHECK_THAT(errorOf(table), Catch::Contains("field \"values\": element 2 (128) does not fit i8"));
+}
