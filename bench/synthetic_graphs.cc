@@ -130,4 +130,21 @@ ir::Graph clusteredGraph(int nodes, int64_t rows, int64_t cols, int clusterOps, 
   return g;
 }
 
+ir::Graph chainedSoftmaxes(int n, int64_t rows, int64_t cols) {
+  Graph g;
+  const ir::Shape full = {rows, cols};
+  NodeId cur = g.parameter("x", {ir::DType::f32, full});
+  for (int i = 0; i < n; ++i) {
+    std::string p = "s" + std::to_string(i) + "_";
+    NodeId mx = g.reduce(ir::ReduceKind::Max, cur, {1}, p + "max");
+    NodeId e = g.unary(OpKind::Exp,
+                       g.binary(OpKind::Sub, cur, g.broadcastInDim(mx, full, {0}, p + "maxb"), p + "sub"),
+                       p + "exp");
+    NodeId sum = g.reduce(ir::ReduceKind::Sum, e, {1}, p + "sum");
+    cur = g.binary(OpKind::Div, e, g.broadcastInDim(sum, full, {0}, p + "sumb"), p + "out");
+  }
+  g.addOutput(cur);
+  return g;
+}
+
 } // namespace weft::bench

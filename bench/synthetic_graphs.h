@@ -21,4 +21,10 @@ ir::Graph elementwiseCluster(int ops, int64_t rows, int64_t cols, uint64_t seed 
 ir::Graph clusteredGraph(int nodes, int64_t rows, int64_t cols, int clusterOps = 48,
                          uint64_t seed = 1);
 
+/// `n` chained softmaxes over axis 1 of x: f32[rows, cols] (s_0 = x, s_{i+1} = softmax(s_i),
+/// output s_n), each as max, broadcast, sub, exp, sum, broadcast, div: the graph
+/// bench/gen_chain_softmax.py writes as JSON. A compiler that regenerates a softmax's input
+/// instead of reading it where an earlier stage left it grows quadratically with n.
+ir::Graph chainedSoftmaxes(int n, int64_t rows, int64_t cols);
+
 } // namespace weft::bench

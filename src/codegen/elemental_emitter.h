@@ -7,8 +7,9 @@
 // reduce's result in registers.
 //
 // Generated values are cached per (value, index) until clearCache(): callers clear it at the
-// start of every element they emit, so shared subexpressions (x * x) are emitted once without
-// ever reusing a value that does not dominate its use.
+// start of every element they emit, so shared subexpressions (x * x) are emitted once. Every
+// cached value keeps the scope (loop or if body) it was emitted in and is handed out only while
+// that scope is open, so a cache never reuses a value that does not dominate its use.
 #include <functional>
 #include <map>
 #include <set>
@@ -51,12 +52,18 @@ private:
   /// The operand's index for an elementwise op: the same index, or none for a scalar operand.
   Index operandIndex(const ir::Node& operand, const Index& index) const;
 
+  /// A generated element and the scope it was emitted in: handed out again only while that
+  /// scope is open (KernelContext::isOpen), where it dominates what is emitted.
+  struct Generated {
+    llvm::Value* value;
+    Scope scope;
+  };
   KernelContext& k_;
   std::map<ir::NodeId, Generator> overrides_;
-  std::map<std::pair<ir::NodeId, std::vector<llvm::Value*>>, llvm::Value*> cache_;
+  std::map<std::pair<ir::NodeId, std::vector<llvm::Value*>>, Generated> cache_;
   std::set<ir::NodeId> reused_;
   int reuseDepth_ = -1; // -1: no reuse region open
-  std::map<std::pair<ir::NodeId, std::vector<llvm::Value*>>, llvm::Value*> kept_;
+  std::map<std::pair<ir::NodeId, std::vector<llvm::Value*>>, Generated> kept_;
 };
 
 /// NaN-propagating max/min of the reference interpreter, integer max/min, bool or/and.

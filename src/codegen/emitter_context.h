@@ -24,6 +24,13 @@ namespace weft::codegen {
 
 using Index = std::vector<llvm::Value*>; // a multi-index, one indexTy value per dim
 
+/// Where a value was emitted: a loop() or ifThen() body (or the kernel's entry, id 0) at a
+/// nesting depth (KernelContext::scope).
+struct Scope {
+  int depth = 0;
+  int id = 0;
+};
+
 struct KernelContext {
   llvm::Module* module = nullptr;
   llvm::IRBuilder<>* b = nullptr;
@@ -43,13 +50,33 @@ struct KernelContext {
   /// Multi-indices made by delinearize, with the shape and flat index they came from, so that
   /// linearizing them again over the same shape is free (and loads stay provably contiguous,
   /// which lets LLVM's load/store vectoriser form ld.global.v4).
-  std::map<std::vector<llvm::Value*>, std::pair<ir::Shape, llvm::Value*>> flatOfIndex;
+  /// Only indices with a coordinate that is not a constant are kept (a single-element
+  /// tensor's all-zero index is the same in every phase), each with the scope it was made in.
+  struct FlatIndex {
+    ir::Shape shape;
+    llvm::Value* flat;
+    Scope scope;
+  };
+  std::map<std::vector<llvm::Value*>, FlatIndex> flatOfIndex;
+  /// Records that `idx` over `s` is flat index `flat` (see flatOfIndex), made in the current
+  /// scope.
+  void noteFlatIndex(const std::vector<llvm::Value*>& idx, const ir::Shape& s, llvm::Value* flat);
 
   /// Structured nesting of the code being emitted: loop() and ifThen() bodies are one level
   /// deeper than the code around them. A value created at depth d dominates everything emitted
   /// after it at depth >= d until the construct that encloses it (at depth d - 1) ends, so a
   /// cache filled only at the depth of its region never hands out a non-dominating value.
   int depth = 0;
+  /// The body being emitted into at depth d is scope (d, scopeIds[d]); every loop() and
+  /// ifThen() body gets a fresh id. A value made in a scope dominates everything emitted after
+  /// it while that scope is open (isOpen), and nothing once it has closed: every cache of
+  /// generated values keeps the scope of each entry and hands it out only while it is open.
+  std::vector<int> scopeIds = {0};
+  int nextScopeId = 1;
+  Scope scope() const { return {depth, scopeIds[size_t(depth)]}; }
+  bool isOpen(const Scope& s) const {
+    return s.depth <= depth && scopeIds[size_t(s.depth)] == s.id;
+  }
 
   /// Vector groups: `width` consecutive elements (flat f0 .. f0 + width - 1, f0 a multiple of
   /// width) that one thread emits together. Their multi-indices share every coordinate but the

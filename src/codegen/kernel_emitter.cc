@@ -126,6 +126,12 @@ private:
   void emitPhase(const std::vector<const fusion::Stage*>& phase);
   std::optional<SlotPhase> slotPhaseOf(const TileSpace& s,
                                        const std::vector<const fusion::Stage*>& phase) const;
+  /// Chooses which of `candidates` (in priority order) the slot phase keeps in registers
+  /// (adds them to sp.reused) within `budget` registers per thread, counting a kept value only
+  /// over the stages it is live in; returns the most registers the kept values take at once.
+  int keptRegisters(const std::vector<const fusion::Stage*>& phase, SlotPhase& sp,
+                    const std::vector<ir::NodeId>& candidates,
+                    const std::function<int(ir::NodeId)>& cost, int budget) const;
   bool inSlots(const fusion::Group& g) const;
   std::vector<ir::NodeId> stageBroadcasts(const TileSpace& s, const std::vector<int>& groups,
                                           int64_t maxElements, bool outerOnly = false);
@@ -941,6 +947,82 @@ bool KernelEmitter::inSlots(const fusion::Group& g) const {
   return slots_ && slotGroup_ >= 0 && &g == &kp_.groups.at(size_t(slotGroup_));
 }
 
+int KernelEmitter::keptRegisters(const std::vector<const fusion::Stage*>& phase, SlotPhase& sp,
+                                 const std::vector<ir::NodeId>& candidates,
+                                 const std::function<int(ir::NodeId)>& cost, int budget) const {
+  // A kept value holds its registers from the stage that first generates it to the last stage
+  // that reads it: a chain of softmaxes keeps each softmax's values for two or three stages,
+  // not for the whole phase. The stages' reads follow the emitter: each slot stage generates
+  // its loop values and its reduces' operands at the slots, reading kept values and memory
+  // and regenerating everything else down to them. A candidate that does not fit where it is
+  // live is recomputed instead, which makes its operands live where it is read: the choice is
+  // then made again with it recomputed.
+  std::vector<std::vector<ir::NodeId>> roots(phase.size());
+  for (size_t i = 0; i < phase.size(); ++i) {
+    const fusion::Stage& st = *phase[i];
+    bool slotGroup = st.group == sp.group;
+    for (ir::NodeId m : st.materialized) {
+      const ir::Node& n = node(m);
+      bool across = std::find(sp.across.begin(), sp.across.end(), m) != sp.across.end();
+      if (n.kind == ir::OpKind::Reduce && (slotGroup || across) &&
+          node(n.operands[0]).type.shape == sp.loop)
+        roots[i].push_back(n.operands[0]);
+      else if (slotGroup && n.type.shape == sp.loop)
+        roots[i].push_back(m);
+    }
+  }
+  const std::set<ir::NodeId> candidateSet(candidates.begin(), candidates.end());
+  std::set<ir::NodeId> rejected;
+  for (;;) {
+    std::map<ir::NodeId, std::pair<int, int>> live; // candidate → first and last stage
+    std::set<ir::NodeId> generated;
+    auto isCandidate = [&](ir::NodeId v) { return candidateSet.count(v) && !rejected.count(v); };
+    for (size_t i = 0; i < phase.size(); ++i) {
+      int stage = int(i);
+      std::set<ir::NodeId> seen;
+      std::vector<ir::NodeId> work(roots[i].rbegin(), roots[i].rend());
+      while (!work.empty()) {
+        ir::NodeId v = work.back();
+        work.pop_back();
+        if (!seen.insert(v).second) continue;
+        bool candidate = isCandidate(v);
+        if (candidate) {
+          live.try_emplace(v, stage, stage).first->second.second = stage;
+          if (!generated.insert(v).second) continue; // kept: read, not regenerated
+        } else {
+          auto p = kp_.placement.find(v);
+          bool loaded = p == kp_.placement.end() || p->second.storage != Storage::Register;
+          if (loaded || node(v).kind == ir::OpKind::Reduce) continue;
+        }
+        for (ir::NodeId o : node(v).operands)
+          work.push_back(o);
+      }
+    }
+    std::vector<int> load(phase.size(), 0);
+    ir::NodeId misfit = -1;
+    std::vector<ir::NodeId> kept;
+    for (ir::NodeId v : candidates) {
+      if (rejected.count(v)) continue;
+      // A candidate these reads do not reach counts over the whole phase (to be safe).
+      auto it = live.find(v);
+      auto [first, last] = it != live.end() ? it->second : std::pair<int, int>(0, int(load.size()) - 1);
+      int most = *std::max_element(load.begin() + first, load.begin() + last + 1);
+      if (most + cost(v) > budget) {
+        misfit = v;
+        break;
+      }
+      for (int st = first; st <= last; ++st)
+        load[size_t(st)] += cost(v);
+      kept.push_back(v);
+    }
+    if (misfit < 0) {
+      sp.reused.insert(kept.begin(), kept.end());
+      return load.empty() ? 0 : *std::max_element(load.begin(), load.end());
+    }
+    rejected.insert(misfit);
+  }
+}
+
 std::optional<SlotPhase>
 KernelEmitter::slotPhaseOf(const TileSpace& s,
                            const std::vector<const fusion::Stage*>& phase) const {
@@ -1003,19 +1085,21 @@ KernelEmitter::slotPhaseOf(const TileSpace& s,
       sp.registers += cost(r);
     }
   }
+  // Candidates for registers, in priority order: memory reads first (inputs read by several
+  // stages of the group, then values the group stores over its loop and reads back in a later
+  // stage), then recomputed ops. Constants are folded by LLVM: no registers.
+  std::vector<ir::NodeId> candidates;
   auto take = [&](ir::NodeId v) {
     if (node(v).kind == ir::OpKind::Constant) {
-      sp.reused.insert(v); // folded by LLVM: no registers
+      sp.reused.insert(v);
       return;
     }
-    if (sp.reused.count(v) || cost(v) > budget) return;
-    sp.reused.insert(v);
-    budget -= cost(v);
-    sp.registers += cost(v);
+    if (cost(v) > budget ||
+        std::find(candidates.begin(), candidates.end(), v) != candidates.end())
+      return;
+    candidates.push_back(v);
   };
   std::set<ir::NodeId> groupOps(g.ops.begin(), g.ops.end());
-  // Memory reads first: inputs read by several stages of the group, then values the group
-  // stores over its loop and reads back in a later stage; then recomputed ops.
   for (const auto& [v, p] : kp_.placement)
     if (p.registerReuse && p.storage == Storage::Input && node(v).type.shape == sp.loop) take(v);
   std::vector<const fusion::Stage*> groupStages;
@@ -1028,6 +1112,8 @@ KernelEmitter::slotPhaseOf(const TileSpace& s,
     if (p.registerReuse && p.storage == Storage::Register && groupOps.count(v) &&
         node(v).type.shape == sp.loop)
       take(v);
+  int peak = keptRegisters(phase, sp, candidates, cost, budget);
+  if (peak > 0) sp.registers += peak;
   bool any = std::any_of(sp.reused.begin(), sp.reused.end(),
                          [&](ir::NodeId v) { return node(v).kind != ir::OpKind::Constant; });
   if (!any && sp.across.empty()) return std::nullopt;

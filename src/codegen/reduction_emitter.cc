@@ -6,6 +6,7 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
+#include "fusion/stitching_scheme.h"
 #include "weft/error.h"
 
 namespace weft::codegen {
@@ -189,14 +190,7 @@ Index reduceOperandIndex(KernelContext& k, const ReduceGeometry& geo, llvm::Valu
 }
 
 int64_t reduceScratchBytes(const fusion::ThreadMapping& mapping, int blockSize) {
-  if (const auto* r = std::get_if<fusion::RowReduceMapping>(&mapping)) {
-    if (r->kind == fusion::RowReduceMapping::Kind::BlockPerRow) return 32 * 8;
-    int rowsPerPass = blockSize / std::max(1, r->threadsPerRow);
-    return rowsPerPass > 1 ? int64_t(rowsPerPass) * 8 : 0; // coalesced results
-  }
-  if (const auto* c = std::get_if<fusion::ColumnReduceMapping>(&mapping))
-    return int64_t(c->tileColumns) * c->tileRows * 8;
-  return 0;
+  return fusion::reduceEmitterScratchBytes(mapping, blockSize); // the planner reserves the same
 }
 
 void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,

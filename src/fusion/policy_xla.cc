@@ -11,7 +11,13 @@
 namespace weft::fusion {
 namespace {
 
-bool isRoot(const ir::Graph& g, const Users& users, ir::NodeId op) {
+/// The most ops one kernel recomputes for a fused value: an op whose fused producers (itself
+/// and every non-root memory-intensive op it reads, transitively) would exceed this becomes a
+/// root itself, materialised once, as XLA refuses fusions that duplicate too much code.
+/// Without it a chain of n softmaxes recomputes the whole chain before each reduce (n^2 ops).
+constexpr size_t kMaxFusedOps = 48;
+
+bool isNaturalRoot(const ir::Graph& g, const Users& users, ir::NodeId op) {
   const ir::Node& n = g.node(op);
   if (!ir::isMemoryIntensive(n.kind)) return false;
   if (g.isOutput(op) || n.kind == ir::OpKind::Reduce || isExpensiveBroadcastSource(g, users, op))
@@ -21,13 +27,32 @@ bool isRoot(const ir::Graph& g, const Users& users, ir::NodeId op) {
                      [&](ir::NodeId u) { return !ir::isMemoryIntensive(g.node(u).kind); });
 }
 
+/// Fusion roots by node id: the natural ones, then, in topological order, every op whose fused
+/// producers would exceed kMaxFusedOps.
+std::vector<bool> fusionRoots(const ir::Graph& g, const Users& users) {
+  std::vector<bool> root(g.size(), false);
+  std::vector<std::set<ir::NodeId>> fused(g.size()); // of each non-root op: its fused ops
+  for (const ir::Node& n : g.nodes()) {
+    root[static_cast<size_t>(n.id)] = isNaturalRoot(g, users, n.id);
+    if (!ir::isMemoryIntensive(n.kind)) continue;
+    std::set<ir::NodeId> ops{n.id};
+    for (ir::NodeId o : n.operands)
+      if (ir::isMemoryIntensive(g.node(o).kind) && !root[static_cast<size_t>(o)])
+        ops.insert(fused[static_cast<size_t>(o)].begin(), fused[static_cast<size_t>(o)].end());
+    if (ops.size() > kMaxFusedOps && !isSource(n)) root[static_cast<size_t>(n.id)] = true;
+    if (!root[static_cast<size_t>(n.id)]) fused[static_cast<size_t>(n.id)] = std::move(ops);
+  }
+  return root;
+}
+
 } // namespace
 
 FusionPlan planXla(const ir::Graph& g, const DeviceSpec& spec) {
   Users users = g.users();
+  std::vector<bool> isRoot = fusionRoots(g, users);
   std::vector<KernelPlan> kernels;
   for (const ir::Node& root : g.nodes()) {
-    if (!isRoot(g, users, root.id)) continue;
+    if (!isRoot[static_cast<size_t>(root.id)]) continue;
     // The root and every non-root memory-intensive op it reads, transitively.
     std::set<ir::NodeId> ops{root.id};
     std::vector<ir::NodeId> work{root.id};
@@ -35,7 +60,8 @@ FusionPlan planXla(const ir::Graph& g, const DeviceSpec& spec) {
       ir::NodeId v = work.back();
       work.pop_back();
       for (ir::NodeId o : g.node(v).operands)
-        if (ir::isMemoryIntensive(g.node(o).kind) && !isRoot(g, users, o) && ops.insert(o).second)
+        if (ir::isMemoryIntensive(g.node(o).kind) && !isRoot[static_cast<size_t>(o)] &&
+            ops.insert(o).second)
           work.push_back(o);
     }
     GroupSeed seed;

@@ -39,6 +39,7 @@ struct Read {
   ir::NodeId value;
   OpSpace frame;
   bool aligned;
+  bool local = false; // block-local (Planner::local), computed once after the walk
 };
 /// A local op or input a stage generates or loads.
 struct Touch {
@@ -82,21 +83,36 @@ public:
   void run() {
     for (ir::NodeId v : materialised_)
       readsOf(v, reads_[v], touches_[v]);
+    // Locality depends on the groups' tiles only, not on storage or phases: asked once per
+    // read here, not again in every round of demotion below.
+    demoted_.assign(g_.size(), false);
+    readers_.assign(g_.size(), {});
+    for (auto& [v, reads] : reads_)
+      for (Read& r : reads) {
+        r.local = local(r, v);
+        readers_[static_cast<size_t>(r.value)].push_back({v, &r});
+      }
     for (ir::NodeId u : materialised_)
-      if (sharedBytesOf(u) >= kNotShareable) demoted_.insert(u);
+      if (sharedBytesOf(u) >= kNotShareable) demoted_[static_cast<size_t>(u)] = true;
+    int64_t emitterScratch = 0; // codegen's reduce scratch, beside the shared values
+    for (const Group& gr : k_.groups)
+      emitterScratch =
+          std::max(emitterScratch, reduceEmitterScratchBytes(gr.mapping, k_.launch.blockSize));
     for (;;) {
       formStages();
       assignPhases();
       assignStorage();
       int64_t bytes = layoutShared();
-      if (bytes <= spec_.sharedMemoryPerBlock) break;
+      if (bytes <= spec_.sharedMemoryPerBlock &&
+          sharedValuesEnd() + emitterScratch <= spec_.sharedMemoryPerBlock)
+        break;
       ir::NodeId largest = -1;
       for (auto& [v, p] : k_.placement)
         if (p.storage == Storage::Shared &&
             (largest < 0 || p.sharedBytes > k_.placement[largest].sharedBytes))
           largest = v;
       if (largest < 0) break; // only the reductions' own scratch is left: nothing to demote
-      demoted_.insert(largest);
+      demoted_[static_cast<size_t>(largest)] = true;
     }
     markRegisterReuse();
   }
@@ -206,8 +222,12 @@ private:
     return rowPositions(reader, r.frame, rank) == rowPositions(producer, produced, rank);
   }
 
-  bool localOk(const Read& r, ir::NodeId reader) const {
-    return local(r, reader) && !demoted_.count(r.value);
+  bool localOk(const Read& r) const { return r.local && !demoted(r.value); }
+  bool demoted(ir::NodeId v) const { return demoted_[static_cast<size_t>(v)]; }
+  /// The stage that materialises `v` (formStages fills every materialised value's).
+  int stageOf(ir::NodeId v) const {
+    assert(stageOf_[static_cast<size_t>(v)] >= 0 && "a read of a value with no stage");
+    return stageOf_[static_cast<size_t>(v)];
   }
 
   /// Phase levels: a value sits one level after every value it reads non-locally and at the
@@ -215,60 +235,63 @@ private:
   /// read them locally move down to their earliest reader (as late as possible), so that
   /// regional values share a phase with their consumers (Figure 7's power.1 runs first, then
   /// reduce.1 with the column reduce that consumes it in the same tiles).
-  std::map<ir::NodeId, int> levels() const {
-    std::map<ir::NodeId, int> level;
+  /// Levels by node id (0 for values that are not materialised). The demotion loop of run()
+  /// asks this once per demoted value, so it works on dense vectors.
+  std::vector<int> levels() const {
+    std::vector<int> level(g_.size(), 0);
     for (ir::NodeId v : materialised_) {
       int l = 0;
       for (const Read& r : reads_.at(v))
-        l = std::max(l, level.at(r.value) + (localOk(r, v) ? 0 : 1));
-      level[v] = l;
+        l = std::max(l, level[static_cast<size_t>(r.value)] + (localOk(r) ? 0 : 1));
+      level[static_cast<size_t>(v)] = l;
     }
-    std::map<ir::NodeId, std::vector<std::pair<ir::NodeId, bool>>> readers;
-    for (ir::NodeId v : materialised_)
-      for (const Read& r : reads_.at(v))
-        readers[r.value].push_back({v, localOk(r, v)});
     for (auto it = materialised_.rbegin(); it != materialised_.rend(); ++it) {
-      auto rs = readers.find(*it);
-      if (rs == readers.end()) continue;
-      bool allLocal =
-          std::all_of(rs->second.begin(), rs->second.end(), [](const auto& p) { return p.second; });
+      const std::vector<std::pair<ir::NodeId, const Read*>>& rs =
+          readers_[static_cast<size_t>(*it)];
+      if (rs.empty()) continue;
+      bool allLocal = std::all_of(rs.begin(), rs.end(), [&](const auto& p) {
+        return localOk(*p.second);
+      });
       if (!allLocal) continue;
-      int earliest = level.at(rs->second.front().first);
-      for (const auto& [w, ok] : rs->second)
-        earliest = std::min(earliest, level.at(w));
-      level[*it] = std::max(level[*it], earliest);
+      int earliest = level[static_cast<size_t>(rs.front().first)];
+      for (const auto& [w, r] : rs)
+        earliest = std::min(earliest, level[static_cast<size_t>(w)]);
+      int& l = level[static_cast<size_t>(*it)];
+      l = std::max(l, earliest);
     }
     return level;
   }
 
   void formStages() {
     stages_.clear();
-    stageOf_.clear();
-    std::map<ir::NodeId, int> level = levels();
+    stageOf_.assign(g_.size(), -1);
+    std::vector<int> level = levels();
+    auto levelOf = [&](ir::NodeId v) { return level[static_cast<size_t>(v)]; };
     std::vector<ir::NodeId> values(materialised_.begin(), materialised_.end());
     std::stable_sort(values.begin(), values.end(),
-                     [&](ir::NodeId a, ir::NodeId b) { return level.at(a) < level.at(b); });
+                     [&](ir::NodeId a, ir::NodeId b) { return levelOf(a) < levelOf(b); });
+    std::map<std::pair<int, int>, std::vector<int>> stagesOf; // (group, level) → stages
     for (ir::NodeId v : values) {
       // The earliest stage of v's group and level after every stage v reads from: sibling
       // reduces of one loop then share a pass over it.
       int group = groupOf_.at(v);
       int after = -1;
       for (const Read& r : reads_.at(v))
-        after = std::max(after, stageOf_.at(r.value));
+        after = std::max(after, stageOf(r.value));
       int last = -1;
-      for (int st = after + 1; st < static_cast<int>(stages_.size()); ++st) {
-        const StageInfo& info = stages_[static_cast<size_t>(st)];
-        if (info.level == level.at(v) && info.group == group && sameStageKind(info, v)) {
-          last = st;
+      std::vector<int>& same = stagesOf[{group, levelOf(v)}]; // increasing
+      for (auto st = std::upper_bound(same.begin(), same.end(), after); st != same.end(); ++st)
+        if (sameStageKind(stages_[static_cast<size_t>(*st)], v)) {
+          last = *st;
           break;
         }
-      }
       if (last < 0) {
-        stages_.push_back({group, level.at(v), {}});
+        stages_.push_back({group, levelOf(v), {}});
         last = static_cast<int>(stages_.size()) - 1;
+        same.push_back(last);
       }
       stages_[static_cast<size_t>(last)].values.push_back(v);
-      stageOf_[v] = last;
+      stageOf_[static_cast<size_t>(v)] = last;
     }
   }
 
@@ -313,9 +336,9 @@ private:
       bool readsPhase = false;
       for (ir::NodeId v : stages_[s].values)
         for (const Read& r : reads_.at(v)) {
-          if (phaseOfStage_[static_cast<size_t>(stageOf_.at(r.value))] != phase) continue;
+          if (phaseOfStage_[static_cast<size_t>(stageOf(r.value))] != phase) continue;
           readsPhase = true;
-          if (!localOk(r, v)) grid = true;
+          if (!localOk(r)) grid = true;
         }
       if (grid) {
         ++phase;
@@ -354,15 +377,15 @@ private:
     for (size_t s = 0; s < stages_.size(); ++s) {
       for (ir::NodeId v : stages_[s].values)
         for (const Read& r : reads_.at(v))
-          if (!local(r, v) ||
-              phaseOfStage_[static_cast<size_t>(stageOf_.at(r.value))] != phaseOfStage_[s])
+          if (!r.local ||
+              phaseOfStage_[static_cast<size_t>(stageOf(r.value))] != phaseOfStage_[s])
             allLocalSamePhase[r.value] = false;
     }
     for (ir::NodeId u : materialised_) {
       ValuePlacement& p = k_.placement[u];
       if (outputs_.count(u))
         p.storage = Storage::Output;
-      else if (allLocalSamePhase[u] && !demoted_.count(u))
+      else if (allLocalSamePhase[u] && !demoted(u))
         p.storage = Storage::Shared, p.sharedBytes = sharedBytesOf(u);
       else
         p.storage = Storage::Global;
@@ -380,7 +403,7 @@ private:
     for (ir::NodeId u : materialised_) {
       ValuePlacement& p = k_.placement[u];
       if (p.storage != Storage::Shared) continue;
-      int phase = phaseOfStage_[static_cast<size_t>(stageOf_.at(u))];
+      int phase = phaseOfStage_[static_cast<size_t>(stageOf(u))];
       int64_t& at = top.try_emplace(phase, reserve).first->second;
       p.sharedOffset = at;
       at += (p.sharedBytes + kSharedAlign - 1) / kSharedAlign * kSharedAlign;
@@ -388,6 +411,15 @@ private:
     }
     k_.launch.sharedBytes = total;
     return total;
+  }
+
+  /// The end of the highest Shared value (0 with none): the dynamic shared bytes codegen
+  /// allocates.
+  int64_t sharedValuesEnd() const {
+    int64_t end = 0;
+    for (const auto& [v, p] : k_.placement)
+      if (p.storage == Storage::Shared) end = std::max(end, p.sharedOffset + p.sharedBytes);
+    return end;
   }
 
   void markRegisterReuse() {
@@ -443,8 +475,12 @@ private:
   const ir::Graph& g_;
   const DeviceSpec& spec_;
   KernelPlan& k_;
-  std::set<ir::NodeId> inKernel_, materialised_, outputs_, demoted_;
-  std::map<ir::NodeId, int> groupOf_, stageOf_;
+  std::set<ir::NodeId> inKernel_, materialised_, outputs_;
+  std::vector<bool> demoted_; // by node id: never kept in shared memory
+  std::map<ir::NodeId, int> groupOf_;
+  std::vector<int> stageOf_; // by node id; -1 for values that are not materialised
+  // by node id: the materialised values that read it, with their reads of it
+  std::vector<std::vector<std::pair<ir::NodeId, const Read*>>> readers_;
   std::map<ir::NodeId, std::vector<Read>> reads_;
   std::map<ir::NodeId, std::vector<Touch>> touches_;
   std::vector<StageInfo> stages_;
@@ -465,6 +501,17 @@ int64_t reductionScratchBytes(const ir::Graph& g, const Group& group, const Devi
     return r->kind == RowReduceMapping::Kind::BlockPerRow ? (blockSize / spec.warpSize) * bytes : 0;
   if (auto* c = std::get_if<ColumnReduceMapping>(&group.mapping))
     return int64_t(c->tileRows) * (c->tileColumns + 1) * bytes;
+  return 0;
+}
+
+int64_t reduceEmitterScratchBytes(const ThreadMapping& mapping, int blockSize) {
+  if (const auto* r = std::get_if<RowReduceMapping>(&mapping)) {
+    if (r->kind == RowReduceMapping::Kind::BlockPerRow) return 32 * 8;
+    int rowsPerPass = blockSize / std::max(1, r->threadsPerRow);
+    return rowsPerPass > 1 ? int64_t(rowsPerPass) * 8 : 0;
+  }
+  if (const auto* c = std::get_if<ColumnReduceMapping>(&mapping))
+    return int64_t(c->tileColumns) * c->tileRows * 8;
   return 0;
 }
 

@@ -37,4 +37,10 @@ void planStitching(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kerne
 int64_t reductionScratchBytes(const ir::Graph& g, const Group& group, const DeviceSpec& spec,
                               int blockSize);
 
+/// Static shared memory codegen's reduce emitters take for a group of this mapping in blocks
+/// of `blockSize` threads (block-per-row combines, a warp-per-row pass's coalesced results,
+/// column tiles), beside the plan's shared values; 0 for an elementwise mapping. The planner
+/// keeps the plan's shared values within the per-block limit with this added.
+int64_t reduceEmitterScratchBytes(const ThreadMapping& mapping, int blockSize);
+
 } // namespace weft::fusion

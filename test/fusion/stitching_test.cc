@@ -3,6 +3,7 @@
 #include "frontend/json_reader.h"
 #include "fusion/launch_config.h"
 #include "fusion/plan.h"
+#include "fusion/stitching_scheme.h"
 #include "plan_queries.h"
 #include "test_graphs.h"
 
@@ -224,4 +225,44 @@ TEST_CASE("stitching: symbolic shapes plan too (rows unknown until launch)",
   CHECK(k.launch.maxRegisters == 64);
   CHECK(k.launch.maxBlocks == 132);
   CHECK(k.groups[0].rows == b);
+}
+
+namespace {
+/// n chained softmaxes over axis 1 of x: f32[rows, cols] (bench::chainedSoftmaxes's graph).
+ir::Graph softmaxChain(int n, int64_t rows, int64_t cols) {
+  ir::Graph g;
+  const ir::Shape full = {rows, cols};
+  ir::NodeId cur = g.parameter("x", {ir::DType::f32, full});
+  for (int i = 0; i < n; ++i) {
+    ir::NodeId mx = g.reduce(ir::ReduceKind::Max, cur, {1});
+    ir::NodeId e = g.unary(ir::OpKind::Exp,
+                           g.binary(ir::OpKind::Sub, cur, g.broadcastInDim(mx, full, {0})));
+    ir::NodeId sum = g.reduce(ir::ReduceKind::Sum, e, {1});
+    cur = g.binary(ir::OpKind::Div, e, g.broadcastInDim(sum, full, {0}));
+  }
+  g.addOutput(cur);
+  return g;
+}
+} // namespace
+
+TEST_CASE("shared values leave room for the reduce emitters' scratch", "[fusion][stitching]") {
+  // 128 chained softmaxes keep 2 KB per row reduce in shared memory until the planner demotes
+  // some to global memory. It stopped at the device's limit without counting the 2 KB of
+  // scratch a warp-per-row pass takes for coalesced results, and codegen refused the kernel
+  // ("needs 234496 B of shared memory per block ... but h100 allows 232448 B").
+  for (int n : {100, 128}) {
+    FusionPlan p = plan(softmaxChain(n, 4, 8), profile("h100"), Policy::AStitch);
+    for (const auto& step : p.steps) {
+      const auto* k = std::get_if<KernelPlan>(&step);
+      if (!k) continue;
+      int64_t end = 0, scratch = 0;
+      for (const auto& [v, pl] : k->placement)
+        if (pl.storage == Storage::Shared) end = std::max(end, pl.sharedOffset + pl.sharedBytes);
+      for (const Group& g : k->groups)
+        scratch = std::max(scratch, reduceEmitterScratchBytes(g.mapping, k->launch.blockSize));
+      INFO(n << " softmaxes, kernel " << k->name);
+      CHECK(end > 0);
+      CHECK(end + scratch <= p.device.sharedMemoryPerBlock);
+    }
+  }
 }
