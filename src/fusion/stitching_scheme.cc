@@ -354,11 +354,14 @@ private:
   int64_t sharedBytesOf(ir::NodeId v) const {
     const Group& gp = groupOfValue(v);
     int64_t bytes = ir::dtypeBytes(g_.node(v).type.dtype);
+    // A tile holds rowsPerTile rows, or all of them when there are fewer (softmax over [4, 8]
+    // in tiles of 512 rows: 16 bytes per row value, not 2 KB).
+    int64_t rows = std::max<int64_t>(1, std::min<int64_t>(gp.rowsPerTile, staticOr(gp.rows, gp.rowsPerTile)));
     switch (spaceOf(g_, gp, v)) {
     case OpSpace::Row:
-      return gp.rowsPerTile * bytes;
+      return rows * bytes;
     case OpSpace::Loop:
-      return gp.rowLength.isStatic() ? gp.rowsPerTile * gp.rowLength.size() * bytes : kNotShareable;
+      return gp.rowLength.isStatic() ? rows * gp.rowLength.size() * bytes : kNotShareable;
     case OpSpace::Other:
       return kNotShareable;
     }
