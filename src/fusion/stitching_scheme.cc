@@ -16,12 +16,6 @@ constexpr int64_t kNotShareable = int64_t(1) << 50;
 constexpr int64_t kSharedAlign = 16;
 constexpr int64_t kMaxReusedPerThread = 64; // registers one reused value may take per thread
 
-int splitOf(const Group& g) {
-  if (auto* r = std::get_if<RowReduceMapping>(&g.mapping)) return r->splitFactor;
-  if (auto* c = std::get_if<ColumnReduceMapping>(&g.mapping)) return c->splitFactor;
-  return 1;
-}
-
 bool tileCompatible(const Group& a, const Group& b) {
   if (&a == &b) return true;
   // A row-reduce tile and a column-reduce tile of equal size cover the same rows, but one
@@ -29,7 +23,8 @@ bool tileCompatible(const Group& a, const Group& b) {
   bool aReduce = !std::holds_alternative<ElementwiseMapping>(a.mapping);
   bool bReduce = !std::holds_alternative<ElementwiseMapping>(b.mapping);
   if (aReduce && bReduce && a.mapping.index() != b.mapping.index()) return false;
-  return splitOf(a) == 1 && splitOf(b) == 1 && a.rowsPerTile == b.rowsPerTile &&
+  return splitFactor(a.mapping) == 1 && splitFactor(b.mapping) == 1 &&
+         a.rowsPerTile == b.rowsPerTile &&
          rowShapeOf(a.loopShape, a.tileDims) == rowShapeOf(b.loopShape, b.tileDims);
 }
 
@@ -211,7 +206,7 @@ private:
     if (producer.acrossTiles && g_.node(r.value).kind == ir::OpKind::Reduce) return false;
     OpSpace produced = spaceOf(g_, producer, r.value);
     if (!r.aligned || produced == OpSpace::Other || !tileCompatible(producer, reader) ||
-        splitOf(producer) != 1)
+        splitFactor(producer.mapping) != 1)
       return false;
     // A tile's loop elements are one contiguous run of the loop only when the tile dims lead
     // (or trail, for column tiles); otherwise, to be safe, loop values are not block-local.
@@ -308,14 +303,14 @@ private:
       };
       return perResult(stage.values.front()) == perResult(v);
     }
-    if (splitOf(gr) <= 1) return true;
+    if (splitFactor(gr.mapping) <= 1) return true;
     auto isReduce = [&](ir::NodeId x) { return g_.node(x).kind == ir::OpKind::Reduce; };
     return isReduce(stage.values.front()) == isReduce(v);
   }
 
   bool splitStage(size_t s) const {
     const Group& gr = k_.groups[static_cast<size_t>(stages_[s].group)];
-    if (splitOf(gr) <= 1) return false;
+    if (splitFactor(gr.mapping) <= 1) return false;
     return std::any_of(stages_[s].values.begin(), stages_[s].values.end(),
                        [&](ir::NodeId v) { return g_.node(v).kind == ir::OpKind::Reduce; });
   }
@@ -447,7 +442,7 @@ private:
       });
       if (!sameFamily) continue;
       const Group& gr = k_.groups[static_cast<size_t>(family(first))];
-      int64_t split = splitOf(gr);
+      int64_t split = splitFactor(gr.mapping);
       int64_t perTile =
           spaceOf(g_, gr, value) == OpSpace::Loop
               ? gr.rowsPerTile * ((staticOr(gr.rowLength, kNotShareable) + split - 1) / split)
