@@ -76,6 +76,60 @@ public:
   }
 
   void run() {
+    // A local op that stages of several phases regenerate is computed again behind every
+    // grid barrier, from its producers down to the nearest materialised values: a chain of
+    // split softmaxes (one phase per reduce) regenerated the whole chain from x in each phase,
+    // code quadratic in its length. An op whose regenerated producers would exceed
+    // kMaxRegeneratedOps is materialised instead (read back from global memory), and the
+    // kernel planned again.
+    for (;;) {
+      planOnce();
+      if (!materialiseRegenerated()) return;
+    }
+  }
+
+private:
+  static constexpr size_t kMaxRegeneratedOps = 32;
+
+  /// Local ops (not sources) that `v` is computed from, up to materialised values and inputs,
+  /// counted up to kMaxRegeneratedOps + 1.
+  size_t regeneratedOps(ir::NodeId v) const {
+    std::set<ir::NodeId> seen{v};
+    std::vector<ir::NodeId> work{v};
+    while (!work.empty() && seen.size() <= kMaxRegeneratedOps) {
+      ir::NodeId x = work.back();
+      work.pop_back();
+      for (ir::NodeId o : g_.node(x).operands)
+        if (inKernel_.count(o) && !materialised_.count(o) && !isSource(g_.node(o)) &&
+            seen.insert(o).second)
+          work.push_back(o);
+    }
+    return seen.size();
+  }
+
+  /// Materialises, in topological order, every local op that stages of two or more phases
+  /// regenerate and whose regenerated producers exceed kMaxRegeneratedOps (counting the ops
+  /// materialised before it as boundaries); whether it added any.
+  bool materialiseRegenerated() {
+    std::map<ir::NodeId, std::set<int>> phasesOf;
+    for (size_t s = 0; s < stages_.size(); ++s)
+      for (ir::NodeId v : stages_[s].values)
+        for (const Touch& t : touches_.at(v))
+          if (inKernel_.count(t.value) && !materialised_.count(t.value))
+            phasesOf[t.value].insert(phaseOfStage_[s]);
+    bool added = false;
+    for (const auto& [v, phases] : phasesOf)
+      if (phases.size() > 1 && !isSource(g_.node(v)) && groupOf_.count(v) &&
+          regeneratedOps(v) > kMaxRegeneratedOps) {
+        materialised_.insert(v);
+        added = true;
+      }
+    return added;
+  }
+
+  void planOnce() {
+    reads_.clear();
+    touches_.clear();
     for (ir::NodeId v : materialised_)
       readsOf(v, reads_[v], touches_[v]);
     // Locality depends on the groups' tiles only, not on storage or phases: asked once per
@@ -112,7 +166,6 @@ public:
     markRegisterReuse();
   }
 
-private:
   const Group& groupOfValue(ir::NodeId v) const {
     return k_.groups[static_cast<size_t>(groupOf_.at(v))];
   }
