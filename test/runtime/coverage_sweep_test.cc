@@ -102,6 +102,7 @@ struct Case {
   std::string name;
   ir::Graph graph;
   std::vector<HostTensor> inputs;
+  bool math = false; // a transcendental op: also swept with weft's own math (no libdevice)
 };
 
 /// Shape of the sweep's inputs: 144 elements, so that two inputs meet in every pair of 12
@@ -130,6 +131,11 @@ Case opCase(const std::string& name, DType t, int arity, const std::vector<int64
   return c;
 }
 
+Case mathCase(Case c) {
+  c.math = true;
+  return c;
+}
+
 std::vector<Case> opCases() {
   std::vector<Case> cases;
   auto add = [&](Case c) { cases.push_back(std::move(c)); };
@@ -138,8 +144,8 @@ std::vector<Case> opCases() {
                    OpKind::Erf, OpKind::Sigmoid, OpKind::Sin, OpKind::Cos, OpKind::Floor,
                    OpKind::Ceil, OpKind::Reciprocal})
     for (DType t : kFloats)
-      add(opCase(fmt::format("{} {}", ir::opName(k), ir::dtypeName(t)), t, 1, kShape,
-                 [k](ir::Graph& g, auto in) { return g.unary(k, in[0]); }));
+      add(mathCase(opCase(fmt::format("{} {}", ir::opName(k), ir::dtypeName(t)), t, 1, kShape,
+                          [k](ir::Graph& g, auto in) { return g.unary(k, in[0]); })));
   for (OpKind k : {OpKind::Neg, OpKind::Abs, OpKind::Sign})
     for (DType t : numeric())
       add(opCase(fmt::format("{} {}", ir::opName(k), ir::dtypeName(t)), t, 1, kShape,
@@ -163,8 +169,8 @@ std::vector<Case> opCases() {
                  [k](ir::Graph& g, auto in) { return g.binary(k, in[0], in[1]); },
                  /*nonZeroDivisor=*/k == OpKind::Div || k == OpKind::Rem));
   for (DType t : kFloats)
-    add(opCase(fmt::format("pow {}", ir::dtypeName(t)), t, 2, kShape,
-               [](ir::Graph& g, auto in) { return g.binary(OpKind::Pow, in[0], in[1]); }));
+    add(mathCase(opCase(fmt::format("pow {}", ir::dtypeName(t)), t, 2, kShape,
+                        [](ir::Graph& g, auto in) { return g.binary(OpKind::Pow, in[0], in[1]); })));
   for (CompareDir d : {CompareDir::EQ, CompareDir::NE, CompareDir::LT, CompareDir::LE,
                        CompareDir::GT, CompareDir::GE})
     for (DType t : kAll)
@@ -293,6 +299,7 @@ std::vector<Case> degenerateCases() {
 struct Target {
   Policy policy;
   std::string profile;
+  bool libdevice = true;
 };
 
 /// Compiles and runs `c` for `target` on the simulator; the failure text, or "" when every
@@ -303,8 +310,9 @@ std::string runCase(const Case& c, const Target& target) {
   o.device = *deviceSpecProfile(target.profile);
   o.cacheDir = "off";
   o.codegen.threads = 1;
-  std::string where = fmt::format("{} under {} on {}", c.name, fusion::policyName(target.policy),
-                                  target.profile);
+  o.codegen.useLibdevice = target.libdevice;
+  std::string where = fmt::format("{} under {} on {}{}", c.name, fusion::policyName(target.policy),
+                                  target.profile, target.libdevice ? "" : " without libdevice");
   try {
     auto compiled = compile(c.graph, o);
     auto device = makeDevice("sim", o.device);
@@ -360,6 +368,24 @@ TEST_CASE("coverage sweep: every op and dtype with special values under xla", "[
 }
 TEST_CASE("coverage sweep: every op and dtype with special values under astitch", "[sweep]") {
   sweep(opCases(), Policy::AStitch);
+}
+
+TEST_CASE("coverage sweep: math ops with special values without libdevice", "[sweep]") {
+  size_t runs = 0, failures = 0;
+  for (const Case& c : opCases()) {
+    if (!c.math) continue;
+    for (const char* profile : {"v100", "a100", "h100"}) {
+      std::string failure = runCase(c, {Policy::AStitch, profile, false});
+      ++runs;
+      if (!failure.empty()) {
+        ++failures;
+        FAIL_CHECK(failure);
+      }
+    }
+  }
+  INFO(runs << " runs, " << failures << " failed");
+  CHECK(runs == 156);
+  CHECK(failures == 0);
 }
 
 TEST_CASE("coverage sweep: size-1, empty and rank-0 shapes under every policy", "[sweep]") {
