@@ -48,6 +48,8 @@ std::vector<Workload> suiteWorkloads(const std::string& dir) {
   w.push_back(jsonWorkload(dir, "log_softmax_nll", "log-softmax + NLL, [512, 30000] vocabulary"));
   w.push_back({"cluster_200", "generated cluster of 200 ops on [2048, 768]",
                [] { return elementwiseCluster(200, 2048, 768); }});
+  w.push_back({"chain_softmax_64", "64 chained softmaxes on [4, 8] (recompute against store)",
+               [] { return chainedSoftmaxes(64, 4, 8); }});
   w.push_back({"graph_10000",
                "generated 10,000-node graph: clusters of 48 ops on [64, 64] between matmuls",
                [] { return clusteredGraph(10000, 64, 64); }});
