@@ -157,7 +157,7 @@ public:
       double d = j.get<double>();
       bool exact = j.is_number_unsigned()
                        ? d < 18446744073709551616.0 && static_cast<uint64_t>(d) == j.get<uint64_t>()
-                       : d < 9223372036854775808.0 && static_cast<int64_t>(d) == j.get<int64_t>();
+                       : ir::exactInDouble(j.get<int64_t>());
       if (!exact)
         fail(key, fmt::format("{} cannot be held exactly: weft holds values as double, exact for "
                               "integers up to 2^53 in magnitude",

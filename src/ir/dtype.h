@@ -18,4 +18,11 @@ bool isFloat(DType t);   // f32, f16, bf16, f64
 bool isInteger(DType t); // i8, i32, i64
 inline bool isBool(DType t) { return t == DType::boolean; }
 
+/// Whether a double holds `v` exactly (every i8/i32 value; i64 up to 2^53 and some past it).
+/// Graph constants are doubles (ConstantAttrs), so an integer that fails this cannot be one.
+inline bool exactInDouble(int64_t v) {
+  double d = static_cast<double>(v);
+  return d < 9223372036854775808.0 && static_cast<int64_t>(d) == v;
+}
+
 } // namespace weft::ir

@@ -409,14 +409,20 @@ Value evalTernary(const Node& n, const Value& a, const Value& b, const Value& c)
 
 // --- sources -------------------------------------------------------------------------
 
-Value filled(const Sizes& shape, DType t, double v) {
+/// A value of `shape` with every element `v`, exactly for integer dtypes (a double cannot hold
+/// INT64_MAX); `filled` takes a double that the verifier has checked fits the dtype.
+Value filledExact(const Sizes& shape, DType t, int64_t v) {
   Value out{shape, t, {}, {}};
   auto n = static_cast<size_t>(checkedProduct(shape));
   if (isInteger(t))
-    out.ints.assign(n, static_cast<int64_t>(v)); // integral and in range: the verifier checks
+    out.ints.assign(n, v);
   else
-    out.data.assign(n, v);
+    out.data.assign(n, static_cast<double>(v));
   return out;
+}
+Value filled(const Sizes& shape, DType t, double v) {
+  if (isInteger(t)) return filledExact(shape, t, static_cast<int64_t>(v));
+  return Value{shape, t, std::vector<double>(static_cast<size_t>(checkedProduct(shape)), v), {}};
 }
 
 Value evalConstant(const Node& n, const Sizes& shape) {
@@ -555,26 +561,22 @@ int64_t reduceIdentityInt(ReduceKind k, DType t) {
 
 Value evalReduce(const Node& n, const Value& x, const Sizes& shape) {
   const auto& a = n.attr<ReduceAttrs>();
-  Value out = x.integer() ? filled(shape, x.dtype, 0) : filled(shape, x.dtype, reduceIdentity(a.kind));
-  if (x.integer()) std::fill(out.ints.begin(), out.ints.end(), reduceIdentityInt(a.kind, x.dtype));
+  Value out = x.integer() ? filledExact(shape, x.dtype, reduceIdentityInt(a.kind, x.dtype))
+                          : filled(shape, x.dtype, reduceIdentity(a.kind));
   // Each operand axis maps to its result axis; reduced axes all land on the same element.
   Sizes outStrides = rowMajorStrides(shape);
   View view{0, Sizes(x.shape.size(), 0)};
   for (size_t d = 0, o = 0; d < x.shape.size(); ++d)
     if (!std::binary_search(a.axes.begin(), a.axes.end(), static_cast<int64_t>(d)))
       view.strides[d] = outStrides[o++];
-  auto accumulate = [&](auto combine) {
+  // acc[o] = combine(acc[o], in[i]) over the floats (data) or the integers (ints).
+  auto accumulateIn = [&](auto& acc, const auto& in, auto combine) {
     forEachIndex(x.shape, contiguous(x.shape), view, [&](int64_t i, int64_t o) {
-      double& acc = out.data[static_cast<size_t>(o)];
-      acc = combine(acc, x.data[static_cast<size_t>(i)]);
+      acc[static_cast<size_t>(o)] = combine(acc[static_cast<size_t>(o)], in[static_cast<size_t>(i)]);
     });
   };
-  auto accumulateInt = [&](auto combine) {
-    forEachIndex(x.shape, contiguous(x.shape), view, [&](int64_t i, int64_t o) {
-      int64_t& acc = out.ints[static_cast<size_t>(o)];
-      acc = combine(acc, x.ints[static_cast<size_t>(i)]);
-    });
-  };
+  auto accumulate = [&](auto combine) { accumulateIn(out.data, x.data, combine); };
+  auto accumulateInt = [&](auto combine) { accumulateIn(out.ints, x.ints, combine); };
   if (x.integer()) {
     switch (a.kind) {
     case ReduceKind::Sum:

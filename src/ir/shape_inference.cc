@@ -48,18 +48,17 @@ void checkValueFits(const std::string& where, const std::string& field, DType t,
     fail(where, fmt::format("field \"{}\": {} {}", field, which, why));
   };
   if (!std::isfinite(v) || v != std::trunc(v)) bad(fmt::format("is not a {} value", dtypeName(t)));
-  double lo = 0, hi = 1;
-  switch (t) {
-  case DType::i8: lo = -128, hi = 127; break;
-  case DType::i32: lo = -2147483648.0, hi = 2147483647.0; break;
-  case DType::i64: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
-  default: break;
-  }
-  // 2^63 is the double nearest to INT64_MAX: it does not fit.
-  if (v < lo || v > hi || (t == DType::i64 && v >= 9223372036854775808.0))
-    bad(fmt::format("does not fit {} ({} to {})", dtypeName(t),
-                    t == DType::i64 ? "-2^63" : fmt::format("{}", lo),
-                    t == DType::i64 ? "2^63-1" : fmt::format("{}", hi)));
+  // [lo, end): end is exclusive so that i64's 2^63, the double nearest INT64_MAX, is out.
+  struct Range {
+    double lo, end;
+    const char *loText, *hiText;
+  };
+  Range r = t == DType::i8    ? Range{-128.0, 128.0, "-128", "127"}
+            : t == DType::i32 ? Range{-2147483648.0, 2147483648.0, "-2147483648", "2147483647"}
+            : t == DType::i64 ? Range{-9223372036854775808.0, 9223372036854775808.0, "-2^63", "2^63-1"}
+                              : Range{0.0, 2.0, "0", "1"}; // bool
+  if (v < r.lo || v >= r.end)
+    bad(fmt::format("does not fit {} ({} to {})", dtypeName(t), r.loText, r.hiText));
 }
 
 void checkAxis(const std::string& where, const std::string& what, int64_t axis, size_t rank) {

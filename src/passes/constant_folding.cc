@@ -14,12 +14,6 @@ using namespace ir;
 
 namespace {
 
-/// Whether a double holds `v` exactly (every i8/i32 value; i64 up to 2^53 and some past it).
-bool exactlyDouble(int64_t v) {
-  double d = static_cast<double>(v);
-  return d < 9223372036854775808.0 && static_cast<int64_t>(d) == v;
-}
-
 bool isSplat(const Node& c) {
   return c.attr<ConstantAttrs>().values.size() == 1;
 }
@@ -65,7 +59,7 @@ std::optional<std::vector<double>> evaluate(const Node& n, const std::vector<con
   for (int64_t i = 0; i < out[0].numElements(); ++i) {
     values.push_back(out[0].get(i));
     // Constants hold doubles: an i64 result past 2^53 would round, so it is not folded.
-    if (isInteger(n.type.dtype) && !exactlyDouble(out[0].getInt(i))) return std::nullopt;
+    if (isInteger(n.type.dtype) && !exactInDouble(out[0].getInt(i))) return std::nullopt;
   }
   return values;
 }
