@@ -1,6 +1,8 @@
 // weft::compile() and the pipeline it runs for each shape binding. Read compileProgram()
 // top to bottom: it is the whole compiler, one named step after another, each logged at
 // debug level (WEFT_LOG=debug) as it hands its result to the next (docs/architecture.md).
+#include "compile.h"
+
 #include <chrono>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -17,7 +19,6 @@
 #include "runtime/logging.h"
 #include "weft/source_hash.h"
 #include "weft/version.h"
-#include "weft/weft.h"
 
 namespace weft {
 namespace {
@@ -60,7 +61,7 @@ void defaultLogLevelForEmbedders() {
 
 } // namespace
 
-CompiledProgram compileProgram(const ir::Graph& graph, const ir::Binding& binding,
+CompiledProgram compileProgram(const ir::Graph& graph, const Binding& binding,
                                const CompileOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
   CompiledProgram program;
@@ -97,46 +98,69 @@ CompiledProgram compileProgram(const ir::Graph& graph, const ir::Binding& bindin
   return program;
 }
 
-CompiledGraph::CompiledGraph(ir::Graph graph, CompileOptions options)
-    : graph_(std::move(graph)), options_(std::move(options)) {
-  ir::verify(graph_);
+struct CompiledGraph::Impl {
+  Impl(Graph g, CompileOptions o) : graph(std::move(g)), options(std::move(o)) {}
+  Graph graph;
+  CompileOptions options;
+  std::mutex mutex;
+  std::map<Binding, std::shared_ptr<const CompiledProgram>> programs;
+};
+
+CompiledGraph::CompiledGraph(Graph graph, CompileOptions options)
+    : impl_(std::make_unique<Impl>(std::move(graph), std::move(options))) {
+  ir::verify(irGraph(impl_->graph));
 }
 
-std::shared_ptr<const CompiledProgram> CompiledGraph::program(const ir::Binding& binding) {
-  ir::Binding relevant;
-  for (const std::string& s : graph_.symbols()) {
+CompiledGraph::~CompiledGraph() = default;
+
+const Graph& CompiledGraph::graph() const { return impl_->graph; }
+const CompileOptions& CompiledGraph::options() const { return impl_->options; }
+
+Program CompiledGraph::program(const Binding& binding) {
+  Binding relevant;
+  for (const std::string& s : impl_->graph.symbols()) {
     auto it = binding.find(s);
     if (it == binding.end())
       throw InputError(
           fmt::format("symbol \"{}\" is not bound; give it a size, e.g. --bind {}=16", s, s));
     relevant[s] = it->second;
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = programs_.find(relevant);
-  if (it != programs_.end()) return it->second;
-  auto p = std::make_shared<const CompiledProgram>(compileProgram(graph_, relevant, options_));
-  programs_.emplace(relevant, p);
-  return p;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  auto it = impl_->programs.find(relevant);
+  if (it != impl_->programs.end()) return detail::Access::makeProgram(it->second);
+  auto p = std::make_shared<const CompiledProgram>(
+      compileProgram(irGraph(impl_->graph), relevant, impl_->options));
+  impl_->programs.emplace(relevant, p);
+  return detail::Access::makeProgram(p);
 }
 
 size_t CompiledGraph::programCount() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return programs_.size();
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->programs.size();
 }
 
-std::shared_ptr<CompiledGraph> compile(const ir::Graph& graph, const CompileOptions& options) {
+std::shared_ptr<CompiledGraph> compile(const Graph& graph, const CompileOptions& options) {
   defaultLogLevelForEmbedders();
   auto compiled = std::make_shared<CompiledGraph>(graph, options);
   if (graph.symbols().empty()) compiled->program({}); // static shapes: compile now
   return compiled;
 }
 
-ir::Binding inferBinding(const ir::Graph& graph, const std::vector<HostTensor>& inputs,
-                         const ir::Binding& given) {
+std::shared_ptr<CompiledGraph> compile(const ir::Graph& graph, const CompileOptions& options) {
+  return compile(publicGraph(graph), options);
+}
+
+Binding inferBinding(const Graph& graph, const std::vector<HostTensor>& inputs,
+                     const Binding& given) {
+  return inferBinding(irGraph(graph), inputs, given);
+}
+
+Binding inferBinding(const ir::Graph& graph, const std::vector<HostTensor>& inputs,
+                     const Binding& given) {
   if (inputs.size() != graph.inputs().size())
     throw InputError(fmt::format("the graph takes {} input(s) but {} were given",
                                  graph.inputs().size(), inputs.size()));
-  ir::Binding b = given;
+  Binding b = given;
   // Single-symbol dims (factor * S) bind S; dims with several symbols are checked afterwards.
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::Node& p = graph.node(graph.inputs()[i]);

@@ -6,11 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "ir/dtype.h"
+#include "weft/dtype.h"
 
 namespace weft {
-
-using ir::DType;
 
 struct HostTensor {
   DType dtype = DType::f32;

@@ -1,78 +1,112 @@
 #pragma once
-// weft's public C++ API.
+// weft's public C++ API: build or load a graph, compile it, run it on a GPU or the simulator.
 //
-//   ir::Graph g = ...;                                  // builder API (ir/graph.h) or JSON
-//   auto compiled = weft::compile(g, {});               // plan + codegen, per shape binding
+//   weft::Graph g = ...;                                  // weft/graph.h, or parseGraphJson
+//   auto compiled = weft::compile(g, {});                 // plan + codegen, per shape binding
 //   auto device = weft::makeDevice("auto", compiled->options().device);
 //   weft::Executable exe(compiled, *device);
 //   std::vector<weft::HostTensor> outs = exe.run(inputs); // symbols bound from input shapes
+//   std::string plan = exe.programFor(binding).plan().str(); // kernels, groups, schemes
+//
+// These headers need only each other (include/ on the include path); the compiler's own types
+// stay behind Graph, Program and CompiledGraph.
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "codegen/compile.h"
-#include "fusion/fusion_plan.h"
-#include "ir/graph.h"
+#include "weft/compile_options.h"
 #include "weft/device.h"
 #include "weft/device_spec.h"
+#include "weft/dtype.h"
 #include "weft/error.h"
+#include "weft/graph.h"
 #include "weft/tensor.h"
 
 namespace weft {
 
-using fusion::Policy;
+struct CompiledProgram; // what a Program holds: the plan and the PTX (src/compile.h)
 
-struct CompileOptions {
-  Policy policy = Policy::AStitch;
-  DeviceSpec device = *deviceSpecProfile("h100");
-  bool canonicalize = true; // run src/passes before planning
-  codegen::CodegenOptions codegen;
-  /// Disk cache directory: "" = $XDG_CACHE_HOME/weft (or ~/.cache/weft); "off" = no disk cache.
-  std::string cacheDir;
+/// A compiled program's fusion plan: which ops each kernel runs and how they are stitched.
+class Plan {
+public:
+  int kernelCount() const;
+  /// What `weft plan` prints: per kernel its ops, groups, dominants, thread mappings, the
+  /// storage of every value, the barriers and the launch configuration; then the buffers.
+  std::string str() const;
+  std::string dot() const; // the same as a Graphviz graph (`weft plan --dot`)
+
+private:
+  friend struct detail::Access;
+  explicit Plan(std::shared_ptr<const CompiledProgram> program) : program_(std::move(program)) {}
+  std::shared_ptr<const CompiledProgram> program_;
 };
 
-/// Everything compiled for one shape binding: the plan, the PTX and how to launch it.
-struct CompiledProgram {
-  ir::Binding binding;
-  fusion::FusionPlan plan;
-  codegen::CompiledModule module;
-  bool fromDiskCache = false;
-  double planMs = 0;  // passes + planning
-  double totalMs = 0; // the whole pipeline for this binding
+/// Everything compiled for one binding of a graph's symbols: its plan, its PTX and how long
+/// the compile took. Cheap to copy (copies share the program); the strings it returns by
+/// reference live as long as the program does.
+class Program {
+public:
+  /// Wall-clock times of the pipeline's steps, milliseconds; codegen's are 0 when the PTX
+  /// came from the disk cache.
+  struct Timings {
+    double planMs = 0;     // verify, bind, canonicalize, plan
+    double llvmIrMs = 0;   // emit the kernels as LLVM IR (and link libdevice)
+    double optimiseMs = 0; // LLVM's O3
+    double ptxMs = 0;      // NVPTX → PTX
+    double totalMs = 0;    // the whole pipeline for this binding
+  };
+
+  const Binding& binding() const;
+  Plan plan() const;
+  const std::string& ptx() const;    // one PTX module holding every kernel
+  const std::string& llvmIr() const; // "" unless CodegenOptions::keepLlvmIr
+  std::vector<std::string> kernelNames() const; // the PTX entries, in launch order
+  bool fromDiskCache() const;
+  Timings timings() const;
+
+private:
+  friend struct detail::Access;
+  explicit Program(std::shared_ptr<const CompiledProgram> program)
+      : program_(std::move(program)) {}
+  std::shared_ptr<const CompiledProgram> program_;
 };
 
-/// A graph plus compile options; compiles a specialised program once per shape binding and
-/// caches it (in memory here, on disk through the compile cache).
+/// A graph plus compile options; compiles a specialised program once per binding of the
+/// graph's symbols and keeps it (in memory here, on disk through the compile cache).
+/// Thread-safe.
 class CompiledGraph {
 public:
-  CompiledGraph(ir::Graph graph, CompileOptions options);
-  const ir::Graph& graph() const { return graph_; }
-  const CompileOptions& options() const { return options_; }
-  /// The program for `binding` (every symbol of the graph bound), compiled on first use.
-  std::shared_ptr<const CompiledProgram> program(const ir::Binding& binding);
-  /// Number of distinct bindings compiled so far (for tests of recompilation).
+  /// Verifies `graph` (InputError naming the value and rule); compiles nothing yet.
+  CompiledGraph(Graph graph, CompileOptions options);
+  ~CompiledGraph();
+  CompiledGraph(const CompiledGraph&) = delete;
+  CompiledGraph& operator=(const CompiledGraph&) = delete;
+
+  const Graph& graph() const;
+  const CompileOptions& options() const;
+  /// The program for `binding` (every symbol of the graph bound; others ignored), compiled on
+  /// first use.
+  Program program(const Binding& binding);
+  /// Number of distinct bindings compiled so far.
   size_t programCount() const;
 
 private:
-  ir::Graph graph_;
-  CompileOptions options_;
-  mutable std::mutex mutex_;
-  std::map<ir::Binding, std::shared_ptr<const CompiledProgram>> programs_;
+  friend struct detail::Access;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
-/// The pipeline, top to bottom: verify → bind → canonicalize → plan → codegen.
-std::shared_ptr<CompiledGraph> compile(const ir::Graph& graph, const CompileOptions& options = {});
-/// One binding's pipeline run, without caches (what CompiledGraph::program calls on a miss).
-CompiledProgram compileProgram(const ir::Graph& graph, const ir::Binding& binding,
-                               const CompileOptions& options);
+/// A CompiledGraph for `graph`; a graph without symbols is compiled at once.
+std::shared_ptr<CompiledGraph> compile(const Graph& graph, const CompileOptions& options = {});
 
 /// Binds every symbol of `graph` from the shapes of `inputs` (in graph input order); throws
 /// InputError naming the input and dim when the shapes disagree with the graph or each other.
-ir::Binding inferBinding(const ir::Graph& graph, const std::vector<HostTensor>& inputs,
-                         const ir::Binding& given = {});
+Binding inferBinding(const Graph& graph, const std::vector<HostTensor>& inputs,
+                     const Binding& given = {});
 
 enum class GraphMode { Off, On, Auto };
 
@@ -87,11 +121,10 @@ public:
   Executable& operator=(const Executable&) = delete;
 
   /// Host arrays in, host arrays out (graph input order / graph output order).
-  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs,
-                              const ir::Binding& binding = {});
+  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs, const Binding& binding = {});
   /// Device buffers in and out, owned by the caller; nothing is copied.
   void run(const std::vector<DevicePtr>& inputs, const std::vector<DevicePtr>& outputs,
-           const ir::Binding& binding);
+           const Binding& binding);
 
   void setGraphMode(GraphMode mode) { graphMode_ = mode; }
   GraphMode graphMode() const { return graphMode_; }
@@ -108,13 +141,12 @@ public:
     int runs = 0;
     bool deviceClock = false; // false: host wall-clock time
   };
-  Timing time(const std::vector<HostTensor>& inputs, int repeats, const ir::Binding& binding = {});
+  Timing time(const std::vector<HostTensor>& inputs, int repeats, const Binding& binding = {});
 
   /// Counters of the launches since the last call (sim device only; empty on cuda).
   std::vector<LaunchCounters> takeCounters() { return device_.takeCounters(); }
-  std::shared_ptr<const CompiledProgram> programFor(const ir::Binding& binding) {
-    return compiled_->program(binding);
-  }
+  /// The program run for `binding` (compiled on first use).
+  Program programFor(const Binding& binding);
 
   /// Observability for tests of graph mode.
   struct Stats {
@@ -128,8 +160,8 @@ public:
 
 private:
   struct Bound;
-  Bound& bind(const ir::Binding& binding);
-  Bound& stageHostInputs(const std::vector<HostTensor>& inputs, const ir::Binding& binding);
+  Bound& bind(const Binding& binding);
+  Bound& stageHostInputs(const std::vector<HostTensor>& inputs, const Binding& binding);
   std::vector<std::vector<KernelArg>> kernelArgs(Bound& b, const std::vector<DevicePtr>& inputs,
                                                  const std::vector<DevicePtr>& outputs);
   double timeRegion(const std::function<void()>& work, bool* deviceClock);
@@ -139,7 +171,7 @@ private:
   std::shared_ptr<CompiledGraph> compiled_;
   Device& device_;
   GraphMode graphMode_ = GraphMode::Off;
-  std::map<ir::Binding, std::unique_ptr<Bound>> bound_;
+  std::map<Binding, std::unique_ptr<Bound>> bound_;
   Stats stats_;
 };
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fusion/fusion_plan.h"
+#include "weft/compile_options.h"
 
 namespace weft::codegen {
 
@@ -50,17 +51,8 @@ struct CompiledModule {
   CompileTimings timings;
 };
 
-struct CodegenOptions {
-  bool keepLlvmIr = false;
-  bool optimise = true;      // O3; off only for debugging codegen
-  std::string libdevicePath; // "" = find through CUDA_HOME, /usr/local/cuda, or WEFT_LIBDEVICE
-  bool useLibdevice = true;  // false: weft's own math implementations
-  /// Threads compiling the plan: 0 = $WEFT_COMPILE_THREADS, or one per hardware thread when it
-  /// is unset. With 1, the plan is one LLVM module compiled on the calling thread; with more,
-  /// plans of 4 steps or more are split into modules by step count alone (partitionSteps), so
-  /// their PTX is the same for any number of threads above 1, and the same from run to run.
-  int threads = 0;
-};
+// Codegen's switches are public (weft/compile_options.h); codegen names them as its own.
+using weft::CodegenOptions;
 
 /// Throws weft::Error (with the kernel and op named) for plans codegen cannot emit, e.g. an
 /// unsupported dtype combination or a shape too large for the chosen mapping: the error of the

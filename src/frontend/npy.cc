@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "frontend/read_file.h"
+#include "ir/dtype.h"
 #include "ir/shape.h"
 #include "weft/error.h"
 

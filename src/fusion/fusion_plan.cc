@@ -2,8 +2,9 @@
 
 #include <algorithm>
 
-namespace weft::fusion {
+namespace weft {
 
+// The public policy names (weft/compile_options.h).
 std::string_view policyName(Policy p) {
   switch (p) {
   case Policy::None:
@@ -22,6 +23,10 @@ std::optional<Policy> parsePolicy(std::string_view s) {
   if (s == "astitch") return Policy::AStitch;
   return std::nullopt;
 }
+
+} // namespace weft
+
+namespace weft::fusion {
 
 int FusionPlan::kernelCount() const {
   return static_cast<int>(std::count_if(steps.begin(), steps.end(), [](const Step& s) {

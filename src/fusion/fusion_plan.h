@@ -9,17 +9,15 @@
 
 #include "fusion/kernel_plan.h"
 #include "ir/graph.h"
+#include "weft/compile_options.h"
 #include "weft/device_spec.h"
 
 namespace weft::fusion {
 
-enum class Policy : uint8_t {
-  None,    // one kernel per memory-intensive op
-  Xla,     // XLA-style loop/input fusion (no reduce→consumer, no expensive→broadcast fusion)
-  AStitch, // the default: whole memory-intensive regions stitched
-};
-std::string_view policyName(Policy p);
-std::optional<Policy> parsePolicy(std::string_view s); // "none", "xla", "astitch"
+// The policy is public (weft/compile_options.h); the planner names it as its own.
+using weft::parsePolicy;
+using weft::Policy;
+using weft::policyName;
 
 struct Buffer {
   enum class Kind : uint8_t {

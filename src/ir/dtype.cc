@@ -1,6 +1,7 @@
 #include "ir/dtype.h"
 
-namespace weft::ir {
+// The public dtype functions (weft/dtype.h).
+namespace weft {
 
 std::string_view dtypeName(DType t) {
   switch (t) {
@@ -17,7 +18,7 @@ std::string_view dtypeName(DType t) {
 }
 
 std::optional<DType> parseDType(std::string_view s) {
-  for (DType t : kAllDTypes)
+  for (DType t : ir::kAllDTypes)
     if (dtypeName(t) == s) return t;
   return std::nullopt;
 }
@@ -41,4 +42,4 @@ bool isFloat(DType t) {
 }
 bool isInteger(DType t) { return t == DType::i8 || t == DType::i32 || t == DType::i64; }
 
-} // namespace weft::ir
+} // namespace weft

@@ -1,22 +1,22 @@
 #pragma once
-// Element types of weft tensors, with their names, sizes and categories.
+// Element types of weft tensors: the public definition (weft/dtype.h) under the IR's names,
+// plus what only the compiler needs.
 #include <cstdint>
-#include <optional>
-#include <string_view>
+
+#include "weft/dtype.h"
 
 namespace weft::ir {
 
-enum class DType : uint8_t { f32, f16, bf16, f64, i8, i32, i64, boolean };
+using weft::DType;
+using weft::dtypeBytes;
+using weft::dtypeName;
+using weft::isBool;
+using weft::isFloat;
+using weft::isInteger;
+using weft::parseDType;
 
 inline constexpr DType kAllDTypes[] = {DType::f32, DType::f16, DType::bf16, DType::f64,
                                        DType::i8,  DType::i32, DType::i64,  DType::boolean};
-
-std::string_view dtypeName(DType t);               // "f32", ..., "bool"
-std::optional<DType> parseDType(std::string_view s); // accepts the names above
-int dtypeBytes(DType t);
-bool isFloat(DType t);   // f32, f16, bf16, f64
-bool isInteger(DType t); // i8, i32, i64
-inline bool isBool(DType t) { return t == DType::boolean; }
 
 /// Whether a double holds `v` exactly (every i8/i32 value; i64 up to 2^53 and some past it).
 /// Graph constants are doubles (ConstantAttrs), so an integer that fails this cannot be one.

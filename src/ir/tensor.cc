@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <limits>
 
+#include "ir/dtype.h"
 #include "ir/shape.h"
 
 namespace weft {

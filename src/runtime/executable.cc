@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "weft/weft.h"
+#include "compile.h"
 
 namespace weft {
 
@@ -11,7 +11,7 @@ namespace {
 constexpr size_t kBarrierStateBytes =
     256; // generation + arrival counters, see codegen's grid barrier
 
-size_t bufferBytes(const fusion::Buffer& b, const ir::Binding& binding) {
+size_t bufferBytes(const fusion::Buffer& b, const Binding& binding) {
   return static_cast<size_t>(b.elements.evaluate(binding)) *
          static_cast<size_t>(ir::dtypeBytes(b.dtype));
 }
@@ -51,11 +51,11 @@ Executable::~Executable() {
     }
 }
 
-Executable::Bound& Executable::bind(const ir::Binding& binding) {
+Executable::Bound& Executable::bind(const Binding& binding) {
   auto it = bound_.find(binding);
   if (it != bound_.end()) return *it->second;
   auto b = std::make_unique<Bound>();
-  b->program = compiled_->program(binding);
+  b->program = sharedProgram(compiled_->program(binding));
   const fusion::FusionPlan& plan = b->program->plan;
   const codegen::CompiledModule& module = b->program->module;
 
@@ -215,8 +215,8 @@ void Executable::launchAll(Bound& b, const std::vector<DevicePtr>& inputs,
 }
 
 void Executable::run(const std::vector<DevicePtr>& inputs, const std::vector<DevicePtr>& outputs,
-                     const ir::Binding& binding) {
-  ir::Binding full = binding;
+                     const Binding& binding) {
+  Binding full = binding;
   for (const auto& s : compiled_->graph().symbols())
     if (!full.count(s))
       throw InputError(fmt::format(
@@ -225,8 +225,8 @@ void Executable::run(const std::vector<DevicePtr>& inputs, const std::vector<Dev
 }
 
 Executable::Bound& Executable::stageHostInputs(const std::vector<HostTensor>& inputs,
-                                               const ir::Binding& binding) {
-  ir::Binding full = inferBinding(compiled_->graph(), inputs, binding);
+                                               const Binding& binding) {
+  Binding full = inferBinding(compiled_->graph(), inputs, binding);
   Bound& b = bind(full);
   const ir::Graph& g = b.program->plan.graph;
   if (b.hostInputs.empty() && !inputs.empty()) {
@@ -253,9 +253,9 @@ Executable::Bound& Executable::stageHostInputs(const std::vector<HostTensor>& in
 }
 
 std::vector<HostTensor> Executable::run(const std::vector<HostTensor>& inputs,
-                                        const ir::Binding& binding) {
+                                        const Binding& binding) {
   Bound& b = stageHostInputs(inputs, binding);
-  const ir::Binding& full = b.program->binding;
+  const Binding& full = b.program->binding;
   const ir::Graph& g = b.program->plan.graph;
   launchAll(b, b.hostInputs, b.hostOutputs);
 
@@ -295,7 +295,7 @@ double Executable::timeRegion(const std::function<void()>& work, bool* deviceClo
 }
 
 Executable::Timing Executable::time(const std::vector<HostTensor>& inputs, int repeats,
-                                    const ir::Binding& binding) {
+                                    const Binding& binding) {
   if (repeats < 1)
     throw InputError(fmt::format("the number of timed runs must be at least 1 (got {})", repeats));
   Bound& b = stageHostInputs(inputs, binding);
@@ -322,6 +322,8 @@ Executable::Timing Executable::time(const std::vector<HostTensor>& inputs, int r
   t.runs = repeats;
   return t;
 }
+
+Program Executable::programFor(const Binding& binding) { return compiled_->program(binding); }
 
 bool graphModeWins(const std::vector<double>& plainMs, const std::vector<double>& graphMs,
                    double margin) {

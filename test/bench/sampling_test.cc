@@ -8,7 +8,7 @@
 #include "frontend/json_reader.h"
 #include "frontend/random_inputs.h"
 #include "sim/sim_device.h"
-#include "weft/weft.h"
+#include "compile.h"
 
 using namespace weft;
 

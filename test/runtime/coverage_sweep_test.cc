@@ -16,7 +16,7 @@
 
 #include "ir/printer.h"
 #include "runtime/output_check.h"
-#include "weft/weft.h"
+#include "compile.h"
 
 using namespace weft;
 using ir::CompareDir;

@@ -18,7 +18,7 @@
 #include "random_graph.h"
 #include "runtime/conditioning.h"
 #include "runtime/output_check.h"
-#include "weft/weft.h"
+#include "compile.h"
 
 using namespace weft;
 

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "ir/interpreter.h"
-#include "weft/weft.h"
+#include "compile.h"
 
 using namespace weft;
 using ir::OpKind;
@@ -107,7 +107,7 @@ TEST_CASE("graph mode: capture once, replay, update arguments only when a pointe
   device->copyToDevice(x1, in.bytes.data(), bytes);
   device->copyToDevice(x2, in2.bytes.data(), bytes);
   auto want1 = ir::interpret(g, {in}, binding), want2 = ir::interpret(g, {in2}, binding);
-  int kernels = exe.programFor(binding)->plan.kernelCount();
+  int kernels = exe.programFor(binding).plan().kernelCount();
   REQUIRE(kernels > 2);
 
   exe.run({x1}, {y, z}, binding);
@@ -176,7 +176,7 @@ TEST_CASE("Executable::time reports every kernel and leaves no counters behind",
   auto in = rows(2);
   exe.run({in});
   std::vector<LaunchCounters> counters = exe.takeCounters();
-  int kernels = exe.programFor({{"B", 2}})->plan.kernelCount();
+  int kernels = exe.programFor({{"B", 2}}).plan().kernelCount();
   CHECK(counters.size() == size_t(kernels));
   Executable::Timing t = exe.time({in}, 3);
   CHECK(t.runs == 3);

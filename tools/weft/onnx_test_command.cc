@@ -29,7 +29,7 @@ onnx::Backend chooseBackend(const OnnxTestOptions& o) {
 #ifdef WEFT_HAVE_ONNX_SIM
   std::string kind = o.backend.empty() ? "sim" : o.backend;
   if (kind == "sim") {
-    auto policy = fusion::parsePolicy(o.policy);
+    auto policy = parsePolicy(o.policy);
     if (!policy)
       throw InputError(fmt::format("--policy {}: expected none, xla or astitch", o.policy));
     if (!deviceSpecProfile(o.profile))

@@ -11,12 +11,12 @@
 #include "bench/perf_model.h"
 #include "cli_support.h"
 #include "commands.h"
+#include "compile.h"
 #include "counters_table.h"
 #include "frontend/tensor_summary.h"
 #include "ir/interpreter.h"
 #include "runtime/output_check.h"
 #include "weft/error.h"
-#include "weft/weft.h"
 
 namespace weft::tools {
 namespace {
@@ -119,17 +119,17 @@ void runGraph(const RunArgs& a) {
     throw InputError(fmt::format("{}: {}", a.file, e.what()));
   }
   std::vector<LaunchCounters> counters = exe.takeCounters();
-  std::shared_ptr<const CompiledProgram> program = exe.programFor(in.binding);
+  Program program = exe.programFor(in.binding);
   fmt::print("{}: {} on {}, policy {}, {} kernel(s){}\n", a.file, g.name, device->name(),
-             fusion::policyName(policy), program->plan.kernelCount(),
-             program->fromDiskCache ? " (from the compile cache)" : "");
+             fusion::policyName(policy), program.plan().kernelCount(),
+             program.fromDiskCache() ? " (from the compile cache)" : "");
   for (size_t k = 0; k < outputs.size(); ++k)
     fmt::print("{}: {}\n", g.graph.node(g.graph.outputs()[k]).name,
                frontend::summarizeTensor(outputs[k]));
   if (!a.in.saveDir.empty()) saveOutputs(g.graph, outputs, a.in.saveDir);
 
   if (a.counters) {
-    if (counters.empty() && program->plan.kernelCount() > 0) {
+    if (counters.empty() && program.plan().kernelCount() > 0) {
       // A real GPU counts nothing here: run the same PTX once on the simulator for its counts.
       std::unique_ptr<Device> sim = makeDevice("sim", device->spec());
       Executable simExe(compiled, *sim);

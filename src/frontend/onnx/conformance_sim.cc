@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "compile.h"
+
 namespace weft::onnx {
 
 Backend simBackend(Policy policy, const std::string& profile) {
@@ -17,9 +19,9 @@ Backend simBackend(Policy policy, const std::string& profile) {
             auto compiled = compile(g, options);
             auto device = makeDevice("sim", spec);
             Executable exe(compiled, *device);
-            ir::Binding binding = inferBinding(g, inputs);
+            Binding binding = inferBinding(g, inputs);
             std::vector<HostTensor> outputs = exe.run(inputs, binding);
-            if (kernels) *kernels = exe.programFor(binding)->plan.kernelCount();
+            if (kernels) *kernels = exe.programFor(binding).plan().kernelCount();
             return outputs;
           }};
 }

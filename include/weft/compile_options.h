@@ -1,0 +1,44 @@
+#pragma once
+// What a compile is asked for: the fusion policy, the target GPU, codegen's switches and the
+// disk cache. The one definition: the planner (fusion::Policy) and codegen
+// (codegen::CodegenOptions) take these as their own.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "weft/device_spec.h"
+
+namespace weft {
+
+/// How memory-intensive ops are fused into kernels (docs/planner.md).
+enum class Policy : uint8_t {
+  None,    // one kernel per memory-intensive op
+  Xla,     // XLA-style loop/input fusion (no reduce→consumer, no expensive→broadcast fusion)
+  AStitch, // the default: whole memory-intensive regions stitched
+};
+std::string_view policyName(Policy p);                 // "none", "xla", "astitch"
+std::optional<Policy> parsePolicy(std::string_view s); // the names above
+
+struct CodegenOptions {
+  bool keepLlvmIr = false;
+  bool optimise = true;      // O3; off only for debugging codegen
+  std::string libdevicePath; // "" = find through CUDA_HOME, /usr/local/cuda, or WEFT_LIBDEVICE
+  bool useLibdevice = true;  // false: weft's own math implementations
+  /// Threads compiling the plan: 0 = $WEFT_COMPILE_THREADS, or one per hardware thread when it
+  /// is unset. With 1, the plan is one LLVM module compiled on the calling thread; with more,
+  /// plans of 4 steps or more are split into modules by step count alone (partitionSteps), so
+  /// their PTX is the same for any number of threads above 1, and the same from run to run.
+  int threads = 0;
+};
+
+struct CompileOptions {
+  Policy policy = Policy::AStitch;
+  DeviceSpec device = *deviceSpecProfile("h100"); // the GPU planned for (a Device's spec())
+  bool canonicalize = true; // simplify the graph (folding, CSE, ...) before planning
+  CodegenOptions codegen;
+  /// Disk cache directory: "" = $XDG_CACHE_HOME/weft (or ~/.cache/weft); "off" = no disk cache.
+  std::string cacheDir;
+};
+
+} // namespace weft

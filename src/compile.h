@@ -1,0 +1,66 @@
+#pragma once
+// The compiler behind the public API (weft/weft.h), for weft's own code: the program one
+// binding compiles to, the pipeline on an ir::Graph, and the bridges between the public
+// handles (Graph, Program) and the types they hide. Embedders never include this.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/compile.h"
+#include "fusion/fusion_plan.h"
+#include "ir/graph.h"
+#include "weft/weft.h"
+
+namespace weft {
+
+/// Everything compiled for one shape binding: the plan, the PTX and how to launch it.
+struct CompiledProgram {
+  Binding binding;
+  fusion::FusionPlan plan;
+  codegen::CompiledModule module;
+  bool fromDiskCache = false;
+  double planMs = 0;  // passes + planning
+  double totalMs = 0; // the whole pipeline for this binding
+};
+
+/// One binding's pipeline run, without caches (what CompiledGraph::program calls on a miss):
+/// verify → bind → canonicalize → plan → codegen (or the disk cache).
+CompiledProgram compileProgram(const ir::Graph& graph, const Binding& binding,
+                               const CompileOptions& options);
+/// weft::compile and inferBinding on a graph weft built itself (a frontend, a test).
+std::shared_ptr<CompiledGraph> compile(const ir::Graph& graph, const CompileOptions& options = {});
+Binding inferBinding(const ir::Graph& graph, const std::vector<HostTensor>& inputs,
+                     const Binding& given = {});
+
+namespace detail {
+/// The one friend of the public handles: what the bridges above are made of.
+struct Access {
+  static const ir::Graph& irGraph(const Graph& g); // src/runtime/public_graph.cc
+  static Graph makeGraph(ir::Graph g, std::string name);
+  static Dim makeDim(const ir::Dim& d);
+  static const std::shared_ptr<const CompiledProgram>& programOf(const Program& p) {
+    return p.program_;
+  }
+  static const std::shared_ptr<const CompiledProgram>& programOf(const Plan& p) {
+    return p.program_;
+  }
+  static Program makeProgram(std::shared_ptr<const CompiledProgram> p) {
+    return Program(std::move(p));
+  }
+  static Plan makePlan(std::shared_ptr<const CompiledProgram> p) { return Plan(std::move(p)); }
+};
+} // namespace detail
+
+// --- between the public handles and the compiler's types ---
+inline const ir::Graph& irGraph(const Graph& graph) { return detail::Access::irGraph(graph); }
+inline Graph publicGraph(ir::Graph graph, std::string name = "main") {
+  return detail::Access::makeGraph(std::move(graph), std::move(name));
+}
+inline const CompiledProgram& compiledProgram(const Program& program) {
+  return *detail::Access::programOf(program);
+}
+inline const std::shared_ptr<const CompiledProgram>& sharedProgram(const Program& program) {
+  return detail::Access::programOf(program);
+}
+
+} // namespace weft
