@@ -12,7 +12,6 @@
 #include "codegen/elemental_emitter.h"
 #include "codegen/grid_barrier.h"
 #include "codegen/reduction_emitter.h"
-#include "fusion/launch_config.h"
 #include "weft/error.h"
 
 namespace weft::codegen {
@@ -47,53 +46,16 @@ bool readsValue(const ir::Graph& g, ir::NodeId value, ir::NodeId source) {
   return false;
 }
 
-/// The type a reduce's partial results are kept in shared memory: f16 and bf16 accumulate in
-/// f32 there (their compute type), other types as themselves.
-ir::DType partialType(ir::DType t) {
-  return ir::isFloat(t) && ir::dtypeBytes(t) < 4 ? ir::DType::f32 : t;
-}
+using fusion::sharedPartialDType;
 
-/// Bytes of shared memory for one partial of each of a reduce's results, 16-byte aligned.
-int64_t partialBytes(const ir::Node& reduce) {
-  int64_t bytes = ir::numElements(reduce.type.shape).size() *
-                  std::max(4, ir::dtypeBytes(partialType(reduce.type.dtype)));
-  return (bytes + 15) / 16 * 16;
-}
-
-/// How a phase's tile loop cuts its index space.
-struct TileSpace {
-  enum class Kind { Flat, Rows, Columns };
-  Kind kind = Kind::Flat;
-  ir::Dim units = 1; // rows, columns or flat elements
-  int64_t unitsPerTile = 1;
-  int split = 1;
-  ir::NodeId anchor = -1; // the dominant the space comes from
-  // the current tile, valid inside the tile loop
+/// A phase's tile space (the plan's) and, inside the tile loop, the current tile.
+struct TileSpace : fusion::TileSpace {
+  explicit TileSpace(const fusion::TileSpace& planned) : fusion::TileSpace(planned) {}
   llvm::Value* u0 = nullptr;
   llvm::Value* u1 = nullptr;
   llvm::Value* part = nullptr;
   llvm::Value* firstTile = nullptr; // i1: this is the block's first tile of the phase
 };
-
-/// A phase whose row-reduce group runs as slots (RowSlots): every stage of the group has each
-/// thread visit the same elements of its row, so `reused` values stay in registers across
-/// the group's stages (operator-level reuse).
-struct SlotPhase {
-  int group = -1;
-  ir::Shape loop;
-  size_t rowDims = 0;
-  fusion::RowReduceMapping mapping;
-  std::set<ir::NodeId> reused;
-  int registers = 0; // per thread, for the reused values and the across accumulators
-  // acrossTiles reduces of the phase over the slots' loop that reduce its rows: each thread
-  // accumulates them at its slots, in registers, over every tile it handles (layer norm
-  // backward's dgamma and dbeta in the row reduce's slots), and its block combines them once.
-  std::vector<ir::NodeId> across;
-};
-
-/// Registers per thread assumed for everything but reused values (the planner's assumption):
-/// the register budget for reused values is what a thread may have beyond it.
-constexpr int kBaseRegisters = 32;
 
 /// The function builder for one KernelPlan.
 class KernelEmitter {
@@ -118,48 +80,20 @@ private:
   const fusion::ValuePlacement& placement(ir::NodeId id) const;
   void validate();
   void declareFunction();
-  TileSpace spaceOf(const std::vector<const fusion::Stage*>& phase);
   ir::Dim innerOf(const TileSpace& s, ir::NodeId value) const; // elements per unit
   llvm::Value* localIndex(const TileSpace& s, ir::NodeId value, llvm::Value* flat);
   void installLoad(ir::NodeId value, const TileSpace* space);
   void store(const TileSpace& s, ir::NodeId value, llvm::Value* flat, llvm::Value* v);
-  void emitPhase(const std::vector<const fusion::Stage*>& phase);
-  std::optional<SlotPhase> slotPhaseOf(const TileSpace& s,
-                                       const std::vector<const fusion::Stage*>& phase) const;
-  /// Chooses which of `candidates` (in priority order) the slot phase keeps in registers
-  /// (adds them to sp.reused) within `budget` registers per thread, counting a kept value only
-  /// over the stages it is live in; returns the most registers the kept values take at once.
-  int keptRegisters(const std::vector<const fusion::Stage*>& phase, SlotPhase& sp,
-                    const std::vector<ir::NodeId>& candidates,
-                    const std::function<int(ir::NodeId)>& cost, int budget) const;
+  void emitPhase(const fusion::PhasePlan& phase);
   bool inSlots(const fusion::Group& g) const;
-  std::vector<ir::NodeId> stageBroadcasts(const TileSpace& s, const std::vector<int>& groups,
-                                          int64_t maxElements, bool outerOnly = false);
-  void planTileSlices(const TileSpace& s, const SlotPhase& sp);
-  void copyTileSlices(const TileSpace& s, const SlotPhase& sp);
-  /// `bytes` of static shared memory for the current phase (inputs staged once per block or
-  /// tile, across-tiles partials, the slot combine): a 16-byte aligned pointer into the
-  /// kernel's staging arena, whose phase part is free again in the next phase.
-  llvm::Value* newStagingArray(int64_t bytes);
-  void finishStagingArena(); // gives the arena its final size (the largest phase's)
-  /// Shared bytes per block in use now: the plan's, reduce scratch, this phase's staging.
-  int64_t sharedInUse() const { return sharedUsed_ + phaseStaged_; }
-  /// Bytes the current phase may still stage: within static shared memory's 48 KB (with the
-  /// reduce scratch) and the device's per-block limit.
-  int64_t stagingRoom() const {
-    constexpr int64_t kMaxStaticShared = 48 * 1024;
-    return std::min(kMaxStaticShared - reduceScratch_ - phaseStaged_,
-                    plan_.device.sharedMemoryPerBlock - sharedInUse());
-  }
-  /// Elements of a value of `shape` (spread evenly over the phase's units) that one block
-  /// visits in phase `s`.
-  int64_t elementsPerBlock(const TileSpace& s, const ir::Shape& shape) const;
-  /// Whether each block of the kernel handles at least two tiles of phase `s`.
-  bool manyTilesPerBlock(const TileSpace& s) const;
-  int registersPerThreadCap() const; // the most registers a thread of a full block can have
-  /// Whether `moreShared` bytes of shared memory per block beyond what is used so far keep a
-  /// cooperative launch's planned blocks resident in one wave (always true otherwise).
-  bool keepsGridResident(int64_t moreShared) const;
+  void emitStagedInputs(const fusion::PhasePlan& phase);
+  void installTileSlices(const fusion::PhasePlan& phase);
+  void copyTileSlices(const TileSpace& s, const fusion::SlotPlan& sp);
+  /// The staging arena (the kernel's static shared memory for inputs staged per block or tile,
+  /// across-tiles partials and the slot combine) at the plan's byte `offset`: every phase lays
+  /// its arrays out from 0 (the previous phase's are dead behind the grid barrier).
+  llvm::Value* stagingArray(int64_t offset);
+  void finishStagingArena(); // gives the arena its final size (the plan's stagingBytes)
   void emitSlotStage(const TileSpace& s, const std::vector<ir::NodeId>& values);
   void emitStage(TileSpace& s, const fusion::Stage& st);
   void emitElementwiseStage(TileSpace& s, const fusion::Group& g,
@@ -169,7 +103,8 @@ private:
                        llvm::Value* flat0, int width);
   void emitReduceStage(TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
                        const std::vector<ir::NodeId>& materialized);
-  bool isAcrossTiles(const fusion::Group& g, const fusion::Stage& st) const;
+  /// Whether the current phase's plan lists `st` among its across-tiles stages.
+  bool isAcrossTiles(const fusion::Stage& st) const;
   std::vector<ir::NodeId> acrossReduces(const fusion::Stage& st) const;
   /// Where an across-tiles reduce's block partials accumulate: shared memory (row 0) or the
   /// global partials buffer (row blockIdx), in `dtype`.
@@ -183,11 +118,8 @@ private:
   void emitSharedPartialsToGlobal();
   void emitAcrossTilesAccumulate(const TileSpace& s, ir::NodeId reduce);
   void emitAcrossTilesCombine(const fusion::Stage& st);
-  bool accumulatesInSlots(ir::NodeId reduce, const SlotPhase& sp) const;
   void emitSlotAccumulate(ir::NodeId reduce);
-  /// Bytes of shared memory the block combine of sp.across needs, and each reduce's offset.
-  int64_t slotCombineBytes(const SlotPhase& sp, std::vector<int64_t>* offsets = nullptr) const;
-  void emitSlotAccumulatorsToPartials(const SlotPhase& sp, llvm::Value* array);
+  void emitSlotAccumulatorsToPartials(const fusion::SlotPlan& sp);
   void emitPartialsCombine(const TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
                            const std::vector<ir::NodeId>& materialized);
   bool isSplit(const fusion::Group& g) const;
@@ -203,27 +135,19 @@ private:
   std::unique_ptr<ElementalEmitter> gen_;
   CompiledKernel info_;
   std::set<ir::NodeId> written_; // values materialised by an earlier stage
-  std::set<ir::NodeId> sharedThisPhase_;
   bool sharedDirty_ = false;            // shared memory written since the last block barrier
   std::vector<ir::NodeId> phaseShared_; // shared values written by the current phase
   int64_t dynamicShared_ = 0;
   bool needsBarrierState_ = false;
-  // the current phase's SlotPhase, and the current tile's slots, when it runs as slots
-  std::optional<SlotPhase> slotPhase_;
+  const fusion::PhasePlan* phase_ = nullptr; // the phase being emitted
+  // the current phase's slot plan, and the current tile's slots, when it runs as slots
+  const fusion::SlotPlan* slotPhase_ = nullptr;
   std::optional<RowSlots> slots_;
   int slotGroup_ = -1;
-  int slotRegisters_ = 0;  // most registers per thread any phase keeps reused values in
-  int64_t sharedUsed_ = 0; // shared bytes per block: the plan's and the reduce scratch
-  int64_t reduceScratch_ = 0; // static shared bytes of the reduce emitters' scratch
-  /// An input the slot group reads, through a broadcast, at the same row coordinates in every
-  /// row of a tile (softmax's mask [B, 1, 1, 128] in tiles of rows of one batch): the tile's
-  /// slice is copied to shared memory at the start of each tile and read there by the slots.
+  /// A tile slice of the current phase (fusion::TileSlice) and its shared-memory array.
   struct TileSlice {
-    ir::NodeId input = -1;
+    const fusion::TileSlice* plan = nullptr;
     llvm::Value* shared = nullptr;
-    ir::Shape shape;               // the slice: the input's dims that follow the row length
-    std::vector<size_t> sliceDims; // input dims in the slice, in order
-    std::vector<int64_t> rowDimOf; // per input dim: the loop row dim it reads, or -1
   };
   std::vector<TileSlice> tileSlices_;
   bool slotsReading_ = false; // slot stages are being emitted: tile slices may be read
@@ -232,8 +156,6 @@ private:
   // across-tiles reduces of the current phase whose block partials are in shared memory
   std::map<ir::NodeId, llvm::Value*> sharedPartials_;
   llvm::GlobalVariable* stagingArena_ = nullptr; // placeholder until finishStagingArena
-  int64_t phaseStaged_ = 0;                      // bytes of the arena the current phase uses
-  int64_t stagingBytes_ = 0;                     // the most any phase used
 };
 
 const fusion::ValuePlacement& KernelEmitter::placement(ir::NodeId id) const {
@@ -254,6 +176,16 @@ void KernelEmitter::validate() {
   const fusion::LaunchPlan& l = kp_.launch;
   ir::NodeId first = kp_.stages.empty() ? -1 : kp_.groups.at(size_t(kp_.stages[0].group)).dominant;
   if (kp_.stages.empty()) throw Error(k_.where(-1) + ": the plan has no stages");
+  size_t covered = 0;
+  for (const fusion::PhasePlan& p : kp_.phases) {
+    if (p.firstStage != covered || p.stageCount == 0)
+      throw Error(k_.where(-1) + ": the plan's phases do not cover its stages in order");
+    covered += p.stageCount;
+  }
+  if (covered != kp_.stages.size())
+    throw Error(k_.where(-1) + fmt::format(": the plan's phases cover {} of its {} stages (run "
+                                           "fusion::planPhases once the kernel is planned)",
+                                           covered, kp_.stages.size()));
   if (l.blockSize < 1 || l.blockSize > d.maxThreadsPerBlock)
     k_.fail(first, fmt::format("block size {} is outside [1, {}] for {}", l.blockSize,
                                d.maxThreadsPerBlock, d.name));
@@ -412,9 +344,7 @@ void KernelEmitter::declareFunction() {
       k_.dynamicShared->setAlignment(llvm::Align(16));
     }
   }
-  int64_t scratch = 0;
-  for (const fusion::Group& g : kp_.groups)
-    scratch = std::max(scratch, reduceScratchBytes(g.mapping, kp_.launch.blockSize));
+  int64_t scratch = kp_.reduceScratchBytes;
   if (scratch > 0) {
     auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(c), uint64_t(scratch));
     k_.reduceScratch = new llvm::GlobalVariable(
@@ -422,8 +352,6 @@ void KernelEmitter::declareFunction() {
         kp_.name + "_reduce_scratch", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
     k_.reduceScratch->setAlignment(llvm::Align(16));
   }
-  sharedUsed_ = dynamicShared_ + scratch;
-  reduceScratch_ = scratch;
   const DeviceSpec& d = plan_.device;
   if (dynamicShared_ + scratch > d.sharedMemoryPerBlock)
     k_.fail(
@@ -432,56 +360,6 @@ void KernelEmitter::declareFunction() {
             "needs {} B of shared memory per block ({} B planned + {} B reduction scratch) but {} "
             "allows {} B",
             dynamicShared_ + scratch, dynamicShared_, scratch, d.name, d.sharedMemoryPerBlock));
-}
-
-TileSpace KernelEmitter::spaceOf(const std::vector<const fusion::Stage*>& phase) {
-  TileSpace s;
-  for (const fusion::Stage* st : phase) {
-    const fusion::Group& g = kp_.groups.at(size_t(st->group));
-    if (const auto* r = std::get_if<fusion::RowReduceMapping>(&g.mapping)) {
-      if (node(g.dominant).kind != ir::OpKind::Reduce)
-        k_.fail(g.dominant, "has a row-reduce mapping but is not a reduce");
-      s.kind = TileSpace::Kind::Rows;
-      s.units = reduceGeometry(plan_.graph, node(g.dominant)).kept;
-      s.unitsPerTile = std::max(1, r->rowsPerBlock);
-      s.split = std::max(1, r->splitFactor);
-      s.anchor = g.dominant;
-      break;
-    }
-    if (const auto* c = std::get_if<fusion::ColumnReduceMapping>(&g.mapping)) {
-      if (node(g.dominant).kind != ir::OpKind::Reduce)
-        k_.fail(g.dominant, "has a column-reduce mapping but is not a reduce");
-      s.kind = TileSpace::Kind::Columns;
-      s.units = reduceGeometry(plan_.graph, node(g.dominant)).kept;
-      s.unitsPerTile = c->tileColumns;
-      s.split = std::max(1, c->splitFactor);
-      s.anchor = g.dominant;
-      break;
-    }
-  }
-  if (s.anchor < 0) {
-    const fusion::Group& g = kp_.groups.at(size_t(phase.front()->group));
-    const auto& e = std::get<fusion::ElementwiseMapping>(g.mapping);
-    s.kind = TileSpace::Kind::Flat;
-    s.units = ir::numElements(node(g.dominant).type.shape);
-    s.unitsPerTile = int64_t(kp_.launch.blockSize) * std::max(1, e.elementsPerThread);
-    s.anchor = g.dominant;
-  }
-  // A planner schedule (Group::rows / rowsPerTile) fixes the phase's tiles: its first group's.
-  const fusion::Group& first = kp_.groups.at(size_t(phase.front()->group));
-  if (!first.loopShape.empty()) {
-    s.units = first.rows;
-    s.unitsPerTile = std::max<int64_t>(1, first.rowsPerTile);
-    if (s.kind == TileSpace::Kind::Flat) s.kind = TileSpace::Kind::Rows;
-  }
-  const auto& m0 = phase.front()->materialized;
-  bool splitHere = kp_.groups.at(size_t(phase.front()->group)).dominant == s.anchor &&
-                   std::find(m0.begin(), m0.end(), s.anchor) != m0.end() &&
-                   !written_.count(s.anchor);
-  if (!splitHere) s.split = 1;
-  if (s.split > 1 && phase.size() > 1)
-    k_.fail(s.anchor, "a split reduce must be the only stage of its phase");
-  return s;
 }
 
 ir::Dim KernelEmitter::innerOf(const TileSpace& s, ir::NodeId value) const {
@@ -723,24 +601,8 @@ void KernelEmitter::emitVectorGroup(const TileSpace& s, const std::vector<ir::No
   gen_->clearCache();
 }
 
-int64_t KernelEmitter::elementsPerBlock(const TileSpace& s, const ir::Shape& shape) const {
-  ir::Dim n = ir::numElements(shape);
-  if (!s.units.isStatic() || !n.isStatic() || kp_.launch.maxBlocks <= 0 || s.units.size() == 0)
-    return std::numeric_limits<int64_t>::max();
-  int64_t tiles = (s.units.size() + s.unitsPerTile - 1) / s.unitsPerTile;
-  int64_t tilesPerBlock = (tiles + kp_.launch.maxBlocks - 1) / kp_.launch.maxBlocks;
-  return tilesPerBlock * s.unitsPerTile * std::max<int64_t>(1, n.size() / s.units.size());
-}
-
-bool KernelEmitter::manyTilesPerBlock(const TileSpace& s) const {
-  if (!s.units.isStatic() || kp_.launch.maxBlocks <= 0) return false;
-  int64_t tiles = (s.units.size() + s.unitsPerTile - 1) / s.unitsPerTile;
-  return tiles >= 2 * kp_.launch.maxBlocks;
-}
-
-llvm::Value* KernelEmitter::newStagingArray(int64_t bytes) {
-  // Phases are separated by grid barriers, so every phase's arrays start at offset 0 of one
-  // static array (sized to the largest phase when the kernel is finished, finishStagingArena).
+llvm::Value* KernelEmitter::stagingArray(int64_t offset) {
+  // One static array for every phase (sized when the kernel is finished, finishStagingArena).
   llvm::LLVMContext& c = m_.getContext();
   if (!stagingArena_) {
     auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(c), 1);
@@ -748,9 +610,6 @@ llvm::Value* KernelEmitter::newStagingArray(int64_t bytes) {
                                              llvm::UndefValue::get(at), kp_.name + "_staged_tmp",
                                              nullptr, llvm::GlobalValue::NotThreadLocal, 3);
   }
-  int64_t offset = (phaseStaged_ + 15) / 16 * 16;
-  phaseStaged_ = offset + bytes;
-  stagingBytes_ = std::max(stagingBytes_, phaseStaged_);
   return llvm::ConstantExpr::getInBoundsGetElementPtr(
       llvm::Type::getInt8Ty(c), stagingArena_,
       llvm::ConstantInt::get(llvm::Type::getInt64Ty(c), uint64_t(offset)));
@@ -758,7 +617,7 @@ llvm::Value* KernelEmitter::newStagingArray(int64_t bytes) {
 
 void KernelEmitter::finishStagingArena() {
   if (!stagingArena_) return;
-  auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(m_.getContext()), uint64_t(stagingBytes_));
+  auto* at = llvm::ArrayType::get(llvm::Type::getInt8Ty(m_.getContext()), uint64_t(kp_.stagingBytes));
   auto* arena = new llvm::GlobalVariable(m_, at, false, llvm::GlobalValue::InternalLinkage,
                                          llvm::UndefValue::get(at), kp_.name + "_staged", nullptr,
                                          llvm::GlobalValue::NotThreadLocal, 3);
@@ -768,159 +627,57 @@ void KernelEmitter::finishStagingArena() {
   stagingArena_ = nullptr;
 }
 
-bool KernelEmitter::keepsGridResident(int64_t moreShared) const {
-  if (!kp_.launch.cooperative || kp_.launch.maxBlocks <= 0) return true;
-  int64_t perSM = fusion::blocksPerSM(plan_.device, k_.blockSize, kp_.launch.maxRegisters,
-                                      sharedInUse() + moreShared);
-  return perSM * plan_.device.smCount >= kp_.launch.maxBlocks;
-}
-
-int KernelEmitter::registersPerThreadCap() const {
-  const DeviceSpec& d = plan_.device;
-  return std::min(d.maxRegistersPerThread, d.registersPerSM / k_.blockSize) / 8 * 8;
-}
-
-std::vector<ir::NodeId> KernelEmitter::stageBroadcasts(const TileSpace& s,
-                                                       const std::vector<int>& groups,
-                                                       int64_t maxElements, bool outerOnly) {
-  // A small input the slot group broadcasts over its rows (gamma, beta) is read by every row's
-  // threads: when a block handles several rows (in one tile or over several tiles), it copies
-  // the input into shared memory once, before its tiles, and the phase reads it there. Values
-  // an earlier phase left in global scratch (Figure 7's power.1 and reduce.2) are staged the
-  // same way. Not in cooperative kernels beyond what keeps their grid's blocks per SM (the
-  // plan sized it). With outerOnly, only sources that the broadcast repeats along its result's
-  // outermost dim (a row vector over many rows, not a per-row value).
-  constexpr int64_t kMaxStagedBytes = 48 * 1024; // bounded by stagingRoom() too
-  // One row per tile and at most one tile per block: every read is already the only one.
-  bool oneRowPerBlock = s.unitsPerTile < 2 && kp_.launch.tiles.isStatic() &&
-                        kp_.launch.maxBlocks > 0 && kp_.launch.tiles.size() <= kp_.launch.maxBlocks;
-  if (oneRowPerBlock) return {};
-  // The inputs the groups broadcast, also through converts and reshapes (an f16 gamma is
-  // converted to f32 before its broadcast).
-  std::map<ir::NodeId, int64_t> broadcast; // source → its elements' reads per block (most)
-  for (int group : groups)
-    for (ir::NodeId op : kp_.groups.at(size_t(group)).ops) {
-      const ir::Node& bc = node(op);
-      if (bc.kind != ir::OpKind::BroadcastInDim) continue;
-      const auto& dims = bc.attr<ir::BroadcastAttrs>().dims;
-      if (outerOnly && (bc.type.shape.size() < 2 ||
-                        std::find(dims.begin(), dims.end(), 0) != dims.end()))
-        continue;
-      ir::NodeId source = bc.operands[0];
-      while (node(source).kind == ir::OpKind::Convert || node(source).kind == ir::OpKind::Reshape)
-        source = node(source).operands[0];
-      int64_t& reads = broadcast[source];
-      reads = std::max(reads, elementsPerBlock(s, bc.type.shape));
-    }
-  int64_t room = std::min(kMaxStagedBytes, stagingRoom());
-  std::vector<std::pair<ir::NodeId, int64_t>> chosen; // input, byte offset
-  int64_t bytes = 0;
-  for (const auto& [v, p] : kp_.placement) {
-    ir::Dim n = ir::numElements(node(v).type.shape);
-    bool readable = p.storage == Storage::Input ||
-                    (p.storage == Storage::Global && written_.count(v) && p.partialsBuffer < 0);
-    if (!readable || !broadcast.count(v) || !n.isStatic() || n.size() > maxElements) continue;
-    if (outerOnly && 2 * n.size() > broadcast[v]) continue; // a block reads it less than twice
-    int64_t size = (n.size() * ir::dtypeBytes(node(v).type.dtype) + 15) / 16 * 16;
-    if (bytes + size > room || !keepsGridResident(bytes + size)) continue;
-    chosen.push_back({v, bytes});
-    bytes += size;
-  }
-  if (chosen.empty()) return {};
+void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
+  // Each staged input is copied into shared memory once per block, before the phase's tiles,
+  // and the phase reads it there.
+  if (phase.staged.empty()) return;
   llvm::LLVMContext& c = m_.getContext();
-  llvm::Value* array = newStagingArray(bytes);
-  std::vector<ir::NodeId> staged;
-  for (const auto& [v, offset] : chosen) {
-    const ir::Node& n = node(v);
-    llvm::Value* global = k_.bufferPointer(placement(v).buffer, v);
+  llvm::Value* array = stagingArray(phase.stagedOffset);
+  for (const fusion::StagedInput& in : phase.staged) {
+    const ir::Node& n = node(in.input);
+    llvm::Value* global = k_.bufferPointer(placement(in.input).buffer, in.input);
     llvm::Value* shared =
-        b_.CreateConstInBoundsGEP1_64(llvm::Type::getInt8Ty(c), array, uint64_t(offset));
+        b_.CreateConstInBoundsGEP1_64(llvm::Type::getInt8Ty(c), array, uint64_t(in.offset));
     k_.loop(n.name + ".stage", k_.toIndex(k_.threadId()), k_.elements(n.type.shape),
             k_.index(k_.blockSize), [&](llvm::Value* i) {
               k_.storeElement(shared, n.type.dtype, i, k_.loadElement(global, n.type.dtype, i));
             });
-    gen_->setGenerator(v, [this, shared, &n](const Index& idx) {
+    gen_->setGenerator(in.input, [this, shared, &n](const Index& idx) {
       return k_.loadTensorElement(shared, n.type.dtype, n.type.shape, idx);
     });
-    staged.push_back(v);
   }
   k_.blockBarrier();
-  return staged;
 }
 
-void KernelEmitter::planTileSlices(const TileSpace& s, const SlotPhase& sp) {
+void KernelEmitter::installTileSlices(const fusion::PhasePlan& phase) {
   tileSlices_.clear();
-  constexpr int64_t kMaxSliceBytes = 16 * 1024;
-  if (s.unitsPerTile < 2) return;
-  const fusion::Group& g = kp_.groups.at(size_t(sp.group));
-  int64_t room = std::min(kMaxSliceBytes, stagingRoom());
-  int64_t bytes = 0;
-  std::vector<std::pair<TileSlice, int64_t>> chosen;
-  for (ir::NodeId op : g.ops) {
-    const ir::Node& bc = node(op);
-    if (bc.kind != ir::OpKind::BroadcastInDim || bc.type.shape != sp.loop) continue;
-    ir::NodeId v = bc.operands[0];
-    auto p = kp_.placement.find(v);
-    if (p == kp_.placement.end() || p->second.storage != Storage::Input) continue;
-    if (std::any_of(chosen.begin(), chosen.end(),
-                    [&](const auto& c) { return c.first.input == v; }))
-      continue;
-    const ir::Shape& in = node(v).type.shape;
-    const auto& dims = bc.attr<ir::BroadcastAttrs>().dims;
-    TileSlice t;
-    t.input = v;
-    bool rowDependent = false, ok = true;
-    for (size_t i = 0; i < in.size(); ++i) {
-      bool stretched = in[i].isStatic() && in[i].size() == 1;
-      size_t d = size_t(dims[i]);
-      t.rowDimOf.push_back(!stretched && d < sp.rowDims ? int64_t(d) : -1);
-      if (stretched) continue;
-      if (d >= sp.rowDims) {
-        t.sliceDims.push_back(i);
-        t.shape.push_back(in[i]);
-        ok = ok && in[i].isStatic();
-        continue;
-      }
-      // Row dim d is constant over an aligned tile when the rows after it span whole tiles.
-      rowDependent = true;
-      int64_t span = 1;
-      for (size_t e = d + 1; e < sp.rowDims; ++e)
-        span = sp.loop[e].isStatic() ? span * sp.loop[e].size() : -1;
-      ok = ok && span > 0 && span % s.unitsPerTile == 0;
-    }
-    if (!ok || !rowDependent || t.shape.empty()) continue;
-    int64_t size =
-        (ir::numElements(t.shape).size() * ir::dtypeBytes(node(v).type.dtype) + 15) / 16 * 16;
-    if (bytes + size > room || !keepsGridResident(bytes + size)) continue;
-    chosen.push_back({t, bytes});
-    bytes += size;
-  }
-  if (chosen.empty()) return;
+  if (phase.slices.empty()) return;
   llvm::LLVMContext& c = m_.getContext();
-  llvm::Value* array = newStagingArray(bytes);
-  for (auto& [t, offset] : chosen) {
-    t.shared = b_.CreateConstInBoundsGEP1_64(llvm::Type::getInt8Ty(c), array, uint64_t(offset));
-    const ir::Node& n = node(t.input);
-    llvm::Value* global = k_.bufferPointer(placement(t.input).buffer, t.input);
-    TileSlice slice = t;
+  llvm::Value* array = stagingArray(phase.slicesOffset);
+  for (const fusion::TileSlice& slice : phase.slices) {
+    TileSlice t{&slice, b_.CreateConstInBoundsGEP1_64(llvm::Type::getInt8Ty(c), array,
+                                                      uint64_t(slice.offset))};
+    const ir::Node& n = node(slice.input);
+    llvm::Value* global = k_.bufferPointer(placement(slice.input).buffer, slice.input);
     // Slot stages read the tile's slice (their rows are the tile's); anything else the input.
-    gen_->setGenerator(t.input, [this, slice, global, &n](const Index& idx) {
+    gen_->setGenerator(slice.input, [this, t, global, &n](const Index& idx) {
       if (!slotsReading_) return k_.loadTensorElement(global, n.type.dtype, n.type.shape, idx);
       Index at;
-      for (size_t i : slice.sliceDims)
+      for (size_t i : t.plan->sliceDims)
         at.push_back(idx[i]);
-      return k_.loadTensorElement(slice.shared, n.type.dtype, slice.shape, at);
+      return k_.loadTensorElement(t.shared, n.type.dtype, t.plan->shape, at);
     });
     tileSlices_.push_back(t);
   }
 }
 
-void KernelEmitter::copyTileSlices(const TileSpace& s, const SlotPhase& sp) {
+void KernelEmitter::copyTileSlices(const TileSpace& s, const fusion::SlotPlan& sp) {
   if (tileSlices_.empty()) return;
   // Row coordinates of the tile's first row; every row of the tile has the slices' ones.
   ir::Shape rowShape(sp.loop.begin(), sp.loop.begin() + int64_t(sp.rowDims));
   Index row = delinearize(k_, rowShape, s.u0);
-  for (const TileSlice& t : tileSlices_) {
+  for (const TileSlice& slice : tileSlices_) {
+    const fusion::TileSlice& t = *slice.plan;
     const ir::Node& n = node(t.input);
     llvm::Value* global = k_.bufferPointer(placement(t.input).buffer, t.input);
     k_.loop(n.name + ".slice", k_.toIndex(k_.threadId()), k_.elements(t.shape),
@@ -936,7 +693,7 @@ void KernelEmitter::copyTileSlices(const TileSpace& s, const SlotPhase& sp) {
                   full.push_back(k_.index(0)); // stretched
               }
               k_.storeElement(
-                  t.shared, n.type.dtype, i,
+                  slice.shared, n.type.dtype, i,
                   k_.loadElement(global, n.type.dtype, linearize(k_, n.type.shape, full)));
             });
   }
@@ -945,179 +702,6 @@ void KernelEmitter::copyTileSlices(const TileSpace& s, const SlotPhase& sp) {
 
 bool KernelEmitter::inSlots(const fusion::Group& g) const {
   return slots_ && slotGroup_ >= 0 && &g == &kp_.groups.at(size_t(slotGroup_));
-}
-
-int KernelEmitter::keptRegisters(const std::vector<const fusion::Stage*>& phase, SlotPhase& sp,
-                                 const std::vector<ir::NodeId>& candidates,
-                                 const std::function<int(ir::NodeId)>& cost, int budget) const {
-  // A kept value holds its registers from the stage that first generates it to the last stage
-  // that reads it: a chain of softmaxes keeps each softmax's values for two or three stages,
-  // not for the whole phase. The stages' reads follow the emitter: each slot stage generates
-  // its loop values and its reduces' operands at the slots, reading kept values and memory
-  // and regenerating everything else down to them. A candidate that does not fit where it is
-  // live is recomputed instead, which makes its operands live where it is read: the choice is
-  // then made again with it recomputed.
-  std::vector<std::vector<ir::NodeId>> roots(phase.size());
-  for (size_t i = 0; i < phase.size(); ++i) {
-    const fusion::Stage& st = *phase[i];
-    bool slotGroup = st.group == sp.group;
-    for (ir::NodeId m : st.materialized) {
-      const ir::Node& n = node(m);
-      bool across = std::find(sp.across.begin(), sp.across.end(), m) != sp.across.end();
-      if (n.kind == ir::OpKind::Reduce && (slotGroup || across) &&
-          node(n.operands[0]).type.shape == sp.loop)
-        roots[i].push_back(n.operands[0]);
-      else if (slotGroup && n.type.shape == sp.loop)
-        roots[i].push_back(m);
-    }
-  }
-  const std::set<ir::NodeId> candidateSet(candidates.begin(), candidates.end());
-  std::set<ir::NodeId> rejected;
-  for (;;) {
-    std::map<ir::NodeId, std::pair<int, int>> live; // candidate → first and last stage
-    std::set<ir::NodeId> generated;
-    auto isCandidate = [&](ir::NodeId v) { return candidateSet.count(v) && !rejected.count(v); };
-    for (size_t i = 0; i < phase.size(); ++i) {
-      int stage = int(i);
-      std::set<ir::NodeId> seen;
-      std::vector<ir::NodeId> work(roots[i].rbegin(), roots[i].rend());
-      while (!work.empty()) {
-        ir::NodeId v = work.back();
-        work.pop_back();
-        if (!seen.insert(v).second) continue;
-        bool candidate = isCandidate(v);
-        if (candidate) {
-          live.try_emplace(v, stage, stage).first->second.second = stage;
-          if (!generated.insert(v).second) continue; // kept: read, not regenerated
-        } else {
-          auto p = kp_.placement.find(v);
-          bool loaded = p == kp_.placement.end() || p->second.storage != Storage::Register;
-          if (loaded || node(v).kind == ir::OpKind::Reduce) continue;
-        }
-        for (ir::NodeId o : node(v).operands)
-          work.push_back(o);
-      }
-    }
-    std::vector<int> load(phase.size(), 0);
-    ir::NodeId misfit = -1;
-    std::vector<ir::NodeId> kept;
-    for (ir::NodeId v : candidates) {
-      if (rejected.count(v)) continue;
-      // A candidate these reads do not reach counts over the whole phase (to be safe).
-      auto it = live.find(v);
-      auto [first, last] = it != live.end() ? it->second : std::pair<int, int>(0, int(load.size()) - 1);
-      int most = *std::max_element(load.begin() + first, load.begin() + last + 1);
-      if (most + cost(v) > budget) {
-        misfit = v;
-        break;
-      }
-      for (int st = first; st <= last; ++st)
-        load[size_t(st)] += cost(v);
-      kept.push_back(v);
-    }
-    if (misfit < 0) {
-      sp.reused.insert(kept.begin(), kept.end());
-      return load.empty() ? 0 : *std::max_element(load.begin(), load.end());
-    }
-    rejected.insert(misfit);
-  }
-}
-
-std::optional<SlotPhase>
-KernelEmitter::slotPhaseOf(const TileSpace& s,
-                           const std::vector<const fusion::Stage*>& phase) const {
-  if (s.kind != TileSpace::Kind::Rows || s.split != 1) return std::nullopt;
-  // The slot pass accumulates a reduce of a row group over its loop's rows: only in a phase
-  // that materialises one (a phase may run in the group's tiles before its reduces can be
-  // computed, e.g. while they wait behind a grid barrier for a value another group produces).
-  // The group's tiles must be the phase's.
-  auto slotReduce = [&](const fusion::Group& g, ir::NodeId v) {
-    const ir::Node& r = node(v);
-    return r.kind == ir::OpKind::Reduce && !written_.count(v) &&
-           node(r.operands[0]).type.shape == g.loopShape &&
-           reduceGeometry(plan_.graph, r).keptAxes == g.tileDims;
-  };
-  int gi = -1;
-  for (const fusion::Stage* st : phase) {
-    const fusion::Group& g = kp_.groups.at(size_t(st->group));
-    if (gi >= 0 || !std::holds_alternative<fusion::RowReduceMapping>(g.mapping) ||
-        g.acrossTiles || g.loopShape.empty() || !(g.rows == s.units) ||
-        g.rowsPerTile != s.unitsPerTile)
-      continue;
-    for (ir::NodeId v : st->materialized)
-      if (slotReduce(g, v)) gi = st->group;
-  }
-  if (gi < 0) return std::nullopt;
-  const fusion::Group& g = kp_.groups.at(size_t(gi));
-  const auto* m = std::get_if<fusion::RowReduceMapping>(&g.mapping);
-  for (size_t i = 0; i < g.tileDims.size(); ++i)
-    if (g.tileDims[i] != int64_t(i)) return std::nullopt; // rows must lead the loop
-  int steps = rowSlotSteps(g.loopShape, g.tileDims.size(), *m, k_.blockSize, s.unitsPerTile);
-  if (steps == 0) return std::nullopt;
-
-  SlotPhase sp;
-  sp.group = gi;
-  sp.loop = g.loopShape;
-  sp.rowDims = g.tileDims.size();
-  sp.mapping = *m;
-  // Registers for reused values and across accumulators: what the launch allows beyond
-  // kBaseRegisters. A cooperative launch sized its grid by the plan's bound (which counted
-  // them: fusion::slotRegisters); otherwise the most one thread of a block can have.
-  int cap = kp_.launch.cooperative ? kp_.launch.maxRegisters : registersPerThreadCap();
-  int budget = cap - kBaseRegisters;
-  if (kp_.launch.cooperative) budget = std::min(budget, fusion::slotRegisters(plan_.graph, kp_));
-  int64_t elements = int64_t(steps) * std::max(1, m->vectorWidth);
-  auto cost = [&](ir::NodeId v) {
-    return int(elements * ((ir::dtypeBytes(node(v).type.dtype) + 3) / 4));
-  };
-  for (const fusion::Stage* st : phase) {
-    const fusion::Group& other = kp_.groups.at(size_t(st->group));
-    if (!other.acrossTiles || other.follows != gi || !isAcrossTiles(other, *st)) continue;
-    for (ir::NodeId r : acrossReduces(*st)) {
-      if (!accumulatesInSlots(r, sp) || cost(r) > budget) continue;
-      sp.across.push_back(r);
-      // The block's combine area must not cost the grid its planned blocks per SM.
-      if (!keepsGridResident(slotCombineBytes(sp)) || slotCombineBytes(sp) > stagingRoom()) {
-        sp.across.pop_back();
-        continue;
-      }
-      budget -= cost(r);
-      sp.registers += cost(r);
-    }
-  }
-  // Candidates for registers, in priority order: memory reads first (inputs read by several
-  // stages of the group, then values the group stores over its loop and reads back in a later
-  // stage), then recomputed ops. Constants are folded by LLVM: no registers.
-  std::vector<ir::NodeId> candidates;
-  auto take = [&](ir::NodeId v) {
-    if (node(v).kind == ir::OpKind::Constant) {
-      sp.reused.insert(v);
-      return;
-    }
-    if (cost(v) > budget ||
-        std::find(candidates.begin(), candidates.end(), v) != candidates.end())
-      return;
-    candidates.push_back(v);
-  };
-  std::set<ir::NodeId> groupOps(g.ops.begin(), g.ops.end());
-  for (const auto& [v, p] : kp_.placement)
-    if (p.registerReuse && p.storage == Storage::Input && node(v).type.shape == sp.loop) take(v);
-  std::vector<const fusion::Stage*> groupStages;
-  for (const fusion::Stage* st : phase)
-    if (st->group == gi) groupStages.push_back(st);
-  for (size_t i = 0; i + 1 < groupStages.size(); ++i)
-    for (ir::NodeId v : groupStages[i]->materialized)
-      if (node(v).type.shape == sp.loop) take(v);
-  for (const auto& [v, p] : kp_.placement)
-    if (p.registerReuse && p.storage == Storage::Register && groupOps.count(v) &&
-        node(v).type.shape == sp.loop)
-      take(v);
-  int peak = keptRegisters(phase, sp, candidates, cost, budget);
-  if (peak > 0) sp.registers += peak;
-  bool any = std::any_of(sp.reused.begin(), sp.reused.end(),
-                         [&](ir::NodeId v) { return node(v).kind != ir::OpKind::Constant; });
-  if (!any && sp.across.empty()) return std::nullopt;
-  return sp;
 }
 
 void KernelEmitter::emitSlotStage(const TileSpace& s, const std::vector<ir::NodeId>& values) {
@@ -1253,11 +837,10 @@ void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::No
   gen_->clearCache();
 }
 
-bool KernelEmitter::isAcrossTiles(const fusion::Group& g, const fusion::Stage& st) const {
-  if (!g.acrossTiles) return false;
-  for (ir::NodeId r : acrossReduces(st))
-    if (!written_.count(r)) return true;
-  return false;
+bool KernelEmitter::isAcrossTiles(const fusion::Stage& st) const {
+  size_t index = size_t(&st - kp_.stages.data());
+  return std::find(phase_->acrossStages.begin(), phase_->acrossStages.end(), index) !=
+         phase_->acrossStages.end();
 }
 
 std::vector<ir::NodeId> KernelEmitter::acrossReduces(const fusion::Stage& st) const {
@@ -1270,7 +853,7 @@ std::vector<ir::NodeId> KernelEmitter::acrossReduces(const fusion::Stage& st) co
 KernelEmitter::AcrossPartials KernelEmitter::acrossPartials(ir::NodeId reduce) {
   const ir::Node& r = node(reduce);
   if (auto it = sharedPartials_.find(reduce); it != sharedPartials_.end()) {
-    return {it->second, partialType(r.type.dtype), k_.index(0)};
+    return {it->second, sharedPartialDType(r.type.dtype), k_.index(0)};
   }
   llvm::Value* results = k_.dim(reduceGeometry(plan_.graph, r).kept);
   return {k_.bufferPointer(placement(reduce).partialsBuffer, reduce), r.type.dtype,
@@ -1282,16 +865,12 @@ void KernelEmitter::emitAcrossTilesInit(ir::NodeId reduce) {
   // every tile, so no barrier is needed between the init and the accumulation. When the block's
   // partials fit, they live in shared memory while the tiles accumulate (one global row per
   // block, written once after the tile loop, instead of a read and a write per tile).
-  constexpr int64_t kMaxSharedPartialsBytes = 16 * 1024;
   llvm::IRBuilder<>& b = b_;
   const ir::Node& r = node(reduce);
   ir::ReduceKind kind = r.attr<ir::ReduceAttrs>().kind;
   ReduceGeometry geo = reduceGeometry(plan_.graph, r);
-  if (geo.kept.isStatic()) {
-    int64_t bytes = partialBytes(r);
-    if (bytes <= std::min(kMaxSharedPartialsBytes, stagingRoom()) && keepsGridResident(bytes))
-      sharedPartials_[reduce] = newStagingArray(bytes);
-  }
+  for (const fusion::SharedPartials& sp : phase_->sharedPartials)
+    if (sp.reduce == reduce) sharedPartials_[reduce] = stagingArray(sp.offset);
   AcrossPartials p = acrossPartials(reduce);
   llvm::Value* results = k_.dim(geo.kept);
   k_.loop(r.name + ".pinit", k_.toIndex(k_.threadId()), results, k_.index(k_.blockSize),
@@ -1372,21 +951,6 @@ void KernelEmitter::emitAcrossTilesAccumulate(const TileSpace& s, ir::NodeId red
   k_.blockBarrier(); // the next tile's owners of these partials may be other threads
 }
 
-bool KernelEmitter::accumulatesInSlots(ir::NodeId reduce, const SlotPhase& sp) const {
-  // The reduce sums the slots' rows away, keeping the row's elements: a thread's slots are the
-  // same row elements (columns) in every tile, so its accumulators are per slot.
-  constexpr int kMaxCombineRounds = 64; // rows per block tile, combined one after another
-  const ir::Node& r = node(reduce);
-  if (node(r.operands[0]).type.shape != sp.loop) return false;
-  ReduceGeometry geo = reduceGeometry(plan_.graph, r);
-  if (geo.reducedAxes.size() != sp.rowDims) return false;
-  for (size_t i = 0; i < geo.reducedAxes.size(); ++i)
-    if (geo.reducedAxes[i] != int64_t(i)) return false;
-  bool warpPerRow = sp.mapping.kind == fusion::RowReduceMapping::Kind::WarpPerRow;
-  int rounds = warpPerRow ? k_.blockSize / std::max(1, sp.mapping.threadsPerRow) : 1;
-  return rounds <= kMaxCombineRounds && geo.kept.isStatic();
-}
-
 void KernelEmitter::emitSlotAccumulate(ir::NodeId reduce) {
   // Each slot's element of the reduce's operand joins that slot's accumulator when the slot's
   // row lies inside the tile. The operand's inputs are loaded as the slot stages load them
@@ -1410,16 +974,7 @@ void KernelEmitter::emitSlotAccumulate(ir::NodeId reduce) {
   slotsReading_ = false;
 }
 
-int64_t KernelEmitter::slotCombineBytes(const SlotPhase& sp, std::vector<int64_t>* offsets) const {
-  int64_t bytes = 0;
-  for (ir::NodeId r : sp.across) {
-    if (offsets) offsets->push_back(bytes);
-    bytes += partialBytes(node(r));
-  }
-  return bytes;
-}
-
-void KernelEmitter::emitSlotAccumulatorsToPartials(const SlotPhase& sp, llvm::Value* array) {
+void KernelEmitter::emitSlotAccumulatorsToPartials(const fusion::SlotPlan& sp) {
   // After the tile loop: the threads that share columns (one per row of the block's tile) fold
   // their accumulators into shared memory one row after another, then the block writes its
   // partials (partials[block][column]) for the combine behind the grid barrier. Row 0's threads
@@ -1429,8 +984,8 @@ void KernelEmitter::emitSlotAccumulatorsToPartials(const SlotPhase& sp, llvm::Va
   int tpr = warpPerRow ? sp.mapping.threadsPerRow : k_.blockSize;
   int width = std::max(1, sp.mapping.vectorWidth);
   int rounds = k_.blockSize / tpr;
-  std::vector<int64_t> offsets;
-  slotCombineBytes(sp, &offsets);
+  const std::vector<int64_t>& offsets = sp.combineOffsets;
+  llvm::Value* array = stagingArray(sp.combineOffset);
   auto sharedOf = [&](size_t i) {
     return b.CreateConstInBoundsGEP1_64(llvm::Type::getInt8Ty(m_.getContext()), array,
                                         uint64_t(offsets[i]));
@@ -1453,8 +1008,8 @@ void KernelEmitter::emitSlotAccumulatorsToPartials(const SlotPhase& sp, llvm::Va
             llvm::Value* v = b.CreateLoad(accs[a]->getAllocatedType(), accs[a]);
             if (round > 0)
               v = reductionCombine(b, kind, r.type.dtype,
-                                   k_.loadElement(sharedOf(i), partialType(r.type.dtype), column), v);
-            k_.storeElement(sharedOf(i), partialType(r.type.dtype), column, v);
+                                   k_.loadElement(sharedOf(i), sharedPartialDType(r.type.dtype), column), v);
+            k_.storeElement(sharedOf(i), sharedPartialDType(r.type.dtype), column, v);
           });
         }
       }
@@ -1468,7 +1023,7 @@ void KernelEmitter::emitSlotAccumulatorsToPartials(const SlotPhase& sp, llvm::Va
     llvm::Value* row = b.CreateMul(k_.toIndex(k_.blockId()), results);
     k_.loop(r.name + ".partials", tid, results, k_.index(k_.blockSize), [&](llvm::Value* c) {
       k_.storeElement(partials, r.type.dtype, b.CreateAdd(row, c),
-                      k_.loadElement(sharedOf(i), partialType(r.type.dtype), c));
+                      k_.loadElement(sharedOf(i), sharedPartialDType(r.type.dtype), c));
     });
   }
   slotAccumulators_.clear();
@@ -1592,7 +1147,7 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
   }
   bool materialisesDominant = std::find(st.materialized.begin(), st.materialized.end(),
                                         g.dominant) != st.materialized.end();
-  if (isAcrossTiles(g, st)) {
+  if (isAcrossTiles(st)) {
     for (ir::NodeId r : acrossReduces(st)) // the stage's values are computed after the combine
       if (slots_ && slotAccumulators_.count(r))
         emitSlotAccumulate(r);
@@ -1649,10 +1204,13 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
   emitElementwiseStage(s, g, rest);
 }
 
-void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
+void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
   llvm::IRBuilder<>& b = b_;
-  phaseStaged_ = 0; // the previous phase's staging is dead behind the grid barrier
-  TileSpace s = spaceOf(phase);
+  phase_ = &plan;
+  std::vector<const fusion::Stage*> phase;
+  for (size_t i = 0; i < plan.stageCount; ++i)
+    phase.push_back(&kp_.stages.at(plan.firstStage + i));
+  TileSpace s(plan.space);
   llvm::Value* units = k_.dim(s.units);
   llvm::Value* unitTiles =
       b.CreateUDiv(b.CreateAdd(units, k_.index(s.unitsPerTile - 1)), k_.index(s.unitsPerTile));
@@ -1665,21 +1223,14 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
     for (ir::NodeId v : st->materialized)
       if (placement(v).storage == Storage::Shared) phaseShared.push_back(v);
   std::vector<const fusion::Stage*> across; // across-tiles reduce stages of this phase
-  for (const fusion::Stage* st : phase)
-    if (isAcrossTiles(kp_.groups.at(size_t(st->group)), *st)) across.push_back(st);
-  slotPhase_ = slotPhaseOf(s, phase);
-  const std::optional<SlotPhase>& slotPhase = slotPhase_;
-  if (slotPhase) slotRegisters_ = std::max(slotRegisters_, slotPhase->registers);
+  for (size_t i : plan.acrossStages)
+    across.push_back(&kp_.stages.at(i));
+  slotPhase_ = plan.slots ? &*plan.slots : nullptr;
+  const fusion::SlotPlan* slotPhase = slotPhase_;
   std::vector<ir::NodeId> slotAcross = slotPhase ? slotPhase->across : std::vector<ir::NodeId>{};
-  std::optional<SlotPhase> slotPhaseCopy = slotPhase;
-  // Allocated before any staging, which must leave the combine its room.
-  llvm::Value* combineArray =
-      slotAcross.empty() ? nullptr : newStagingArray(slotCombineBytes(*slotPhase));
   for (ir::NodeId r : slotAcross) {
     const ir::Node& n = node(r);
-    int64_t count = rowSlotSteps(slotPhase->loop, slotPhase->rowDims, slotPhase->mapping,
-                                 k_.blockSize, s.unitsPerTile) *
-                    std::max(1, slotPhase->mapping.vectorWidth);
+    int64_t count = int64_t(slotPhase->steps) * std::max(1, slotPhase->mapping.vectorWidth);
     std::vector<llvm::AllocaInst*>& accs = slotAccumulators_[r];
     for (int64_t i = 0; i < count; ++i) {
       accs.push_back(k_.entryAlloca(computeType(k_.ctx(), n.type.dtype),
@@ -1691,27 +1242,8 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
   for (const fusion::Stage* st : across)
     for (ir::NodeId r : acrossReduces(*st))
       if (!slotAccumulators_.count(r)) emitAcrossTilesInit(r);
-  std::vector<ir::NodeId> staged;
-  if (slotPhase) {
-    int64_t rowLength = 1; // a row's elements: what one broadcast over the rows can hold
-    for (size_t d = slotPhase->rowDims; d < slotPhase->loop.size(); ++d)
-      rowLength *= slotPhase->loop[d].size();
-    staged = stageBroadcasts(s, {slotPhase->group}, rowLength);
-  } else if (std::holds_alternative<fusion::ElementwiseMapping>(
-                 kp_.groups.at(size_t(phase.front()->group)).mapping) &&
-             s.kind != TileSpace::Kind::Columns && manyTilesPerBlock(s)) {
-    // A flat elementwise phase whose blocks handle several tiles (bias + GELU over [16384,
-    // 3072]): its small broadcast inputs are read once per block, not once per element.
-    staged = stageBroadcasts(s, {phase.front()->group}, std::numeric_limits<int64_t>::max());
-  } else if (s.kind == TileSpace::Kind::Rows) {
-    // Any other phase over rows: row vectors every row reads, where a block reads each twice.
-    std::vector<int> groups;
-    for (const fusion::Stage* st : phase)
-      if (std::find(groups.begin(), groups.end(), st->group) == groups.end())
-        groups.push_back(st->group);
-    staged = stageBroadcasts(s, groups, std::numeric_limits<int64_t>::max(), true);
-  }
-  if (slotPhase) planTileSlices(s, *slotPhase);
+  emitStagedInputs(plan);
+  installTileSlices(plan);
   k_.loop(
       "tile", k_.toIndex(k_.blockId()), tiles, k_.toIndex(k_.gridSize()), [&](llvm::Value* tile) {
         s.firstTile = b.CreateICmpEQ(tile, k_.toIndex(k_.blockId()));
@@ -1741,13 +1273,13 @@ void KernelEmitter::emitPhase(const std::vector<const fusion::Stage*>& phase) {
           k_.blockBarrier(); // the next tile overwrites this tile's shared values
         sharedDirty_ = false;
       });
-  slotPhase_.reset();
-  for (ir::NodeId v : staged)
-    installLoad(v, nullptr); // later phases read the input from global memory again
+  slotPhase_ = nullptr;
+  for (const fusion::StagedInput& in : plan.staged)
+    installLoad(in.input, nullptr); // later phases read the input from global memory again
   for (const TileSlice& t : tileSlices_)
-    installLoad(t.input, nullptr);
+    installLoad(t.plan->input, nullptr);
   tileSlices_.clear();
-  if (!slotAcross.empty()) emitSlotAccumulatorsToPartials(*slotPhaseCopy, combineArray);
+  if (!slotAcross.empty()) emitSlotAccumulatorsToPartials(*slotPhase);
   emitSharedPartialsToGlobal();
   if (!across.empty()) {
     gridBarrier();
@@ -1779,26 +1311,14 @@ EmittedKernel KernelEmitter::run() {
   for (const auto& [id, p] : kp_.placement)
     if (p.storage == Storage::Input) installLoad(id, nullptr);
   emitSplitInit();
-  std::vector<const fusion::Stage*> phase;
-  for (const fusion::Stage& st : kp_.stages) {
-    if (st.barrierBefore == fusion::Barrier::Grid && !phase.empty()) {
-      emitPhase(phase);
-      phase.clear();
-      gridBarrier();
-    }
-    phase.push_back(&st);
+  for (size_t i = 0; i < kp_.phases.size(); ++i) {
+    if (i > 0) gridBarrier();
+    emitPhase(kp_.phases[i]);
   }
-  if (!phase.empty()) emitPhase(phase);
+  phase_ = nullptr;
   b_.CreateRetVoid();
   finishStagingArena();
-  // Values kept in registers across stages need room beyond the plan's register bound (which
-  // assumed kBaseRegisters): a kernel that keeps some gets every register a thread of its
-  // block can have, i.e. no .maxnreg, .maxntid bounds it (ptxas spilled a few bytes at an
-  // explicit .maxnreg of that same bound). slotPhaseOf keeps cooperative kernels, whose grid
-  // the bound sized, within it.
-  int maxRegisters = kp_.launch.maxRegisters;
-  if (slotRegisters_ > 0 && !kp_.launch.cooperative) maxRegisters = 0;
-  if (maxRegisters > 0) annotate(m_, k_.fn, "maxnreg", maxRegisters);
+  if (kp_.registerLimit > 0) annotate(m_, k_.fn, "maxnreg", kp_.registerLimit);
 
   info_.name = kp_.name;
   info_.launch = kp_.launch;

@@ -6,7 +6,6 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
-#include "fusion/stitching_scheme.h"
 #include "weft/error.h"
 
 namespace weft::codegen {
@@ -170,27 +169,10 @@ llvm::Value* warpReduce(KernelContext& k, ReduceKind kind, DType t, llvm::Value*
   return v;
 }
 
-ReduceGeometry reduceGeometry(const ir::Graph& g, const ir::Node& reduce) {
-  ReduceGeometry geo;
-  const ir::Shape& s = g.node(reduce.operands[0]).type.shape;
-  const auto& axes = reduce.attr<ir::ReduceAttrs>().axes;
-  for (size_t i = 0; i < s.size(); ++i) {
-    bool r = std::find(axes.begin(), axes.end(), int64_t(i)) != axes.end();
-    (r ? geo.reducedAxes : geo.keptAxes).push_back(int64_t(i));
-    (r ? geo.reducedShape : geo.keptShape).push_back(s[i]);
-    (r ? geo.reduced : geo.kept) = (r ? geo.reduced : geo.kept) * s[i];
-  }
-  return geo;
-}
-
 Index reduceOperandIndex(KernelContext& k, const ReduceGeometry& geo, llvm::Value* keptFlat,
                          llvm::Value* reducedFlat) {
   return mergeIndex(geo, delinearize(k, geo.keptShape, keptFlat),
                     delinearize(k, geo.reducedShape, reducedFlat));
-}
-
-int64_t reduceScratchBytes(const fusion::ThreadMapping& mapping, int blockSize) {
-  return fusion::reduceEmitterScratchBytes(mapping, blockSize); // the planner reserves the same
 }
 
 void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
@@ -281,25 +263,6 @@ void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& redu
     return;
   }
   k.loop(reduce.name + ".rows", begin, end, k.index(rowsPerPass), emitPass);
-}
-
-int rowSlotSteps(const ir::Shape& loop, size_t rowDims, const fusion::RowReduceMapping& m,
-                 int blockSize, int64_t rowsPerTile) {
-  if (m.splitFactor > 1 || rowDims >= loop.size()) return 0;
-  bool warpPerRow = m.kind == fusion::RowReduceMapping::Kind::WarpPerRow;
-  int tpr = warpPerRow ? m.threadsPerRow : blockSize;
-  int vector = std::max(1, m.vectorWidth);
-  if (tpr < 1 || blockSize % tpr != 0 || (vector & (vector - 1)) != 0) return 0;
-  if (rowsPerTile > blockSize / tpr) return 0; // more than one pass per tile
-  int64_t length = 1;
-  for (size_t d = rowDims; d < loop.size(); ++d) {
-    if (!loop[d].isStatic()) return 0;
-    length *= loop[d].size();
-  }
-  int64_t perStep = int64_t(tpr) * vector;
-  int64_t steps = (length + perStep - 1) / perStep;
-  if (length % vector != 0 || steps > kMaxRowSlotSteps) return 0;
-  return int(steps);
 }
 
 void emitAtSlots(KernelContext& k, ElementalEmitter& gen, const RowSlots& slots, ir::NodeId value,

@@ -10,6 +10,7 @@
 
 #include "codegen/elemental_emitter.h"
 #include "fusion/kernel_plan.h"
+#include "ir/reduce_geometry.h"
 
 namespace weft::codegen {
 
@@ -22,12 +23,8 @@ llvm::Value* warpReduce(KernelContext& k, ir::ReduceKind kind, ir::DType t, llvm
                         int width);
 
 /// A reduce's operand seen as [kept, reduced] (kept = the result's elements).
-struct ReduceGeometry {
-  std::vector<int64_t> keptAxes, reducedAxes;
-  ir::Shape keptShape, reducedShape;
-  ir::Dim kept = 1, reduced = 1;
-};
-ReduceGeometry reduceGeometry(const ir::Graph& g, const ir::Node& reduce);
+using ir::ReduceGeometry;
+using ir::reduceGeometry;
 /// The operand multi-index of element (keptFlat, reducedFlat).
 Index reduceOperandIndex(KernelContext& k, const ReduceGeometry& geo, llvm::Value* keptFlat,
                          llvm::Value* reducedFlat);
@@ -51,13 +48,6 @@ struct RowSlots {
   };
   std::vector<Step> steps;
 };
-/// Steps per thread when a row reduce over `loop` (rows = its leading `rowDims` dims, row
-/// length static and a multiple of the vector width) with mapping m covers a tile of
-/// rowsPerTile rows in one pass; the last step may be ragged (Step::inRow). 0 when it does not,
-/// or when a thread would hold more than kMaxRowSlotSteps steps.
-inline constexpr int kMaxRowSlotSteps = 64;
-int rowSlotSteps(const ir::Shape& loop, size_t rowDims, const fusion::RowReduceMapping& m,
-                 int blockSize, int64_t rowsPerTile);
 /// Emits `value` at each of the slots' elements, step by step: each step's lanes inside the
 /// step's vector group (so inputs load as vectors, and reused ones are kept), then
 /// `onStep(step, lanes' values)` once the group is closed.
@@ -91,8 +81,5 @@ void emitColumnReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& r
                       const fusion::ColumnReduceMapping& m, llvm::Value* begin, llvm::Value* end,
                       llvm::Value* reducedBegin, llvm::Value* reducedEnd,
                       const ReduceResult& onResult);
-/// The static shared bytes a reduce emitter needs for `mapping` in blocks of blockSize threads
-/// (0 for none).
-int64_t reduceScratchBytes(const fusion::ThreadMapping& mapping, int blockSize);
 
 } // namespace weft::codegen

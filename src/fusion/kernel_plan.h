@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -169,6 +170,99 @@ struct LaunchPlan {
   bool cooperative = false;
 };
 
+// ---- phases: every emission decision (the planner's last step, src/fusion/phase_planner.h) ----
+//
+// A phase runs one tile loop over its TileSpace. Before the loop a block may copy small inputs
+// into shared memory (staged inputs: gamma and beta of a layer norm, read by every row of the
+// block's tiles), and at the start of each tile the slices of inputs that are constant over the
+// tile's rows (tile slices: softmax's mask row). A phase whose row-reduce group runs as slots
+// keeps the values its stages share in registers (operator-level reuse, AStitch §3.2.1) and
+// accumulates its across-tiles reduces there too. All of that shared memory lives in one static
+// staging arena per kernel: each phase lays its arrays out from offset 0 (the previous phase's
+// are dead behind the grid barrier); the arena is as large as the largest phase's. Codegen reads
+// these decisions and takes none of its own.
+
+/// How a phase's tile loop cuts its index space: rows of a row reduce (or of a planner
+/// schedule), columns of a column reduce, or flat elements. Tile t covers units
+/// [t * unitsPerTile, (t + 1) * unitsPerTile), times `split` parts when the phase's reduce is
+/// split across blocks.
+struct TileSpace {
+  enum class Kind : uint8_t { Flat, Rows, Columns };
+  Kind kind = Kind::Flat;
+  ir::Dim units = 1; // rows, columns or flat elements
+  int64_t unitsPerTile = 1;
+  int split = 1;
+  ir::NodeId anchor = -1; // the dominant the space comes from
+};
+
+/// A phase whose row-reduce group runs as slots: every stage of the group has each thread visit
+/// the same elements of its row (`steps` steps of `mapping.vectorWidth` elements), so `reused`
+/// values stay in registers across the group's stages.
+struct SlotPlan {
+  int group = -1; // index into KernelPlan::groups
+  ir::Shape loop; // the group's loop shape: rows (its leading rowDims dims), then the row
+  size_t rowDims = 0;
+  RowReduceMapping mapping;
+  int steps = 0;               // slot steps per thread
+  std::set<ir::NodeId> reused; // values kept in registers (constants: folded, no registers)
+  int registers = 0;           // per thread, for the reused values and the across accumulators
+  // Across-tiles reduces of the phase over the slots' loop that reduce its rows away: each
+  // thread accumulates them at its slots, in registers, over every tile it handles (layer norm
+  // backward's dgamma and dbeta), and the block combines them once after its tiles, in shared
+  // memory at combineOffset (each reduce at its combineOffsets entry from there).
+  std::vector<ir::NodeId> across;
+  int64_t combineOffset = 0;
+  std::vector<int64_t> combineOffsets;
+  int64_t combineBytes = 0;
+};
+
+/// An input copied into shared memory once per block, before the phase's tiles, and read there
+/// by the phase (a row vector every row reads, or a value an earlier phase left in global
+/// scratch: Figure 7's power.1 and reduce.2).
+struct StagedInput {
+  ir::NodeId input = -1;
+  int64_t offset = 0; // from PhasePlan::stagedOffset
+};
+
+/// An input the slot group reads through a broadcast at the same row coordinates in every row
+/// of a tile (softmax's mask [B, 1, 1, 128] in tiles of rows of one batch): the tile's slice is
+/// copied to shared memory at the start of each tile and read there by the slot stages.
+struct TileSlice {
+  ir::NodeId input = -1;
+  int64_t offset = 0;            // from PhasePlan::slicesOffset
+  ir::Shape shape;               // the slice: the input's dims that follow the row dims
+  std::vector<size_t> sliceDims; // input dims in the slice, in order
+  std::vector<int64_t> rowDimOf; // per input dim: the loop row dim it reads, or -1
+};
+
+/// The type a reduce's partials are kept in shared memory: f16 and bf16 accumulate in f32 there
+/// (their compute type), other types as themselves.
+inline ir::DType sharedPartialDType(ir::DType t) {
+  return ir::isFloat(t) && ir::dtypeBytes(t) < 4 ? ir::DType::f32 : t;
+}
+
+/// An across-tiles reduce whose block partials accumulate in shared memory while the block's
+/// tiles run (one global row per block, written once after the tile loop).
+struct SharedPartials {
+  ir::NodeId reduce = -1;
+  int64_t offset = 0; // in the staging arena
+};
+
+struct PhasePlan {
+  size_t firstStage = 0; // stages [firstStage, firstStage + stageCount) of KernelPlan::stages
+  size_t stageCount = 0;
+  TileSpace space;
+  std::vector<size_t> acrossStages; // stages (indices into KernelPlan::stages) with across-tiles
+                                    // reduces, combined behind the phase's closing grid barrier
+  std::optional<SlotPlan> slots;
+  std::vector<SharedPartials> sharedPartials;
+  int64_t stagedOffset = 0; // staged inputs' array in the staging arena
+  std::vector<StagedInput> staged;
+  int64_t slicesOffset = 0; // tile slices' array in the staging arena
+  std::vector<TileSlice> slices;
+  int64_t stagingBytes = 0; // of the staging arena this phase uses
+};
+
 struct KernelPlan {
   std::string name;                     // a valid PTX identifier, unique in the FusionPlan
   std::vector<ir::NodeId> ops;          // ops computed here, topological order
@@ -178,6 +272,11 @@ struct KernelPlan {
   std::vector<Stage> stages;
   std::map<ir::NodeId, ValuePlacement> placement; // every op and input of the kernel
   LaunchPlan launch;
+  // ---- emission (planPhases, after buffers are assigned) ----
+  std::vector<PhasePlan> phases;    // in stage order; every stage is in exactly one
+  int64_t reduceScratchBytes = 0;   // static shared memory of the reduce emitters' scratch
+  int64_t stagingBytes = 0;         // static shared memory of the staging arena (largest phase)
+  int registerLimit = 0;            // .maxnreg (0: none, .maxntid bounds the registers)
 
   bool hasGridBarrier() const;
   const Group& groupOf(ir::NodeId op) const; // throws std::out_of_range if not in the kernel

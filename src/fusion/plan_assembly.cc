@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "fusion/memory_planning.h"
+#include "fusion/phase_planner.h"
 
 namespace weft::fusion {
 namespace {
@@ -131,6 +132,7 @@ FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy polic
   bool symbolic = std::any_of(plan.buffers.begin(), plan.buffers.end(),
                               [](const Buffer& b) { return !b.elements.isStatic(); });
   if (!symbolic) planMemory(plan);
+  planPhases(plan); // the emission decisions, once every kernel's buffers are known
   return plan;
 }
 

@@ -1,5 +1,6 @@
 #include "fusion/plan_printer.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <set>
 #include <sstream>
@@ -140,6 +141,62 @@ std::string mappingStr(const ThreadMapping& m) {
                      c.tileColumns, c.tileRows, c.splitFactor, c.useAtomics ? "yes" : "no");
 }
 
+namespace {
+
+std::string tileSpaceStr(const TileSpace& s, const ir::Graph& g) {
+  const char* kind = s.kind == TileSpace::Kind::Rows      ? "rows"
+                     : s.kind == TileSpace::Kind::Columns ? "columns"
+                                                          : "elements";
+  std::string str = fmt::format("{} {} ({} per tile", s.units.str(), kind, s.unitsPerTile);
+  if (s.split > 1) str += fmt::format(", split {}", s.split);
+  return str + ") of " + valueName(g, s.anchor);
+}
+
+std::string printPhasePlan(const PhasePlan& p, size_t index, const ir::Graph& g) {
+  std::ostringstream os;
+  size_t last = p.firstStage + std::max<size_t>(p.stageCount, 1) - 1;
+  std::string stages = p.stageCount > 1 ? fmt::format("stages {}-{}", p.firstStage, last)
+                                        : fmt::format("stage {}", p.firstStage);
+  os << fmt::format("  phase {}: {}, tiles over {}\n", index, stages, tileSpaceStr(p.space, g));
+  if (!p.acrossStages.empty()) {
+    std::string stages;
+    for (size_t s : p.acrossStages)
+      stages += (stages.empty() ? "" : ", ") + std::to_string(s);
+    os << "    across tiles: stage " << stages << ", combined behind a grid barrier\n";
+  }
+  if (p.slots) {
+    const SlotPlan& sp = *p.slots;
+    std::vector<ir::NodeId> reused(sp.reused.begin(), sp.reused.end());
+    os << fmt::format("    slots: group {}, {} step(s) of {} per thread, {} registers, reused {}\n",
+                      sp.group, sp.steps, std::max(1, sp.mapping.vectorWidth), sp.registers,
+                      valueList(g, reused));
+    if (!sp.across.empty()) {
+      os << fmt::format("    slot accumulators: {}, combined in shared memory at {} ({} B)\n",
+                        valueList(g, sp.across), sp.combineOffset, sp.combineBytes);
+    }
+  }
+  for (const SharedPartials& s : p.sharedPartials)
+    os << fmt::format("    shared partials: {} at {}\n", valueName(g, s.reduce), s.offset);
+  if (!p.staged.empty()) {
+    std::string list;
+    for (const StagedInput& s : p.staged)
+      list += fmt::format("{}{} +{}", list.empty() ? "" : ", ", valueName(g, s.input), s.offset);
+    os << fmt::format("    staged in shared memory once per block, at {}: {}\n", p.stagedOffset,
+                      list);
+  }
+  if (!p.slices.empty()) {
+    std::string list;
+    for (const TileSlice& s : p.slices)
+      list += fmt::format("{}{} {} +{}", list.empty() ? "" : ", ", valueName(g, s.input),
+                          ir::shapeStr(s.shape), s.offset);
+    os << fmt::format("    tile slices in shared memory per tile, at {}: {}\n", p.slicesOffset,
+                      list);
+  }
+  return os.str();
+}
+
+} // namespace
+
 std::string printKernelPlan(const KernelPlan& k, const ir::Graph& g) {
   std::ostringstream os;
   os << "kernel " << k.name << "\n";
@@ -167,11 +224,16 @@ std::string printKernelPlan(const KernelPlan& k, const ir::Graph& g) {
     os << fmt::format("  stage {}: group {}, barrier before {}, materialize {}\n", i, s.group,
                       barrierName(s.barrierBefore), valueList(g, s.materialized));
   }
+  for (size_t i = 0; i < k.phases.size(); ++i)
+    os << printPhasePlan(k.phases[i], i, g);
   const LaunchPlan& l = k.launch;
   os << fmt::format("  launch: block {}, tiles {}, max blocks {}, shared {} B, max registers {}, "
                     "cooperative {}\n",
                     l.blockSize, l.tiles.str(), l.maxBlocks, l.sharedBytes, l.maxRegisters,
                     l.cooperative ? "yes" : "no");
+  os << fmt::format("  emission: reduce scratch {} B, staging arena {} B, .maxnreg {}\n",
+                    k.reduceScratchBytes, k.stagingBytes,
+                    k.registerLimit > 0 ? std::to_string(k.registerLimit) : "none");
   return os.str();
 }
 

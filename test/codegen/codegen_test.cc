@@ -6,6 +6,7 @@
 
 #include "codegen/compile.h"
 #include "frontend/json_reader.h"
+#include "fusion/phase_planner.h"
 #include "fusion/plan.h"
 #include "fusion/policy_none.h"
 #include "hand_plans.h"
@@ -191,7 +192,7 @@ TEST_CASE("CompiledModule reports kernels, timings and optimised IR", "[codegen]
   CHECK(m.kernels[0].name == "k0_e");
   CHECK(m.kernels[0].planStep == 0);
   CHECK(m.ptx.find(".target sm_90") != std::string::npos);
-  CHECK(m.ptx.find(".maxntid 256") != std::string::npos);
+  CHECK(m.ptx.find(".maxntid 1024") != std::string::npos);
   CHECK(m.ptx.find("ld.global.nc.v4.f32") != std::string::npos);
   CHECK(m.ptx.find("st.global.v4.f32") != std::string::npos);
   CHECK(m.llvmIr.find("define") != std::string::npos);
@@ -200,11 +201,15 @@ TEST_CASE("CompiledModule reports kernels, timings and optimised IR", "[codegen]
   CHECK(m.timings.ptxMs > 0);
 }
 
-TEST_CASE("maxRegisters becomes .maxnreg", "[codegen]") {
+TEST_CASE("the plan's register limit becomes .maxnreg", "[codegen]") {
   auto plan = test::layerNormOneKernel(h100(), 4, 64);
-  std::get<fusion::KernelPlan>(plan.steps[0]).launch.maxRegisters = 40;
-  auto m = codegen::compileToPtx(plan);
-  CHECK(m.ptx.find(".maxnreg 40") != std::string::npos);
+  auto& k = std::get<fusion::KernelPlan>(plan.steps[0]);
+  k.launch.maxRegisters = 40;
+  fusion::planPhases(plan); // keeps nothing in registers across stages: the launch's bound
+  REQUIRE(k.registerLimit == 40);
+  CHECK(codegen::compileToPtx(plan).ptx.find(".maxnreg 40") != std::string::npos);
+  k.registerLimit = 0; // none: .maxntid alone bounds the registers
+  CHECK(codegen::compileToPtx(plan).ptx.find(".maxnreg") == std::string::npos);
 }
 
 TEST_CASE("every example graph under every policy matches the interpreter on the simulator",

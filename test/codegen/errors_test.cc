@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "codegen/compile.h"
+#include "fusion/phase_planner.h"
 #include "fusion/policy_none.h"
 #include "hand_plans.h"
 #include "ir/graph.h"
@@ -18,14 +19,21 @@ DeviceSpec h100() {
 fusion::KernelPlan& kernel0(fusion::FusionPlan& p) {
   return std::get<fusion::KernelPlan>(p.steps[0]);
 }
+/// Codegen of a plan edited after planning: its phases are planned again first, as the planner
+/// plans them for any plan it makes.
+codegen::CompiledModule compileEdited(fusion::FusionPlan& plan) {
+  fusion::planPhases(plan);
+  return codegen::compileToPtx(plan);
+}
 } // namespace
 
 TEST_CASE("a grid of more than 2^31-1 blocks is refused", "[codegen][errors]") {
   ir::Graph g;
-  auto x = g.parameter("x", {DType::f32, {int64_t(1) << 21, int64_t(1) << 21}});
+  auto x = g.parameter("x", {DType::f32, {int64_t(1) << 22, int64_t(1) << 22}});
   g.setOutputs({g.unary(ir::OpKind::Neg, x, "neg")});
   auto plan = fusion::planNone(g, h100());
-  CHECK_THROWS_WITH(codegen::compileToPtx(plan),
+  kernel0(plan).launch.maxBlocks = 0; // one block per tile: the planner caps grids at one wave
+  CHECK_THROWS_WITH(compileEdited(plan),
                     Contains("kernel \"k0_neg\": op \"neg\" (neg)") && Contains("2^31-1"));
 }
 
@@ -39,7 +47,7 @@ TEST_CASE("a split reduce of an unsupported dtype or kind is refused", "[codegen
   plan.graph = g;
   plan.buffers[0].dtype = DType::f16;
   plan.buffers[1].dtype = DType::f16;
-  CHECK_THROWS_WITH(codegen::compileToPtx(plan),
+  CHECK_THROWS_WITH(compileEdited(plan),
                     Contains("kernel \"split_row_sum\": op \"row_sum\" (reduce)") &&
                         Contains("sum of f16") && Contains("splitFactor 1"));
 }
@@ -47,14 +55,14 @@ TEST_CASE("a split reduce of an unsupported dtype or kind is refused", "[codegen
 TEST_CASE("a split reduce needs a cooperative launch", "[codegen][errors]") {
   auto plan = test::splitRowReduce(h100(), 2, 64, 2);
   kernel0(plan).launch.cooperative = false;
-  CHECK_THROWS_WITH(codegen::compileToPtx(plan),
+  CHECK_THROWS_WITH(compileEdited(plan),
                     Contains("op \"row_sum\"") && Contains("cooperative"));
 }
 
 TEST_CASE("a grid barrier without a cooperative launch is refused", "[codegen][errors]") {
   auto plan = test::gridBarrierKernel(h100(), 8, 8, 2);
   kernel0(plan).launch.cooperative = false;
-  CHECK_THROWS_WITH(codegen::compileToPtx(plan), Contains("kernel \"global_stitch\"") &&
+  CHECK_THROWS_WITH(compileEdited(plan), Contains("kernel \"global_stitch\"") &&
                                                      Contains("grid barrier") &&
                                                      Contains("cooperative"));
 }
@@ -65,7 +73,7 @@ TEST_CASE("a warp-per-row mapping with a bad lane count is refused", "[codegen][
   g.setOutputs({g.reduce(ir::ReduceKind::Sum, x, {1}, "s")});
   auto plan = fusion::planNone(g, h100());
   std::get<fusion::RowReduceMapping>(kernel0(plan).groups[0].mapping).threadsPerRow = 12;
-  CHECK_THROWS_WITH(codegen::compileToPtx(plan),
+  CHECK_THROWS_WITH(compileEdited(plan),
                     Contains("kernel \"k0_s\": op \"s\" (reduce)") && Contains("power of two"));
 }
 
@@ -75,14 +83,14 @@ TEST_CASE("a block larger than the device allows is refused", "[codegen][errors]
   g.setOutputs({g.unary(ir::OpKind::Exp, x, "e")});
   auto plan = fusion::planNone(g, h100());
   kernel0(plan).launch.blockSize = 2048;
-  CHECK_THROWS_WITH(codegen::compileToPtx(plan),
+  CHECK_THROWS_WITH(compileEdited(plan),
                     Contains("op \"e\" (exp)") && Contains("block size 2048"));
 }
 
 TEST_CASE("shared memory beyond the device's budget is refused", "[codegen][errors]") {
   auto plan = test::layerNormOneKernel(h100(), 4, 64);
   kernel0(plan).placement[plan.graph.find("centered").value()].sharedBytes = int64_t(1) << 20;
-  CHECK_THROWS_WITH(codegen::compileToPtx(plan),
+  CHECK_THROWS_WITH(compileEdited(plan),
                     Contains("kernel \"layer_norm_one_kernel\"") && Contains("shared memory"));
 }
 
@@ -90,7 +98,14 @@ TEST_CASE("a row reduce in a phase tiled by columns is refused", "[codegen][erro
   auto plan = test::layerNormOneKernel(h100(), 4, 64);
   // The first reduce now tiles the phase by columns; the variance's row reduce cannot share it.
   kernel0(plan).groups[0].mapping = fusion::ColumnReduceMapping{32, 4, 1, false};
-  CHECK_THROWS_WITH(codegen::compileToPtx(plan),
+  CHECK_THROWS_WITH(compileEdited(plan),
                     Contains("kernel \"layer_norm_one_kernel\": op \"var_sum\" (reduce)") &&
                         Contains("differs in kind"));
+}
+
+TEST_CASE("a plan whose phases were not planned is refused", "[codegen][errors]") {
+  auto plan = test::layerNormOneKernel(h100(), 4, 64);
+  kernel0(plan).phases.clear();
+  CHECK_THROWS_WITH(codegen::compileToPtx(plan), Contains("kernel \"layer_norm_one_kernel\"") &&
+                                                     Contains("fusion::planPhases"));
 }

@@ -1,5 +1,6 @@
 #include "hand_plans.h"
 
+#include "fusion/phase_planner.h"
 #include "ir/graph.h"
 
 namespace weft::test {
@@ -118,6 +119,7 @@ FusionPlan layerNormOneKernel(const DeviceSpec& d, int64_t rows, int64_t hidden,
   k.launch.tiles = (rows + tileRows - 1) / tileRows;
   k.launch.sharedBytes = rOffset + 4 * tileRows;
   p.steps.emplace_back(std::in_place_type<KernelPlan>, std::move(k));
+  fusion::planPhases(p);
   return p;
 }
 
@@ -152,6 +154,7 @@ FusionPlan gridBarrierKernel(const DeviceSpec& d, int64_t rows, int64_t cols, in
   k.launch.maxBlocks = maxBlocks;
   k.launch.cooperative = true;
   p.steps.emplace_back(std::in_place_type<KernelPlan>, std::move(k));
+  fusion::planPhases(p);
   return p;
 }
 
@@ -183,6 +186,7 @@ FusionPlan splitRowReduce(const DeviceSpec& d, int64_t rows, int64_t cols, int s
   k.launch.maxBlocks = int64_t(d.smCount) * 4;
   k.launch.cooperative = true;
   p.steps.emplace_back(std::in_place_type<KernelPlan>, std::move(k));
+  fusion::planPhases(p);
   return p;
 }
 
@@ -211,6 +215,7 @@ FusionPlan columnReduceThenScale(const DeviceSpec& d, int64_t rows, int64_t cols
   k.launch.blockSize = 256;
   k.launch.tiles = (cols + 31) / 32;
   p.steps.emplace_back(std::in_place_type<KernelPlan>, std::move(k));
+  fusion::planPhases(p);
   return p;
 }
 

@@ -1,0 +1,39 @@
+#pragma once
+// The planner's last step: every emission decision of each kernel, per phase (PhasePlan in
+// fusion/kernel_plan.h). Runs once a kernel's stages, placements, launch and buffers are final
+// (assemblePlan calls it; plans built by hand call it themselves).
+//
+// Per phase, in the order codegen lays out the phase's shared memory:
+//   1. the tile space (the phase's row-reduce or column-reduce dominant, else its first group's
+//      elementwise space; a planner schedule's rows fix it);
+//   2. the slot plan, when the phase's row-reduce group can run as slots: which values stay in
+//      registers (within the register budget the launch leaves beyond kAssumedRegisters, counted
+//      over the stages each value is live in) and which across-tiles reduces accumulate there;
+//   3. the shared partials of the other across-tiles reduces;
+//   4. the staged inputs (row vectors and earlier phases' scratch a block reads many times);
+//   5. the tile slices of inputs constant over a tile's rows.
+// Every shared-memory choice keeps a cooperative launch's planned blocks per SM resident and
+// stays within 48 KB of static shared memory. Then the kernel's .maxnreg: the launch's bound,
+// or none for a non-cooperative kernel that keeps values in registers (ptxas spilled at an
+// explicit bound where .maxntid alone did not).
+#include "fusion/fusion_plan.h"
+
+namespace weft::fusion {
+
+/// Fills kernel.phases, reduceScratchBytes, stagingBytes and registerLimit. Throws weft::Error
+/// naming the kernel and op for a plan whose phases codegen cannot emit (a split reduce that
+/// shares its phase, a reduce mapping on a non-reduce).
+void planPhases(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel);
+
+/// planPhases for every kernel of the plan.
+void planPhases(FusionPlan& plan);
+
+/// Slot steps per thread when a row reduce over `loop` (rows = its leading `rowDims` dims, row
+/// length static and a multiple of the vector width) with mapping m covers a tile of
+/// rowsPerTile rows in one pass; the last step may be ragged. 0 when it does not, or when a
+/// thread would hold more than kMaxRowSlotSteps steps.
+inline constexpr int kMaxRowSlotSteps = 64;
+int rowSlotSteps(const ir::Shape& loop, size_t rowDims, const RowReduceMapping& m, int blockSize,
+                 int64_t rowsPerTile);
+
+} // namespace weft::fusion
