@@ -126,11 +126,11 @@ void checkPlan(const FusionPlan& p) {
 
 } // namespace
 
-TEST_CASE("plan invariants hold on random graphs under astitch and xla", "[planner][invariants]") {
+TEST_CASE("plan invariants hold on random graphs under every policy", "[planner][invariants]") {
   for (uint64_t seed = 1; seed <= 150; ++seed) {
     ir::Graph g = weft::testing::randomGraph(seed);
     for (std::string dev : {"v100", "h100"})
-      for (Policy policy : {Policy::AStitch, Policy::Xla}) {
+      for (Policy policy : {Policy::AStitch, Policy::Xla, Policy::None}) {
         INFO("seed " << seed << " on " << dev << " under " << policyName(policy));
         FusionPlan p = plan(g, *deviceSpecProfile(dev), policy);
         checkPlan(p);
@@ -145,7 +145,7 @@ TEST_CASE("plan invariants hold on random graphs under astitch and xla", "[plann
 TEST_CASE("plan invariants hold on the workload graphs", "[planner][invariants]") {
   using namespace weft::fusion::testing;
   for (std::string dev : {"v100", "a100", "h100"})
-    for (Policy policy : {Policy::AStitch, Policy::Xla})
+    for (Policy policy : {Policy::AStitch, Policy::Xla, Policy::None})
       for (const ir::Graph& g : {astitchFig7(), layerNorm(), softmax(), residualLayerNorm(),
                                  geluBias(), rmsNorm(), columnReduce(), layerNormBackward(),
                                  layerNormDotGelu(), rowReduce(64, 30000), rowReduce(750000, 32)}) {

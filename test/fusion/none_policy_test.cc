@@ -1,10 +1,12 @@
-// The `none` policy: one kernel per memory-intensive op, buffers between them, and the
-// thread mapping it picks from the op's shape (AStitch Figure 6 shapes included).
+// The `none` policy: one kernel per memory-intensive op, buffers between them, each op mapped
+// and launched by the shared builder exactly as it would be alone in a kernel under xla or
+// astitch (AStitch Figure 6 shapes included).
 #include <catch2/catch.hpp>
 
 #include "fusion/plan.h"
 #include "fusion/plan_printer.h"
 #include "fusion/policy_none.h"
+#include "fusion/thread_mapping.h"
 #include "ir/graph.h"
 #include "weft/error.h"
 
@@ -39,14 +41,17 @@ TEST_CASE("Figure 6: [750000, 32] row reduce is warp-per-row with horizontal pac
   const auto& m = std::get<RowReduceMapping>(k.groups.at(0).mapping);
   CHECK(m.kind == RowReduceMapping::Kind::WarpPerRow);
   CHECK(m.vectorWidth == 4);
-  CHECK(m.threadsPerRow == 8); // 32 elements / 4 per lane
-  CHECK(m.rowsPerBlock == 32); // 256 threads / 8 lanes
+  CHECK(m.threadsPerRow == 8);   // 32 elements / 4 per lane
+  CHECK(m.rowsPerBlock == 128);  // 1024 threads / 8 lanes
   CHECK(m.splitFactor == 1);
-  CHECK(k.launch.blockSize == 256);
-  CHECK(k.launch.tiles == ir::Dim(750000 / 32 + 1)); // ceil(750000 / 32)
+  CHECK(k.launch.blockSize == 1024);
+  CHECK(k.launch.tiles == ir::Dim(5860)); // ceil(750000 / 128)
+  CHECK(k.launch.maxBlocks == 264);       // one wave (vertical packing)
+  CHECK_FALSE(k.launch.cooperative);
 }
 
-TEST_CASE("Figure 6: [64, 30000] row reduce is block-per-row", "[fusion][none]") {
+TEST_CASE("Figure 6: [64, 30000] row reduce is block-per-row, split to fill the wave",
+          "[fusion][none]") {
   FusionPlan p = rowReduce(64, 30000);
   REQUIRE(p.kernelCount() == 1);
   const KernelPlan& k = kernelAt(p, 0);
@@ -55,11 +60,17 @@ TEST_CASE("Figure 6: [64, 30000] row reduce is block-per-row", "[fusion][none]")
   CHECK(m.threadsPerRow == 1024);
   CHECK(m.rowsPerBlock == 1);
   CHECK(m.vectorWidth == 4);
+  CHECK(m.splitFactor == 4);
   CHECK(k.launch.blockSize == 1024);
-  CHECK(k.launch.tiles == ir::Dim(64));
+  CHECK(k.launch.tiles == ir::Dim(256));
+  CHECK(k.launch.cooperative); // the split row's partials are combined across blocks
+  ir::NodeId s = p.graph.outputs().at(0);
+  REQUIRE(k.placement.at(s).partialsBuffer >= 0);
+  CHECK(p.buffers.at(size_t(k.placement.at(s).partialsBuffer)).kind == Buffer::Kind::Scratch);
 }
 
-TEST_CASE("a column reduce is tiled 32 columns x 8 rows", "[fusion][none]") {
+TEST_CASE("a column reduce is tiled 32 columns wide and split down the reduced dim",
+          "[fusion][none]") {
   ir::Graph g;
   auto x = g.parameter("x", {DType::f32, {30000, 64}});
   g.setOutputs({g.reduce(ir::ReduceKind::Sum, x, {0}, "c")});
@@ -67,9 +78,45 @@ TEST_CASE("a column reduce is tiled 32 columns x 8 rows", "[fusion][none]") {
   const KernelPlan& k = kernelAt(p, 0);
   const auto& m = std::get<ColumnReduceMapping>(k.groups.at(0).mapping);
   CHECK(m.tileColumns == 32);
-  CHECK(m.tileRows == 8);
-  CHECK(k.launch.blockSize == 256);
-  CHECK(k.launch.tiles == ir::Dim(2));
+  CHECK(m.tileRows == 32);
+  CHECK(m.splitFactor == 132); // two column tiles fill one wave of 264 blocks
+  CHECK(k.launch.blockSize == 1024);
+  CHECK(k.launch.tiles == ir::Dim(264));
+  CHECK(k.launch.cooperative);
+}
+
+TEST_CASE("each op is mapped and launched as the shared builder maps it alone",
+          "[fusion][none]") {
+  // The ops of layer norm, one kernel each: the mapping and block size the thread mapping
+  // chooses for the op's loop space, the launch of a one-group kernel under xla.
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {4096, 768}});
+  auto sum = g.reduce(ir::ReduceKind::Sum, x, {1}, "sum");
+  auto mean = g.binary(ir::OpKind::Div, sum, g.constant(DType::f32, {4096}, {768.0}, "n"), "mean");
+  auto centered = g.binary(ir::OpKind::Sub, x, g.broadcastInDim(mean, {4096, 768}, {0}, "mb"), "c");
+  g.setOutputs({centered});
+  FusionPlan none = planNone(g, h100());
+  FusionPlan xla = plan(g, h100(), Policy::Xla);
+  REQUIRE(none.kernelCount() == 4); // sum, mean, mb, c
+  for (const Step& st : none.steps) {
+    const KernelPlan& k = std::get<KernelPlan>(st);
+    REQUIRE(k.groups.size() == 1);
+    REQUIRE(k.stages.size() == 1);
+    const Group& group = k.groups[0];
+    INFO(k.name);
+    MappingChoice alone = chooseThreadMapping(loopSpaceOf(g, group.dominant), h100());
+    CHECK(group.mapping == alone.mapping);
+    CHECK(k.launch.blockSize == alone.blockSize);
+    CHECK(k.launch.tiles == ir::Dim(alone.tiles));
+    CHECK(k.launch.maxBlocks > 0);
+  }
+  // sum is xla's first kernel too, alone with its input: the same kernel but for its name.
+  KernelPlan first = kernelAt(none, 0), xlaFirst = kernelAt(xla, 0);
+  REQUIRE(xlaFirst.ops == first.ops);
+  CHECK(xlaFirst.groups[0].mapping == first.groups[0].mapping);
+  CHECK(xlaFirst.launch.blockSize == first.launch.blockSize);
+  CHECK(xlaFirst.launch.maxBlocks == first.launch.maxBlocks);
+  CHECK(xlaFirst.launch.maxRegisters == first.launch.maxRegisters);
 }
 
 TEST_CASE("one kernel per memory-intensive op, constants inlined, dot is a library call",
@@ -137,12 +184,12 @@ TEST_CASE("policy names, the dispatcher and the printers", "[fusion][none]") {
                        "fusion plan: policy none, device h100 (sm_90), 1 step(s), 1 kernel(s)"));
   CHECK_THAT(text, Catch::Matchers::Contains(
                        "group 0: dominant %s, sub-dominants -, mapping row_reduce(block_per_row, "
-                       "threads_per_row=1024, rows_per_block=1, split=1, vector=4)"));
+                       "threads_per_row=1024, rows_per_block=1, split=4, vector=4)"));
   CHECK_THAT(text,
              Catch::Matchers::Contains("stage 0: group 0, barrier before none, materialize %s"));
   CHECK_THAT(text, Catch::Matchers::Contains("%x: input b0"));
   CHECK_THAT(text,
-             Catch::Matchers::Contains("launch: block 1024, tiles 64, max blocks 0, shared 0 B"));
+             Catch::Matchers::Contains("launch: block 1024, tiles 256, max blocks 264, shared 128 B"));
   CHECK(text == printFusionPlan(p)); // stable
   std::string dot = fusionPlanDot(p);
   CHECK(dot.rfind("digraph plan {", 0) == 0);
