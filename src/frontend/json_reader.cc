@@ -13,6 +13,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "frontend/composite_ops.h"
 #include "frontend/read_file.h"
 #include "weft/error.h"
 
@@ -259,11 +260,13 @@ struct OpContext {
   }
   /// A Python-style axis (negative counts from the end) checked against `rank`.
   int64_t axis(int64_t a, size_t rank, const std::string& field) const {
-    int64_t r = static_cast<int64_t>(rank);
-    if (a < -r || a >= r)
+    auto normalized = normalizeAxis(a, rank);
+    if (!normalized) {
+      int64_t r = static_cast<int64_t>(rank);
       fields.fail(field, fmt::format("axis {} is out of range for rank {} (allowed: {}..{})", a,
                                      rank, -r, r - 1));
-    return a < 0 ? a + r : a;
+    }
+    return *normalized;
   }
   std::vector<int64_t> axes(const std::vector<int64_t>& raw, size_t rank,
                             const std::string& field) const {
@@ -277,30 +280,20 @@ struct OpContext {
   }
   std::string sub(const std::string& suffix) const { return entry.name + "." + suffix; }
 
-  // --- helpers for expansions ---
-  NodeId splat(NodeId like, double v, const std::string& suffix) {
-    return g.constant(type(like).dtype, type(like).shape, {v}, sub(suffix));
+  /// Where the composite ops (composite_ops.h) build this op's expansion: intermediates
+  /// named "<op name>.<suffix>", problems reported at this op.
+  Site site() const {
+    return Site{g, [this](const std::string& suffix) { return sub(suffix); },
+                [this](const std::string& what) { fail(what); }};
   }
-  NodeId broadcastBack(NodeId reduced, NodeId like, const std::vector<int64_t>& axes,
-                       const std::string& suffix) {
-    std::vector<int64_t> dims;
-    for (int64_t d = 0; d < static_cast<int64_t>(rank(like)); ++d)
-      if (!std::binary_search(axes.begin(), axes.end(), d)) dims.push_back(d);
-    return g.broadcastInDim(reduced, type(like).shape, dims, sub(suffix));
-  }
-  /// Number of elements reduced over `axes`, which must be static to become a constant.
-  double countOver(NodeId x, const std::vector<int64_t>& axes) const {
-    int64_t n = 1;
-    for (int64_t a : axes) {
-      const ir::Dim& d = type(x).shape[static_cast<size_t>(a)];
-      if (!d.isStatic())
-        fail(fmt::format(
-            "axis {} of inputs[0] has symbolic size {}; {} divides by the axis size, which must "
-            "be static",
-            a, d.str(), entry.op));
-      n *= d.size();
-    }
-    return static_cast<double>(n);
+  /// Fails unless the `axes` of inputs[0] a mean divides by have static sizes.
+  void requireStaticCount(NodeId x, const std::vector<int64_t>& axes) const {
+    const Shape& shape = type(x).shape;
+    if (auto a = reducedCount(shape, axes).symbolicAxis)
+      fail(fmt::format(
+          "axis {} of inputs[0] has symbolic size {}; {} divides by the axis size, which must "
+          "be static",
+          *a, shape[static_cast<size_t>(*a)].str(), entry.op));
   }
 };
 
@@ -308,44 +301,24 @@ using Lowering = std::function<NodeId(OpContext&)>;
 
 // --- implicit broadcasting (numpy rules), made explicit with broadcast_in_dim ---
 
-Shape broadcastShape(const OpContext& c) {
-  size_t rank = 0;
-  for (NodeId id : c.in)
-    rank = std::max(rank, c.rank(id));
-  Shape out(rank, ir::Dim(1));
-  for (size_t i = 0; i < c.in.size(); ++i) {
-    const Shape& s = c.type(c.in[i]).shape;
-    for (size_t k = 0; k < s.size(); ++k) {
-      ir::Dim& o = out[rank - s.size() + k];
-      const ir::Dim& d = s[k];
-      bool oneO = o.isStatic() && o.size() == 1, oneD = d.isStatic() && d.size() == 1;
-      if (o == d || oneD) continue;
-      if (oneO) {
-        o = d;
-        continue;
-      }
-      std::string shapes;
-      for (size_t j = 0; j < c.in.size(); ++j)
-        shapes += fmt::format("{}{}", j ? ", " : "", ir::shapeStr(c.type(c.in[j]).shape));
-      c.fail(fmt::format(
-          "inputs[{}] \"{}\" has shape {} which does not broadcast with the other inputs ({}); "
-          "sizes must match or be 1 (numpy rules), right-aligned",
-          i, c.entry.inputs[i], ir::shapeStr(s), shapes));
-    }
-  }
-  return out;
-}
-
 void broadcastInputs(OpContext& c) {
-  Shape target = broadcastShape(c);
-  for (size_t i = 0; i < c.in.size(); ++i) {
-    const Shape& s = c.type(c.in[i]).shape;
-    if (s == target) continue;
-    std::vector<int64_t> dims;
-    for (size_t k = 0; k < s.size(); ++k)
-      dims.push_back(static_cast<int64_t>(target.size() - s.size() + k));
-    c.in[i] = c.g.broadcastInDim(c.in[i], target, dims, c.sub(fmt::format("broadcast{}", i)));
+  std::vector<Shape> shapes;
+  for (NodeId id : c.in)
+    shapes.push_back(c.type(id).shape);
+  size_t i = 0;
+  std::optional<Shape> target = broadcastShape(shapes, &i);
+  if (!target) {
+    std::string list;
+    for (size_t j = 0; j < shapes.size(); ++j)
+      list += fmt::format("{}{}", j ? ", " : "", ir::shapeStr(shapes[j]));
+    c.fail(fmt::format(
+        "inputs[{}] \"{}\" has shape {} which does not broadcast with the other inputs ({}); "
+        "sizes must match or be 1 (numpy rules), right-aligned",
+        i, c.entry.inputs[i], ir::shapeStr(shapes[i]), list));
   }
+  Site site = c.site();
+  for (size_t k = 0; k < c.in.size(); ++k)
+    c.in[k] = broadcastTo(site, c.in[k], *target, c.sub(fmt::format("broadcast{}", k)));
 }
 
 // --- IR primitives ---
@@ -485,14 +458,6 @@ NodeId lowerDot(OpContext& c) {
 
 // --- convenience ops, expanded into primitives ---
 
-/// Reduces `x` over `axes` and divides by the count: the mean, with the reduced axes dropped.
-NodeId meanOver(OpContext& c, NodeId x, const std::vector<int64_t>& axes, const std::string& suffix,
-                const std::string& resultName) {
-  NodeId sum = c.g.reduce(ir::ReduceKind::Sum, x, axes, c.sub(suffix + "_sum"));
-  NodeId n = c.splat(sum, c.countOver(x, axes), suffix + "_count");
-  return c.g.binary(OpKind::Div, sum, n, resultName);
-}
-
 std::vector<int64_t> axesField(OpContext& c, size_t rank) {
   const json* j = c.fields.find("axes");
   if (!j) c.fail("field \"axes\" is missing; it must be an array of the axes to reduce, e.g. [-1]");
@@ -502,131 +467,66 @@ std::vector<int64_t> axesField(OpContext& c, size_t rank) {
 NodeId lowerMean(OpContext& c) {
   c.expectInputs(1, 1, "one input");
   auto axes = axesField(c, c.rank(c.in[0]));
-  return meanOver(c, c.in[0], axes, "mean", c.name());
-}
-
-/// Population variance: mean((x - mean(x))^2) over `axes`; returns the variance (axes
-/// dropped) and, through `centered`, x - mean(x) at x's shape.
-NodeId varianceOver(OpContext& c, NodeId x, const std::vector<int64_t>& axes, NodeId* centered,
-                    const std::string& resultName) {
-  NodeId mean = meanOver(c, x, axes, "mean", c.sub("mean"));
-  NodeId meanB = c.broadcastBack(mean, x, axes, "mean_broadcast");
-  NodeId xc = c.g.binary(OpKind::Sub, x, meanB, c.sub("centered"));
-  NodeId sq = c.g.binary(OpKind::Mul, xc, xc, c.sub("squared"));
-  if (centered) *centered = xc;
-  return meanOver(c, sq, axes, "var", resultName);
+  c.requireStaticCount(c.in[0], axes);
+  return mean(c.site(), c.in[0], axes, "mean", c.name());
 }
 
 NodeId lowerVariance(OpContext& c) {
   c.expectInputs(1, 1, "one input");
   auto axes = axesField(c, c.rank(c.in[0]));
-  return varianceOver(c, c.in[0], axes, nullptr, c.name());
+  c.requireStaticCount(c.in[0], axes);
+  return variance(c.site(), c.in[0], axes, c.name()).variance;
 }
 
-int64_t lastAxisOrFail(OpContext& c) {
-  if (c.rank(c.in[0]) == 0)
-    c.fail(fmt::format("inputs[0] is a scalar; {} needs an axis to work over", c.entry.op));
-  return static_cast<int64_t>(c.rank(c.in[0])) - 1;
+Lowering lowerSoftmax(bool logarithm) {
+  return [logarithm](OpContext& c) {
+    c.expectInputs(1, 1, "one input");
+    NodeId x = c.in[0];
+    if (c.rank(x) == 0) c.fail(fmt::format("inputs[0] is a scalar; {} needs an axis", c.entry.op));
+    std::vector<int64_t> axes{c.axis(c.fields.integer("axis", -1), c.rank(x), "axis")};
+    return softmax(c.site(), x, axes, logarithm, c.name());
+  };
 }
 
-NodeId softmaxCore(OpContext& c, bool logarithm) {
-  c.expectInputs(1, 1, "one input");
+/// The options of layer_norm and rms_norm: over the last axis, gamma and beta of shape [C]
+/// (C = x's last dim) from inputs 1 and 2 when given.
+NormOptions normOptions(OpContext& c, double defaultEpsilon) {
+  NormOptions o;
+  o.epsilon = c.fields.number("epsilon", defaultEpsilon);
   NodeId x = c.in[0];
-  if (c.rank(x) == 0) c.fail(fmt::format("inputs[0] is a scalar; {} needs an axis", c.entry.op));
-  std::vector<int64_t> axes{c.axis(c.fields.integer("axis", -1), c.rank(x), "axis")};
-  NodeId max = c.g.reduce(ir::ReduceKind::Max, x, axes, c.sub("max"));
-  NodeId shifted =
-      c.g.binary(OpKind::Sub, x, c.broadcastBack(max, x, axes, "max_broadcast"), c.sub("shifted"));
-  NodeId e = c.g.unary(OpKind::Exp, shifted, c.sub("exp"));
-  NodeId sum = c.g.reduce(ir::ReduceKind::Sum, e, axes, c.sub("sum"));
-  if (!logarithm)
-    return c.g.binary(OpKind::Div, e, c.broadcastBack(sum, x, axes, "sum_broadcast"), c.name());
-  NodeId logSum = c.g.unary(OpKind::Log, sum, c.sub("log_sum"));
-  return c.g.binary(OpKind::Sub, shifted, c.broadcastBack(logSum, x, axes, "log_sum_broadcast"),
-                    c.name());
-}
-
-/// gamma or beta of a norm: shape [C] where C is x's last dim, broadcast over x.
-NodeId perChannel(OpContext& c, size_t input, const std::string& role) {
-  NodeId x = c.in[0], p = c.in[input];
+  if (c.rank(x) == 0)
+    c.fail(fmt::format("inputs[0] is a scalar; {} needs an axis to work over", c.entry.op));
+  o.axes = {static_cast<int64_t>(c.rank(x)) - 1};
+  c.requireStaticCount(x, o.axes);
   const Shape& xs = c.type(x).shape;
   Shape want{xs.back()};
-  if (c.type(p).shape != want)
-    c.fail(fmt::format(
-        "inputs[{}] \"{}\" ({}) has shape {} but {} needs {} (the last axis of inputs[0], {})",
-        input, c.entry.inputs[input], role, ir::shapeStr(c.type(p).shape), c.entry.op,
-        ir::shapeStr(want), ir::shapeStr(xs)));
-  return c.g.broadcastInDim(p, xs, {static_cast<int64_t>(xs.size()) - 1},
-                            c.sub(role + "_broadcast"));
+  const char* roles[] = {"", "gamma", "beta"};
+  for (size_t input = 1; input < c.in.size(); ++input) {
+    if (c.type(c.in[input]).shape != want)
+      c.fail(fmt::format(
+          "inputs[{}] \"{}\" ({}) has shape {} but {} needs {} (the last axis of inputs[0], {})",
+          input, c.entry.inputs[input], roles[input], ir::shapeStr(c.type(c.in[input]).shape),
+          c.entry.op, ir::shapeStr(want), ir::shapeStr(xs)));
+    (input == 1 ? o.gamma : o.beta) = c.in[input];
+  }
+  return o;
 }
 
 NodeId lowerLayerNorm(OpContext& c) {
   c.expectInputs(1, 3, "one to three inputs (x, gamma, beta)");
-  double eps = c.fields.number("epsilon", 1e-5);
-  NodeId x = c.in[0];
-  std::vector<int64_t> axes{lastAxisOrFail(c)};
-  NodeId xc = -1;
-  NodeId var = varianceOver(c, x, axes, &xc, c.sub("var"));
-  NodeId rstd = c.g.unary(
-      OpKind::Rsqrt, c.g.binary(OpKind::Add, var, c.splat(var, eps, "epsilon"), c.sub("var_eps")),
-      c.sub("rstd"));
-  bool last = c.in.size() == 1;
-  NodeId y = c.g.binary(OpKind::Mul, xc, c.broadcastBack(rstd, x, axes, "rstd_broadcast"),
-                        last ? c.name() : c.sub("normalized"));
-  if (c.in.size() >= 2)
-    y = c.g.binary(OpKind::Mul, y, perChannel(c, 1, "gamma"),
-                   c.in.size() == 2 ? c.name() : c.sub("scaled"));
-  if (c.in.size() == 3) y = c.g.binary(OpKind::Add, y, perChannel(c, 2, "beta"), c.name());
-  return y;
+  return layerNorm(c.site(), c.in[0], normOptions(c, 1e-5), c.name()).y;
 }
 
 NodeId lowerRmsNorm(OpContext& c) {
   c.expectInputs(1, 2, "one or two inputs (x, gamma)");
-  double eps = c.fields.number("epsilon", 1e-6);
-  NodeId x = c.in[0];
-  std::vector<int64_t> axes{lastAxisOrFail(c)};
-  NodeId sq = c.g.binary(OpKind::Mul, x, x, c.sub("squared"));
-  NodeId ms = meanOver(c, sq, axes, "mean_square", c.sub("mean_square"));
-  NodeId rms = c.g.unary(OpKind::Rsqrt,
-                         c.g.binary(OpKind::Add, ms, c.splat(ms, eps, "epsilon"), c.sub("ms_eps")),
-                         c.sub("rrms"));
-  NodeId y = c.g.binary(OpKind::Mul, x, c.broadcastBack(rms, x, axes, "rrms_broadcast"),
-                        c.in.size() == 1 ? c.name() : c.sub("normalized"));
-  if (c.in.size() == 2) y = c.g.binary(OpKind::Mul, y, perChannel(c, 1, "gamma"), c.name());
-  return y;
+  return rmsNorm(c.site(), c.in[0], normOptions(c, 1e-6), c.name());
 }
 
-NodeId lowerGelu(OpContext& c) { // 0.5 * x * (1 + erf(x / sqrt(2)))
-  c.expectInputs(1, 1, "one input");
-  NodeId x = c.in[0];
-  NodeId scaled =
-      c.g.binary(OpKind::Mul, x, c.splat(x, 0.70710678118654752440, "rsqrt2"), c.sub("scaled"));
-  NodeId e = c.g.unary(OpKind::Erf, scaled, c.sub("erf"));
-  NodeId onePlus = c.g.binary(OpKind::Add, e, c.splat(x, 1.0, "one"), c.sub("one_plus"));
-  NodeId half = c.g.binary(OpKind::Mul, x, c.splat(x, 0.5, "half"), c.sub("half_x"));
-  return c.g.binary(OpKind::Mul, half, onePlus, c.name());
-}
-
-NodeId lowerGeluTanh(OpContext& c) { // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
-  c.expectInputs(1, 1, "one input");
-  NodeId x = c.in[0];
-  NodeId x2 = c.g.binary(OpKind::Mul, x, x, c.sub("x2"));
-  NodeId x3 = c.g.binary(OpKind::Mul, x2, x, c.sub("x3"));
-  NodeId inner = c.g.binary(
-      OpKind::Add, x, c.g.binary(OpKind::Mul, x3, c.splat(x, 0.044715, "coeff"), c.sub("cubic")),
-      c.sub("inner"));
-  NodeId arg = c.g.binary(OpKind::Mul, inner, c.splat(x, 0.79788456080286535588, "sqrt_2_over_pi"),
-                          c.sub("arg"));
-  NodeId t = c.g.unary(OpKind::Tanh, arg, c.sub("tanh"));
-  NodeId onePlus = c.g.binary(OpKind::Add, t, c.splat(x, 1.0, "one"), c.sub("one_plus"));
-  NodeId half = c.g.binary(OpKind::Mul, x, c.splat(x, 0.5, "half"), c.sub("half_x"));
-  return c.g.binary(OpKind::Mul, half, onePlus, c.name());
-}
-
-NodeId lowerSilu(OpContext& c) {
-  c.expectInputs(1, 1, "one input");
-  NodeId s = c.g.unary(OpKind::Sigmoid, c.in[0], c.sub("sigmoid"));
-  return c.g.binary(OpKind::Mul, c.in[0], s, c.name());
+Lowering activation(NodeId (*build)(const Site&, NodeId, const std::string&)) {
+  return [build](OpContext& c) {
+    c.expectInputs(1, 1, "one input");
+    return build(c.site(), c.in[0], c.name());
+  };
 }
 
 NodeId lowerBiasAdd(OpContext& c) {
@@ -680,13 +580,13 @@ const std::map<std::string, Lowering>& lowerings() {
     t["remainder"] = t["rem"];
     t["logistic"] = t["sigmoid"];
     // Convenience ops.
-    t["softmax"] = [](OpContext& c) { return softmaxCore(c, false); };
-    t["log_softmax"] = [](OpContext& c) { return softmaxCore(c, true); };
+    t["softmax"] = lowerSoftmax(false);
+    t["log_softmax"] = lowerSoftmax(true);
     t["layer_norm"] = lowerLayerNorm;
     t["rms_norm"] = lowerRmsNorm;
-    t["gelu"] = lowerGelu;
-    t["gelu_tanh"] = lowerGeluTanh;
-    t["silu"] = lowerSilu;
+    t["gelu"] = activation(gelu);
+    t["gelu_tanh"] = activation(geluTanh);
+    t["silu"] = activation(silu);
     t["mean"] = lowerMean;
     t["variance"] = lowerVariance;
     t["bias_add"] = lowerBiasAdd;

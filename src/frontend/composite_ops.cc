@@ -1,0 +1,306 @@
+#include "frontend/composite_ops.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "weft/error.h"
+
+namespace weft::frontend {
+
+using ir::NodeId;
+using ir::OpKind;
+using ir::Shape;
+
+void Site::fail(const std::string& what) const {
+  if (failer) failer(what);
+  throw InputError(what); // a failer that returned: still an error
+}
+
+// --- axes and counts ---
+
+std::optional<int64_t> normalizeAxis(int64_t axis, size_t rank) {
+  int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r) return std::nullopt;
+  return axis < 0 ? axis + r : axis;
+}
+
+ReducedCount reducedCount(const Shape& shape, const std::vector<int64_t>& axes) {
+  ReducedCount out;
+  for (int64_t a : axes) {
+    const ir::Dim& d = shape[static_cast<size_t>(a)];
+    if (!d.isStatic()) {
+      out.symbolicAxis = a;
+      return out;
+    }
+    out.count *= d.size();
+  }
+  return out;
+}
+
+Shape reducedShape(const Shape& shape, const std::vector<int64_t>& axes, bool keepdims) {
+  Shape out;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    bool reduced = std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d));
+    if (!reduced)
+      out.push_back(shape[d]);
+    else if (keepdims)
+      out.push_back(ir::Dim(1));
+  }
+  return out;
+}
+
+// --- numpy broadcasting ---
+
+std::optional<Shape> broadcastShape(const std::vector<Shape>& shapes, size_t* offending) {
+  size_t rank = 0;
+  for (const Shape& s : shapes)
+    rank = std::max(rank, s.size());
+  Shape out(rank, ir::Dim(1));
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    for (size_t k = 0; k < s.size(); ++k) {
+      ir::Dim& o = out[rank - s.size() + k];
+      const ir::Dim& d = s[k];
+      bool oneO = o.isStatic() && o.size() == 1, oneD = d.isStatic() && d.size() == 1;
+      if (o == d || oneD) continue;
+      if (oneO) {
+        o = d;
+        continue;
+      }
+      if (offending) *offending = i;
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+/// x's dims placed on the trailing dims of a result of rank `rank` (numpy alignment).
+std::vector<int64_t> trailingDims(size_t xRank, size_t rank) {
+  std::vector<int64_t> dims;
+  for (size_t k = 0; k < xRank; ++k)
+    dims.push_back(static_cast<int64_t>(rank - xRank + k));
+  return dims;
+}
+
+void requireBroadcastable(const Site& s, const Shape& from, const Shape& to) {
+  if (from.size() > to.size())
+    s.fail(fmt::format("cannot broadcast {} to the lower-rank shape {}", ir::shapeStr(from),
+                       ir::shapeStr(to)));
+  if (broadcastShape({from, to}) != to)
+    s.fail(fmt::format("cannot broadcast {} to {} (numpy rules: trailing dims must match or be 1)",
+                       ir::shapeStr(from), ir::shapeStr(to)));
+}
+
+/// When x is a reshape that only put size-1 dims around its operand's (a keepdims reduce),
+/// the dims of `shape` its operand's dims go to; nullopt otherwise.
+std::optional<std::pair<NodeId, std::vector<int64_t>>> unitReshapeSource(const Site& s, NodeId x,
+                                                                         const Shape& shape) {
+  const ir::Node& n = s.g.node(x);
+  if (n.kind != OpKind::Reshape) return std::nullopt;
+  const Shape& from = n.type.shape;
+  NodeId src = n.operands[0];
+  const Shape& inner = s.type(src).shape;
+  size_t offset = shape.size() - from.size();
+  std::vector<int64_t> dims;
+  size_t j = 0;
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (j < inner.size() && inner[j] == from[i]) {
+      dims.push_back(static_cast<int64_t>(offset + i));
+      ++j;
+    } else if (!(from[i].isStatic() && from[i].size() == 1)) {
+      break;
+    }
+  }
+  if (j != inner.size() || dims.size() != inner.size()) return std::nullopt;
+  return std::make_pair(src, std::move(dims));
+}
+
+/// gamma or beta of a norm broadcast to x's shape: always one broadcast_in_dim, also when p
+/// has that shape already (the JSON reader's graphs have it; the canonicalizer removes it).
+NodeId normParam(const Site& s, NodeId p, const Shape& shape, const std::string& role) {
+  Shape ps = s.type(p).shape;
+  if (ps.size() > shape.size() || broadcastShape({ps, shape}) != shape)
+    s.fail(fmt::format("{} has shape {}, which does not broadcast to the normalized input's {}",
+                       role, ir::shapeStr(ps), ir::shapeStr(shape)));
+  return s.g.broadcastInDim(p, shape, trailingDims(ps.size(), shape.size()),
+                            s.name(role + "_broadcast"));
+}
+
+} // namespace
+
+NodeId broadcastTo(const Site& s, NodeId x, const Shape& shape, const std::string& name) {
+  Shape from = s.type(x).shape;
+  if (from == shape) return x;
+  requireBroadcastable(s, from, shape);
+  if (s.lookThroughUnitReshapes)
+    if (auto source = unitReshapeSource(s, x, shape))
+      return s.g.broadcastInDim(source->first, shape, std::move(source->second), name);
+  return s.g.broadcastInDim(x, shape, trailingDims(from.size(), shape.size()), name);
+}
+
+NodeId broadcastBack(const Site& s, NodeId reduced, const Shape& shape,
+                     const std::vector<int64_t>& axes, const std::string& name) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+    if (!std::binary_search(axes.begin(), axes.end(), d)) dims.push_back(d);
+  return s.g.broadcastInDim(reduced, shape, std::move(dims), name);
+}
+
+NodeId splatLike(const Site& s, NodeId x, double v, const std::string& name) {
+  ir::TensorType t = s.type(x);
+  return s.g.constant(t.dtype, std::move(t.shape), {v}, name);
+}
+
+// --- reductions ---
+
+NodeId mean(const Site& s, NodeId x, const std::vector<int64_t>& axes, const std::string& tag,
+            const std::string& name) {
+  ReducedCount n = reducedCount(s.type(x).shape, axes);
+  if (n.symbolicAxis)
+    s.fail(fmt::format("the mean over axis {} of symbolic size {} divides by its size, which "
+                       "must be static",
+                       *n.symbolicAxis, s.type(x).shape[static_cast<size_t>(*n.symbolicAxis)].str()));
+  NodeId sum = s.g.reduce(ir::ReduceKind::Sum, x, axes, s.name(tag + "_sum"));
+  NodeId count = splatLike(s, sum, static_cast<double>(n.count), s.name(tag + "_count"));
+  return s.g.binary(OpKind::Div, sum, count, name);
+}
+
+Variance variance(const Site& s, NodeId x, const std::vector<int64_t>& axes,
+                  const std::string& name) {
+  Shape shape = s.type(x).shape;
+  Variance v;
+  v.mean = mean(s, x, axes, "mean", s.name("mean"));
+  NodeId meanB = broadcastBack(s, v.mean, shape, axes, s.name("mean_broadcast"));
+  v.centered = s.g.binary(OpKind::Sub, x, meanB, s.name("centered"));
+  NodeId squared = s.g.binary(OpKind::Mul, v.centered, v.centered, s.name("squared"));
+  v.variance = mean(s, squared, axes, "var", name);
+  return v;
+}
+
+NodeId softmax(const Site& s, NodeId x, const std::vector<int64_t>& axes, bool logarithm,
+               const std::string& name) {
+  Shape shape = s.type(x).shape;
+  NodeId max = s.g.reduce(ir::ReduceKind::Max, x, axes, s.name("max"));
+  NodeId shifted = s.g.binary(OpKind::Sub, x,
+                              broadcastBack(s, max, shape, axes, s.name("max_broadcast")),
+                              s.name("shifted"));
+  NodeId e = s.g.unary(OpKind::Exp, shifted, s.name("exp"));
+  NodeId sum = s.g.reduce(ir::ReduceKind::Sum, e, axes, s.name("sum"));
+  if (!logarithm)
+    return s.g.binary(OpKind::Div, e, broadcastBack(s, sum, shape, axes, s.name("sum_broadcast")),
+                      name);
+  // log of the reduced sum, then broadcast: one log per row, not per element
+  NodeId logSum = s.g.unary(OpKind::Log, sum, s.name("log_sum"));
+  return s.g.binary(OpKind::Sub, shifted,
+                    broadcastBack(s, logSum, shape, axes, s.name("log_sum_broadcast")), name);
+}
+
+// --- normalizations ---
+
+namespace {
+
+/// x in the compute dtype (a convert when it differs from x's).
+NodeId toCompute(const Site& s, NodeId x, const NormOptions& o) {
+  if (!o.compute || *o.compute == s.type(x).dtype) return x;
+  return s.g.convert(x, *o.compute, s.name("compute"));
+}
+
+/// What follows the normalized value: a convert back to x's dtype when the statistics were
+/// computed in another, then gamma and beta.
+struct NormTail {
+  bool converted, affine;
+  NormTail(const Site& s, NodeId x, ir::DType outType, const NormOptions& o)
+      : converted(s.type(x).dtype != outType), affine(o.gamma || o.beta) {}
+  /// The normalized value's name: `name` when it is the last node.
+  std::string normalizedName(const Site& s, const std::string& name) const {
+    return converted || affine ? s.name("normalized") : name;
+  }
+  NodeId finish(const Site& s, NodeId y, const ir::TensorType& out, const NormOptions& o,
+                const std::string& name) const {
+    if (converted) y = s.g.convert(y, out.dtype, affine ? s.name("normalized_out") : name);
+    if (o.gamma)
+      y = s.g.binary(OpKind::Mul, y, normParam(s, *o.gamma, out.shape, "gamma"),
+                     o.beta ? s.name("scaled") : name);
+    if (o.beta) y = s.g.binary(OpKind::Add, y, normParam(s, *o.beta, out.shape, "beta"), name);
+    return y;
+  }
+};
+
+} // namespace
+
+LayerNorm layerNorm(const Site& s, NodeId x0, const NormOptions& o, const std::string& name) {
+  ir::TensorType in = s.type(x0);
+  NodeId x = toCompute(s, x0, o);
+  Variance v = variance(s, x, o.axes, s.name("var"));
+  NodeId varEps = s.g.binary(OpKind::Add, v.variance,
+                             splatLike(s, v.variance, o.epsilon, s.name("epsilon")),
+                             s.name("var_eps"));
+  LayerNorm out;
+  out.mean = v.mean;
+  out.rstd = s.g.unary(OpKind::Rsqrt, varEps, s.name("rstd"));
+  NormTail tail(s, x, in.dtype, o);
+  NodeId y = s.g.binary(OpKind::Mul, v.centered,
+                        broadcastBack(s, out.rstd, in.shape, o.axes, s.name("rstd_broadcast")),
+                        tail.normalizedName(s, name));
+  out.y = tail.finish(s, y, in, o, name);
+  return out;
+}
+
+NodeId rmsNorm(const Site& s, NodeId x0, const NormOptions& o, const std::string& name) {
+  if (o.beta) s.fail("RMS norm has no shift (beta)");
+  ir::TensorType in = s.type(x0);
+  NodeId x = toCompute(s, x0, o);
+  NodeId squared = s.g.binary(OpKind::Mul, x, x, s.name("squared"));
+  NodeId meanSquare = mean(s, squared, o.axes, "mean_square", s.name("mean_square"));
+  NodeId msEps = s.g.binary(OpKind::Add, meanSquare,
+                            splatLike(s, meanSquare, o.epsilon, s.name("epsilon")),
+                            s.name("ms_eps"));
+  NodeId rrms = s.g.unary(OpKind::Rsqrt, msEps, s.name("rrms"));
+  NormTail tail(s, x, in.dtype, o);
+  NodeId y = s.g.binary(OpKind::Mul, x,
+                        broadcastBack(s, rrms, in.shape, o.axes, s.name("rrms_broadcast")),
+                        tail.normalizedName(s, name));
+  return tail.finish(s, y, in, o, name);
+}
+
+// --- activations ---
+
+namespace {
+
+/// 0.5 * x * (1 + inner), the common tail of both GELUs.
+NodeId geluTail(const Site& s, NodeId x, NodeId inner, const std::string& name) {
+  NodeId onePlus =
+      s.g.binary(OpKind::Add, inner, splatLike(s, x, 1.0, s.name("one")), s.name("one_plus"));
+  NodeId half = s.g.binary(OpKind::Mul, x, splatLike(s, x, 0.5, s.name("half")), s.name("half_x"));
+  return s.g.binary(OpKind::Mul, half, onePlus, name);
+}
+
+} // namespace
+
+NodeId gelu(const Site& s, NodeId x, const std::string& name) {
+  NodeId scaled = s.g.binary(OpKind::Mul, x,
+                             splatLike(s, x, 0.70710678118654752440, s.name("rsqrt2")),
+                             s.name("scaled"));
+  return geluTail(s, x, s.g.unary(OpKind::Erf, scaled, s.name("erf")), name);
+}
+
+NodeId geluTanh(const Site& s, NodeId x, const std::string& name) {
+  NodeId x2 = s.g.binary(OpKind::Mul, x, x, s.name("x2"));
+  NodeId x3 = s.g.binary(OpKind::Mul, x2, x, s.name("x3"));
+  NodeId cubic =
+      s.g.binary(OpKind::Mul, x3, splatLike(s, x, 0.044715, s.name("coeff")), s.name("cubic"));
+  NodeId inner = s.g.binary(OpKind::Add, x, cubic, s.name("inner"));
+  NodeId arg = s.g.binary(OpKind::Mul, inner,
+                          splatLike(s, x, 0.79788456080286535588, s.name("sqrt_2_over_pi")),
+                          s.name("arg"));
+  return geluTail(s, x, s.g.unary(OpKind::Tanh, arg, s.name("tanh")), name);
+}
+
+NodeId silu(const Site& s, NodeId x, const std::string& name) {
+  NodeId sigmoid = s.g.unary(OpKind::Sigmoid, x, s.name("sigmoid"));
+  return s.g.binary(OpKind::Mul, x, sigmoid, name);
+}
+
+} // namespace weft::frontend
