@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "frontend/composite_ops.h"
 #include "frontend/read_file.h"
 #include "ir/interpreter.h"
 #include "ir/shape.h"
@@ -422,16 +423,17 @@ void NodeContext::setOutput(size_t i, Literal lit) {
   outputs_[i].literal = std::move(lit);
 }
 
+frontend::Site NodeContext::site() const {
+  return frontend::Site{g, nullptr, [this](const std::string& what) { fail(what); },
+                        /*lookThroughUnitReshapes=*/true};
+}
+
 ir::NodeId NodeContext::splat(ir::DType t, const ir::Shape& shape, double v) {
-  if (ir::isStatic(shape)) return g.constant(t, shape, {v});
-  // a constant of symbolic shape: a scalar broadcast to it
-  ir::NodeId s = g.scalar(t, v);
-  return g.broadcastInDim(s, shape, {});
+  return g.constant(t, shape, {v});
 }
 
 ir::NodeId NodeContext::splatLike(ir::NodeId x, double v) {
-  ir::TensorType t = typeOf(x);
-  return splat(t.dtype, t.shape, v);
+  return frontend::splatLike(site(), x, v, "");
 }
 
 ir::NodeId NodeContext::constant(const Literal& lit, const std::string& nm) {
@@ -451,60 +453,16 @@ ir::NodeId NodeContext::constant(const Literal& lit, const std::string& nm) {
 }
 
 ir::Shape NodeContext::broadcastShape(const ir::Shape& a, const ir::Shape& b) const {
-  size_t r = std::max(a.size(), b.size());
-  ir::Shape out(r);
-  for (size_t i = 0; i < r; ++i) {
-    const ir::Dim* da = i + a.size() >= r ? &a[i + a.size() - r] : nullptr;
-    const ir::Dim* db = i + b.size() >= r ? &b[i + b.size() - r] : nullptr;
-    auto isOne = [](const ir::Dim* d) { return !d || (d->isStatic() && d->size() == 1); };
-    if (!da)
-      out[i] = *db;
-    else if (!db)
-      out[i] = *da;
-    else if (*da == *db)
-      out[i] = *da;
-    else if (isOne(da))
-      out[i] = *db;
-    else if (isOne(db))
-      out[i] = *da;
-    else
-      fail(fmt::format("shapes {} and {} cannot be broadcast together (numpy rules: trailing dims "
-                       "must match or be 1)",
-                       ir::shapeStr(a), ir::shapeStr(b)));
-  }
-  return out;
+  auto out = frontend::broadcastShape({a, b});
+  if (!out)
+    fail(fmt::format("shapes {} and {} cannot be broadcast together (numpy rules: trailing dims "
+                     "must match or be 1)",
+                     ir::shapeStr(a), ir::shapeStr(b)));
+  return *out;
 }
 
 ir::NodeId NodeContext::broadcastTo(ir::NodeId x, const ir::Shape& shape, const std::string& nm) {
-  ir::Shape from = typeOf(x).shape;
-  if (from == shape) return x;
-  if (from.size() > shape.size())
-    fail(fmt::format("cannot broadcast {} to the lower-rank shape {}", ir::shapeStr(from),
-                     ir::shapeStr(shape)));
-  size_t offset = shape.size() - from.size();
-  // A keepdims reshape (a reduce's result with size-1 dims put back) is broadcast from the
-  // reduce itself: the form the planner propagates schedules through.
-  const ir::Node& n = g.node(x);
-  if (n.kind == ir::OpKind::Reshape) {
-    ir::NodeId src = n.operands[0];
-    ir::Shape inner = typeOf(src).shape;
-    std::vector<int64_t> dims;
-    size_t j = 0;
-    for (size_t i = 0; i < from.size(); ++i) {
-      if (j < inner.size() && inner[j] == from[i]) {
-        dims.push_back(static_cast<int64_t>(offset + i));
-        ++j;
-      } else if (!(from[i].isStatic() && from[i].size() == 1)) {
-        break;
-      }
-    }
-    if (j == inner.size() && dims.size() == inner.size())
-      return g.broadcastInDim(src, shape, dims, nm);
-  }
-  std::vector<int64_t> dims;
-  for (size_t i = 0; i < from.size(); ++i)
-    dims.push_back(static_cast<int64_t>(offset + i));
-  return g.broadcastInDim(x, shape, dims, nm);
+  return frontend::broadcastTo(site(), x, shape, nm);
 }
 
 std::pair<ir::NodeId, ir::NodeId> NodeContext::broadcastPair(ir::NodeId a, ir::NodeId b) {
@@ -525,18 +483,16 @@ ir::NodeId NodeContext::reshapeTo(ir::NodeId x, const ir::Shape& shape, const st
 ir::NodeId NodeContext::reduceKeep(ir::ReduceKind kind, ir::NodeId x,
                                    const std::vector<int64_t>& axes, bool keepdims,
                                    const std::string& nm) {
-  ir::Shape kept = typeOf(x).shape;
-  for (int64_t a : axes)
-    kept[static_cast<size_t>(a)] = ir::Dim(1);
+  ir::Shape kept = frontend::reducedShape(typeOf(x).shape, axes, /*keepdims=*/true);
   ir::NodeId r = g.reduce(kind, x, axes, keepdims ? "" : nm);
   if (!keepdims) return r;
   return g.reshape(r, kept, nm);
 }
 
 int64_t NodeContext::axis(int64_t a, size_t r, const std::string& what) const {
-  int64_t rank = static_cast<int64_t>(r);
-  if (a < -rank || a >= rank) fail(fmt::format("{} {} is out of range for rank {}", what, a, rank));
-  return a < 0 ? a + rank : a;
+  auto normalized = frontend::normalizeAxis(a, r);
+  if (!normalized) fail(fmt::format("{} {} is out of range for rank {}", what, a, r));
+  return *normalized;
 }
 
 // ---------------------------------------------------------------- the model

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/composite_ops.h"
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/onnx/onnx_proto.h"
 #include "ir/graph.h"
@@ -104,13 +105,19 @@ public:
   const std::vector<Value>& outputs() const { return outputs_; }
 
   // --- building helpers ---
+  /// Where the shared composite ops (frontend/composite_ops.h) build this node's expansion:
+  /// intermediates take the graph's fresh names, problems are reported at this node, and a
+  /// keepdims reshape is broadcast from the reduce it reshapes.
+  frontend::Site site() const;
   /// A constant of x's dtype and shape (a splat; works for symbolic shapes).
   ir::NodeId splatLike(ir::NodeId x, double v);
   ir::NodeId splat(ir::DType t, const ir::Shape& shape, double v);
   ir::NodeId constant(const Literal& lit, const std::string& name = "");
-  /// Numpy (multidirectional) broadcast of shapes; fails naming both when incompatible.
+  /// Numpy (multidirectional) broadcast of shapes (frontend::broadcastShape); fails naming
+  /// both when incompatible.
   ir::Shape broadcastShape(const ir::Shape& a, const ir::Shape& b) const;
-  /// x broadcast (numpy rules: trailing alignment) to `shape`; x itself when already there.
+  /// x broadcast (numpy rules: trailing alignment) to `shape`; x itself when already there
+  /// (frontend::broadcastTo, looking through keepdims reshapes).
   ir::NodeId broadcastTo(ir::NodeId x, const ir::Shape& shape, const std::string& name = "");
   /// Both operands broadcast to their common shape.
   std::pair<ir::NodeId, ir::NodeId> broadcastPair(ir::NodeId a, ir::NodeId b);

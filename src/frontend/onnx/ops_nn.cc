@@ -1,5 +1,7 @@
 // Neural-network ONNX operators expanded into IR primitives: Softmax, LogSoftmax,
-// LayerNormalization, BatchNormalization, and MatMul / Gemm as the IR's dot.
+// LayerNormalization, BatchNormalization, and MatMul / Gemm as the IR's dot. Softmax, the
+// norms and their statistics are the shared composite ops (frontend/composite_ops.h), so an
+// ONNX model reaches the planner as the same graph as the JSON file of the same model.
 #include <algorithm>
 #include <fmt/format.h>
 
@@ -11,7 +13,6 @@ namespace {
 using ir::Dim;
 using ir::NodeId;
 using ir::OpKind;
-using ir::ReduceKind;
 using ir::Shape;
 
 /// Softmax's reduced axes: before opset 13 the input is coerced to 2-D at `axis` (default 1),
@@ -25,74 +26,41 @@ std::vector<int64_t> softmaxAxes(NodeContext& c, size_t rank) {
   return axes;
 }
 
-/// A reduction over `axes` broadcast straight back to `shape` (no keepdims reshape between).
-NodeId reduceBroadcast(NodeContext& c, ReduceKind kind, NodeId x,
-                       const std::vector<int64_t>& axes) {
-  Shape s = c.typeOf(x).shape;
-  std::vector<int64_t> kept;
-  for (size_t d = 0; d < s.size(); ++d)
-    if (!std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d)))
-      kept.push_back(static_cast<int64_t>(d));
-  return c.g.broadcastInDim(c.g.reduce(kind, x, axes), s, kept);
-}
-
 Lowering softmax(bool logarithmic) {
   return [logarithmic](NodeContext& c) {
     NodeId x = c.in(0);
     std::vector<int64_t> axes = softmaxAxes(c, c.typeOf(x).shape.size());
-    NodeId m = reduceBroadcast(c, ReduceKind::Max, x, axes);
-    NodeId shifted = c.g.binary(OpKind::Sub, x, m);
-    NodeId e = c.g.unary(OpKind::Exp, shifted);
-    NodeId sum = reduceBroadcast(c, ReduceKind::Sum, e, axes);
-    if (logarithmic)
-      c.setOutput(0, c.g.binary(OpKind::Sub, shifted, c.g.unary(OpKind::Log, sum), c.name()));
-    else
-      c.setOutput(0, c.g.binary(OpKind::Div, e, sum, c.name()));
+    c.setOutput(0, frontend::softmax(c.site(), x, axes, logarithmic, c.name()));
   };
 }
 
-int64_t staticCount(NodeContext& c, const Shape& s, const std::vector<int64_t>& axes) {
-  int64_t n = 1;
-  for (int64_t a : axes) {
-    const Dim& d = s[static_cast<size_t>(a)];
-    if (!d.isStatic())
-      c.unsupported(fmt::format("normalizing over axis {} of symbolic size {}", a, d.str()));
-    n *= d.size();
-  }
-  return n;
+/// Fails (unsupported) unless the normalized `axes` of `s` have static sizes: a mean divides
+/// by their product.
+void requireStaticCount(NodeContext& c, const Shape& s, const std::vector<int64_t>& axes) {
+  if (auto a = frontend::reducedCount(s, axes).symbolicAxis)
+    c.unsupported(fmt::format("normalizing over axis {} of symbolic size {}", *a,
+                              s[static_cast<size_t>(*a)].str()));
 }
 
-/// Mean over `axes`, kept as size-1 dims.
-NodeId meanKeep(NodeContext& c, NodeId x, const std::vector<int64_t>& axes,
-                const std::string& name = "") {
-  int64_t n = staticCount(c, c.typeOf(x).shape, axes);
-  NodeId sum = c.reduceKeep(ReduceKind::Sum, x, axes, true);
-  return c.g.binary(OpKind::Div, sum, c.splatLike(sum, static_cast<double>(n)), name);
-}
-
+/// LayerNormalization (opset 17): over every axis from `axis` on, statistics in `stash_type`;
+/// the optional outputs Mean and InvStdDev keep the normalized axes as size 1.
 void lowerLayerNorm(NodeContext& c) {
-  NodeId x0 = c.in(0);
-  ir::DType outType = c.typeOf(x0).dtype;
-  const Shape s = c.typeOf(x0).shape;
-  int64_t axis = c.axis(c.attrInt("axis", -1), s.size(), "axis");
-  double eps = c.attrFloat("epsilon", 1e-5f);
-  ir::DType stash = c.attrInt("stash_type", 1) == 1 ? ir::DType::f32 : outType;
-  std::vector<int64_t> axes;
-  for (int64_t a = axis; a < static_cast<int64_t>(s.size()); ++a)
-    axes.push_back(a);
-  NodeId x = c.convertTo(x0, stash);
-  NodeId mean = meanKeep(c, x, axes, c.wantsOutput(1) ? c.name(1) : "");
-  NodeId d = c.g.binary(OpKind::Sub, x, c.broadcastTo(mean, s));
-  NodeId var = meanKeep(c, c.g.binary(OpKind::Mul, d, d), axes);
-  NodeId stddev = c.g.unary(OpKind::Sqrt, c.g.binary(OpKind::Add, var, c.splatLike(var, eps)));
-  NodeId inv = c.g.unary(OpKind::Reciprocal, stddev, c.wantsOutput(2) ? c.name(2) : "");
-  NodeId normalized = c.convertTo(c.g.binary(OpKind::Div, d, c.broadcastTo(stddev, s)), outType);
-  NodeId y =
-      c.g.binary(OpKind::Mul, normalized, c.broadcastTo(c.in(1), s), c.has(2) ? "" : c.name());
-  if (c.has(2)) y = c.g.binary(OpKind::Add, y, c.broadcastTo(c.in(2), s), c.name());
-  c.setOutput(0, y);
-  c.setOutput(1, mean);
-  c.setOutput(2, inv);
+  NodeId x = c.in(0);
+  const Shape s = c.typeOf(x).shape;
+  frontend::NormOptions o;
+  for (int64_t a = c.axis(c.attrInt("axis", -1), s.size(), "axis");
+       a < static_cast<int64_t>(s.size()); ++a)
+    o.axes.push_back(a);
+  o.epsilon = c.attrFloat("epsilon", 1e-5f);
+  o.compute = c.attrInt("stash_type", 1) == 1 ? ir::DType::f32 : c.typeOf(x).dtype;
+  requireStaticCount(c, s, o.axes);
+  o.gamma = c.in(1);
+  if (c.has(2)) o.beta = c.in(2);
+  frontend::LayerNorm ln = frontend::layerNorm(c.site(), x, o, c.name());
+  c.setOutput(0, ln.y);
+  Shape kept = frontend::reducedShape(s, o.axes, /*keepdims=*/true);
+  if (c.wantsOutput(1)) c.setOutput(1, c.g.reshape(ln.mean, kept, c.name(1)));
+  if (c.wantsOutput(2)) c.setOutput(2, c.g.reshape(ln.rstd, kept, c.name(2)));
 }
 
 /// BatchNormalization: inference uses the given statistics; training mode (opset 14+) the
@@ -114,23 +82,19 @@ void lowerBatchNorm(NodeContext& c) {
   double momentum = c.attrFloat("momentum", 0.9f);
   auto perChannel = [&](NodeId p) { return c.g.broadcastInDim(p, s, {1}); };
   NodeId mean = c.in(3), var = c.in(4);
-  NodeId batchMean = -1, batchVar = -1;
+  frontend::Variance batch; // the batch's statistics over every axis but the channels
   if (training) {
     std::vector<int64_t> axes;
     for (size_t a = 0; a < s.size(); ++a)
       if (a != 1) axes.push_back(static_cast<int64_t>(a));
-    int64_t n = staticCount(c, s, axes);
-    NodeId sum = c.g.reduce(ReduceKind::Sum, x, axes);
-    batchMean = c.g.binary(OpKind::Div, sum, c.splatLike(sum, static_cast<double>(n)));
-    NodeId d = c.g.binary(OpKind::Sub, x, perChannel(batchMean));
-    NodeId sq = c.g.reduce(ReduceKind::Sum, c.g.binary(OpKind::Mul, d, d), axes);
-    batchVar = c.g.binary(OpKind::Div, sq, c.splatLike(sq, static_cast<double>(n)));
+    requireStaticCount(c, s, axes);
+    batch = frontend::variance(c.site(), x, axes, "");
   }
-  NodeId useMean = training ? batchMean : mean, useVar = training ? batchVar : var;
+  NodeId useVar = training ? batch.variance : var;
+  NodeId centered = training ? batch.centered : c.g.binary(OpKind::Sub, x, perChannel(mean));
   NodeId stddev =
       c.g.unary(OpKind::Sqrt, c.g.binary(OpKind::Add, useVar, c.splatLike(useVar, eps)));
-  NodeId normalized =
-      c.g.binary(OpKind::Div, c.g.binary(OpKind::Sub, x, perChannel(useMean)), perChannel(stddev));
+  NodeId normalized = c.g.binary(OpKind::Div, centered, perChannel(stddev));
   NodeId scaled = c.g.binary(OpKind::Mul, normalized, perChannel(c.in(1)));
   c.setOutput(0, c.g.binary(OpKind::Add, scaled, perChannel(c.in(2)), c.name()));
   if (!training) return;
@@ -139,8 +103,8 @@ void lowerBatchNorm(NodeContext& c) {
     NodeId fresh = c.g.binary(OpKind::Mul, batch, c.splatLike(batch, 1.0 - momentum));
     c.setOutput(out, c.g.binary(OpKind::Add, kept, fresh, c.name(out)));
   };
-  if (c.wantsOutput(1)) running(mean, batchMean, 1);
-  if (c.wantsOutput(2)) running(var, batchVar, 2);
+  if (c.wantsOutput(1)) running(mean, batch.mean, 1);
+  if (c.wantsOutput(2)) running(var, batch.variance, 2);
 }
 
 /// MatMul with numpy semantics: 1-D operands get a unit dim (removed again afterwards) and

@@ -68,16 +68,14 @@ Lowering reduction(Reduction kind) {
       c.setOutput(0, c.reduceKeep(ReduceKind::Prod, x, spec.axes, spec.keepdims, name));
       return;
     case Reduction::Mean: {
-      int64_t count = 1;
-      for (int64_t a : spec.axes) {
-        ir::Dim d = c.typeOf(x).shape[static_cast<size_t>(a)];
-        if (!d.isStatic())
-          c.unsupported(fmt::format("ReduceMean over axis {} of symbolic size {}", a, d.str()));
-        count *= d.size();
-      }
-      NodeId sum = c.reduceKeep(ReduceKind::Sum, x, spec.axes, spec.keepdims);
-      c.setOutput(0,
-                  c.g.binary(OpKind::Div, sum, c.splatLike(sum, static_cast<double>(count)), name));
+      ir::Shape shape = c.typeOf(x).shape;
+      if (auto a = frontend::reducedCount(shape, spec.axes).symbolicAxis)
+        c.unsupported(fmt::format("ReduceMean over axis {} of symbolic size {}", *a,
+                                  shape[static_cast<size_t>(*a)].str()));
+      NodeId mean = frontend::mean(c.site(), x, spec.axes, "mean", spec.keepdims ? "" : name);
+      if (spec.keepdims)
+        mean = c.g.reshape(mean, frontend::reducedShape(c.typeOf(x).shape, spec.axes, true), name);
+      c.setOutput(0, mean);
       return;
     }
     case Reduction::L2: {
