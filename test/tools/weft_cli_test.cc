@@ -545,3 +545,21 @@ TEST_CASE("directories, empty files and bad numbers where files and counts are e
   CHECK(time.rc == 2);
   CHECK(oneLine(time) == "weft: error: --time -3: give the number of timed runs (1 or more)\n");
 }
+
+TEST_CASE("weft plan --explain says why and weft compile --emit map lists every kernel op") {
+  std::string g = writeFile("explain_sm.json", kSoftmax);
+  Result r = runWeft("plan " + g + " --bind B=4 --explain");
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("the dominant") != std::string::npos);
+  CHECK(r.out.find("boundaries (values read from memory across steps): none") !=
+        std::string::npos);
+  Result x = runWeft("plan " + g + " --bind B=4 --explain --policy xla");
+  CHECK(x.out.find("xla does not fuse a reduce into its consumers") != std::string::npos);
+  Result m = runWeft("compile " + g + " --bind B=4 --emit map");
+  CHECK(m.rc == 0);
+  CHECK(m.out.find("\"kernel\": \"stitch0_") != std::string::npos);
+  CHECK(m.out.find("\"ops\": [") != std::string::npos);
+  Result both = runWeft("plan " + g + " --bind B=4 --explain --dot");
+  CHECK(both.rc == 2);
+  CHECK(both.err.find("excludes") != std::string::npos);
+}

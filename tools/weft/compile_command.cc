@@ -1,4 +1,4 @@
-// weft compile G.json --device-spec h100 [--policy astitch] [--bind B=64] --emit plan|dot|llvm|ptx|launch
+// weft compile G.json --device-spec h100 [--policy astitch] [--bind B=64] --emit plan|dot|map|llvm|ptx|launch
 // [-o DIR]: plan the graph (after the canonicalizing passes, as weft::compile does) and print
 // the plan, its Graphviz DOT, the optimised LLVM IR or the PTX — to stdout, or to
 // DIR/<graph>.{plan.txt,dot,ll,ptx} with -o. Unbound symbols stay symbolic (i64 kernel
@@ -11,6 +11,7 @@
 #include "cli_support.h"
 #include "codegen/compile.h"
 #include "commands.h"
+#include "fusion/plan_explainer.h"
 #include "fusion/plan_printer.h"
 #include "weft/device_spec.h"
 #include "weft/error.h"
@@ -87,6 +88,7 @@ void runCompile(const CompileArgs& a) {
   fusion::FusionPlan plan = planFromOptions(a.plan, g);
   if (a.emit == "plan") return writeOut(a, g.name, ".plan.txt", fusion::printFusionPlan(plan));
   if (a.emit == "dot") return writeOut(a, g.name, ".dot", fusion::fusionPlanDot(plan));
+  if (a.emit == "map") return writeOut(a, g.name, ".map.json", fusion::kernelMapJson(plan));
   codegen::CodegenOptions o;
   o.keepLlvmIr = a.emit == "llvm";
   o.useLibdevice = !a.noLibdevice;
@@ -104,12 +106,12 @@ void addCompileCommand(CLI::App& app) {
       app.add_subcommand("compile", "Plan a graph and emit its plan, DOT, LLVM IR or PTX");
   addPlanOptions(cmd, a->plan);
   cmd->add_option("--emit", a->emit,
-                  "What to print: plan, dot, llvm, ptx, or launch (the launches, as text for "
-                  "bench/gpu_replay.cc)")
-      ->check(CLI::IsMember({"plan", "dot", "llvm", "ptx", "launch"}))
+                  "What to print: plan, dot, map (kernel -> ops as JSON), llvm, ptx, or launch "
+                  "(the launches, as text for bench/gpu_replay.cc)")
+      ->check(CLI::IsMember({"plan", "dot", "map", "llvm", "ptx", "launch"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", a->outDir,
-                  "Write DIR/<graph>.{plan.txt,dot,ll,ptx,launch} instead of stdout");
+                  "Write DIR/<graph>.{plan.txt,dot,map.json,ll,ptx,launch} instead of stdout");
   cmd->add_flag("--no-libdevice", a->noLibdevice, "Use weft's own math instead of libdevice");
   cmd->callback([a] { runCompile(*a); });
 }

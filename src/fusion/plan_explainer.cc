@@ -1,0 +1,304 @@
+#include "fusion/plan_explainer.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "fusion/graph_queries.h"
+#include "fusion/plan_printer.h"
+#include "ir/op.h"
+
+namespace weft::fusion {
+namespace {
+
+/// xla's duplication limit (policy_xla.cc): quoted, not decided, here.
+constexpr size_t kXlaMaxFusedOps = 48;
+
+std::string name(const ir::Graph& g, ir::NodeId id) {
+  return "%" + g.node(id).name;
+}
+
+/// A source (constant, iota) every kernel that reads it regenerates inline, as the policies
+/// treat them: not a graph output, read only by memory-intensive ops.
+bool isRegenerated(const ir::Graph& g, const Users& users, ir::NodeId op) {
+  const auto& us = users[static_cast<size_t>(op)];
+  return isSource(g.node(op)) && !g.isOutput(op) &&
+         std::all_of(us.begin(), us.end(),
+                     [&](ir::NodeId u) { return ir::isMemoryIntensive(g.node(u).kind); });
+}
+
+/// What the plan knows of each step: its name, the steps that compute each op (a policy may
+/// recompute an op in several kernels: xla fuses a non-root op into each root that reads it)
+/// and the step that produces each value another step reads.
+struct StepIndex {
+  std::vector<std::string> names;
+  std::vector<std::vector<int>> stepsOf; // op → the steps computing it, in order
+  std::vector<int> producer;             // value → the step that writes it for others, or -1
+};
+
+StepIndex indexSteps(const FusionPlan& plan) {
+  const ir::Graph& g = plan.graph;
+  StepIndex idx;
+  idx.stepsOf.assign(g.size(), {});
+  idx.producer.assign(g.size(), -1);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    if (const auto* call = std::get_if<LibraryCall>(&plan.steps[s])) {
+      idx.names.push_back(fmt::format("library call {}", name(g, call->op)));
+      idx.stepsOf[size_t(call->op)].push_back(int(s));
+      idx.producer[size_t(call->op)] = int(s);
+      continue;
+    }
+    const auto& k = std::get<KernelPlan>(plan.steps[s]);
+    idx.names.push_back("kernel " + k.name);
+    for (ir::NodeId op : k.ops)
+      idx.stepsOf[size_t(op)].push_back(int(s));
+    for (ir::NodeId v : k.outputs)
+      idx.producer[size_t(v)] = int(s);
+  }
+  return idx;
+}
+
+/// The values step `s` reads from other steps.
+std::vector<ir::NodeId> stepReads(const FusionPlan& plan, size_t s) {
+  if (const auto* call = std::get_if<LibraryCall>(&plan.steps[s]))
+    return plan.graph.node(call->op).operands;
+  return std::get<KernelPlan>(plan.steps[s]).inputs;
+}
+
+std::string spaceName(OpSpace s) {
+  switch (s) {
+  case OpSpace::Loop:
+    return "loop space";
+  case OpSpace::Row:
+    return "row space";
+  case OpSpace::Other:
+    return "own index space";
+  }
+  return "?";
+}
+
+/// Why `v` lives where the plan put it.
+std::string storageReason(const KernelPlan& k, ir::NodeId v, const ValuePlacement& p) {
+  switch (p.storage) {
+  case Storage::Register: {
+    std::string why = "registers: recomputed inline where it is read (local stitching)";
+    bool kept = p.registerReuse;
+    for (const PhasePlan& phase : k.phases)
+      kept = kept || (phase.slots && phase.slots->reused.count(v));
+    return kept ? why + "; kept in registers across its group's stages (operator-level reuse)"
+                : why;
+  }
+  case Storage::Shared:
+    return fmt::format("shared memory [{} B at {}]: read by a later stage of the same tile "
+                       "(regional stitching)",
+                       p.sharedBytes, p.sharedOffset);
+  case Storage::Global:
+    return p.partialsBuffer >= 0
+               ? "global scratch: combined from per-block partials behind a grid barrier"
+               : "global scratch: read in a later phase, behind a grid barrier (global "
+                 "stitching)";
+  case Storage::Output:
+    return "output buffer: a graph output, or read by a later step";
+  case Storage::Input:
+    return "input: produced before this kernel";
+  }
+  return "?";
+}
+
+/// Why xla made `op` a fusion root (policy_xla.cc's rules, in its order).
+std::string xlaRootReason(const ir::Graph& g, const Users& users, ir::NodeId op) {
+  const ir::Node& n = g.node(op);
+  if (g.isOutput(op)) return "it is a graph output";
+  if (n.kind == ir::OpKind::Reduce) return "xla does not fuse a reduce into its consumers";
+  if (isExpensiveBroadcastSource(g, users, op))
+    return "xla does not fuse an expensive op into a broadcast of it";
+  const auto& us = users[size_t(op)];
+  if (std::any_of(us.begin(), us.end(),
+                  [&](ir::NodeId u) { return !ir::isMemoryIntensive(g.node(u).kind); }))
+    return "a library call reads it";
+  return fmt::format("fusing it would recompute more than {} ops (xla's duplication limit)",
+                     kXlaMaxFusedOps);
+}
+
+/// A library call on a path from step `from` to step `to` (through any steps): the cycle that
+/// joining the two would close. -1 when there is none.
+ir::NodeId libraryCallBetween(const FusionPlan& plan, const StepIndex& idx, const Users& users,
+                              int from, int to) {
+  const ir::Graph& g = plan.graph;
+  // Ops `to` depends on, transitively.
+  std::vector<char> before(g.size(), 0);
+  std::vector<ir::NodeId> work;
+  auto in = [&](ir::NodeId op, int step) {
+    const auto& steps = idx.stepsOf[size_t(op)];
+    return std::find(steps.begin(), steps.end(), step) != steps.end();
+  };
+  for (const ir::Node& n : g.nodes())
+    if (in(n.id, to)) work.push_back(n.id);
+  while (!work.empty()) {
+    ir::NodeId v = work.back();
+    work.pop_back();
+    for (ir::NodeId o : g.node(v).operands)
+      if (!before[size_t(o)]) {
+        before[size_t(o)] = 1;
+        work.push_back(o);
+      }
+  }
+  // Library calls reachable from `from` that `to` depends on.
+  std::vector<char> seen(g.size(), 0);
+  for (const ir::Node& n : g.nodes())
+    if (in(n.id, from)) work.push_back(n.id);
+  while (!work.empty()) {
+    ir::NodeId v = work.back();
+    work.pop_back();
+    for (ir::NodeId u : users[size_t(v)]) {
+      if (seen[size_t(u)]) continue;
+      seen[size_t(u)] = 1;
+      if (!ir::isMemoryIntensive(g.node(u).kind) && g.node(u).kind != ir::OpKind::Parameter &&
+          before[size_t(u)])
+        return u;
+      work.push_back(u);
+    }
+  }
+  return -1;
+}
+
+/// Why the value `v`, produced by step `from`, is read by step `to` from memory instead of being
+/// stitched into it.
+std::string boundaryReason(const FusionPlan& plan, const StepIndex& idx, const Users& users,
+                           ir::NodeId v, int from, int to) {
+  const ir::Graph& g = plan.graph;
+  if (std::holds_alternative<LibraryCall>(plan.steps[size_t(from)]))
+    return "a dot is compute-intensive: a library call, never stitched";
+  if (std::holds_alternative<LibraryCall>(plan.steps[size_t(to)]))
+    return "read by a dot, a library call: its operands are in memory";
+  switch (plan.policy) {
+  case Policy::None:
+    return "policy none: one kernel per op";
+  case Policy::Xla:
+    return "policy xla: " + name(g, v) + " is a fusion root: " + xlaRootReason(g, users, v);
+  case Policy::AStitch: {
+    ir::NodeId call = libraryCallBetween(plan, idx, users, from, to);
+    if (call >= 0)
+      return fmt::format("one kernel would both feed and wait for {} ({}): a cycle through a "
+                         "library call",
+                         name(g, call), ir::opName(g.node(call).kind));
+    return "the two stitch scopes depend on each other through another step";
+  }
+  }
+  return "?";
+}
+
+std::string jsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", int(static_cast<unsigned char>(c)));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+} // namespace
+
+std::string explainPlan(const FusionPlan& plan) {
+  const ir::Graph& g = plan.graph;
+  Users users = g.users();
+  StepIndex idx = indexSteps(plan);
+  std::ostringstream os;
+  os << fmt::format("plan under policy {} for {}: {} step(s), {} kernel(s)\n",
+                    policyName(plan.policy), plan.device.name, plan.steps.size(),
+                    plan.kernelCount());
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    if (const auto* call = std::get_if<LibraryCall>(&plan.steps[s])) {
+      os << fmt::format("\nstep {}: {} ({}): compute-intensive, run by a library, not stitched\n",
+                        s, idx.names[s], ir::opName(g.node(call->op).kind));
+      continue;
+    }
+    const auto& k = std::get<KernelPlan>(plan.steps[s]);
+    os << fmt::format("\nstep {}: {}: {} op(s) in {} group(s), {} phase(s){}\n", s, idx.names[s],
+                      k.ops.size(), k.groups.size(), k.phases.size(),
+                      k.hasGridBarrier() ? ", phases joined by grid barriers (cooperative)" : "");
+    for (size_t gi = 0; gi < k.groups.size(); ++gi) {
+      const Group& grp = k.groups[gi];
+      os << fmt::format("  group {}: dominant {} ({}), {}\n", gi, name(g, grp.dominant),
+                        ir::opName(g.node(grp.dominant).kind), mappingStr(grp.mapping));
+      for (ir::NodeId op : grp.ops) {
+        std::string role = op == grp.dominant ? "the dominant"
+                           : std::find(grp.subDominants.begin(), grp.subDominants.end(), op) !=
+                                   grp.subDominants.end()
+                               ? "a sub-dominant (materialised for its one-to-many uses)"
+                               : "scheduled by the dominant";
+        auto space = grp.space.find(op);
+        if (space != grp.space.end()) role += ", " + spaceName(space->second);
+        auto p = k.placement.find(op);
+        std::string where = p == k.placement.end() ? "registers: recomputed inline where read"
+                                                   : storageReason(k, op, p->second);
+        if (isRegenerated(g, users, op)) {
+          where += "; a source, regenerated in every kernel that reads it";
+        } else if (idx.stepsOf[size_t(op)].size() > 1) {
+          std::string others;
+          for (int t : idx.stepsOf[size_t(op)])
+            if (t != int(s)) others += (others.empty() ? "" : ", ") + std::to_string(t);
+          where += "; also recomputed in step " + others;
+        }
+        os << fmt::format("    {} ({}): {}; {}\n", name(g, op), ir::opName(g.node(op).kind), role,
+                          where);
+      }
+    }
+  }
+  // Boundaries: every value one step reads from another.
+  std::set<std::tuple<int, int, ir::NodeId>> crossings;
+  for (size_t to = 0; to < plan.steps.size(); ++to)
+    for (ir::NodeId v : stepReads(plan, to)) {
+      int from = idx.producer[size_t(v)];
+      if (from >= 0 && from != int(to)) crossings.insert({from, int(to), v});
+    }
+  os << "\nboundaries (values read from memory across steps):";
+  if (crossings.empty()) os << " none";
+  os << "\n";
+  for (const auto& [from, to, v] : crossings)
+    os << fmt::format("  {} from step {} ({}) to step {} ({}): {}\n", name(g, v), from,
+                      idx.names[size_t(from)], to, idx.names[size_t(to)],
+                      boundaryReason(plan, idx, users, v, from, to));
+  return os.str();
+}
+
+std::string kernelMapJson(const FusionPlan& plan) {
+  const ir::Graph& g = plan.graph;
+  StepIndex idx = indexSteps(plan);
+  auto list = [&](const std::vector<ir::NodeId>& ops) {
+    std::string s = "[";
+    for (size_t i = 0; i < ops.size(); ++i)
+      s += (i ? ", " : "") + jsonString(g.node(ops[i]).name);
+    return s + "]";
+  };
+  std::ostringstream os;
+  os << "{\n  \"policy\": " << jsonString(std::string(policyName(plan.policy)))
+     << ",\n  \"steps\": [";
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    os << (s ? ",\n" : "\n");
+    if (const auto* call = std::get_if<LibraryCall>(&plan.steps[s])) {
+      os << fmt::format("    {{\"step\": {}, \"library_call\": {}, \"ops\": {}}}", s,
+                        jsonString(g.node(call->op).name), list({call->op}));
+      continue;
+    }
+    const auto& k = std::get<KernelPlan>(plan.steps[s]);
+    std::vector<ir::NodeId> owned, recomputed;
+    for (ir::NodeId op : k.ops)
+      (idx.stepsOf[size_t(op)].front() == int(s) ? owned : recomputed).push_back(op);
+    os << fmt::format("    {{\"step\": {}, \"kernel\": {}, \"ops\": {}, \"recomputed\": {}}}", s,
+                      jsonString(k.name), list(owned), list(recomputed));
+  }
+  os << "\n  ]\n}\n";
+  return os.str();
+}
+
+} // namespace weft::fusion
