@@ -2,7 +2,11 @@
 
 #include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "frontend/json_reader.h"
 #include "frontend/onnx/load_graph.h"
 #include "synthetic_graphs.h"
 #include "weft/error.h"
@@ -75,6 +79,38 @@ Workload findWorkload(const std::string& nameOrPath, const std::string& dir,
   throw InputError(fmt::format("unknown workload \"{}\"; the suite's workloads are {} (or give a "
                                "graph file, e.g. examples/graphs/softmax.json --bind B=4)",
                                nameOrPath, fmt::join(names, ", ")));
+}
+
+SymbolicGraph symbolicWorkload(const std::string& jsonPath) {
+  std::ifstream in(jsonPath);
+  if (!in) throw InputError(fmt::format("{}: cannot be read", jsonPath));
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(text.str());
+  const nlohmann::json& first = j.at("inputs").at(0).at("shape");
+  if (first.empty() || !first[0].is_number_integer())
+    throw InputError(fmt::format("{}: the first input has no static leading dim", jsonPath));
+  int64_t n = first[0].get<int64_t>();
+  // A rank-1 [N] is the leading dim's (layer norm backward's mean) unless N is also the first
+  // input's last dim (rms_norm's weight [4096] of x [4096, 4096]): then it stays static.
+  bool squareLast = first.size() > 1 && first.back() == n;
+  std::function<void(nlohmann::json&)> symbolize = [&](nlohmann::json& node) {
+    if (node.is_object()) {
+      for (auto& [key, value] : node.items()) {
+        if (key == "shape" && value.is_array() && !value.empty() && value[0].is_number_integer() &&
+            value[0] == n && !(value.size() == 1 && squareLast))
+          value[0] = "B";
+        else
+          symbolize(value);
+      }
+    } else if (node.is_array()) {
+      for (nlohmann::json& e : node)
+        symbolize(e);
+    }
+  };
+  symbolize(j);
+  frontend::ParsedGraph g = frontend::readGraphJson(j.dump(), jsonPath);
+  return {g.name, std::move(g.graph), {{"B", n}}};
 }
 
 uint64_t compulsoryBytes(const ir::Graph& g) {

@@ -27,6 +27,18 @@ std::string defaultWorkloadsDir();
 Workload findWorkload(const std::string& nameOrPath, const std::string& workloadsDir,
                       const ir::Binding& binding = {});
 
+/// A JSON workload of production shapes with its leading dim made a symbol, for shape-generic
+/// compiles (ShapeMode::Generic): every "shape" array of the file (inputs and op attributes)
+/// whose first entry equals the first input's first dim N gets "B" there instead (a rank-1 [N]
+/// stays when N is also the first input's last dim: a square [N, N]'s weight). The suite's
+/// workloads all scale this way (rows, or batch); `production` receives {B: N}.
+struct SymbolicGraph {
+  std::string name;
+  ir::Graph graph;
+  ir::Binding production;
+};
+SymbolicGraph symbolicWorkload(const std::string& jsonPath);
+
 /// Inputs read once plus outputs written once, in bytes: the least any schedule moves.
 uint64_t compulsoryBytes(const ir::Graph& g);
 

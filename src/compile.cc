@@ -3,6 +3,7 @@
 // debug level (WEFT_LOG=debug) as it hands its result to the next (docs/architecture.md).
 #include "compile.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -66,9 +67,11 @@ CompiledProgram compileProgram(const ir::Graph& graph, const Binding& binding,
   auto t0 = std::chrono::steady_clock::now();
   CompiledProgram program;
   program.binding = binding;
+  // No binding for a graph with symbols: the generic program, planned on the symbolic graph.
+  program.generic = binding.empty() && !graph.symbols().empty();
 
   ir::verify(graph);
-  ir::Graph bound = ir::bindSymbols(graph, binding);
+  ir::Graph bound = program.generic ? graph : ir::bindSymbols(graph, binding);
   spdlog::debug("bound graph:\n{}", ir::printGraph(bound));
 
   ir::Graph canonical = options.canonicalize ? passes::canonicalize(bound) : bound;
@@ -103,6 +106,8 @@ struct CompiledGraph::Impl {
   Graph graph;
   CompileOptions options;
   std::mutex mutex;
+  // Specialized: one per binding. Generic: the generic program under {} and one per
+  // degenerate binding (genericServes).
   std::map<Binding, std::shared_ptr<const CompiledProgram>> programs;
 };
 
@@ -125,13 +130,31 @@ Program CompiledGraph::program(const Binding& binding) {
           fmt::format("symbol \"{}\" is not bound; give it a size, e.g. --bind {}=16", s, s));
     relevant[s] = it->second;
   }
+  // The binding the program is compiled for: {} for the generic program.
+  Binding key = impl_->options.shapes == ShapeMode::Generic && genericServes(relevant)
+                    ? Binding{}
+                    : relevant;
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  auto it = impl_->programs.find(relevant);
+  auto it = impl_->programs.find(key);
   if (it != impl_->programs.end()) return detail::Access::makeProgram(it->second);
   auto p = std::make_shared<const CompiledProgram>(
-      compileProgram(irGraph(impl_->graph), relevant, impl_->options));
-  impl_->programs.emplace(relevant, p);
+      compileProgram(irGraph(impl_->graph), key, impl_->options));
+  impl_->programs.emplace(key, p);
   return detail::Access::makeProgram(p);
+}
+
+bool genericServes(const Binding& binding) {
+  return std::all_of(binding.begin(), binding.end(), [](const auto& kv) { return kv.second > 0; });
+}
+
+std::string_view shapeModeName(ShapeMode m) {
+  return m == ShapeMode::Generic ? "generic" : "specialized";
+}
+
+std::optional<ShapeMode> parseShapeMode(std::string_view s) {
+  if (s == "generic") return ShapeMode::Generic;
+  if (s == "specialized") return ShapeMode::Specialized;
+  return std::nullopt;
 }
 
 size_t CompiledGraph::programCount() const {

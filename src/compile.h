@@ -13,9 +13,12 @@
 
 namespace weft {
 
-/// Everything compiled for one shape binding: the plan, the PTX and how to launch it.
+/// Everything compiled for one shape binding, or for every binding when generic (the plan and
+/// PTX keep the graph's symbols; runtime/shape_binding.h evaluates them per call): the plan,
+/// the PTX and how to launch it.
 struct CompiledProgram {
-  Binding binding;
+  Binding binding; // the symbols bound before planning; {} for a generic program
+  bool generic = false;
   fusion::FusionPlan plan;
   codegen::CompiledModule module;
   bool fromDiskCache = false;
@@ -24,13 +27,19 @@ struct CompiledProgram {
 };
 
 /// One binding's pipeline run, without caches (what CompiledGraph::program calls on a miss):
-/// verify → bind → canonicalize → plan → codegen (or the disk cache).
+/// verify → bind → canonicalize → plan → codegen (or the disk cache). With an empty binding, a
+/// graph with symbols compiles to its generic program (nothing bound; symbols stay symbolic).
 CompiledProgram compileProgram(const ir::Graph& graph, const Binding& binding,
                                const CompileOptions& options);
 /// weft::compile and inferBinding on a graph weft built itself (a frontend, a test).
 std::shared_ptr<CompiledGraph> compile(const ir::Graph& graph, const CompileOptions& options = {});
 Binding inferBinding(const ir::Graph& graph, const std::vector<HostTensor>& inputs,
                      const Binding& given = {});
+/// Whether a generic program can serve `binding`: every symbol at least 1. A symbol bound to 0
+/// (an empty tensor) is compiled specialised: empty shapes fold and plan differently
+/// (test/codegen/scaling_test.cc's degenerate cases), and one extra program per such binding
+/// costs a sweep nothing.
+bool genericServes(const Binding& binding);
 
 namespace detail {
 /// The one friend of the public handles: what the bridges above are made of.

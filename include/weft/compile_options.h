@@ -20,6 +20,15 @@ enum class Policy : uint8_t {
 std::string_view policyName(Policy p);                 // "none", "xla", "astitch"
 std::optional<Policy> parsePolicy(std::string_view s); // the names above
 
+/// How a graph's symbolic dims are compiled (docs/architecture.md, "Shapes").
+enum class ShapeMode : uint8_t {
+  Specialized, // the default: one program per binding, every symbol bound before planning
+  Generic,     // one program per graph: symbols stay symbolic through planning and codegen and
+               // are kernel parameters; a new binding only evaluates sizes and grids
+};
+std::string_view shapeModeName(ShapeMode m);                 // "specialized", "generic"
+std::optional<ShapeMode> parseShapeMode(std::string_view s); // the names above
+
 struct CodegenOptions {
   bool keepLlvmIr = false;
   bool optimise = true;      // O3; off only for debugging codegen
@@ -36,6 +45,9 @@ struct CompileOptions {
   Policy policy = Policy::AStitch;
   DeviceSpec device = *deviceSpecProfile("h100"); // the GPU planned for (a Device's spec())
   bool canonicalize = true; // simplify the graph (folding, CSE, ...) before planning
+  /// Generic: CompiledGraph compiles one program for every binding with no symbol bound to 0
+  /// (a binding with a 0-sized symbol still gets a specialised program of its own).
+  ShapeMode shapes = ShapeMode::Specialized;
   CodegenOptions codegen;
   /// Disk cache directory: "" = $XDG_CACHE_HOME/weft (or ~/.cache/weft); "off" = no disk cache.
   std::string cacheDir;

@@ -45,8 +45,9 @@ private:
   std::shared_ptr<const CompiledProgram> program_;
 };
 
-/// Everything compiled for one binding of a graph's symbols: its plan, its PTX and how long
-/// the compile took. Cheap to copy (copies share the program); the strings it returns by
+/// Everything compiled for one binding of a graph's symbols (ShapeMode::Specialized), or for
+/// every binding (ShapeMode::Generic: the symbols stay symbolic in its plan and PTX and are
+/// kernel parameters): its plan, its PTX and how long the compile took. Cheap to copy (copies share the program); the strings it returns by
 /// reference live as long as the program does.
 class Program {
 public:
@@ -60,7 +61,8 @@ public:
     double totalMs = 0;    // the whole pipeline for this binding
   };
 
-  const Binding& binding() const;
+  const Binding& binding() const; // the binding it was specialised for; {} when generic
+  bool generic() const;            // compiled with the graph's symbols left symbolic
   Plan plan() const;
   const std::string& ptx() const;    // one PTX module holding every kernel
   const std::string& llvmIr() const; // "" unless CodegenOptions::keepLlvmIr
@@ -76,8 +78,9 @@ private:
 };
 
 /// A graph plus compile options; compiles a specialised program once per binding of the
-/// graph's symbols and keeps it (in memory here, on disk through the compile cache).
-/// Thread-safe.
+/// graph's symbols, or under ShapeMode::Generic one program for every binding (a binding with
+/// a symbol bound to 0 still gets a specialised one), and keeps them (in memory here, on disk
+/// through the compile cache). Thread-safe.
 class CompiledGraph {
 public:
   /// Verifies `graph` (InputError naming the value and rule); compiles nothing yet.
@@ -91,7 +94,8 @@ public:
   /// The program for `binding` (every symbol of the graph bound; others ignored), compiled on
   /// first use.
   Program program(const Binding& binding);
-  /// Number of distinct bindings compiled so far.
+  /// Number of programs compiled so far: distinct bindings (Specialized); 1, plus one per
+  /// degenerate binding seen (Generic).
   size_t programCount() const;
 
 private:
@@ -110,8 +114,9 @@ Binding inferBinding(const Graph& graph, const std::vector<HostTensor>& inputs,
 
 enum class GraphMode { Off, On, Auto };
 
-/// A CompiledGraph bound to a Device: modules loaded once per binding, buffers planned and
-/// allocated once per binding, the launch sequence replayed per call (optionally as a
+/// A CompiledGraph bound to a Device: modules loaded once per program, buffers sized and
+/// allocated once per binding (from the call's binding, generic programs included), the
+/// launch sequence replayed per call (optionally as a
 /// captured graph whose kernel arguments are updated in place when caller pointers change).
 class Executable {
 public:
@@ -172,6 +177,7 @@ private:
   Device& device_;
   GraphMode graphMode_ = GraphMode::Off;
   std::map<Binding, std::unique_ptr<Bound>> bound_;
+  std::map<const CompiledProgram*, ModuleHandle> modules_; // one load per program (generic: one)
   Stats stats_;
 };
 

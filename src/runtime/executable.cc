@@ -4,22 +4,19 @@
 #include <spdlog/spdlog.h>
 
 #include "compile.h"
+#include "runtime/shape_binding.h"
 
 namespace weft {
 
 namespace {
 constexpr size_t kBarrierStateBytes =
     256; // generation + arrival counters, see codegen's grid barrier
-
-size_t bufferBytes(const fusion::Buffer& b, const Binding& binding) {
-  return static_cast<size_t>(b.elements.evaluate(binding)) *
-         static_cast<size_t>(ir::dtypeBytes(b.dtype));
-}
 } // namespace
 
 /// Everything an Executable keeps per shape binding.
 struct Executable::Bound {
   std::shared_ptr<const CompiledProgram> program;
+  BoundShapes shapes; // the call's binding, its buffer sizes and grids
   ModuleHandle module = -1;
   std::vector<KernelHandle> kernels;   // per CompiledKernel
   std::vector<LaunchConfig> configs;   // per CompiledKernel
@@ -58,15 +55,18 @@ Executable::Bound& Executable::bind(const Binding& binding) {
   b->program = sharedProgram(compiled_->program(binding));
   const fusion::FusionPlan& plan = b->program->plan;
   const codegen::CompiledModule& module = b->program->module;
-
-  b->module = device_.loadModule(module.ptx);
+  // A generic program serves every binding: its module is loaded once per device.
+  auto loaded = modules_.find(b->program.get());
+  if (loaded == modules_.end())
+    loaded = modules_.emplace(b->program.get(), device_.loadModule(module.ptx)).first;
+  b->module = loaded->second;
+  b->shapes = bindShapes(*b->program, binding);
   // Buffers: one allocation per memory-planning slot (sized for its largest buffer), one per
   // unslotted intermediate; inputs and outputs are bound per call.
   std::map<int, size_t> slotBytes;
-  b->bytes.resize(plan.buffers.size());
+  b->bytes = b->shapes.bufferBytes;
   b->bufferPtr.assign(plan.buffers.size(), 0);
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
-    b->bytes[i] = std::max<size_t>(bufferBytes(plan.buffers[i], binding), 1);
     if (plan.buffers[i].slot >= 0)
       slotBytes[plan.buffers[i].slot] = std::max(slotBytes[plan.buffers[i].slot], b->bytes[i]);
   }
@@ -88,18 +88,7 @@ Executable::Bound& Executable::bind(const Binding& binding) {
   }
   for (const codegen::CompiledKernel& k : module.kernels) {
     b->kernels.push_back(device_.getKernel(b->module, k.name));
-    int64_t tiles = k.launch.tiles.evaluate(binding);
-    int64_t grid = k.launch.maxBlocks > 0 ? std::min(tiles, k.launch.maxBlocks) : tiles;
-    grid = std::max<int64_t>(grid, 1);
-    if (grid > int64_t(0x7fffffff))
-      throw Error(
-          fmt::format("kernel {}: grid of {} blocks exceeds the 2^31-1 limit", k.name, grid));
-    LaunchConfig c;
-    c.grid.x = static_cast<uint32_t>(grid);
-    c.block.x = static_cast<uint32_t>(k.launch.blockSize);
-    c.dynamicSharedBytes = k.dynamicSharedBytes;
-    c.cooperative = k.launch.cooperative;
-    b->configs.push_back(c);
+    b->configs.push_back(b->shapes.launches[b->configs.size()]);
     bool needsBarrier =
         std::any_of(k.params.begin(), k.params.end(), [](const codegen::KernelParam& p) {
           return p.kind == codegen::KernelParam::Kind::BarrierState;
@@ -146,7 +135,7 @@ std::vector<std::vector<KernelArg>> Executable::kernelArgs(Bound& b,
         args[k].push_back(KernelArg::pointer(b.bufferPtr.at(static_cast<size_t>(p.buffer))));
         break;
       case codegen::KernelParam::Kind::Symbol:
-        args[k].push_back(KernelArg::of<int64_t>(b.program->binding.at(p.symbol)));
+        args[k].push_back(KernelArg::of<int64_t>(b.shapes.binding.at(p.symbol)));
         break;
       case codegen::KernelParam::Kind::BarrierState:
         args[k].push_back(KernelArg::pointer(b.barrierState[k]));
@@ -255,7 +244,7 @@ Executable::Bound& Executable::stageHostInputs(const std::vector<HostTensor>& in
 std::vector<HostTensor> Executable::run(const std::vector<HostTensor>& inputs,
                                         const Binding& binding) {
   Bound& b = stageHostInputs(inputs, binding);
-  const Binding& full = b.program->binding;
+  const Binding& full = b.shapes.binding;
   const ir::Graph& g = b.program->plan.graph;
   launchAll(b, b.hostInputs, b.hostOutputs);
 

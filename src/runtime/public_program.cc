@@ -9,6 +9,7 @@ std::string Plan::str() const { return fusion::printFusionPlan(program_->plan); 
 std::string Plan::dot() const { return fusion::fusionPlanDot(program_->plan); }
 
 const Binding& Program::binding() const { return program_->binding; }
+bool Program::generic() const { return program_->generic; }
 Plan Program::plan() const { return detail::Access::makePlan(program_); }
 const std::string& Program::ptx() const { return program_->module.ptx; }
 const std::string& Program::llvmIr() const { return program_->module.llvmIr; }

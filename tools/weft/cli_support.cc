@@ -324,13 +324,32 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o) {
   cmd->add_option("--device-spec", o.deviceSpec, "Device profile: v100, a100, h100")
       ->capture_default_str();
   cmd->add_option("--bind", o.bind, "Symbol sizes, e.g. B=64,S=128 (unbound symbols stay symbolic)");
+  addShapesOption(cmd, o.shapes);
+}
+
+void addShapesOption(CLI::App* cmd, std::string& shapes) {
+  cmd->add_option("--shapes", shapes,
+                  "specialized (one program per binding) or generic (one program for every "
+                  "binding, symbols as kernel parameters)")
+      ->capture_default_str();
+}
+
+ShapeMode shapeModeOption(const std::string& name) {
+  std::optional<ShapeMode> mode = parseShapeMode(name);
+  if (!mode)
+    throw InputError(
+        fmt::format("--shapes {}: unknown shape mode; use specialized or generic", name));
+  return *mode;
 }
 
 fusion::FusionPlan planFromOptions(const PlanOptions& o, const frontend::ParsedGraph& g) {
   DeviceSpec spec = deviceSpecOption(o.deviceSpec);
   fusion::Policy policy = policyOption(o.policy);
   checkBoundSizes(g.graph, o.file, parseBindOption(o.bind), o.bind, 0);
-  return planGraphFile(g, o.bind, spec, policy);
+  // The generic program is planned with every symbol symbolic, whatever --bind says: it is the
+  // one plan every binding runs.
+  bool generic = shapeModeOption(o.shapes) == ShapeMode::Generic;
+  return planGraphFile(g, generic ? "" : o.bind, spec, policy);
 }
 
 } // namespace weft::tools

@@ -7,6 +7,7 @@
 #include "frontend/json_reader.h"
 #include "fusion/fusion_plan.h"
 #include "ir/shape.h"
+#include "weft/compile_options.h"
 #include "weft/device_spec.h"
 #include "weft/tensor.h"
 
@@ -36,8 +37,13 @@ struct PlanOptions {
   std::string policy = "astitch";
   std::string deviceSpec = "h100";
   std::string bind;
+  std::string shapes = "specialized"; // --shapes: generic plans with every symbol symbolic
 };
 void addPlanOptions(CLI::App* cmd, PlanOptions& o);
+/// --shapes specialized|generic (CompileOptions::shapes), and its check: InputError naming
+/// the allowed values.
+void addShapesOption(CLI::App* cmd, std::string& shapes);
+ShapeMode shapeModeOption(const std::string& name);
 /// planGraphFile for the options (profile and policy checked) and `g`, loaded from o.file.
 fusion::FusionPlan planFromOptions(const PlanOptions& o, const frontend::ParsedGraph& g);
 

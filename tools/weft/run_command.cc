@@ -23,6 +23,7 @@ namespace {
 
 struct RunArgs {
   std::string file, device = "sim", policy = "astitch", deviceSpec = "h100", graphMode = "off";
+  std::string shapes = "specialized";
   InputOptions in;
   bool check = false, counters = false, noLibdevice = false;
   int timeRuns = 0;
@@ -97,6 +98,7 @@ void runGraph(const RunArgs& a) {
   GraphMode mode = graphModeOption(a.graphMode);
   DeviceSpec profile = deviceSpecOption(a.deviceSpec);
   fusion::Policy policy = policyOption(a.policy);
+  ShapeMode shapes = shapeModeOption(a.shapes);
   if (a.timeRuns < 0)
     throw InputError(
         fmt::format("--time {}: give the number of timed runs (1 or more)", a.timeRuns));
@@ -106,6 +108,7 @@ void runGraph(const RunArgs& a) {
   std::unique_ptr<Device> device = makeDevice(a.device, profile);
   CompileOptions options;
   options.policy = policy;
+  options.shapes = shapes;
   options.device = device->spec(); // the real device's attributes on cuda, the profile on sim
   options.codegen.useLibdevice = !a.noLibdevice;
   std::shared_ptr<CompiledGraph> compiled = compile(g.graph, options);
@@ -155,6 +158,7 @@ void addRunCommand(CLI::App& app) {
   cmd->add_option("--device", a->device, "Device: sim (PTX simulator), cuda (a GPU), auto")
       ->check(CLI::IsMember({"sim", "cuda", "auto"}))
       ->capture_default_str();
+  addShapesOption(cmd, a->shapes);
   cmd->add_option("--policy", a->policy, "Fusion policy: none, xla, astitch")
       ->capture_default_str();
   cmd->add_option("--device-spec", a->deviceSpec,

@@ -1,0 +1,28 @@
+#pragma once
+// What one binding of a graph's symbols fixes in a compiled program, computed on the host with
+// no planning and no LLVM: each plan buffer's bytes and each kernel's grid, from the plan's
+// symbolic sizes. A specialised program has nothing symbolic left and yields the same numbers
+// for its one binding; a generic program (ShapeMode::Generic) yields them for any binding.
+// This is where a program with several versions of a kernel will pick each kernel's version by
+// its guards on the binding (issue 15); today every kernel has one version.
+#include <cstddef>
+#include <vector>
+
+#include "weft/device.h"
+#include "weft/graph.h"
+
+namespace weft {
+
+struct CompiledProgram;
+
+struct BoundShapes {
+  Binding binding;                    // the call's binding: the kernels' symbol arguments
+  std::vector<size_t> bufferBytes;    // per plan buffer, at least 1
+  std::vector<LaunchConfig> launches; // per compiled kernel, in launch order
+};
+
+/// Evaluates `program` under `binding` (every symbol of its plan bound, or InputError naming
+/// the first unbound one). Throws Error when a kernel's grid exceeds 2^31-1 blocks.
+BoundShapes bindShapes(const CompiledProgram& program, const Binding& binding);
+
+} // namespace weft
