@@ -97,6 +97,16 @@ WorkloadResult runWorkload(const Workload& w, const SuiteOptions& o) {
   result.name = w.name;
   result.summary = w.summary;
   ir::Graph graph = w.build();
+  // Generic: the symbolic graph is compiled; `graph` stays the bound one for what the report
+  // derives from shapes (compulsory bytes, rows on chip).
+  ir::Graph compiledGraph = graph;
+  ir::Binding binding;
+  if (o.shapes == ShapeMode::Generic && w.buildSymbolic) {
+    SymbolicGraph s = w.buildSymbolic();
+    compiledGraph = std::move(s.graph);
+    binding = std::move(s.production);
+    graph = ir::bindSymbols(compiledGraph, binding);
+  }
   if (!graph.symbols().empty())
     throw InputError(fmt::format("workload \"{}\": symbols {} are not bound; give --bind, e.g. "
                                  "--bind {}=64",
@@ -105,7 +115,7 @@ WorkloadResult runWorkload(const Workload& w, const SuiteOptions& o) {
   result.compulsoryBytes = compulsoryBytes(graph);
   const DeviceSpec primary = specOf(o.profiles.at(0));
   result.rowsFitOnChip = rowsFitOnChip(graph, primary.sharedMemoryPerBlock);
-  std::vector<HostTensor> inputs = frontend::randomInputs(graph, {}, o.seed);
+  std::vector<HostTensor> inputs = frontend::randomInputs(compiledGraph, binding, o.seed);
 
   for (const std::string& profile : o.profiles) {
     const DeviceSpec spec = specOf(profile);
@@ -113,14 +123,16 @@ WorkloadResult runWorkload(const Workload& w, const SuiteOptions& o) {
     for (fusion::Policy policy : o.policies) {
       const std::string what = fmt::format("{} {} {}", w.name, fusion::policyName(policy), profile);
       CompileOptions options = compileOptions(policy, spec);
+      options.shapes = o.shapes;
       const int runs = timed ? std::max(1, o.compileRuns) : 1;
       report(o, fmt::format("{}: compiling ({}x)", what, runs));
       // The first run is the program the simulator executes; the others only time.
-      auto compiled = std::make_shared<CompiledGraph>(publicGraph(graph), options);
-      std::vector<CompiledProgram> programs{compiledProgram(compiled->program({}))};
+      auto compiled = std::make_shared<CompiledGraph>(publicGraph(compiledGraph), options);
+      std::vector<CompiledProgram> programs{compiledProgram(compiled->program(binding))};
       double spentMs = programs.back().totalMs;
+      const ir::Binding compiledFor = programs.back().binding; // {} when generic
       for (int i = 1; i < runs && spentMs < o.compileBudgetMs; ++i) {
-        programs.push_back(compileProgram(graph, {}, options));
+        programs.push_back(compileProgram(compiledGraph, compiledFor, options));
         spentMs += programs.back().totalMs;
       }
 
@@ -133,7 +145,7 @@ WorkloadResult runWorkload(const Workload& w, const SuiteOptions& o) {
       Executable exe(compiled, *device);
       report(o,
              fmt::format("{}: simulating {} kernel(s)", what, programs.back().plan.kernelCount()));
-      exe.run(inputs);
+      exe.run(inputs, binding);
       PolicyRun run = summarize(policy, profile, exe.takeCounters(), modelProfile(spec));
       if (timed) run.compile = compileTimeOf(programs);
       result.runs.push_back(std::move(run));

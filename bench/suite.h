@@ -22,6 +22,9 @@ struct SuiteOptions {
   double compileBudgetMs = 20000; // ... but no more runs once the runs so far took this long
   uint64_t sampleBlocks = 0;      // sim block sampling (0: simulate every block; see perf docs)
   uint64_t seed = 1;              // random inputs
+  /// Generic: each workload's symbolic graph (Workload::buildSymbolic) compiled once and run
+  /// at the production binding; compile time is the generic program's.
+  ShapeMode shapes = ShapeMode::Specialized;
   std::vector<int> scalingNodes = {100, 1000, 10000}; // empty: no scaling section
   std::function<void(const std::string&)> progress;   // one line per step
 };

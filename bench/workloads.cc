@@ -20,7 +20,8 @@ namespace {
 
 Workload jsonWorkload(const std::string& dir, const std::string& name, std::string summary) {
   std::string path = (std::filesystem::path(dir) / (name + ".json")).string();
-  return {name, std::move(summary), [path] { return frontend::readGraphFile(path).graph; }};
+  return {name, std::move(summary), [path] { return frontend::readGraphFile(path).graph; },
+          [path] { return symbolicWorkload(path); }};
 }
 
 bool endsWith(const std::string& s, const std::string& suffix) {
@@ -51,12 +52,12 @@ std::vector<Workload> suiteWorkloads(const std::string& dir) {
   w.push_back(jsonWorkload(dir, "layer_norm_backward", "LayerNorm backward [16384, 768]"));
   w.push_back(jsonWorkload(dir, "log_softmax_nll", "log-softmax + NLL, [512, 30000] vocabulary"));
   w.push_back({"cluster_200", "generated cluster of 200 ops on [2048, 768]",
-               [] { return elementwiseCluster(200, 2048, 768); }});
+               [] { return elementwiseCluster(200, 2048, 768); }, {}});
   w.push_back({"chain_softmax_64", "64 chained softmaxes on [4, 8] (recompute against store)",
-               [] { return chainedSoftmaxes(64, 4, 8); }});
+               [] { return chainedSoftmaxes(64, 4, 8); }, {}});
   w.push_back({"graph_10000",
                "generated 10,000-node graph: clusters of 48 ops on [64, 64] between matmuls",
-               [] { return clusteredGraph(10000, 64, 64); }});
+               [] { return clusteredGraph(10000, 64, 64); }, {}});
   return w;
 }
 
@@ -71,9 +72,13 @@ Workload findWorkload(const std::string& nameOrPath, const std::string& dir,
       std::filesystem::is_regular_file(nameOrPath)) {
     std::string path = nameOrPath;
     std::string stem = std::filesystem::path(path).stem().string();
-    return {stem, "graph file " + path, [path, binding] {
+    return {stem, "graph file " + path,
+            [path, binding] {
               ir::Graph g = frontend::loadGraphAnyFormat(path).graph;
               return binding.empty() ? g : ir::bindSymbols(g, binding);
+            },
+            [path, binding, stem] {
+              return SymbolicGraph{stem, frontend::loadGraphAnyFormat(path).graph, binding};
             }};
   }
   throw InputError(fmt::format("unknown workload \"{}\"; the suite's workloads are {} (or give a "

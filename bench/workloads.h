@@ -11,10 +11,16 @@
 
 namespace weft::bench {
 
+struct SymbolicGraph;
+
 struct Workload {
   std::string name;
   std::string summary; // one line for the report
   std::function<ir::Graph()> build;
+  /// The same workload with symbols, and the binding that gives build()'s shapes: what
+  /// `weft bench --shapes generic` compiles once and runs. Unset for static-only workloads
+  /// (the generated ones), which run their static graph in both modes.
+  std::function<SymbolicGraph()> buildSymbolic;
 };
 
 /// The whole suite, in report order; JSON workloads are read from `workloadsDir`.

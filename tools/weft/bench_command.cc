@@ -1,5 +1,7 @@
 // weft bench [WORKLOADS...] [--policy all|none|xla|astitch] [--device-spec h100,a100,v100]
-// [--format md|json|csv] [-o FILE] [--csv FILE]: the benchmark suite (bench/). Each workload is
+// [--format md|json|csv] [-o FILE] [--csv FILE] [--shapes specialized|generic]: the benchmark
+// suite (bench/); generic compiles each workload once with its leading dim symbolic and runs
+// it at the production size. Each workload is
 // compiled under each policy for each device profile, run once on the sim device, and reported with
 // its kernels, grid barriers, bytes moved against the compulsory bytes, modeled GPU time and
 // measured compile time; then the compile-time scaling of generated graphs. One progress line
@@ -32,6 +34,7 @@ struct BenchArgs {
   std::string output;
   std::string workloadsDir = bench::defaultWorkloadsDir();
   std::string bind;
+  std::string shapes = "specialized";
   int compileRuns = 3;
   uint64_t sampleBlocks = 0;
   std::string scaling = "auto";
@@ -95,6 +98,7 @@ void runBench(const BenchArgs& a) {
   bench::SuiteOptions o;
   o.policies = parsePolicies(a.policy);
   o.profiles = parseProfiles(a.deviceSpec);
+  o.shapes = shapeModeOption(a.shapes);
   o.compileRuns = a.compileRuns;
   o.sampleBlocks = a.sampleBlocks;
   ir::Binding binding = parseBindOption(a.bind);
@@ -152,6 +156,7 @@ void addBenchCommand(CLI::App& app) {
   cmd->add_option("--workloads-dir", a->workloadsDir, "Where the suite's JSON workloads are")
       ->capture_default_str();
   cmd->add_option("--bind", a->bind, "Symbol sizes for graph-file workloads, e.g. B=64");
+  addShapesOption(cmd, a->shapes);
   cmd->add_option("--compile-runs", a->compileRuns, "Compile time = median of this many runs")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
