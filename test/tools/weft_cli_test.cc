@@ -563,3 +563,32 @@ TEST_CASE("weft plan --explain says why and weft compile --emit map lists every 
   CHECK(both.rc == 2);
   CHECK(both.err.find("excludes") != std::string::npos);
 }
+
+TEST_CASE("--shapes generic compiles one program for every binding; a bad value is exit 2") {
+  std::string g = writeFile("sm.json", kSoftmax);
+  fs::path cache = scratch() / "shapes-cache";
+  fs::remove_all(cache);
+  std::string env = "XDG_CACHE_HOME=" + cache.string();
+  for (const char* b : {"1", "7", "33"}) {
+    Result r = runWeft("run " + g + " --bind B=" + std::string(b) + " --shapes generic --check", env);
+    REQUIRE(r.rc == 0);
+    CHECK(r.out.find("one generic program for every binding") != std::string::npos);
+    CHECK(r.out.find("check: all outputs match\n") != std::string::npos);
+  }
+  size_t entries = 0;
+  for (const auto& e : fs::recursive_directory_iterator(cache))
+    entries += e.is_regular_file() ? 1 : 0;
+  CHECK(entries == 1);
+  // plan and compile print the symbolic plan whatever --bind says.
+  Result plan = runWeft("plan " + g + " --bind B=4 --shapes generic");
+  CHECK(plan.rc == 0);
+  CHECK(plan.out.find("f32[3*B]") != std::string::npos);
+  CHECK(runWeft("compile " + g + " --shapes generic --emit ptx").rc == 0);
+  for (const std::string& cmd : {"run " + g + " --bind B=2", "plan " + g, "compile " + g,
+                                "bench " + g + " --bind B=2"}) {
+    Result bad = runWeft(cmd + " --shapes sometimes");
+    CHECK(bad.rc == 2);
+    CHECK(bad.err ==
+          "weft: error: --shapes sometimes: unknown shape mode; use specialized or generic\n");
+  }
+}

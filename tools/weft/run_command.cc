@@ -123,8 +123,9 @@ void runGraph(const RunArgs& a) {
   }
   std::vector<LaunchCounters> counters = exe.takeCounters();
   Program program = exe.programFor(in.binding);
-  fmt::print("{}: {} on {}, policy {}, {} kernel(s){}\n", a.file, g.name, device->name(),
+  fmt::print("{}: {} on {}, policy {}, {} kernel(s){}{}\n", a.file, g.name, device->name(),
              fusion::policyName(policy), program.plan().kernelCount(),
+             program.generic() ? ", one generic program for every binding" : "",
              program.fromDiskCache() ? " (from the compile cache)" : "");
   for (size_t k = 0; k < outputs.size(); ++k)
     fmt::print("{}: {}\n", g.graph.node(g.graph.outputs()[k]).name,
