@@ -112,8 +112,8 @@ void layoutShared(ParsedModule& module) {
   }
 }
 
-/// Decodes one body into program.code, resolves its branch labels, adds a `ret` to an empty
-/// body, compacts its registers and computes its reconvergence points. Its calls are added to
+/// Decodes one body into program.code, resolves its branch labels, ends it with a `ret` where
+/// control could run off its end, compacts its registers and computes its reconvergence points. Its calls are added to
 /// callFixups: a callee may be defined after its caller.
 void linkBody(ParsedModule& module, ParsedBody& body, Fixups& callFixups) {
   Program& prog = module.program;
@@ -128,19 +128,32 @@ void linkBody(ParsedModule& module, ParsedBody& body, Fixups& callFixups) {
     if (in.op == Op::Call) callFixups.push_back({pc, p.callee});
     prog.code.push_back(in);
   }
+  // Control that reaches the end of a body returns, as ptxas makes it: an empty body, one whose
+  // last instruction may fall through, or a label after the last instruction (a branch there)
+  // gets an explicit `ret`, so every branch target and fall-through is an instruction.
+  const uint32_t count = uint32_t(prog.code.size()) - f.entry;
+  bool labelAtEnd = std::any_of(body.labels.begin(), body.labels.end(),
+                                [&](const auto& l) { return l.second >= count; });
+  bool fallsOff = count == 0;
+  if (count > 0) {
+    const Instr& last = prog.code.back();
+    bool stops = last.op == Op::Bra || last.op == Op::Ret || last.op == Op::Exit ||
+                 last.op == Op::Trap;
+    fallsOff = !stops || (last.flags & kHasGuard);
+  }
+  if (fallsOff || labelAtEnd) {
+    Instr r;
+    r.op = Op::Ret;
+    r.func = body.fidx;
+    r.line = count > 0 ? prog.code.back().line : r.line;
+    prog.code.push_back(r);
+  }
   f.end = uint32_t(prog.code.size());
   for (auto& [pc, label] : branchFixups) {
     auto it = body.labels.find(label);
     if (it == body.labels.end())
       fail(prog.code[pc].line, fmt::format("unknown label '{}'", label));
     prog.code[pc].target = f.entry + it->second;
-  }
-  if (f.end == f.entry) {
-    Instr r;
-    r.op = Op::Ret;
-    r.func = body.fidx;
-    prog.code.push_back(r);
-    f.end = uint32_t(prog.code.size());
   }
   std::vector<uint8_t> widths(f.numRegs, 0);
   for (auto& [name, info] : body.regs)

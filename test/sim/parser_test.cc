@@ -246,3 +246,30 @@ TEST_CASE("parser: modifiers the simulator cannot honour are rejected, never ign
   CHECK(err("add.s16x2 %r1, %r2, %r3;\n  sub.u16x2 %r1, %r2, %r3;\n  min.u16x2 %r1, %r2, %r3;\n"
             "  max.relu.s16x2 %r1, %r2, %r3;\n  min.NaN.f32 %f1, %f2, %f3;") == "");
 }
+
+TEST_CASE("parser: control that reaches a body's end returns, as ptxas makes it",
+          "[sim][parser]") {
+  // A branch to a label after the last instruction, and a body that falls off its end: both
+  // return (they crashed the register compactor once: a successor one past the body).
+  auto kernel = [](const std::string& tail) {
+    return ".version 8.5\n.target sm_80\n.address_size 64\n"
+           ".visible .entry t(.param .u64 t_out)\n{\n"
+           "  .reg .pred %p<2>;\n  .reg .b32 %r<4>;\n  .reg .b64 %rd<4>;\n"
+           "  ld.param.u64 %rd0, [t_out];\n  mov.u32 %r0, %tid.x;\n"
+           "  mul.wide.u32 %rd1, %r0, 4;\n  add.s64 %rd2, %rd0, %rd1;\n"
+           "  setp.eq.u32 %p0, %r0, 0;\n  st.global.u32 [%rd2], 7;\n" +
+           tail + "}\n";
+  };
+  for (std::string tail : {std::string("  @%p0 bra DONE;\n  st.global.u32 [%rd2], 9;\nDONE:\n"),
+                           std::string("  @%p0 bra DONE;\nDONE:\n  st.global.u32 [%rd2], 9;\n"),
+                           std::string("  bra.uni DONE;\nDONE:\n")}) {
+    auto dev = makeSimDevice(h100());
+    Buffer<uint32_t> out(*dev, 2);
+    REQUIRE_NOTHROW(runPtx(*dev, kernel(tail), "t", grid1D(1, 2), {out.arg()}));
+    auto v = out.get();
+    bool skipsThread0 = tail.find("9;\nDONE") != std::string::npos;
+    bool alwaysSkips = tail.find("bra.uni") != std::string::npos;
+    CHECK(v[0] == (skipsThread0 || alwaysSkips ? 7u : 9u));
+    CHECK(v[1] == (alwaysSkips ? 7u : 9u));
+  }
+}
