@@ -6,6 +6,27 @@
 #include "compile.h"
 
 namespace weft {
+namespace {
+
+/// The kernel's tiles under `binding`: ceil(rows / rowsPerTile) x split of its first phase's
+/// group, what fusion/launch_config.cc computes for static rows, so that a generic program
+/// launches the grid its specialised twin would. The plan's symbolic `tiles` is only exact
+/// when rowsPerTile divides the rows' factor (otherwise it is the rows, an upper bound: correct,
+/// since blocks loop over the real tiles, but a full wave of blocks for a handful of tiles).
+int64_t tilesUnder(const fusion::FusionPlan& plan, const codegen::CompiledKernel& k,
+                   const Binding& binding) {
+  if (!k.launch.tiles.isStatic())
+    for (const fusion::Step& step : plan.steps) {
+      const auto* kp = std::get_if<fusion::KernelPlan>(&step);
+      if (!kp || kp->name != k.name || kp->stages.empty()) continue;
+      const fusion::Group& first = kp->groups[static_cast<size_t>(kp->stages.front().group)];
+      int64_t rows = first.rows.evaluate(binding);
+      return (rows + first.rowsPerTile - 1) / first.rowsPerTile * fusion::splitFactor(first.mapping);
+    }
+  return k.launch.tiles.evaluate(binding);
+}
+
+} // namespace
 
 BoundShapes bindShapes(const CompiledProgram& program, const Binding& binding) {
   const fusion::FusionPlan& plan = program.plan;
@@ -16,9 +37,7 @@ BoundShapes bindShapes(const CompiledProgram& program, const Binding& binding) {
     s.bufferBytes.push_back(std::max<size_t>(
         static_cast<size_t>(b.elements.evaluate(binding)) * ir::dtypeBytes(b.dtype), 1));
   for (const codegen::CompiledKernel& k : program.module.kernels) {
-    // `tiles` may be an upper bound for symbolic rows (fusion/launch_config.cc): blocks loop
-    // over the real tiles, so extra blocks find none.
-    int64_t tiles = k.launch.tiles.evaluate(binding);
+    int64_t tiles = tilesUnder(plan, k, binding);
     int64_t grid = k.launch.maxBlocks > 0 ? std::min(tiles, k.launch.maxBlocks) : tiles;
     grid = std::max<int64_t>(grid, 1);
     if (grid > int64_t(0x7fffffff))
