@@ -564,7 +564,7 @@ TEST_CASE("weft plan --explain says why and weft compile --emit map lists every 
   CHECK(both.err.find("excludes") != std::string::npos);
 }
 
-TEST_CASE("--shapes generic compiles one program for every binding; a bad value is exit 2") {
+TEST_CASE("weft run --shapes generic compiles one program for every binding, a bad value is exit 2") {
   std::string g = writeFile("sm.json", kSoftmax);
   fs::path cache = scratch() / "shapes-cache";
   fs::remove_all(cache);
