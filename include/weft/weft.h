@@ -3,6 +3,7 @@
 //
 //   weft::Graph g = ...;                                  // weft/graph.h, or parseGraphJson
 //   auto compiled = weft::compile(g, {});                 // plan + codegen, per shape binding
+//                                                         // (or once: CompileOptions::shapes)
 //   auto device = weft::makeDevice("auto", compiled->options().device);
 //   weft::Executable exe(compiled, *device);
 //   std::vector<weft::HostTensor> outs = exe.run(inputs); // symbols bound from input shapes
