@@ -132,7 +132,7 @@ WorkloadResult runWorkload(const Workload& w, const SuiteOptions& o) {
       double spentMs = programs.back().totalMs;
       const ir::Binding compiledFor = programs.back().binding; // {} when generic
       for (int i = 1; i < runs && spentMs < o.compileBudgetMs; ++i) {
-        programs.push_back(compileProgram(compiledGraph, compiledFor, options));
+        programs.push_back(*compileVersions(compiledGraph, compiledFor, options).back());
         spentMs += programs.back().totalMs;
       }
 
@@ -173,7 +173,8 @@ Scaling runScaling(const SuiteOptions& o, const std::vector<WorkloadResult>& don
       double spentMs = 0;
       for (int i = 0; i < std::max(1, o.compileRuns) && (i == 0 || spentMs < o.compileBudgetMs);
            ++i) {
-        programs.push_back(compileProgram(g, {}, compileOptions(fusion::Policy::AStitch, spec)));
+        programs.push_back(
+            *compileVersions(g, {}, compileOptions(fusion::Policy::AStitch, spec)).back());
         spentMs += programs.back().totalMs;
       }
       p.compile = compileTimeOf(programs);

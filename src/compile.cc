@@ -1,4 +1,4 @@
-// weft::compile() and the pipeline it runs for each shape binding. Read compileProgram()
+// weft::compile() and the pipeline it runs for each shape binding. Read compileVersions()
 // top to bottom: it is the whole compiler, one named step after another, each logged at
 // debug level (WEFT_LOG=debug) as it hands its result to the next (docs/architecture.md).
 #include "compile.h"
@@ -12,6 +12,7 @@
 
 #include "codegen/compile.h"
 #include "fusion/plan.h"
+#include "fusion/plan_versions.h"
 #include "fusion/plan_printer.h"
 #include "ir/fingerprint.h"
 #include "ir/printer.h"
@@ -62,43 +63,78 @@ void defaultLogLevelForEmbedders() {
 
 } // namespace
 
-CompiledProgram compileProgram(const ir::Graph& graph, const Binding& binding,
-                               const CompileOptions& options) {
+ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
+                                const CompileOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
-  CompiledProgram program;
-  program.binding = binding;
   // No binding for a graph with symbols: the generic program, planned on the symbolic graph.
-  program.generic = binding.empty() && !graph.symbols().empty();
+  const bool generic = binding.empty() && !graph.symbols().empty();
 
   ir::verify(graph);
-  ir::Graph bound = program.generic ? graph : ir::bindSymbols(graph, binding);
+  ir::Graph bound = generic ? graph : ir::bindSymbols(graph, binding);
   spdlog::debug("bound graph:\n{}", ir::printGraph(bound));
 
   ir::Graph canonical = options.canonicalize ? passes::canonicalize(bound) : bound;
   spdlog::debug("canonical graph:\n{}", ir::printGraph(canonical));
 
-  program.plan = fusion::plan(canonical, options.device, options.policy);
-  program.planMs = msSince(t0);
-  spdlog::info("plan: {} kernel(s) under policy {} in {:.1f} ms", program.plan.kernelCount(),
-               fusion::policyName(options.policy), program.planMs);
+  // Generic: one plan per size class the planner decides differently on (plan_versions.h).
+  std::vector<fusion::FusionPlan> plans =
+      generic ? fusion::planVersions(canonical, options.device, options.policy)
+              : std::vector<fusion::FusionPlan>{
+                    fusion::plan(canonical, options.device, options.policy)};
+  const double planMs = msSince(t0);
+  spdlog::info("plan: {} kernel(s) under policy {}, {} version(s), in {:.1f} ms",
+               plans.back().kernelCount(), fusion::policyName(options.policy), plans.size(),
+               planMs);
   if (spdlog::should_log(spdlog::level::debug))
-    spdlog::debug("plan:\n{}", fusion::printFusionPlan(program.plan));
+    for (const fusion::FusionPlan& p : plans)
+      spdlog::debug("plan:\n{}", fusion::printFusionPlan(p));
 
+  // One cache entry holds every version: the versions are a function of the key.
   runtime::CompileCache cache(options.cacheDir);
   std::string key = cacheKey(canonical, options);
-  if (auto cached = cache.load(key)) {
-    program.module = std::move(*cached);
-    program.fromDiskCache = true;
+  if (generic) key += fmt::format("\n{} generic version(s)", plans.size());
+  std::vector<codegen::CompiledModule> modules;
+  bool fromDiskCache = false;
+  if (auto cached = cache.loadVersions(key, plans.size())) {
+    modules = std::move(*cached);
+    fromDiskCache = true;
     spdlog::info("codegen: loaded from the compile cache ({})", cache.pathFor(key));
   } else {
-    program.module = codegen::compileToPtx(program.plan, options.codegen);
-    const auto& t = program.module.timings;
-    spdlog::info("codegen: LLVM IR {:.1f} ms, optimise {:.1f} ms, PTX {:.1f} ms", t.llvmIrMs,
-                 t.optimiseMs, t.ptxMs);
-    cache.store(key, program.module);
+    for (const fusion::FusionPlan& p : plans) {
+      modules.push_back(codegen::compileToPtx(p, options.codegen));
+      const auto& t = modules.back().timings;
+      spdlog::info("codegen: LLVM IR {:.1f} ms, optimise {:.1f} ms, PTX {:.1f} ms", t.llvmIrMs,
+                   t.optimiseMs, t.ptxMs);
+    }
+    cache.storeVersions(key, modules);
   }
-  program.totalMs = msSince(t0);
-  return program;
+
+  ProgramVersions versions;
+  const double totalMs = msSince(t0);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    auto program = std::make_shared<CompiledProgram>();
+    program->binding = generic ? Binding{} : binding;
+    program->generic = generic;
+    // The last version serves every binding no other admits: no guard.
+    if (i + 1 < plans.size()) program->guard = plans[i].symbolRanges;
+    program->version = i;
+    program->versionCount = plans.size();
+    program->plan = std::move(plans[i]);
+    program->module = std::move(modules[i]);
+    program->fromDiskCache = fromDiskCache;
+    program->planMs = planMs;
+    program->totalMs = totalMs;
+    versions.push_back(std::move(program));
+  }
+  return versions;
+}
+
+const std::shared_ptr<const CompiledProgram>& versionFor(const ProgramVersions& versions,
+                                                         const Binding& binding) {
+  std::vector<ir::SymbolRanges> guards;
+  for (const auto& v : versions)
+    guards.push_back(v->guard);
+  return versions.at(fusion::versionFor(guards, binding));
 }
 
 struct CompiledGraph::Impl {
@@ -106,9 +142,9 @@ struct CompiledGraph::Impl {
   Graph graph;
   CompileOptions options;
   std::mutex mutex;
-  // Specialized: one per binding. Generic: the generic program under {} and one per
-  // degenerate binding (genericServes).
-  std::map<Binding, std::shared_ptr<const CompiledProgram>> programs;
+  // Specialized: one per binding. Generic: the generic program's versions under {} and one
+  // program per degenerate binding (genericServes).
+  std::map<Binding, ProgramVersions> programs;
 };
 
 CompiledGraph::CompiledGraph(Graph graph, CompileOptions options)
@@ -136,11 +172,10 @@ Program CompiledGraph::program(const Binding& binding) {
                     : relevant;
   std::lock_guard<std::mutex> lock(impl_->mutex);
   auto it = impl_->programs.find(key);
-  if (it != impl_->programs.end()) return detail::Access::makeProgram(it->second);
-  auto p = std::make_shared<const CompiledProgram>(
-      compileProgram(irGraph(impl_->graph), key, impl_->options));
-  impl_->programs.emplace(key, p);
-  return detail::Access::makeProgram(p);
+  if (it == impl_->programs.end())
+    it = impl_->programs.emplace(key, compileVersions(irGraph(impl_->graph), key, impl_->options))
+             .first;
+  return detail::Access::makeProgram(versionFor(it->second, relevant));
 }
 
 bool genericServes(const Binding& binding) {

@@ -19,6 +19,12 @@ namespace weft {
 struct CompiledProgram {
   Binding binding; // the symbols bound before planning; {} for a generic program
   bool generic = false;
+  // A generic program's version (fusion/plan_versions.h): the bindings it serves (its plan's
+  // symbol ranges; {} for the last version, which serves every binding no other admits), and
+  // its place among its compile's versions. A specialised program is version 0 of 1.
+  ir::SymbolRanges guard;
+  size_t version = 0;
+  size_t versionCount = 1;
   fusion::FusionPlan plan;
   codegen::CompiledModule module;
   bool fromDiskCache = false;
@@ -26,11 +32,19 @@ struct CompiledProgram {
   double totalMs = 0; // the whole pipeline for this binding
 };
 
-/// One binding's pipeline run, without caches (what CompiledGraph::program calls on a miss):
-/// verify → bind → canonicalize → plan → codegen (or the disk cache). With an empty binding, a
-/// graph with symbols compiles to its generic program (nothing bound; symbols stay symbolic).
-CompiledProgram compileProgram(const ir::Graph& graph, const Binding& binding,
-                               const CompileOptions& options);
+/// Every version one compile yields, in version order: one for a specialised binding; for a
+/// generic program one per size class the planner decides differently on.
+using ProgramVersions = std::vector<std::shared_ptr<const CompiledProgram>>;
+
+/// One binding's pipeline run, without in-memory caches (what CompiledGraph::program calls on
+/// a miss): verify → bind → canonicalize → plan → codegen (or the disk cache). With an empty
+/// binding, a graph with symbols compiles to its generic program (nothing bound; symbols stay
+/// symbolic), planned once per size class (fusion/plan_versions.h), all in one cache entry.
+ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
+                                const CompileOptions& options);
+/// The version that serves `binding`: the first whose guard admits it, else the last.
+const std::shared_ptr<const CompiledProgram>& versionFor(const ProgramVersions& versions,
+                                                         const Binding& binding);
 /// weft::compile and inferBinding on a graph weft built itself (a frontend, a test).
 std::shared_ptr<CompiledGraph> compile(const ir::Graph& graph, const CompileOptions& options = {});
 Binding inferBinding(const ir::Graph& graph, const std::vector<HostTensor>& inputs,

@@ -9,6 +9,7 @@
 
 #include "fusion/kernel_plan.h"
 #include "ir/graph.h"
+#include "ir/symbol_ranges.h"
 #include "weft/compile_options.h"
 #include "weft/device_spec.h"
 
@@ -47,6 +48,7 @@ struct FusionPlan {
   std::vector<Step> steps;          // in execution order
   std::vector<Buffer> buffers;
   std::vector<int> bufferOfValue;   // value id → buffer index, -1 when the value has none
+  ir::SymbolRanges symbolRanges;    // what the heuristics assumed of the symbols ({}: nothing)
 
   int kernelCount() const;
 };

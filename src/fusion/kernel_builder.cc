@@ -94,7 +94,7 @@ int tilesToReduceAcross(const ir::Graph& g, const KernelPlan& k, const LoopSpace
 /// the launch.
 KernelPlan mapAndStitch(const ir::Graph& g, KernelPlan k, const std::vector<LoopSpace>& spaces,
                         size_t heaviest, int blockSize, const std::vector<int>& groupOfOp,
-                        const DeviceSpec& spec) {
+                        const DeviceSpec& spec, const ir::SymbolRanges& ranges) {
   k.launch.blockSize = blockSize;
   std::vector<bool> mapped(k.groups.size(), false);
   applyChoice(k.groups[heaviest], spaces[heaviest],
@@ -121,7 +121,8 @@ KernelPlan mapAndStitch(const ir::Graph& g, KernelPlan k, const std::vector<Loop
       group.rowsPerTile = producer.rowsPerTile;
       group.rowLength = *ir::numElements(group.loopShape).dividedBy(producer.rows);
       group.mapping =
-          elementwiseInTiles(group.rowsPerTile, group.rowLength, spaces[i].dtype, blockSize, spec)
+          elementwiseInTiles(group.rowsPerTile, ir::assumedSize(group.rowLength, ranges),
+                             spaces[i].dtype, blockSize, spec)
               .mapping;
     }
     mapped[i] = true;
@@ -148,7 +149,7 @@ KernelPlan mapAndStitch(const ir::Graph& g, KernelPlan k, const std::vector<Loop
       }
       group.rows = producer.rows;
       group.rowsPerTile = producer.rowsPerTile;
-      group.mapping = elementwiseInTiles(group.rowsPerTile, group.rowLength,
+      group.mapping = elementwiseInTiles(group.rowsPerTile, ir::assumedSize(group.rowLength, ranges),
                                          g.node(group.dominant).type.dtype, blockSize, spec)
                           .mapping;
     }
@@ -157,7 +158,7 @@ KernelPlan mapAndStitch(const ir::Graph& g, KernelPlan k, const std::vector<Loop
 
   for (Group& group : k.groups)
     propagateSchedule(g, group);
-  planStitching(g, spec, k);
+  planStitching(g, spec, k, ranges);
   configureLaunch(g, k, spec);
   return k;
 }
@@ -166,7 +167,8 @@ KernelPlan mapAndStitch(const ir::Graph& g, KernelPlan k, const std::vector<Loop
 
 KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops,
                        std::vector<ir::NodeId> outputs, const std::vector<GroupSeed>& seeds,
-                       const DeviceSpec& spec, std::string name) {
+                       const DeviceSpec& spec, std::string name,
+                       const ir::SymbolRanges& ranges) {
   KernelPlan k;
   k.name = std::move(name);
   k.ops = std::move(ops);
@@ -189,7 +191,7 @@ KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops,
     for (ir::NodeId op : s.ops)
       groupOfOp[static_cast<size_t>(op)] = static_cast<int>(k.groups.size());
     k.groups.push_back(std::move(group));
-    spaces.push_back(loopSpaceOf(g, s.dominant));
+    spaces.push_back(loopSpaceOf(g, s.dominant, ranges));
   }
 
   // The heaviest group (a row reduce, then a column reduce, then an elementwise group; then
@@ -207,7 +209,7 @@ KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops,
     if (weight(i) > weight(heaviest)) heaviest = i;
   KernelPlan planned;
   for (int blockSize = chooseThreadMapping(spaces[heaviest], spec).blockSize;; blockSize /= 2) {
-    planned = mapAndStitch(g, k, spaces, heaviest, blockSize, groupOfOp, spec);
+    planned = mapAndStitch(g, k, spaces, heaviest, blockSize, groupOfOp, spec, ranges);
     int wanted = assumedRegisters(g, planned);
     bool fits = wanted <= spec.maxRegistersPerThread / 8 * 8 &&
                 blocksPerSM(spec, blockSize, wanted, planned.launch.sharedBytes) > 0;

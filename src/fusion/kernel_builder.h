@@ -13,14 +13,17 @@
 #include "fusion/dominants.h"
 #include "fusion/kernel_plan.h"
 #include "ir/graph.h"
+#include "ir/symbol_ranges.h"
 #include "weft/device_spec.h"
 
 namespace weft::fusion {
 
 /// `ops` in topological order; `outputs` ⊆ ops are the values read after the kernel;
-/// `groups` cover `ops` exactly once (identifyDominants guarantees it).
+/// `groups` cover `ops` exactly once (identifyDominants guarantees it). `ranges`: what the
+/// mapping heuristics may assume about the graph's symbols (ir/symbol_ranges.h).
 KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops,
                        std::vector<ir::NodeId> outputs, const std::vector<GroupSeed>& groups,
-                       const DeviceSpec& spec, std::string name);
+                       const DeviceSpec& spec, std::string name,
+                       const ir::SymbolRanges& ranges = {});
 
 } // namespace weft::fusion

@@ -34,7 +34,9 @@ using Phase = std::vector<size_t>; // indices into KernelPlan::stages
 
 class PhasePlanner {
 public:
-  PhasePlanner(const ir::Graph& g, const DeviceSpec& d, KernelPlan& k) : g_(g), d_(d), k_(k) {}
+  PhasePlanner(const ir::Graph& g, const DeviceSpec& d, KernelPlan& k,
+               const ir::SymbolRanges& ranges)
+      : g_(g), d_(d), k_(k), ranges_(ranges) {}
 
   void run() {
     k_.phases.clear();
@@ -121,14 +123,27 @@ private:
     return std::min(d_.maxRegistersPerThread, d_.registersPerSM / k_.launch.blockSize) / 8 * 8;
   }
   /// Elements of a value of `shape` (spread evenly over the phase's units) one block visits.
+  /// At most, for every binding the plan's ranges admit (a static size's own).
+  int64_t upperBound(const ir::Dim& d) const {
+    return ir::upperBoundOr(d, ranges_, std::numeric_limits<int64_t>::max());
+  }
   int64_t elementsPerBlock(const TileSpace& s, const ir::Shape& shape) const {
     ir::Dim n = ir::numElements(shape);
     int64_t maxBlocks = k_.launch.maxBlocks;
-    if (!s.units.isStatic() || !n.isStatic() || maxBlocks <= 0 || s.units.size() == 0)
-      return std::numeric_limits<int64_t>::max();
-    int64_t tiles = (s.units.size() + s.unitsPerTile - 1) / s.unitsPerTile;
+    constexpr int64_t kUnknown = std::numeric_limits<int64_t>::max();
+    int64_t units = upperBound(s.units);
+    if (units == kUnknown || maxBlocks <= 0 || units == 0) return kUnknown;
+    // Per unit: exact when both are static, else the elements' bound over one unit (a value
+    // per row is one element per unit; a symbolic loop's elements per row are its static part).
+    std::optional<ir::Dim> perUnit = n.dividedBy(s.units);
+    int64_t elementsPerUnit = perUnit ? upperBound(*perUnit)
+                              : n.isStatic() && s.units.isStatic()
+                                  ? std::max<int64_t>(1, n.size() / s.units.size())
+                                  : kUnknown;
+    if (elementsPerUnit == kUnknown) return kUnknown;
+    int64_t tiles = (units + s.unitsPerTile - 1) / s.unitsPerTile;
     int64_t tilesPerBlock = (tiles + maxBlocks - 1) / maxBlocks;
-    return tilesPerBlock * s.unitsPerTile * std::max<int64_t>(1, n.size() / s.units.size());
+    return tilesPerBlock * s.unitsPerTile * std::max<int64_t>(1, elementsPerUnit);
   }
   /// Whether each block of the kernel handles at least two tiles of phase `s`.
   bool manyTilesPerBlock(const TileSpace& s) const {
@@ -140,6 +155,7 @@ private:
   const ir::Graph& g_;
   const DeviceSpec& d_;
   KernelPlan& k_;
+  const ir::SymbolRanges& ranges_; // a version's guard: upper bounds on the symbols
   std::set<ir::NodeId> written_; // values materialised by an earlier phase
   int64_t sharedUsed_ = 0;       // the plan's shared values and the reduce scratch
   int64_t phaseStaged_ = 0;      // bytes of the arena the current phase uses
@@ -467,8 +483,7 @@ std::vector<StagedInput> PhasePlanner::stageBroadcasts(const TileSpace& s,
   // outermost dim (a row vector over many rows, not a per-row value).
   const LaunchPlan& l = k_.launch;
   // One row per tile and at most one tile per block: every read is already the only one.
-  bool oneRowPerBlock = s.unitsPerTile < 2 && l.tiles.isStatic() && l.maxBlocks > 0 &&
-                        l.tiles.size() <= l.maxBlocks;
+  bool oneRowPerBlock = s.unitsPerTile < 2 && l.maxBlocks > 0 && upperBound(l.tiles) <= l.maxBlocks;
   if (oneRowPerBlock) return {};
   // The inputs the groups broadcast, also through converts and reshapes (an f16 gamma is
   // converted to f32 before its broadcast).
@@ -556,13 +571,15 @@ void PhasePlanner::planTileSlices(const TileSpace& s, const SlotPlan& sp, PhaseP
 
 } // namespace
 
-void planPhases(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel) {
-  PhasePlanner(g, spec, kernel).run();
+void planPhases(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel,
+                const ir::SymbolRanges& ranges) {
+  PhasePlanner(g, spec, kernel, ranges).run();
 }
 
 void planPhases(FusionPlan& plan) {
   for (Step& step : plan.steps)
-    if (auto* k = std::get_if<KernelPlan>(&step)) planPhases(plan.graph, plan.device, *k);
+    if (auto* k = std::get_if<KernelPlan>(&step))
+      planPhases(plan.graph, plan.device, *k, plan.symbolRanges);
 }
 
 int rowSlotSteps(const ir::Shape& loop, size_t rowDims, const RowReduceMapping& m, int blockSize,

@@ -23,9 +23,11 @@ namespace weft::fusion {
 /// Fills kernel.phases, reduceScratchBytes, stagingBytes and registerLimit. Throws weft::Error
 /// naming the kernel and op for a plan whose phases codegen cannot emit (a split reduce that
 /// shares its phase, a reduce mapping on a non-reduce).
-void planPhases(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel);
+/// `ranges`: the plan's version guard; sizes it bounds count as at most their bound.
+void planPhases(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel,
+                const ir::SymbolRanges& ranges = {});
 
-/// planPhases for every kernel of the plan.
+/// planPhases for every kernel of the plan, under the plan's symbolRanges.
 void planPhases(FusionPlan& plan);
 
 /// Slot steps per thread when a row reduce over `loop` (rows = its leading `rowDims` dims, row

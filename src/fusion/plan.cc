@@ -9,16 +9,28 @@
 
 namespace weft::fusion {
 
-FusionPlan plan(const ir::Graph& graph, const DeviceSpec& device, Policy policy) {
+namespace {
+
+FusionPlan planUnder(const ir::Graph& graph, const DeviceSpec& device, Policy policy,
+                     const ir::SymbolRanges& ranges) {
   switch (policy) {
   case Policy::None:
-    return planNone(graph, device);
+    return planNone(graph, device, ranges);
   case Policy::Xla:
-    return planXla(graph, device);
+    return planXla(graph, device, ranges);
   case Policy::AStitch:
-    return planAStitch(graph, device);
+    return planAStitch(graph, device, ranges);
   }
   throw Error("unknown fusion policy " + std::to_string(static_cast<int>(policy)));
+}
+
+} // namespace
+
+FusionPlan plan(const ir::Graph& graph, const DeviceSpec& device, Policy policy,
+                const ir::SymbolRanges& ranges) {
+  FusionPlan p = planUnder(graph, device, policy, ranges);
+  p.symbolRanges = ranges;
+  return p;
 }
 
 } // namespace weft::fusion

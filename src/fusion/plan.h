@@ -8,6 +8,9 @@
 
 namespace weft::fusion {
 
-FusionPlan plan(const ir::Graph& graph, const DeviceSpec& device, Policy policy);
+/// `ranges`: what the planner may assume about the graph's symbols (a generic program's size
+/// class, ir/symbol_ranges.h); it steers heuristics only, and the plan records it.
+FusionPlan plan(const ir::Graph& graph, const DeviceSpec& device, Policy policy,
+                const ir::SymbolRanges& ranges = {});
 
 } // namespace weft::fusion

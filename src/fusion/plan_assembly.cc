@@ -59,8 +59,9 @@ std::vector<Step> orderSteps(const ir::Graph& g, std::vector<Step> steps) {
 } // namespace
 
 FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy policy,
-                        std::vector<KernelPlan> kernels) {
+                        std::vector<KernelPlan> kernels, const ir::SymbolRanges& ranges) {
   FusionPlan plan;
+  plan.symbolRanges = ranges;
   plan.policy = policy;
   plan.device = spec;
   plan.graph = g;

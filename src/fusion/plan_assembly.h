@@ -11,7 +11,8 @@
 
 namespace weft::fusion {
 
+/// `ranges`: the version guard the kernels were planned under (FusionPlan::symbolRanges).
 FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy policy,
-                        std::vector<KernelPlan> kernels);
+                        std::vector<KernelPlan> kernels, const ir::SymbolRanges& ranges = {});
 
 } // namespace weft::fusion

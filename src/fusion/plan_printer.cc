@@ -243,6 +243,8 @@ std::string printFusionPlan(const FusionPlan& plan) {
   os << fmt::format("fusion plan: policy {}, device {} ({}), {} step(s), {} kernel(s)\n",
                     policyName(plan.policy), plan.device.name, plan.device.smName(),
                     plan.steps.size(), plan.kernelCount());
+  if (!plan.symbolRanges.empty())
+    os << "planned for " << ir::rangesStr(plan.symbolRanges) << "\n";
   os << "buffers:\n";
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const Buffer& b = plan.buffers[i];

@@ -29,16 +29,17 @@ std::vector<ir::NodeId> scopeOutputs(const ir::Graph& g, const std::vector<ir::N
   return outputs;
 }
 
-FusionPlan planAStitch(const ir::Graph& g, const DeviceSpec& spec) {
+FusionPlan planAStitch(const ir::Graph& g, const DeviceSpec& spec,
+                       const ir::SymbolRanges& ranges) {
   std::vector<KernelPlan> kernels;
   for (const StitchScope& scope : findStitchScopes(g)) {
     std::vector<ir::NodeId> outputs = scopeOutputs(g, scope.ops);
     std::vector<GroupSeed> groups = identifyDominants(g, scope.ops, outputs);
     std::string name = "stitch" + std::to_string(kernels.size()) + "_" +
                        ptxIdentifier(g.node(groups.front().dominant).name);
-    kernels.push_back(buildKernel(g, scope.ops, outputs, groups, spec, std::move(name)));
+    kernels.push_back(buildKernel(g, scope.ops, outputs, groups, spec, std::move(name), ranges));
   }
-  return assemblePlan(g, spec, Policy::AStitch, std::move(kernels));
+  return assemblePlan(g, spec, Policy::AStitch, std::move(kernels), ranges);
 }
 
 } // namespace weft::fusion

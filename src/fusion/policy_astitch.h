@@ -8,7 +8,8 @@
 
 namespace weft::fusion {
 
-FusionPlan planAStitch(const ir::Graph& g, const DeviceSpec& spec);
+FusionPlan planAStitch(const ir::Graph& g, const DeviceSpec& spec,
+                       const ir::SymbolRanges& ranges = {});
 
 /// The values of `scopeOps` read after the scope: graph outputs and values with a reader
 /// outside it.

@@ -21,7 +21,8 @@ bool isRegenerated(const ir::Graph& g, const Users& users, ir::NodeId op) {
 
 } // namespace
 
-FusionPlan planNone(const ir::Graph& g, const DeviceSpec& spec) {
+FusionPlan planNone(const ir::Graph& g, const DeviceSpec& spec,
+                    const ir::SymbolRanges& ranges) {
   Users users = g.users();
   std::vector<KernelPlan> kernels;
   size_t steps = 0; // kernels and library calls before this op, in graph order: its kernel's name
@@ -39,9 +40,9 @@ FusionPlan planNone(const ir::Graph& g, const DeviceSpec& spec) {
     std::sort(scope.begin(), scope.end());
     std::vector<GroupSeed> groups = identifyDominants(g, scope, {n.id});
     std::string name = ptxIdentifier("k" + std::to_string(steps++) + "_" + n.name);
-    kernels.push_back(buildKernel(g, scope, {n.id}, groups, spec, std::move(name)));
+    kernels.push_back(buildKernel(g, scope, {n.id}, groups, spec, std::move(name), ranges));
   }
-  return assemblePlan(g, spec, Policy::None, std::move(kernels));
+  return assemblePlan(g, spec, Policy::None, std::move(kernels), ranges);
 }
 
 } // namespace weft::fusion

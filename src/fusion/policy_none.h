@@ -16,6 +16,7 @@
 
 namespace weft::fusion {
 
-FusionPlan planNone(const ir::Graph& g, const DeviceSpec& spec);
+FusionPlan planNone(const ir::Graph& g, const DeviceSpec& spec,
+                    const ir::SymbolRanges& ranges = {});
 
 } // namespace weft::fusion

@@ -47,7 +47,8 @@ std::vector<bool> fusionRoots(const ir::Graph& g, const Users& users) {
 
 } // namespace
 
-FusionPlan planXla(const ir::Graph& g, const DeviceSpec& spec) {
+FusionPlan planXla(const ir::Graph& g, const DeviceSpec& spec,
+                   const ir::SymbolRanges& ranges) {
   Users users = g.users();
   std::vector<bool> isRoot = fusionRoots(g, users);
   std::vector<KernelPlan> kernels;
@@ -68,9 +69,9 @@ FusionPlan planXla(const ir::Graph& g, const DeviceSpec& spec) {
     seed.dominant = root.id;
     seed.ops.assign(ops.begin(), ops.end());
     std::string name = "xla" + std::to_string(kernels.size()) + "_" + ptxIdentifier(root.name);
-    kernels.push_back(buildKernel(g, seed.ops, {root.id}, {seed}, spec, std::move(name)));
+    kernels.push_back(buildKernel(g, seed.ops, {root.id}, {seed}, spec, std::move(name), ranges));
   }
-  return assemblePlan(g, spec, Policy::Xla, std::move(kernels));
+  return assemblePlan(g, spec, Policy::Xla, std::move(kernels), ranges);
 }
 
 } // namespace weft::fusion

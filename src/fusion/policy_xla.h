@@ -10,6 +10,7 @@
 
 namespace weft::fusion {
 
-FusionPlan planXla(const ir::Graph& g, const DeviceSpec& spec);
+FusionPlan planXla(const ir::Graph& g, const DeviceSpec& spec,
+                   const ir::SymbolRanges& ranges = {});
 
 } // namespace weft::fusion

@@ -51,7 +51,9 @@ class Planner {
   };
 
 public:
-  Planner(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& k) : g_(g), spec_(spec), k_(k) {
+  Planner(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& k,
+          const ir::SymbolRanges& ranges)
+      : g_(g), spec_(spec), k_(k), ranges_(ranges) {
     for (ir::NodeId op : k.ops)
       inKernel_.insert(op);
     for (size_t gi = 0; gi < k.groups.size(); ++gi) {
@@ -501,9 +503,10 @@ private:
               ? gr.rowsPerTile * ((staticOr(gr.rowLength, kNotShareable) + split - 1) / split)
               : gr.rowsPerTile;
       // Across a grid barrier a thread must hold its elements of every tile it handles: only
-      // possible when one wave covers all tiles (one tile per block).
-      int64_t tiles =
-          (staticOr(gr.rows, kNotShareable) + gr.rowsPerTile - 1) / gr.rowsPerTile * split;
+      // possible when one wave covers all tiles (one tile per block), for every binding the
+      // plan's ranges admit.
+      int64_t tiles = (ir::upperBoundOr(gr.rows, ranges_, kNotShareable) + gr.rowsPerTile - 1) /
+                      gr.rowsPerTile * split;
       if (!samePhase &&
           tiles > blocksPerWave(spec_, k_.launch.blockSize, kRegisterHeavy, k_.launch.sharedBytes))
         continue;
@@ -526,6 +529,7 @@ private:
   const ir::Graph& g_;
   const DeviceSpec& spec_;
   KernelPlan& k_;
+  const ir::SymbolRanges& ranges_; // a version's guard: upper bounds on the symbols
   std::set<ir::NodeId> inKernel_, materialised_, outputs_;
   std::vector<bool> demoted_; // by node id: never kept in shared memory
   std::map<ir::NodeId, int> groupOf_;
@@ -566,8 +570,9 @@ int64_t reduceEmitterScratchBytes(const ThreadMapping& mapping, int blockSize) {
   return 0;
 }
 
-void planStitching(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel) {
-  Planner(g, spec, kernel).run();
+void planStitching(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel,
+                   const ir::SymbolRanges& ranges) {
+  Planner(g, spec, kernel, ranges).run();
 }
 
 } // namespace weft::fusion

@@ -27,11 +27,13 @@
 // tile is small and, across a grid barrier, when one wave holds every tile.
 #include "fusion/kernel_plan.h"
 #include "ir/graph.h"
+#include "ir/symbol_ranges.h"
 #include "weft/device_spec.h"
 
 namespace weft::fusion {
 
-void planStitching(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel);
+void planStitching(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel,
+                   const ir::SymbolRanges& ranges = {});
 
 /// Shared memory a group's reductions need for their own cross-warp combine.
 int64_t reductionScratchBytes(const ir::Graph& g, const Group& group, const DeviceSpec& spec,

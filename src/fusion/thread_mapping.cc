@@ -9,7 +9,6 @@
 namespace weft::fusion {
 namespace {
 
-constexpr int64_t kUnknownSize = int64_t(1) << 20; // what a symbolic dim is assumed to be
 constexpr int kBlockSizes[] = {1024, 512, 256, 128};
 constexpr double kUtilizationSlack = 0.05; // prefer bigger blocks within this of the best
 
@@ -40,8 +39,8 @@ MappingChoice mapRowReduce(const LoopSpace& s, const DeviceSpec& spec, int block
   c.blockSize = blockSize;
   c.blocksPerWave = blocksPerWave(spec, blockSize);
   // empty tensors still get a valid mapping (one row of one element)
-  int64_t rows = std::max<int64_t>(1, staticOr(s.rows, kUnknownSize));
-  int64_t len = std::max<int64_t>(1, staticOr(s.rowLength, kUnknownSize));
+  int64_t rows = std::max<int64_t>(1, s.assumedRows);
+  int64_t len = std::max<int64_t>(1, s.assumedRowLength);
   RowReduceMapping m;
   double laneUse = 1;
   if (len <= kWarpRowLimit) { // warp (or part of one) per row, rows packed into the block
@@ -74,8 +73,8 @@ MappingChoice mapColumnReduce(const LoopSpace& s, const DeviceSpec& spec, int bl
   MappingChoice c;
   c.blockSize = blockSize;
   c.blocksPerWave = blocksPerWave(spec, blockSize);
-  int64_t columns = std::max<int64_t>(1, staticOr(s.rows, kUnknownSize));
-  int64_t reduced = std::max<int64_t>(1, staticOr(s.rowLength, kUnknownSize));
+  int64_t columns = std::max<int64_t>(1, s.assumedRows);
+  int64_t reduced = std::max<int64_t>(1, s.assumedRowLength);
   ColumnReduceMapping m;
   m.tileColumns = std::min(spec.warpSize, pow2Ceil(columns));
   m.tileRows = blockSize / m.tileColumns;
@@ -96,7 +95,7 @@ MappingChoice mapElementwise(const LoopSpace& s, const DeviceSpec& spec, int blo
   MappingChoice c;
   c.blockSize = blockSize;
   c.blocksPerWave = blocksPerWave(spec, blockSize);
-  int64_t n = std::max<int64_t>(1, staticOr(s.rows, kUnknownSize) * staticOr(s.rowLength, 1));
+  int64_t n = std::max<int64_t>(1, s.assumedRows * s.assumedRowLength);
   int64_t inner = s.shape.empty() ? 1 : staticOr(s.shape.back(), 1);
   ElementwiseMapping m;
   m.vectorWidth = vectorWidthFor(s.dtype, inner, 1);
@@ -123,7 +122,7 @@ MappingChoice mapFor(const LoopSpace& s, const DeviceSpec& spec, int blockSize) 
 
 } // namespace
 
-LoopSpace loopSpaceOf(const ir::Graph& g, ir::NodeId dominant) {
+static LoopSpace loopSpaceShape(const ir::Graph& g, ir::NodeId dominant) {
   const ir::Node& n = g.node(dominant);
   LoopSpace s;
   s.dtype = n.type.dtype;
@@ -161,6 +160,13 @@ LoopSpace loopSpaceOf(const ir::Graph& g, ir::NodeId dominant) {
   return s;
 }
 
+LoopSpace loopSpaceOf(const ir::Graph& g, ir::NodeId dominant, const ir::SymbolRanges& ranges) {
+  LoopSpace s = loopSpaceShape(g, dominant);
+  s.assumedRows = ir::assumedSize(s.rows, ranges);
+  s.assumedRowLength = ir::assumedSize(s.rowLength, ranges);
+  return s;
+}
+
 MappingChoice chooseThreadMapping(const LoopSpace& space, const DeviceSpec& spec, int blockSize) {
   if (blockSize > 0) return mapFor(space, spec, blockSize);
   std::vector<MappingChoice> choices;
@@ -175,13 +181,13 @@ MappingChoice chooseThreadMapping(const LoopSpace& space, const DeviceSpec& spec
   return choices.front();
 }
 
-MappingChoice elementwiseInTiles(int64_t rowsPerTile, const ir::Dim& rowLength, ir::DType dtype,
+MappingChoice elementwiseInTiles(int64_t rowsPerTile, int64_t rowLength, ir::DType dtype,
                                  int blockSize, const DeviceSpec& spec) {
   MappingChoice c;
   c.blockSize = blockSize;
   c.blocksPerWave = blocksPerWave(spec, blockSize);
   c.rowsPerTile = rowsPerTile;
-  int64_t len = std::max<int64_t>(1, staticOr(rowLength, kUnknownSize));
+  int64_t len = std::max<int64_t>(1, rowLength);
   int64_t tileElements = rowsPerTile * len;
   ElementwiseMapping m;
   m.vectorWidth = tileElements >= 4 * int64_t(blockSize) ? vectorWidthFor(dtype, len, 1) : 1;

@@ -12,6 +12,7 @@
 
 #include "fusion/kernel_plan.h"
 #include "ir/graph.h"
+#include "ir/symbol_ranges.h"
 #include "weft/device_spec.h"
 
 namespace weft::fusion {
@@ -26,18 +27,24 @@ struct LoopSpace {
   ir::Dim rowLength = 1;         // product of the other dims
   ir::DType dtype = ir::DType::f32;
   bool contiguousRows = true; // the row's elements are contiguous (reduced dims innermost)
+  // rows and rowLength as the mapping heuristics size them: static sizes, or symbolic ones at
+  // their likely size under the plan's symbol ranges (ir/symbol_ranges.h). Only heuristics
+  // read these; nothing the kernel's correctness rests on.
+  int64_t assumedRows = 1;
+  int64_t assumedRowLength = 1;
 };
 
 /// Row reduce when the kept dims are not a leading prefix (reduced dims innermost or mixed:
 /// mixed ones are correct but uncoalesced), column reduce when the reduced dims are a proper
 /// leading prefix, elementwise otherwise.
-LoopSpace loopSpaceOf(const ir::Graph& g, ir::NodeId dominant);
+LoopSpace loopSpaceOf(const ir::Graph& g, ir::NodeId dominant,
+                      const ir::SymbolRanges& ranges = {});
 
 struct MappingChoice {
   ThreadMapping mapping;
   int blockSize = 0;
   int64_t rowsPerTile = 1;
-  int64_t tiles = 1;          // tiles of work (static estimate; symbolic dims count as large)
+  int64_t tiles = 1;          // tiles of work (estimate: symbolic dims at their assumed size)
   int64_t blocksPerWave = 0;  // with the assumed register bound and no shared memory
   double waveUtilization = 0; // busy thread slots in the first wave / device thread slots
 };
@@ -50,8 +57,8 @@ MappingChoice chooseThreadMapping(const LoopSpace& space, const DeviceSpec& spec
                                   int blockSize = 0);
 
 /// Proactive re-mapping: an elementwise group that runs in another group's tiles of
-/// `rowsPerTile` rows, each row `rowLength` elements long.
-MappingChoice elementwiseInTiles(int64_t rowsPerTile, const ir::Dim& rowLength, ir::DType dtype,
+/// `rowsPerTile` rows, each row `rowLength` elements long (assumed size, as LoopSpace's).
+MappingChoice elementwiseInTiles(int64_t rowsPerTile, int64_t rowLength, ir::DType dtype,
                                  int blockSize, const DeviceSpec& spec);
 
 } // namespace weft::fusion

@@ -100,7 +100,7 @@ std::string CompileCache::pathFor(const std::string& key) const {
   return fmt::format("{}/{:016x}.json", dir_, fnv1a64(key));
 }
 
-std::optional<codegen::CompiledModule> CompileCache::load(const std::string& key) const {
+std::optional<std::string> CompileCache::loadPayload(const std::string& key) const {
   if (!enabled()) return std::nullopt;
   std::ifstream in(pathFor(key), std::ios::binary);
   if (!in) return std::nullopt;
@@ -114,18 +114,59 @@ std::optional<codegen::CompiledModule> CompileCache::load(const std::string& key
       spdlog::warn("compile cache: entry {} does not match its key or checksum; recompiling", pathFor(key));
       return std::nullopt;
     }
-    return deserializeModule(payload);
+    return payload;
   } catch (const std::exception& e) {
     spdlog::warn("compile cache: entry {} is corrupt ({}); recompiling", pathFor(key), e.what());
     return std::nullopt;
   }
 }
 
+std::optional<codegen::CompiledModule> CompileCache::load(const std::string& key) const {
+  auto payload = loadPayload(key);
+  if (!payload) return std::nullopt;
+  try {
+    return deserializeModule(*payload);
+  } catch (const std::exception& e) {
+    spdlog::warn("compile cache: entry {} is corrupt ({}); recompiling", pathFor(key), e.what());
+    return std::nullopt;
+  }
+}
+
+std::optional<std::vector<codegen::CompiledModule>>
+CompileCache::loadVersions(const std::string& key, size_t count) const {
+  auto payload = loadPayload(key);
+  if (!payload) return std::nullopt;
+  try {
+    json list = json::parse(*payload);
+    std::vector<codegen::CompiledModule> modules;
+    for (const json& m : list)
+      modules.push_back(deserializeModule(m.get<std::string>()));
+    if (modules.size() == count) return modules;
+    spdlog::warn("compile cache: entry {} holds {} version(s), not {}; recompiling", pathFor(key),
+                 modules.size(), count);
+  } catch (const std::exception& e) {
+    spdlog::warn("compile cache: entry {} is corrupt ({}); recompiling", pathFor(key), e.what());
+  }
+  return std::nullopt;
+}
+
+void CompileCache::storeVersions(const std::string& key,
+                                 const std::vector<codegen::CompiledModule>& modules) const {
+  if (!enabled()) return;
+  json list = json::array();
+  for (const codegen::CompiledModule& m : modules)
+    list.push_back(serializeModule(m));
+  storePayload(key, list.dump());
+}
+
 void CompileCache::store(const std::string& key, const codegen::CompiledModule& module) const {
   if (!enabled()) return;
+  storePayload(key, serializeModule(module));
+}
+
+void CompileCache::storePayload(const std::string& key, const std::string& payload) const {
   std::error_code ec;
   fs::create_directories(dir_, ec);
-  std::string payload = serializeModule(module);
   json entry = {{"key", key}, {"checksum", fmt::format("{:016x}", fnv1a64(payload))}, {"payload", payload}};
   std::string path = pathFor(key);
   std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());

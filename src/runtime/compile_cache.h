@@ -6,6 +6,7 @@
 // match is ignored and overwritten, never loaded.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "codegen/compile.h"
 
@@ -21,9 +22,18 @@ public:
   std::optional<codegen::CompiledModule> load(const std::string& key) const;
   /// Best effort: a cache that cannot be written is logged at warn level and skipped.
   void store(const std::string& key, const codegen::CompiledModule& module) const;
+  /// A generic program's versions (fusion/plan_versions.h), one module each, in one entry: a
+  /// graph leaves one entry however many versions it has. nullopt unless the entry holds
+  /// exactly `count` modules.
+  std::optional<std::vector<codegen::CompiledModule>> loadVersions(const std::string& key,
+                                                                   size_t count) const;
+  void storeVersions(const std::string& key,
+                     const std::vector<codegen::CompiledModule>& modules) const;
   std::string pathFor(const std::string& key) const;
 
 private:
+  std::optional<std::string> loadPayload(const std::string& key) const;
+  void storePayload(const std::string& key, const std::string& payload) const;
   std::string dir_;
 };
 

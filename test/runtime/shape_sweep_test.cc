@@ -16,6 +16,7 @@
 // docs/performance.md) and measured by `weft bench --shapes generic`.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "compile.h"
 #include "frontend/json_reader.h"
 #include "frontend/random_inputs.h"
+#include "ir/symbol_ranges.h"
 #include "runtime/output_check.h"
 
 using namespace weft;
@@ -216,4 +218,43 @@ TEST_CASE("a binding with a symbol bound to 0 gets a specialised program of its 
   CHECK_FALSE(exe.programFor({{"B", 0}}).generic());
   CHECK(exe.programFor({{"B", 3}}).generic());
   CHECK(compiled->programCount() == 2);
+}
+
+TEST_CASE("a generic program picks its version by the binding: one compile, one cache entry",
+          "[shapes][sim]") {
+  // The bias-gradient column sum: few rows are summed by one block per column tile, many are
+  // split across a wave of blocks (fusion/plan_versions.h).
+  ir::Graph g;
+  ir::NodeId dy = g.parameter("dy", {DType::f32, {ir::Dim::symbol("B"), 768}});
+  g.addOutput(g.reduce(ir::ReduceKind::Sum, dy, {0}, "dbias"));
+  fs::path cache = fs::temp_directory_path() / "weft_shape_versions_test";
+  fs::remove_all(cache);
+  CompileOptions o;
+  o.shapes = ShapeMode::Generic;
+  o.cacheDir = cache.string();
+  auto compiled = compile(g, o);
+  auto device = makeDevice("sim", o.device);
+  Executable exe(compiled, *device);
+  std::set<size_t> versions;
+  for (int64_t b : {3, 16, 200, 5000}) {
+    ir::Binding binding{{"B", b}};
+    const CompiledProgram& p = compiledProgram(exe.programFor(binding));
+    CHECK(p.versionCount >= 2);
+    versions.insert(p.version);
+    CHECK(ir::admits(p.guard, binding));
+    std::vector<HostTensor> inputs = frontend::randomInputs(g, binding, 2);
+    std::vector<HostTensor> got = exe.run(inputs, binding);
+    for (const runtime::TensorCheck& c : runtime::checkOutputs(g, inputs, binding, got)) {
+      INFO("B=" << b << ": " << c.str());
+      CHECK(c.passed);
+    }
+  }
+  CHECK(versions.size() >= 2); // B = 3 and B = 5000 run different kernels
+  CHECK(compiled->programCount() == 1);
+  CHECK(cacheEntries(cache) == 1);
+  // A fresh compile loads every version from that one entry.
+  auto again = compile(g, o);
+  CHECK(again->program({{"B", 5000}}).fromDiskCache());
+  CHECK(cacheEntries(cache) == 1);
+  fs::remove_all(cache);
 }

@@ -17,6 +17,7 @@
 #include "frontend/onnx/load_graph.h"
 #include "frontend/random_inputs.h"
 #include "fusion/plan.h"
+#include "fusion/plan_versions.h"
 #include "passes/pipeline.h"
 #include "weft/error.h"
 
@@ -342,14 +343,30 @@ ShapeMode shapeModeOption(const std::string& name) {
   return *mode;
 }
 
-fusion::FusionPlan planFromOptions(const PlanOptions& o, const frontend::ParsedGraph& g) {
+PlanVersions plansFromOptions(const PlanOptions& o, const frontend::ParsedGraph& g) {
   DeviceSpec spec = deviceSpecOption(o.deviceSpec);
   fusion::Policy policy = policyOption(o.policy);
-  checkBoundSizes(g.graph, o.file, parseBindOption(o.bind), o.bind, 0);
-  // The generic program is planned with every symbol symbolic, whatever --bind says: it is the
-  // one plan every binding runs.
-  bool generic = shapeModeOption(o.shapes) == ShapeMode::Generic;
-  return planGraphFile(g, generic ? "" : o.bind, spec, policy);
+  ir::Binding binding = parseBindOption(o.bind);
+  checkBoundSizes(g.graph, o.file, binding, o.bind, 0);
+  PlanVersions v;
+  if (shapeModeOption(o.shapes) == ShapeMode::Specialized || g.graph.symbols().empty()) {
+    v.plans.push_back(planGraphFile(g, o.bind, spec, policy));
+    return v;
+  }
+  // The generic program is planned with every symbol symbolic, whatever --bind says; --bind
+  // only picks the version that binding runs.
+  v.plans = fusion::planVersions(passes::canonicalize(g.graph), spec, policy);
+  std::vector<ir::SymbolRanges> guards;
+  for (const fusion::FusionPlan& p : v.plans)
+    guards.push_back(p.symbolRanges);
+  v.selected = fusion::versionFor(guards, binding);
+  v.bound = !binding.empty();
+  return v;
+}
+
+fusion::FusionPlan planFromOptions(const PlanOptions& o, const frontend::ParsedGraph& g) {
+  PlanVersions v = plansFromOptions(o, g);
+  return std::move(v.plans[v.selected]);
 }
 
 } // namespace weft::tools

@@ -44,7 +44,15 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o);
 /// the allowed values.
 void addShapesOption(CLI::App* cmd, std::string& shapes);
 ShapeMode shapeModeOption(const std::string& name);
-/// planGraphFile for the options (profile and policy checked) and `g`, loaded from o.file.
+/// The plans the options ask for: one (specialized, or no symbols), or a generic program's
+/// versions (fusion/plan_versions.h) with the one --bind selects (the last without --bind).
+struct PlanVersions {
+  std::vector<fusion::FusionPlan> plans;
+  size_t selected = 0;
+  bool bound = false; // --bind named sizes: `selected` is the version they run
+};
+PlanVersions plansFromOptions(const PlanOptions& o, const frontend::ParsedGraph& g);
+/// plansFromOptions' selected plan, for `g` loaded from o.file.
 fusion::FusionPlan planFromOptions(const PlanOptions& o, const frontend::ParsedGraph& g);
 
 /// The options every command that runs a graph shares: --bind, --inputs DIR or --random

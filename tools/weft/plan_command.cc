@@ -1,4 +1,5 @@
-// weft plan G.json [--policy P] [--device-spec S] [--bind B=64] [--dot | --explain]: what the
+// weft plan G.json [--policy P] [--device-spec S] [--bind B=64] [--shapes generic]
+// [--dot | --explain]: what the
 // planner decided, without generating code: the kernels in order with their groups, dominants
 // and sub-dominants, thread mappings, where each value lives (register, shared, global, output),
 // the stages with the barrier before each, the phases (slots, staging, tile slices), the launch
@@ -22,11 +23,25 @@ struct PlanArgs {
   bool explain = false;
 };
 
+std::string printed(const PlanArgs& a, const fusion::FusionPlan& plan) {
+  return a.dot       ? fusion::fusionPlanDot(plan)
+         : a.explain ? fusion::explainPlan(plan)
+                     : fusion::printFusionPlan(plan);
+}
+
+/// A generic program prints every version under its guard (DOT: the version --bind selects,
+/// or the last: one graph per file).
 void printPlan(const PlanArgs& a) {
-  fusion::FusionPlan plan = planFromOptions(a.plan, loadGraph(a.plan.file));
-  fmt::print("{}", a.dot       ? fusion::fusionPlanDot(plan)
-                   : a.explain ? fusion::explainPlan(plan)
-                               : fusion::printFusionPlan(plan));
+  PlanVersions v = plansFromOptions(a.plan, loadGraph(a.plan.file));
+  if (v.plans.size() == 1 || a.dot) return fmt::print("{}", printed(a, v.plans[v.selected]));
+  for (size_t i = 0; i < v.plans.size(); ++i) {
+    std::string serves = i + 1 < v.plans.size()
+                             ? ir::rangesStr(v.plans[i].symbolRanges)
+                             : "every binding the versions above do not serve";
+    fmt::print("== version {} of {}: {}{}\n{}", i + 1, v.plans.size(), serves,
+               v.bound && i == v.selected ? " (selected by --bind)" : "",
+               printed(a, v.plans[i]));
+  }
 }
 
 } // namespace

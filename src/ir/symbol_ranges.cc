@@ -1,0 +1,69 @@
+#include "ir/symbol_ranges.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace weft::ir {
+
+int64_t likelySize(const SymbolRange& r) {
+  if (r.hi == SymbolRange::kUnbounded) return std::max(r.lo, kLargeSize);
+  // The power of two nearest the range's geometric middle: heuristics that round sizes to
+  // powers of two (threads per row, split factors) see the sizes they were tuned on.
+  double middle = 0.5 * (std::log2(double(std::max<int64_t>(r.lo, 1))) + std::log2(double(r.hi)));
+  int64_t p = int64_t(1) << std::clamp<int64_t>(std::llround(middle), 0, 62);
+  return std::clamp<int64_t>(p, r.lo, r.hi);
+}
+
+int64_t assumedSize(const Dim& d, const SymbolRanges& ranges) {
+  constexpr int64_t kCap = int64_t(1) << 40; // products of assumed sizes stay in int64
+  int64_t v = d.factor();
+  for (const std::string& s : d.symbols()) {
+    auto it = ranges.find(s);
+    int64_t x = likelySize(it == ranges.end() ? SymbolRange{} : it->second);
+    v = v > kCap / x ? kCap : v * x;
+  }
+  return v;
+}
+
+int64_t upperBoundOr(const Dim& d, const SymbolRanges& ranges, int64_t fallback) {
+  constexpr int64_t kCap = int64_t(1) << 40;
+  int64_t v = d.factor();
+  for (const std::string& s : d.symbols()) {
+    auto it = ranges.find(s);
+    if (it == ranges.end() || it->second.hi >= kCap) return fallback;
+    v = v > kCap / it->second.hi ? kCap : v * it->second.hi;
+  }
+  return v >= kCap ? fallback : v;
+}
+
+bool admits(const SymbolRanges& ranges, const Binding& binding) {
+  for (const auto& [name, value] : binding) {
+    auto it = ranges.find(name);
+    if (it != ranges.end() && !it->second.contains(value)) return false;
+  }
+  return true;
+}
+
+std::string rangesStr(const SymbolRanges& ranges) {
+  std::string out;
+  for (const auto& [name, r] : ranges) {
+    if (!out.empty()) out += ", ";
+    out += r.hi == SymbolRange::kUnbounded ? fmt::format("{} >= {}", name, r.lo)
+                                           : fmt::format("{} in [{}, {}]", name, r.lo, r.hi);
+  }
+  return out.empty() ? "any size" : out;
+}
+
+std::vector<SymbolRange> sizeClasses() {
+  std::vector<SymbolRange> classes;
+  int64_t lo = 1;
+  for (int64_t hi = 2; hi <= 65536; hi *= 8) {
+    classes.push_back({lo, hi});
+    lo = hi + 1;
+  }
+  classes.push_back({lo, SymbolRange::kUnbounded});
+  return classes;
+}
+
+} // namespace weft::ir

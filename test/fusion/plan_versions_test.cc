@@ -1,0 +1,118 @@
+// Versions of a generic plan (fusion/plan_versions.h) and the symbol ranges they are planned
+// under (ir/symbol_ranges.h): which sizes each version serves, that the heuristics follow the
+// class while correctness facts only use a guard's upper bound, and that a static graph has one.
+#include <catch2/catch.hpp>
+
+#include "fusion/plan.h"
+#include "fusion/plan_versions.h"
+#include "ir/symbol_ranges.h"
+#include "plan_queries.h"
+#include "test_graphs.h"
+#include "weft/device_spec.h"
+
+using namespace weft;
+using ir::SymbolRange;
+
+namespace {
+
+/// The bias-gradient column sum over B rows: [B, 768] → [768].
+ir::Graph biasGrad() {
+  ir::Graph g;
+  ir::NodeId dy = g.parameter("dy", {DType::f32, {ir::Dim::symbol("B"), 768}});
+  g.addOutput(g.reduce(ir::ReduceKind::Sum, dy, {0}, "dbias"));
+  return g;
+}
+
+/// RMS norm over rows of 4096, B rows.
+ir::Graph rmsRows() {
+  ir::Graph g;
+  ir::NodeId x = g.parameter("x", {DType::f32, {ir::Dim::symbol("B"), 4096}});
+  ir::NodeId sq = g.binary(ir::OpKind::Mul, x, x, "sq");
+  ir::NodeId sum = g.reduce(ir::ReduceKind::Sum, sq, {1}, "sum");
+  ir::NodeId r = g.unary(ir::OpKind::Rsqrt, sum, "r");
+  ir::NodeId rb = g.broadcastInDim(r, {ir::Dim::symbol("B"), 4096}, {0}, "rb");
+  g.addOutput(g.binary(ir::OpKind::Mul, x, rb, "y"));
+  return g;
+}
+
+int splitOf(const fusion::FusionPlan& p) {
+  for (const fusion::Step& s : p.steps)
+    if (const auto* k = std::get_if<fusion::KernelPlan>(&s))
+      for (const fusion::Group& gr : k->groups)
+        if (fusion::splitFactor(gr.mapping) > 1) return fusion::splitFactor(gr.mapping);
+  return 1;
+}
+
+} // namespace
+
+TEST_CASE("size classes partition the sizes, and ranges give likely sizes and bounds") {
+  std::vector<SymbolRange> classes = ir::sizeClasses();
+  REQUIRE(classes.size() == 7);
+  CHECK(classes.front().lo == 1);
+  CHECK(classes.back().hi == SymbolRange::kUnbounded);
+  for (size_t i = 1; i < classes.size(); ++i)
+    CHECK(classes[i].lo == classes[i - 1].hi + 1);
+  CHECK(ir::likelySize({3, 16}) == 8);
+  CHECK(ir::likelySize({17, 128}) == 64);
+  CHECK(ir::likelySize({1, SymbolRange::kUnbounded}) == ir::kLargeSize);
+  CHECK(ir::likelySize({5, 5}) == 5);
+
+  ir::SymbolRanges r{{"B", {3, 16}}};
+  ir::Dim twoB = ir::Dim(2) * ir::Dim::symbol("B");
+  CHECK(ir::assumedSize(twoB, r) == 16);
+  CHECK(ir::assumedSize(twoB, {}) == 2 * ir::kLargeSize); // unconstrained: large
+  CHECK(ir::assumedSize(ir::Dim(7), r) == 7);
+  CHECK(ir::upperBoundOr(twoB, r, -1) == 32);
+  CHECK(ir::upperBoundOr(twoB, {}, -1) == -1); // no bound without a guard
+  CHECK(ir::upperBoundOr(ir::Dim::symbol("S"), r, -1) == -1);
+  CHECK(ir::admits(r, {{"B", 16}}));
+  CHECK_FALSE(ir::admits(r, {{"B", 17}}));
+  CHECK(ir::admits(r, {{"S", 100000}})); // S unconstrained
+  CHECK(ir::rangesStr(r) == "B in [3, 16]");
+  CHECK(ir::rangesStr({}) == "any size");
+}
+
+TEST_CASE("a static graph has one version, planned with no ranges") {
+  auto v = fusion::planVersions(fusion::testing::columnReduce(4096, 256), *deviceSpecProfile("h100"),
+                                fusion::Policy::AStitch);
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].symbolRanges.empty());
+}
+
+TEST_CASE("a column sum over few rows is not split across blocks in its small version") {
+  auto v = fusion::planVersions(biasGrad(), *deviceSpecProfile("h100"), fusion::Policy::AStitch);
+  REQUIRE(v.size() >= 2);
+  // Guards cover the sizes in order, from 1, and the last is unbounded.
+  CHECK(v.front().symbolRanges.at("B").lo == 1);
+  CHECK(v.back().symbolRanges.at("B").hi == SymbolRange::kUnbounded);
+  for (size_t i = 1; i < v.size(); ++i)
+    CHECK(v[i].symbolRanges.at("B").lo == v[i - 1].symbolRanges.at("B").hi + 1);
+  std::vector<ir::SymbolRanges> guards;
+  for (const auto& p : v)
+    guards.push_back(p.symbolRanges);
+  size_t small = fusion::versionFor(guards, {{"B", 16}});
+  size_t large = fusion::versionFor(guards, {{"B", 16384}});
+  CHECK(small != large);
+  // 16 rows fit one block's tile rows: no split, no grid barrier. 16384 assumed large rows
+  // over 24 column tiles: split to fill the wave.
+  CHECK(splitOf(v[small]) == 1);
+  CHECK(splitOf(v[large]) > 1);
+  CHECK(fusion::versionFor(guards, {{"B", 1 << 30}}) == v.size() - 1);
+}
+
+TEST_CASE("a guarded version keeps values in registers across grid barriers") {
+  auto v = fusion::planVersions(rmsRows(), *deviceSpecProfile("h100"), fusion::Policy::AStitch);
+  REQUIRE(v.size() >= 2);
+  auto reusesX = [](const fusion::FusionPlan& p) {
+    for (const fusion::Step& s : p.steps)
+      if (const auto* k = std::get_if<fusion::KernelPlan>(&s))
+        for (const auto& [id, pl] : k->placement)
+          if (p.graph.node(id).name == "x" && pl.registerReuse) return true;
+    return false;
+  };
+  // B ≤ 2: two long rows split across a wave of blocks, the sum behind a grid barrier; at
+  // most 2 × split tiles, one per block, so each block's threads can hold their x from the
+  // sum to the scaling (the guard's upper bound; without it the tiles are unbounded).
+  CHECK(splitOf(v.front()) > 1);
+  CHECK(reusesX(v.front()));
+}
