@@ -1,7 +1,9 @@
-// Library steps (dot) as simple generated kernels: one output element per thread.
+// Library steps: a dot's kernel — its function, parameters and launch — around the GEMM that
+// its GemmPlan describes (gemm_emitter.h).
 #include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
 
+#include "codegen/gemm_emitter.h"
 #include "codegen/kernel_emitter.h"
 #include "codegen/stitched_kernel_emitter.h"
 #include "weft/error.h"
@@ -23,7 +25,7 @@ EmittedKernel emitLibraryKernel(llvm::Module& module, const fusion::FusionPlan& 
   k.plan = &plan;
   k.graph = &g;
   k.useLibdevice = useLibdevice;
-  k.blockSize = 256;
+  k.blockSize = call.gemm.blockSize;
   std::string name = fmt::format("lib{}_", step);
   for (char ch : n.name)
     name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
@@ -68,50 +70,18 @@ EmittedKernel emitLibraryKernel(llvm::Module& module, const fusion::FusionPlan& 
   annotate(module, k.fn, "maxntidx", k.blockSize);
   b.SetInsertPoint(llvm::BasicBlock::Create(c, "entry", k.fn));
 
-  // out[..., m, n] = sum_k a[..., m, k] * b[..., k, n], accumulated in the compute type.
-  const ir::Shape& os = n.type.shape;
-  size_t r = os.size();
-  ir::Dim kDim = a.type.shape[r - 1];
-  ir::DType t = n.type.dtype;
-  llvm::Value* total = k.elements(os);
-  llvm::Value* start = b.CreateAdd(b.CreateMul(k.toIndex(k.blockId()), k.index(k.blockSize)),
-                                   k.toIndex(k.threadId()));
-  llvm::Value* stride = b.CreateMul(k.toIndex(k.gridSize()), k.index(k.blockSize));
-  llvm::AllocaInst* acc = k.entryAlloca(computeType(c, t), "acc");
-  llvm::Value* pa = k.bufferArg[plan.bufferOfValue[size_t(a.id)]];
-  llvm::Value* pb = k.bufferArg[plan.bufferOfValue[size_t(bm.id)]];
-  llvm::Value* po = k.bufferArg[plan.bufferOfValue[size_t(n.id)]];
-  k.loop("out", start, total, stride, [&](llvm::Value* flat) {
-    Index idx = delinearize(k, os, flat);
-    b.CreateStore(constantOf(c, t, 0.0), acc);
-    k.loop("k", k.index(0), k.dim(kDim), k.index(1), [&](llvm::Value* kk) {
-      Index ai = idx, bi = idx;
-      ai[r - 1] = kk;
-      bi[r - 2] = kk;
-      llvm::Value* x = k.loadElement(pa, t, linearize(k, a.type.shape, ai));
-      llvm::Value* y = k.loadElement(pb, t, linearize(k, bm.type.shape, bi));
-      llvm::Value* cur = b.CreateLoad(acc->getAllocatedType(), acc);
-      llvm::Value* sum =
-          ir::isFloat(t) ? b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {x, y, cur})
-                         : b.CreateAdd(cur, b.CreateMul(x, y));
-      b.CreateStore(sum, acc);
-    });
-    llvm::Value* v = b.CreateLoad(acc->getAllocatedType(), acc);
-    k.storeElement(po, t, flat, ir::isFloat(t) ? roundToDType(b, v, t) : v);
-  });
+  const fusion::GemmPlan& gemm = call.gemm;
+  emitGemm(k, gemm, n.type.dtype, k.bufferArg[plan.bufferOfValue[size_t(a.id)]],
+           k.bufferArg[plan.bufferOfValue[size_t(bm.id)]],
+           k.bufferArg[plan.bufferOfValue[size_t(n.id)]]);
   b.CreateRetVoid();
 
   info.name = name;
   info.planStep = step;
-  info.launch.blockSize = k.blockSize;
-  ir::Dim elems = ir::numElements(os);
-  if (elems.isStatic()) {
-    info.launch.tiles = std::max<int64_t>(1, (elems.size() + k.blockSize - 1) / k.blockSize);
-  } else {
-    info.launch.tiles = elems;
-    info.launch.maxBlocks =
-        int64_t(plan.device.smCount) * std::max(1, plan.device.maxThreadsPerSM / k.blockSize) * 4;
-  }
+  info.launch.blockSize = gemm.blockSize;
+  info.launch.tiles = gemm.tiles;
+  info.launch.maxBlocks = gemm.maxBlocks;
+  info.launch.sharedBytes = gemm.sharedBytes;
   return {k.fn, info};
 }
 

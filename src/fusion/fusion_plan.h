@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "fusion/gemm_plan.h"
 #include "fusion/kernel_plan.h"
 #include "ir/graph.h"
 #include "ir/symbol_ranges.h"
@@ -37,6 +38,7 @@ struct Buffer {
 /// A compute-intensive op executed by a generated (non-stitched) kernel or a library.
 struct LibraryCall {
   ir::NodeId op = -1;
+  GemmPlan gemm; // how a dot runs (fusion/gemm_planner.h)
 };
 
 using Step = std::variant<KernelPlan, LibraryCall>;

@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "fusion/gemm_planner.h"
 #include "fusion/memory_planning.h"
 #include "fusion/phase_planner.h"
 
@@ -70,7 +71,8 @@ FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy polic
     steps.emplace_back(std::move(k));
   for (const ir::Node& n : g.nodes())
     if (!ir::isMemoryIntensive(n.kind) && n.kind != ir::OpKind::Parameter)
-      steps.emplace_back(LibraryCall{n.id});
+      steps.emplace_back(
+          LibraryCall{n.id, n.kind == ir::OpKind::Dot ? planGemm(g, n.id, spec) : GemmPlan{}});
   plan.steps = orderSteps(g, std::move(steps));
 
   plan.bufferOfValue.assign(g.size(), -1);

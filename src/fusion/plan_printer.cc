@@ -258,6 +258,7 @@ std::string printFusionPlan(const FusionPlan& plan) {
     if (const auto* call = std::get_if<LibraryCall>(&plan.steps[i])) {
       os << "library call " << valueName(g, call->op) << " (" << ir::opName(g.node(call->op).kind)
          << ")\n";
+      if (g.node(call->op).kind == ir::OpKind::Dot) os << "  " << call->gemm.str() << "\n";
       continue;
     }
     os << printKernelPlan(std::get<KernelPlan>(plan.steps[i]), g);

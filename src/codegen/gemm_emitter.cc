@@ -1,0 +1,344 @@
+// A tiled GEMM on CUDA cores, emitted from its GemmPlan.
+#include "codegen/gemm_emitter.h"
+
+#include <fmt/format.h>
+
+namespace weft::codegen {
+namespace {
+
+using llvm::Value;
+
+/// A value loaded from memory (storage type) → its compute type. Dots take no bools.
+Value* toCompute(llvm::IRBuilder<>& b, Value* v, ir::DType t) {
+  if (t == ir::DType::f16) return b.CreateFPExt(v, b.getFloatTy());
+  if (t == ir::DType::bf16)
+    return b.CreateBitCast(b.CreateShl(b.CreateZExt(v, b.getInt32Ty()), 16), b.getFloatTy());
+  return v;
+}
+
+class GemmEmitter {
+public:
+  GemmEmitter(KernelContext& k, const fusion::GemmPlan& p, ir::DType t)
+      : k_(k), b_(*k.b), p_(p), t_(t), e_(int(ir::dtypeBytes(t))),
+        mt_(memoryType(k.ctx(), t)), ct_(computeType(k.ctx(), t)) {}
+
+  void emit(Value* pa, Value* pb, Value* po);
+
+private:
+  // Where the operands are staged: stage s holds A as [blockK][blockM] (K-major, so that a
+  // thread's rows are contiguous) then B as [blockK][blockN].
+  int64_t stageBytes() const { return int64_t(p_.blockM + p_.blockN) * p_.blockK * e_; }
+  /// Columns between the runs of one thread's columns (GemmPlan::columnRun).
+  int runStride() const { return p_.lanesN() * p_.columnRun; }
+  int64_t bOffset() const { return int64_t(p_.blockM) * p_.blockK * e_; }
+  /// Pointer to element `elem` (i32) of the array at byte `offset` (i32) of the tiles.
+  Value* shared(Value* offset, Value* elem) {
+    Value* base = b_.CreateGEP(b_.getInt8Ty(), tiles_, offset);
+    return b_.CreateGEP(mt_, base, elem);
+  }
+  Value* i32(int64_t v) { return b_.getInt32(uint32_t(v)); }
+  /// The conjunction of two guards, either of which may be nullptr (known to hold).
+  Value* both(Value* x, Value* y) { return !x ? y : !y ? x : b_.CreateAnd(x, y); }
+  /// A load of `ty` from `ptr` when `cond` holds (nullptr: always), zero otherwise: an
+  /// out-of-range operand element contributes nothing to the sums.
+  Value* guardedLoad(Value* cond, llvm::Type* ty, Value* ptr, unsigned align);
+  llvm::Type* accessType(int width) const {
+    return width == 1 ? mt_ : llvm::FixedVectorType::get(mt_, unsigned(width));
+  }
+
+  /// One K tile of A or B, loaded from global memory into registers: per chunk of the block's
+  /// threads, the vector this thread loads (nullptr where it loads none).
+  struct Staged {
+    std::vector<Value*> vectors;
+    std::vector<Value*> rows, cols; // tile coordinates of each vector's first element
+    std::vector<Value*> active;     // whether the thread has that chunk (nullptr: always)
+  };
+  Staged loadA(Value* k0);
+  Staged loadB(Value* k0);
+  void storeA(const Staged& s, Value* stage);
+  void storeB(const Staged& s, Value* stage);
+  /// Guard of the K coordinate `kk` of a tile starting at k0 (nullptr: always in range).
+  Value* kGuard(Value* k0, Value* kk);
+  /// The accumulators += this thread's products over the K tile staged in `stage`.
+  void multiply(Value* stage);
+  void storeResult(Value* po);
+  /// threadM or threadN consecutive elements of a staged array, in compute type.
+  std::vector<Value*> loadRun(Value* offset, Value* first, int count);
+
+  KernelContext& k_;
+  llvm::IRBuilder<>& b_;
+  const fusion::GemmPlan& p_;
+  ir::DType t_;
+  int e_;
+  llvm::Type* mt_;
+  llvm::Type* ct_;
+  llvm::GlobalVariable* tiles_ = nullptr;
+  Value *paArg_ = nullptr, *pbArg_ = nullptr;
+  Value *M_ = nullptr, *N_ = nullptr, *K_ = nullptr;
+  Value *m0_ = nullptr, *n0_ = nullptr;           // the block tile's origin
+  Value *aBase_ = nullptr, *bBase_ = nullptr, *cBase_ = nullptr; // the batch's offsets
+  // i32, inside the tile: the thread's first row and the first column of its first run
+  Value *tid_ = nullptr, *row0_ = nullptr, *col0_ = nullptr;
+  std::vector<llvm::AllocaInst*> acc_;            // threadM × threadN, row-major
+  bool mExact_ = false, nExact_ = false, kExact_ = false; // dims static multiples of the tile
+};
+
+Value* GemmEmitter::guardedLoad(Value* cond, llvm::Type* ty, Value* ptr, unsigned align) {
+  if (!cond) return b_.CreateAlignedLoad(ty, ptr, llvm::Align(align));
+  llvm::BasicBlock* from = b_.GetInsertBlock();
+  auto* then = llvm::BasicBlock::Create(k_.ctx(), "gemm.load", k_.fn);
+  auto* merge = llvm::BasicBlock::Create(k_.ctx(), "gemm.loaded", k_.fn);
+  b_.CreateCondBr(cond, then, merge);
+  b_.SetInsertPoint(then);
+  Value* v = b_.CreateAlignedLoad(ty, ptr, llvm::Align(align));
+  b_.CreateBr(merge);
+  b_.SetInsertPoint(merge);
+  llvm::PHINode* phi = b_.CreatePHI(ty, 2);
+  phi->addIncoming(llvm::Constant::getNullValue(ty), from);
+  phi->addIncoming(v, then);
+  return phi;
+}
+
+Value* GemmEmitter::kGuard(Value* k0, Value* kk) {
+  // With two stages the last iteration prefetches past K: the tile origin guards it.
+  if (kExact_) return p_.stages > 1 ? b_.CreateICmpSLT(k0, K_) : nullptr;
+  return b_.CreateICmpSLT(b_.CreateAdd(k0, k_.toIndex(kk)), K_);
+}
+
+GemmEmitter::Staged GemmEmitter::loadA(Value* k0) {
+  Staged s;
+  int perRow = p_.blockK / p_.vectorA;
+  int64_t count = int64_t(p_.blockM) * perRow;
+  for (int64_t first = 0; first < count; first += p_.blockSize) {
+    Value* v = b_.CreateAdd(tid_, i32(first));
+    Value* active = first + p_.blockSize > count ? b_.CreateICmpULT(v, i32(count)) : nullptr;
+    Value* row = b_.CreateUDiv(v, i32(perRow));
+    Value* kk = b_.CreateMul(b_.CreateURem(v, i32(perRow)), i32(p_.vectorA));
+    Value* gRow = b_.CreateAdd(m0_, k_.toIndex(row));
+    Value* cond = both(active, mExact_ ? nullptr : b_.CreateICmpSLT(gRow, M_));
+    cond = both(cond, kGuard(k0, kk));
+    Value* off = b_.CreateAdd(aBase_, b_.CreateAdd(b_.CreateMul(gRow, K_),
+                                                   b_.CreateAdd(k0, k_.toIndex(kk))));
+    Value* ptr = b_.CreateGEP(mt_, paArg_, off);
+    s.vectors.push_back(guardedLoad(cond, accessType(p_.vectorA), ptr, unsigned(p_.vectorA * e_)));
+    s.rows.push_back(row);
+    s.cols.push_back(kk);
+    s.active.push_back(active);
+  }
+  return s;
+}
+
+GemmEmitter::Staged GemmEmitter::loadB(Value* k0) {
+  Staged s;
+  int perRow = p_.blockN / p_.vectorB;
+  int64_t count = int64_t(p_.blockK) * perRow;
+  for (int64_t first = 0; first < count; first += p_.blockSize) {
+    Value* v = b_.CreateAdd(tid_, i32(first));
+    Value* active = first + p_.blockSize > count ? b_.CreateICmpULT(v, i32(count)) : nullptr;
+    Value* kk = b_.CreateUDiv(v, i32(perRow));
+    Value* col = b_.CreateMul(b_.CreateURem(v, i32(perRow)), i32(p_.vectorB));
+    Value* gCol = b_.CreateAdd(n0_, k_.toIndex(col));
+    Value* cond = both(active, nExact_ ? nullptr : b_.CreateICmpSLT(gCol, N_));
+    cond = both(cond, kGuard(k0, kk));
+    Value* off = b_.CreateAdd(bBase_, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(k0, k_.toIndex(kk)),
+                                                                N_),
+                                                   gCol));
+    Value* ptr = b_.CreateGEP(mt_, pbArg_, off);
+    s.vectors.push_back(guardedLoad(cond, accessType(p_.vectorB), ptr, unsigned(p_.vectorB * e_)));
+    s.rows.push_back(kk);
+    s.cols.push_back(col);
+    s.active.push_back(active);
+  }
+  return s;
+}
+
+void GemmEmitter::storeA(const Staged& s, Value* stage) {
+  Value* offset = b_.CreateMul(stage, i32(stageBytes()));
+  for (size_t c = 0; c < s.vectors.size(); ++c) {
+    auto store = [&] {
+      for (int j = 0; j < p_.vectorA; ++j) {
+        Value* x = p_.vectorA == 1 ? s.vectors[c] : b_.CreateExtractElement(s.vectors[c], j);
+        Value* kk = b_.CreateAdd(s.cols[c], i32(j));
+        Value* elem = b_.CreateAdd(b_.CreateMul(kk, i32(p_.blockM)), s.rows[c]);
+        b_.CreateAlignedStore(x, shared(offset, elem), llvm::Align(e_));
+      }
+    };
+    if (s.active[c])
+      k_.ifThen(s.active[c], store);
+    else
+      store();
+  }
+}
+
+void GemmEmitter::storeB(const Staged& s, Value* stage) {
+  Value* offset = b_.CreateAdd(b_.CreateMul(stage, i32(stageBytes())), i32(bOffset()));
+  for (size_t c = 0; c < s.vectors.size(); ++c) {
+    auto store = [&] {
+      Value* elem = b_.CreateAdd(b_.CreateMul(s.rows[c], i32(p_.blockN)), s.cols[c]);
+      b_.CreateAlignedStore(s.vectors[c], shared(offset, elem),
+                            llvm::Align(unsigned(p_.vectorB * e_)));
+    };
+    if (s.active[c])
+      k_.ifThen(s.active[c], store);
+    else
+      store();
+  }
+}
+
+std::vector<Value*> GemmEmitter::loadRun(Value* offset, Value* first, int count) {
+  // As wide as 16 bytes allow: `first` is a multiple of `count`, so every chunk is aligned.
+  int w = std::min(count, std::max(1, 16 / e_));
+  std::vector<Value*> out;
+  for (int c = 0; c < count; c += w) {
+    Value* ptr = shared(offset, b_.CreateAdd(first, i32(c)));
+    Value* v = b_.CreateAlignedLoad(accessType(w), ptr, llvm::Align(unsigned(w * e_)));
+    for (int j = 0; j < w; ++j)
+      out.push_back(toCompute(b_, w == 1 ? v : b_.CreateExtractElement(v, j), t_));
+  }
+  return out;
+}
+
+void GemmEmitter::multiply(Value* stage) {
+  Value* aOff = b_.CreateMul(stage, i32(stageBytes()));
+  Value* bOff = b_.CreateAdd(aOff, i32(bOffset()));
+  // With tileSums, each K tile's products are summed on their own and then added to the
+  // accumulators: the rounding error grows with K / blockK + blockK instead of K.
+  std::vector<Value*> acc;
+  for (llvm::AllocaInst* a : acc_)
+    acc.push_back(p_.tileSums ? static_cast<Value*>(llvm::Constant::getNullValue(ct_))
+                            : b_.CreateLoad(ct_, a));
+  for (int kk = 0; kk < p_.blockK; ++kk) {
+    std::vector<Value*> a = loadRun(aOff, b_.CreateAdd(i32(kk * p_.blockM), row0_), p_.threadM);
+    std::vector<Value*> bv;
+    for (int r = 0; r < p_.threadN / p_.columnRun; ++r) {
+      Value* first = b_.CreateAdd(i32(kk * p_.blockN + r * runStride()), col0_);
+      for (Value* x : loadRun(bOff, first, p_.columnRun))
+        bv.push_back(x);
+    }
+    for (int i = 0; i < p_.threadM; ++i)
+      for (int j = 0; j < p_.threadN; ++j) {
+        Value*& c = acc[size_t(i * p_.threadN + j)];
+        c = ir::isFloat(t_)
+                ? b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {ct_}, {a[size_t(i)], bv[size_t(j)], c})
+                : b_.CreateAdd(c, b_.CreateMul(a[size_t(i)], bv[size_t(j)]));
+      }
+  }
+  for (size_t i = 0; i < acc_.size(); ++i) {
+    Value* sum = acc[i];
+    if (p_.tileSums) sum = b_.CreateFAdd(b_.CreateLoad(ct_, acc_[i]), sum);
+    b_.CreateStore(sum, acc_[i]);
+  }
+}
+
+void GemmEmitter::storeResult(Value* po) {
+  for (int i = 0; i < p_.threadM; ++i) {
+    Value* gRow = b_.CreateAdd(m0_, k_.toIndex(b_.CreateAdd(row0_, i32(i))));
+    Value* rowOk = mExact_ ? nullptr : b_.CreateICmpSLT(gRow, M_);
+    for (int c = 0; c < p_.threadN; c += p_.vectorC) {
+      int column = c / p_.columnRun * runStride() + c % p_.columnRun;
+      Value* gCol = b_.CreateAdd(n0_, k_.toIndex(b_.CreateAdd(col0_, i32(column))));
+      Value* cond = both(rowOk, nExact_ ? nullptr : b_.CreateICmpSLT(gCol, N_));
+      auto store = [&] {
+        Value* flat = b_.CreateAdd(cBase_, b_.CreateAdd(b_.CreateMul(gRow, N_), gCol));
+        std::vector<Value*> lanes;
+        for (int j = 0; j < p_.vectorC; ++j)
+          lanes.push_back(b_.CreateLoad(ct_, acc_[size_t(i * p_.threadN + c + j)]));
+        k_.storeVector(po, t_, flat, lanes);
+      };
+      if (cond)
+        k_.ifThen(cond, store);
+      else
+        store();
+    }
+  }
+}
+
+void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
+  paArg_ = pa;
+  pbArg_ = pb;
+  llvm::Module& m = *k_.module;
+  auto* arr = llvm::ArrayType::get(b_.getInt8Ty(), uint64_t(p_.sharedBytes));
+  tiles_ = new llvm::GlobalVariable(m, arr, false, llvm::GlobalValue::InternalLinkage,
+                                    llvm::UndefValue::get(arr), k_.kernelName + "_tiles", nullptr,
+                                    llvm::GlobalValue::NotThreadLocal, 3);
+  tiles_->setAlignment(llvm::Align(16));
+  auto exact = [](const ir::Dim& d, int tile) { return d.isStatic() && d.size() % tile == 0; };
+  mExact_ = exact(p_.m, p_.blockM);
+  nExact_ = exact(p_.n, p_.blockN);
+  kExact_ = exact(p_.k, p_.blockK);
+  for (int i = 0; i < p_.threadM * p_.threadN; ++i)
+    acc_.push_back(k_.entryAlloca(ct_, fmt::format("acc{}", i)));
+
+  M_ = k_.dim(p_.m);
+  N_ = k_.dim(p_.n);
+  K_ = k_.dim(p_.k);
+  auto ceilDiv = [&](Value* x, int d) { return b_.CreateUDiv(b_.CreateAdd(x, k_.index(d - 1)), k_.index(d)); };
+  Value* tilesN = ceilDiv(N_, p_.blockN);
+  Value* perBatch = b_.CreateMul(ceilDiv(M_, p_.blockM), tilesN);
+  Value* total = b_.CreateMul(k_.dim(p_.batch), perBatch);
+  Value* kTiles = ceilDiv(K_, p_.blockK);
+
+  // Thread → register block: warps tile the block tile row-major, lanes tile the warp tile.
+  tid_ = k_.threadId();
+  Value* warp = b_.CreateLShr(tid_, 5);
+  Value* lane = b_.CreateAnd(tid_, 31);
+  Value* warpRow = b_.CreateUDiv(warp, i32(p_.warpsN()));
+  Value* warpCol = b_.CreateURem(warp, i32(p_.warpsN()));
+  Value* laneRow = b_.CreateUDiv(lane, i32(p_.lanesN()));
+  Value* laneCol = b_.CreateURem(lane, i32(p_.lanesN()));
+  row0_ = b_.CreateAdd(b_.CreateMul(warpRow, i32(p_.warpM)), b_.CreateMul(laneRow, i32(p_.threadM)));
+  col0_ = b_.CreateAdd(b_.CreateMul(warpCol, i32(p_.warpN)), b_.CreateMul(laneCol, i32(p_.columnRun)));
+
+  Value* start = k_.toIndex(k_.blockId());
+  Value* stride = k_.toIndex(k_.gridSize());
+  k_.loop("tile", start, total, stride, [&](Value* tile) {
+    Value* batch = b_.CreateUDiv(tile, perBatch);
+    Value* rem = b_.CreateURem(tile, perBatch);
+    m0_ = b_.CreateMul(b_.CreateUDiv(rem, tilesN), k_.index(p_.blockM));
+    n0_ = b_.CreateMul(b_.CreateURem(rem, tilesN), k_.index(p_.blockN));
+    aBase_ = b_.CreateMul(batch, b_.CreateMul(M_, K_));
+    bBase_ = b_.CreateMul(batch, b_.CreateMul(K_, N_));
+    cBase_ = b_.CreateMul(batch, b_.CreateMul(M_, N_));
+    for (llvm::AllocaInst* a : acc_)
+      b_.CreateStore(llvm::Constant::getNullValue(ct_), a);
+    if (p_.stages > 1) {
+      // Double buffering: tile kt + 1 is loaded into registers while tile kt (in stage
+      // kt & 1) is multiplied, then stored into the other stage, whose last readers finished
+      // before the previous barrier: one barrier per K step.
+      Staged a = loadA(k_.index(0)), bt = loadB(k_.index(0));
+      storeA(a, i32(0));
+      storeB(bt, i32(0));
+      k_.blockBarrier();
+      k_.loop("kstep", k_.index(0), kTiles, k_.index(1), [&](Value* kt) {
+        Value* stage = b_.CreateTrunc(b_.CreateAnd(kt, k_.index(1)), b_.getInt32Ty());
+        Value* next = b_.CreateMul(b_.CreateAdd(kt, k_.index(1)), k_.index(p_.blockK));
+        Staged na = loadA(next), nb = loadB(next);
+        multiply(stage);
+        Value* other = b_.CreateXor(stage, i32(1));
+        storeA(na, other);
+        storeB(nb, other);
+        k_.blockBarrier();
+      });
+    } else {
+      k_.loop("kstep", k_.index(0), kTiles, k_.index(1), [&](Value* kt) {
+        Value* k0 = b_.CreateMul(kt, k_.index(p_.blockK));
+        Staged a = loadA(k0), bt = loadB(k0);
+        storeA(a, i32(0));
+        storeB(bt, i32(0));
+        k_.blockBarrier();
+        multiply(i32(0));
+        k_.blockBarrier();
+      });
+    }
+    storeResult(po);
+  });
+}
+
+} // namespace
+
+void emitGemm(KernelContext& k, const fusion::GemmPlan& p, ir::DType t, llvm::Value* pa,
+              llvm::Value* pb, llvm::Value* po) {
+  GemmEmitter(k, p, t).emit(pa, pb, po);
+}
+
+} // namespace weft::codegen

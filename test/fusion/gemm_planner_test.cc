@@ -1,0 +1,85 @@
+// The GEMM planner: tiles from the problem's size, vectors only where divisibility allows,
+// symbolic dims planned as large with a capped grid, and the plan printed by `weft plan`.
+#include <catch2/catch.hpp>
+
+#include "fusion/gemm_planner.h"
+#include "fusion/plan.h"
+#include "fusion/plan_printer.h"
+
+using namespace weft;
+using ir::DType;
+
+namespace {
+
+ir::Graph dotGraph(DType t, const ir::Shape& batch, ir::Dim m, ir::Dim k, ir::Dim n) {
+  ir::Graph g;
+  ir::Shape as = batch, bs = batch;
+  as.insert(as.end(), {m, k});
+  bs.insert(bs.end(), {k, n});
+  auto a = g.parameter("a", {t, as});
+  auto b = g.parameter("b", {t, bs});
+  g.setOutputs({g.dot(a, b, "c")});
+  return g;
+}
+
+fusion::GemmPlan planOf(const ir::Graph& g) {
+  return fusion::planGemm(g, g.outputs().at(0), *deviceSpecProfile("h100"));
+}
+
+} // namespace
+
+TEST_CASE("gemm planner: big tiles for big problems, small ones for small", "[planner][gemm]") {
+  auto big = planOf(dotGraph(DType::f32, {}, 128, 768, 3072));
+  CHECK(big.blockM == 128);
+  CHECK(big.blockN == 128);
+  CHECK(big.threadM * big.threadN == 64);
+  CHECK(big.tiles == ir::Dim(24));
+  CHECK(double(big.modeledBytes) <= 2.0 * double(big.compulsoryBytes));
+  auto tiny = planOf(dotGraph(DType::f32, {}, 8, 5, 3));
+  CHECK(tiny.blockM == 32);
+  CHECK(tiny.tiles == ir::Dim(1));
+  // every plan's threads cover the block tile exactly
+  for (const auto& p : {big, tiny}) {
+    CHECK(p.warpsM() * p.warpsN() * 32 == p.blockSize);
+    CHECK((p.warpM / p.threadM) * p.lanesN() == 32);
+    CHECK(p.threadN % p.columnRun == 0);
+  }
+}
+
+TEST_CASE("gemm planner: vectors where the dims divide, scalars elsewhere", "[planner][gemm]") {
+  auto even = planOf(dotGraph(DType::f32, {}, 64, 256, 256));
+  CHECK(even.vectorA == 4);
+  CHECK(even.vectorB == 4);
+  CHECK(even.vectorC == 4);
+  auto odd = planOf(dotGraph(DType::f32, {}, 37, 29, 53));
+  CHECK(odd.vectorA == 1);
+  CHECK(odd.vectorB == 1);
+  CHECK(odd.vectorC == 1);
+  auto half = planOf(dotGraph(DType::f16, {}, 64, 256, 256));
+  CHECK(half.vectorA == 8); // 16 bytes
+  CHECK(half.blockK == 16); // 32 bytes of each A row per K step
+}
+
+TEST_CASE("gemm planner: double buffering and two-level sums for long K", "[planner][gemm]") {
+  auto shortK = planOf(dotGraph(DType::f32, {}, 64, 8, 64));
+  CHECK(shortK.stages == 1);
+  CHECK_FALSE(shortK.tileSums);
+  auto longK = planOf(dotGraph(DType::f32, {}, 64, 768, 64));
+  CHECK(longK.stages == 2);
+  CHECK(longK.tileSums);
+  CHECK(longK.sharedBytes == 2 * (longK.blockM + longK.blockN) * longK.blockK * 4);
+  CHECK_FALSE(planOf(dotGraph(DType::i32, {}, 64, 768, 64)).tileSums);
+}
+
+TEST_CASE("gemm planner: symbolic dims, a capped grid, printed by weft plan", "[planner][gemm]") {
+  ir::Dim B = ir::Dim::symbol("B"), S = ir::Dim::symbol("S");
+  ir::Graph g = dotGraph(DType::f32, {B}, S, 40, S);
+  auto p = planOf(g);
+  CHECK_FALSE(p.tiles.isStatic());
+  CHECK(p.maxBlocks > 0);
+  CHECK(p.vectorB == 1); // N is symbolic: no alignment to rely on
+  CHECK(p.vectorA == 4); // K = 40 is static
+  std::string text = fusion::printFusionPlan(fusion::plan(g, *deviceSpecProfile("h100"),
+                                                          fusion::Policy::None));
+  CHECK_THAT(text, Catch::Contains("gemm fma batch B M S N S K 40"));
+}
