@@ -22,6 +22,7 @@ TEST_CASE("every example reads, has the expected outputs and round-trips") {
       {"row_reduce_64x30000", {"y: f32[64]"}},
       {"column_reduce_bias_grad", {"dbias: f32[768]"}},
       {"layer_norm_backward", {"dx: f32[B, 768]", "dgamma: f32[768]", "dbeta: f32[768]"}},
+      {"layer_norm_loss", {"loss: f32[]"}},
   };
   size_t seen = 0;
   for (const auto& entry :

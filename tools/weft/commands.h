@@ -13,6 +13,7 @@ namespace weft::tools {
 void addCheckCommand(CLI::App& app); // weft check G.json
 void addEvalCommand(CLI::App& app);  // weft eval G.json [--bind] [--inputs DIR | --random --seed N]
 void addImportCommand(CLI::App& app);   // weft import M.onnx -o G.json
+void addGradCommand(CLI::App& app); // weft grad G.json --loss NAME [--wrt A,B] -o OUT.json
 void addOnnxTestCommand(CLI::App& app); // weft onnx-test DIR... [--json] [--policy P]
 void addCompileCommand(
     CLI::App& app); // weft compile G.json [--policy P] --emit plan|dot|llvm|ptx [-o DIR]

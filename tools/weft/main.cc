@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     weft::tools::addCheckCommand(app);
     weft::tools::addEvalCommand(app);
     weft::tools::addImportCommand(app);
+    weft::tools::addGradCommand(app);
     weft::tools::addOnnxTestCommand(app);
     weft::tools::addPlanCommand(app);
     weft::tools::addCompileCommand(app);
