@@ -84,6 +84,12 @@ enum class Op : uint8_t {
   Shfl,
   Vote,
   Activemask,
+  // tensor cores and asynchronous copies (tensor_core_ops.cc)
+  Ldmatrix,      // ldmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}.shared.b16; mode 1 = .trans
+  Mma,           // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32; ty2 = input
+  CpAsync,       // cp.async.{ca,cg}.shared.global: aux = cp-size, s[1] = src-size when ns == 2
+  CpAsyncCommit, // cp.async.commit_group
+  CpAsyncWait,   // cp.async.wait_group N (ns == 1) or cp.async.wait_all (ns == 0)
   // control
   Bra,
   Call,
@@ -239,7 +245,7 @@ struct Instr {
   uint32_t target = 0; // branch target index, callee function index, barrier id
   uint32_t line = 0;   // PTX source line
   Operand d[4];
-  Operand s[4];
+  Operand s[10]; // mma.sync reads ten: A's four registers, B's two, C's four
   // address operand of ld/st/atom: base register (kAddrReg) + offset in addr.imm
   Operand addr;
   uint32_t aux = 0, aux2 = 0; // Call: caller's register count and local frame size

@@ -146,6 +146,9 @@ public:
   void bra(Op);
   void call(Op);
   void noOperands(Op op);
+  void ldmatrix(Op);
+  void mma(Op);
+  void cpAsync(Op);
 
 private:
   [[noreturn]] void bad(const std::string& why) const {
@@ -882,6 +885,101 @@ void Decoder::noOperands(Op op) {
   in_.op = op;
 }
 
+// ---------------------------------------------------------------- tensor cores, async copies
+
+void Decoder::ldmatrix(Op) {
+  if (!m_.has("sync") || !m_.has("aligned") || !m_.has("m8n8") || ty_ != Ty::B16)
+    bad("only ldmatrix.sync.aligned.m8n8{.x1,.x2,.x4}{.trans}.shared.b16 is supported");
+  int num = m_.has("x4") ? 4 : m_.has("x2") ? 2 : m_.has("x1") ? 1 : 0;
+  if (!num) bad("ldmatrix needs .x1, .x2 or .x4");
+  if (in_.space != Space::Shared && in_.space != Space::Generic)
+    bad("ldmatrix reads shared memory");
+  need(2);
+  in_.op = Op::Ldmatrix;
+  in_.mode = m_.has("trans") ? 1 : 0;
+  const POperand& v = p_.ops[0];
+  if (v.kind == POperand::Vec) {
+    if (int(v.elems.size()) != num) bad("ldmatrix: one destination register per matrix");
+    for (int i = 0; i < num; ++i)
+      in_.d[i] = dst(v.elems[size_t(i)]);
+  } else {
+    if (num != 1) bad("ldmatrix: one destination register per matrix");
+    in_.d[0] = dst(v);
+  }
+  in_.nd = uint8_t(num);
+  addr(p_.ops[1]);
+}
+
+void Decoder::mma(Op) {
+  const auto& t = m_.types;
+  bool ok = m_.has("sync") && m_.has("aligned") && m_.has("m16n8k16") && m_.has("row") &&
+            m_.has("col") && t.size() == 4 && t[0] == Ty::F32 && t[3] == Ty::F32 &&
+            t[1] == t[2] && (t[1] == Ty::F16 || t[1] == Ty::BF16);
+  if (!ok) bad("only mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 is supported");
+  need(4);
+  in_.op = Op::Mma;
+  in_.ty = Ty::F32;
+  in_.ty2 = t[1];
+  auto regs = [&](const POperand& v, size_t n, const char* what) -> const std::vector<POperand>& {
+    if (v.kind != POperand::Vec || v.elems.size() != n)
+      bad(fmt::format("mma: {} takes a vector of {} registers", what, n));
+    return v.elems;
+  };
+  const auto& d = regs(p_.ops[0], 4, "D");
+  const auto& a = regs(p_.ops[1], 4, "A");
+  const auto& b = regs(p_.ops[2], 2, "B");
+  const auto& c = regs(p_.ops[3], 4, "C");
+  for (size_t i = 0; i < 4; ++i)
+    in_.d[i] = dst(d[i]);
+  for (size_t i = 0; i < 4; ++i)
+    in_.s[i] = src(a[i], Ty::B32);
+  for (size_t i = 0; i < 2; ++i)
+    in_.s[4 + i] = src(b[i], Ty::B32);
+  for (size_t i = 0; i < 4; ++i)
+    in_.s[6 + i] = src(c[i], Ty::F32);
+  in_.nd = 4;
+  in_.ns = 10;
+}
+
+void Decoder::cpAsync(Op) {
+  if (!m_.has("async")) bad("only cp.async is supported");
+  if (m_.has("commit_group")) {
+    in_.op = Op::CpAsyncCommit;
+    return;
+  }
+  if (m_.has("wait_group") || m_.has("wait_all")) {
+    in_.op = Op::CpAsyncWait;
+    if (m_.has("wait_group")) {
+      need(1);
+      in_.s[0] = src(p_.ops[0], Ty::U32);
+      in_.ns = 1;
+    }
+    return;
+  }
+  // cp.async.{ca,cg}.shared{::cta}.global [dst], [src], cp-size{, src-size}
+  if (!(m_.has("ca") || m_.has("cg")) || !m_.has("global"))
+    bad("only cp.async.{ca,cg}.shared.global is supported");
+  if (p_.ops.size() != 3 && p_.ops.size() != 4) bad("cp.async takes [dst], [src], cp-size{, src-size}");
+  in_.op = Op::CpAsync;
+  in_.space = Space::Shared;
+  addr(p_.ops[0]);
+  const POperand& from = p_.ops[1];
+  if (from.kind != POperand::Addr || !from.baseIsReg)
+    bad("cp.async: the global source must be [register + offset]");
+  in_.s[0].kind = Operand::Reg;
+  in_.s[0].reg = regOf(regNamed(from.name), "cp.async source");
+  in_.s[0].imm = uint64_t(from.value);
+  if (p_.ops[2].kind != POperand::Imm) bad("cp.async: cp-size must be an immediate");
+  in_.aux = uint32_t(p_.ops[2].value);
+  if (in_.aux != 4 && in_.aux != 8 && in_.aux != 16) bad("cp.async: cp-size must be 4, 8 or 16");
+  if (m_.has("cg") && in_.aux != 16) bad("cp.async.cg: cp-size must be 16");
+  in_.ns = 1;
+  if (p_.ops.size() == 4) {
+    in_.s[1] = src(p_.ops[3], Ty::U32);
+    in_.ns = 2;
+  }
+}
+
 // ---------------------------------------------------------------- the table
 
 const Family kFamilies[] = {
@@ -944,6 +1042,9 @@ const Family kFamilies[] = {
     {"shfl", &Decoder::shfl, Op::Shfl, false},
     {"vote", &Decoder::vote, Op::Vote, false},
     {"activemask", &Decoder::activemask, Op::Activemask, false},
+    {"ldmatrix", &Decoder::ldmatrix, Op::Ldmatrix, true},
+    {"mma", &Decoder::mma, Op::Mma, true},
+    {"cp", &Decoder::cpAsync, Op::CpAsync, false},
     {"bra", &Decoder::bra, Op::Bra, false},
     {"brx", &Decoder::bra, Op::Bra, true}, // rejected
     {"call", &Decoder::call, Op::Call, false},

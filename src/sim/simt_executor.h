@@ -129,6 +129,10 @@ private:
   void execMem(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* R);
   /// atom / red of the lanes of m, one lane after another in lane order.
   void execAtom(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* R);
+  /// ldmatrix and mma.sync once every lane of the warp has arrived (tensor_core_ops.cc).
+  void execTensorCore(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* R);
+  /// cp.async of the lanes of m: the copy happens at issue (tensor_core_ops.cc).
+  void execCpAsync(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* R);
   enum MemClass : uint8_t { MGlobal, MShared, MLocal, MConst, MParam };
   /// The host address of `size` bytes at `addr` in space `sp` (a generic address is first
   /// mapped to its window's space) for lane l; faults when misaligned or out of bounds.

@@ -274,13 +274,22 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
       forLanes(m, [&](int l) { d[l] = w.mask; });
       break;
     }
+    case Op::CpAsync:
+      if (m) execCpAsync(I, b, w, m, R);
+      break;
+    case Op::CpAsyncCommit:
+    case Op::CpAsyncWait:
+      break; // every cp.async completes at issue (tensor_core_ops.cc)
     case Op::Shfl:
     case Op::Vote:
-    case Op::BarWarp: {
+    case Op::BarWarp:
+    case Op::Ldmatrix:
+    case Op::Mma: {
       // every non-exited member named by the mask must execute this instruction together
       uint32_t member = 0xffffffffu;
       const Operand& mo = I.op == Op::Shfl ? I.s[3] : I.op == Op::Vote ? I.s[1] : I.s[0];
-      if (I.op != Op::BarWarp || I.ns == 1) member = uint32_t(src(mo, R)[__builtin_ctz(w.mask)]);
+      if (I.op == Op::Shfl || I.op == Op::Vote || (I.op == Op::BarWarp && I.ns == 1))
+        member = uint32_t(src(mo, R)[__builtin_ctz(w.mask)]);
       uint32_t live = 0;
       for (int l = 0; l < 32; ++l)
         live |= uint32_t(w.state[l] != Exited) << l;
@@ -328,7 +337,10 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
           m = gm;
         }
       }
-      if (m && I.op != Op::BarWarp) execWarpCollective(I, m, R);
+      if (m && (I.op == Op::Ldmatrix || I.op == Op::Mma))
+        execTensorCore(I, b, w, m, R);
+      else if (m && I.op != Op::BarWarp)
+        execWarpCollective(I, m, R);
       break;
     }
     case Op::Bar: {

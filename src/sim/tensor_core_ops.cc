@@ -1,0 +1,170 @@
+// Tensor-core and asynchronous-copy instructions: mma.sync m16n8k16 (f16/bf16 inputs, f32
+// accumulation), ldmatrix m8n8 (x1/x2/x4, .trans) and cp.async with its groups.
+//
+// Fragment layouts are the PTX ISA's ("Matrix Fragments for mma.m16n8k16 with floating point
+// type", "Warp-level matrix load instruction: ldmatrix"), with groupID = lane >> 2 and
+// threadID_in_group (tig) = lane % 4, element i of a fragment in the low half of register
+// i / 2 when i is even and the high half when odd:
+//   A (16 x 16, a0..a7): row = groupID for i in {0, 1, 4, 5}, groupID + 8 otherwise;
+//                        col = tig * 2 + (i & 1), + 8 for i >= 4
+//   B (16 x 8, b0..b3):  row = tig * 2 + (i & 1), + 8 for i >= 2; col = groupID
+//   C, D (16 x 8, f32 c0..c3): row = groupID, + 8 for i >= 2; col = tig * 2 + (i & 1)
+//   ldmatrix: lanes 8j..8j+7 give the row addresses of matrix j (16 bytes each); register j of
+//   lane l gets row l >> 2, columns 2 (l % 4) and 2 (l % 4) + 1 of matrix j (.trans: column
+//   l >> 2, rows 2 (l % 4) and 2 (l % 4) + 1).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "sim/float_convert.h"
+#include "sim/lane_semantics.h"
+#include "sim/lane_values.h"
+#include "sim/simt_executor.h"
+
+namespace weft::sim {
+namespace {
+
+uint16_t half(uint64_t reg, int i) {
+  return uint16_t(reg >> (16 * (i & 1)));
+}
+
+double element(uint16_t bits, Ty t) {
+  return t == Ty::BF16 ? fromBF16(bits) : fromHalf(bits);
+}
+
+uint32_t f32Bits(double v) {
+  if (std::isnan(v)) return 0x7fffffffu; // canonical, as every f32 NaN of the simulator
+  float f = float(v);
+  uint32_t r;
+  std::memcpy(&r, &f, 4);
+  return r;
+}
+
+double f32Value(uint64_t bits) {
+  float f;
+  uint32_t b = uint32_t(bits);
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+} // namespace
+
+void execMatrixMultiply(const Instr& I, uint32_t, uint64_t* R) {
+  double A[16][16], B[16][8], C[16][8];
+  for (int l = 0; l < 32; ++l) {
+    int g = l >> 2, t = l & 3;
+    for (int i = 0; i < 8; ++i) {
+      uint64_t reg = src(I.s[i / 2], R)[l];
+      int row = g + ((i & 2) ? 8 : 0);
+      int col = t * 2 + (i & 1) + (i >= 4 ? 8 : 0);
+      A[row][col] = element(half(reg, i), I.ty2);
+    }
+    for (int i = 0; i < 4; ++i) {
+      uint64_t reg = src(I.s[4 + i / 2], R)[l];
+      B[t * 2 + (i & 1) + (i >= 2 ? 8 : 0)][g] = element(half(reg, i), I.ty2);
+    }
+    for (int i = 0; i < 4; ++i)
+      C[g + (i >= 2 ? 8 : 0)][t * 2 + (i & 1)] = f32Value(src(I.s[6 + i], R)[l]);
+  }
+  // Products of two f16 or bf16 values are exact in double, and so are sums of 16 of them
+  // and an f32 unless their exponents span more than double's precision: each result is
+  // rounded once, to f32, at least as accurate as the hardware's accumulation.
+  for (int l = 0; l < 32; ++l) {
+    int g = l >> 2, t = l & 3;
+    for (int i = 0; i < 4; ++i) {
+      int row = g + (i >= 2 ? 8 : 0), col = t * 2 + (i & 1);
+      double sum = C[row][col];
+      for (int k = 0; k < 16; ++k)
+        sum += A[row][k] * B[k][col];
+      if (I.d[i].kind == Operand::Reg) R[size_t(I.d[i].reg) * 32 + l] = f32Bits(sum);
+    }
+  }
+}
+
+void Executor::execTensorCore(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* R) {
+  if (m != 0xffffffffu)
+    fault(b, w, __builtin_ctz(m), I,
+          fmt::format("{} needs all 32 lanes of the warp (.sync.aligned), but only 0x{:08x} "
+                      "execute it",
+                      I.op == Op::Mma ? "mma.sync" : "ldmatrix", m));
+  if (I.op == Op::Mma) {
+    execMatrixMultiply(I, m, R);
+    return;
+  }
+  // ldmatrix: the rows of matrix j come from the addresses of lanes 8j .. 8j + 7
+  const uint64_t* base = (I.flags & kAddrReg) ? R + size_t(I.addr.reg) * 32 : nullptr;
+  const uint64_t off = I.addr.imm + ((I.flags & kDynShared) ? fn_.dynamicSharedOffset : 0);
+  uint16_t rows[4][8][8];
+  for (int j = 0; j < I.nd; ++j)
+    for (int r = 0; r < 8; ++r) {
+      int lane = 8 * j + r;
+      uint64_t addr = (base ? base[lane] : 0) + off;
+      MemClass cls = MShared;
+      uint8_t* p = resolve(b, w, lane, I, I.space, addr, 16, false, cls);
+      if (cls != MShared)
+        fault(b, w, lane, I, fmt::format("ldmatrix row address 0x{:x} is not shared memory", addr));
+      if (!b.written.empty()) {
+        const uint8_t* wb = b.written.data() + (p - b.shared.data());
+        for (int k = 0; k < 16; ++k)
+          if (!wb[k])
+            fault(b, w, lane, I,
+                  fmt::format("read of uninitialised shared memory at shared address 0x{:x}: no "
+                              "thread of the block has written it (missing bar.sync?)",
+                              (p - b.shared.data()) + k));
+      }
+      std::memcpy(rows[j][r], p, 16);
+    }
+  const bool trans = I.mode == 1;
+  for (int j = 0; j < I.nd; ++j) {
+    if (I.d[j].kind != Operand::Reg) continue;
+    for (int l = 0; l < 32; ++l) {
+      int q = l >> 2, c = 2 * (l & 3);
+      uint16_t lo = trans ? rows[j][c][q] : rows[j][q][c];
+      uint16_t hi = trans ? rows[j][c + 1][q] : rows[j][q][c + 1];
+      R[size_t(I.d[j].reg) * 32 + l] = uint64_t(lo) | uint64_t(hi) << 16;
+    }
+  }
+  if (!(I.flags & kSync)) ++counters_.sharedLoads;
+}
+
+// cp.async copies at issue: the data a later wait_group guarantees is there at once, and what
+// the global memory held at issue is what lands in shared memory, as on the GPU (whose copy
+// may land any time before the wait). commit_group and wait_group have nothing left to do.
+void Executor::execCpAsync(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* R) {
+  const uint32_t size = I.aux;
+  const uint64_t* dstBase = (I.flags & kAddrReg) ? R + size_t(I.addr.reg) * 32 : nullptr;
+  const uint64_t dstOff = I.addr.imm + ((I.flags & kDynShared) ? fn_.dynamicSharedOffset : 0);
+  const uint64_t* srcBase = R + size_t(I.s[0].reg) * 32;
+  const Src srcSize = I.ns > 1 ? src(I.s[1], R) : Src{nullptr, size};
+  uint64_t sectors[32];
+  int nGlobal = 0;
+  forLanes(m, [&](int l) {
+    uint32_t n = uint32_t(std::min<uint64_t>(srcSize[l], size));
+    MemClass cls = MShared;
+    uint8_t* d = resolve(b, w, l, I, Space::Shared, (dstBase ? dstBase[l] : 0) + dstOff, size,
+                         true, cls);
+    if (n > 0) {
+      uint64_t from = srcBase[l] + I.s[0].imm;
+      MemClass scls = MGlobal;
+      // the whole cp-size is aligned and in bounds, as PTX requires of the source address
+      const uint8_t* p = resolve(b, w, l, I, Space::Global, from, size, false, scls);
+      std::memcpy(d, p, n);
+      for (uint64_t s = from >> 5; s <= (from + n - 1) >> 5; ++s)
+        sectors[nGlobal++] = s;
+    }
+    std::memset(d + n, 0, size - n); // bytes past src-size are zero-filled
+    if (!b.written.empty()) std::memset(b.written.data() + (d - b.shared.data()), 1, size);
+  });
+  ++progress_;
+  if (I.flags & kSync) return;
+  ++counters_.sharedStores;
+  if (nGlobal) {
+    std::sort(sectors, sectors + nGlobal);
+    ++counters_.globalLoadRequests;
+    counters_.globalSectorsRead += uint64_t(std::unique(sectors, sectors + nGlobal) - sectors);
+  }
+}
+
+} // namespace weft::sim
