@@ -124,6 +124,7 @@ WorkloadResult runWorkload(const Workload& w, const SuiteOptions& o) {
       const std::string what = fmt::format("{} {} {}", w.name, fusion::policyName(policy), profile);
       CompileOptions options = compileOptions(policy, spec);
       options.shapes = o.shapes;
+      options.amp = o.amp;
       const int runs = timed ? std::max(1, o.compileRuns) : 1;
       report(o, fmt::format("{}: compiling ({}x)", what, runs));
       // The first run is the program the simulator executes; the others only time.

@@ -5,6 +5,7 @@
 // graphs. Nothing here asserts a time; test/bench tests the arithmetic.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct SuiteOptions {
   /// Generic: each workload's symbolic graph (Workload::buildSymbolic) compiled once and run
   /// at the production binding; compile time is the generic program's.
   ShapeMode shapes = ShapeMode::Specialized;
+  std::optional<DType> amp; // CompileOptions::amp: mixed precision (passes/amp.h)
   std::vector<int> scalingNodes = {100, 1000, 10000}; // empty: no scaling section
   std::function<void(const std::string&)> progress;   // one line per step
 };

@@ -16,6 +16,7 @@
 #include "fusion/plan_printer.h"
 #include "ir/fingerprint.h"
 #include "ir/printer.h"
+#include "passes/amp.h"
 #include "passes/pipeline.h"
 #include "runtime/compile_cache.h"
 #include "runtime/logging.h"
@@ -72,6 +73,8 @@ ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
   ir::verify(graph);
   ir::Graph bound = generic ? graph : ir::bindSymbols(graph, binding);
   spdlog::debug("bound graph:\n{}", ir::printGraph(bound));
+  // AMP before canonicalize, so that casts of constants fold into low-precision constants.
+  if (options.amp) bound = passes::autoMixedPrecision(bound, *options.amp);
 
   ir::Graph canonical = options.canonicalize ? passes::canonicalize(bound) : bound;
   spdlog::debug("canonical graph:\n{}", ir::printGraph(canonical));

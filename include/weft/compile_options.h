@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "weft/device_spec.h"
+#include "weft/dtype.h"
 
 namespace weft {
 
@@ -49,6 +50,10 @@ struct CompileOptions {
   /// (a binding with a 0-sized symbol still gets a specialised program of its own).
   ShapeMode shapes = ShapeMode::Specialized;
   CodegenOptions codegen;
+  /// Automatic mixed precision (passes/amp.h): f16 or bf16 runs the graph's f32 arithmetic in
+  /// that precision, reductions, exp/log and statistics kept in f32; inputs and outputs keep
+  /// their dtypes. Unset: the graph as written.
+  std::optional<DType> amp;
   /// Disk cache directory: "" = $XDG_CACHE_HOME/weft (or ~/.cache/weft); "off" = no disk cache.
   std::string cacheDir;
 };

@@ -328,6 +328,19 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o) {
   addShapesOption(cmd, o.shapes);
 }
 
+void addAmpOption(CLI::App* cmd, std::string& amp) {
+  cmd->add_option("--amp", amp,
+                  "Mixed precision: f16 or bf16 runs f32 arithmetic in that precision, "
+                  "reductions, exp/log and statistics in f32; inputs and outputs keep their dtypes");
+}
+
+std::optional<DType> ampOption(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  if (text == "f16") return DType::f16;
+  if (text == "bf16") return DType::bf16;
+  throw InputError(fmt::format("--amp {}: use f16 or bf16", text));
+}
+
 void addShapesOption(CLI::App* cmd, std::string& shapes) {
   cmd->add_option("--shapes", shapes,
                   "specialized (one program per binding) or generic (one program for every "

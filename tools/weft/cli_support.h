@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the subcommands of `weft`.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o);
 /// the allowed values.
 void addShapesOption(CLI::App* cmd, std::string& shapes);
 ShapeMode shapeModeOption(const std::string& name);
+/// --amp f16|bf16: automatic mixed precision (CompileOptions::amp, passes/amp.h); "" is off.
+/// ampOption checks it: InputError naming the allowed values.
+void addAmpOption(CLI::App* cmd, std::string& amp);
+std::optional<DType> ampOption(const std::string& text);
 /// The plans the options ask for: one (specialized, or no symbols), or a generic program's
 /// versions (fusion/plan_versions.h) with the one --bind selects (the last without --bind).
 struct PlanVersions {

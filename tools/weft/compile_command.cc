@@ -1,5 +1,6 @@
 // weft compile G.json --device-spec h100 [--policy astitch] [--bind B=64] --emit plan|dot|map|llvm|ptx|launch
-// [-o DIR]: plan the graph (after the canonicalizing passes, as weft::compile does) and print
+// [--amp f16|bf16] [-o DIR]: plan the graph (after AMP with --amp and the canonicalizing
+// passes, as weft::compile does) and print
 // the plan, its Graphviz DOT, the optimised LLVM IR or the PTX — to stdout, or to
 // DIR/<graph>.{plan.txt,dot,ll,ptx} with -o. Unbound symbols stay symbolic (i64 kernel
 // parameters).
@@ -13,6 +14,7 @@
 #include "commands.h"
 #include "fusion/plan_explainer.h"
 #include "fusion/plan_printer.h"
+#include "passes/amp.h"
 #include "weft/device_spec.h"
 #include "weft/error.h"
 
@@ -23,6 +25,7 @@ struct CompileArgs {
   PlanOptions plan;
   std::string emit = "ptx";
   std::string outDir;
+  std::string amp; // --amp f16|bf16 (passes/amp.h)
   bool noLibdevice = false;
 };
 
@@ -84,7 +87,9 @@ std::string launchManifest(const fusion::FusionPlan& plan, const codegen::Compil
 }
 
 void runCompile(const CompileArgs& a) {
+  std::optional<DType> amp = ampOption(a.amp);
   frontend::ParsedGraph g = loadGraph(a.plan.file);
+  if (amp) g.graph = passes::autoMixedPrecision(g.graph, *amp); // as weft::compile places it
   fusion::FusionPlan plan = planFromOptions(a.plan, g);
   if (a.emit == "plan") return writeOut(a, g.name, ".plan.txt", fusion::printFusionPlan(plan));
   if (a.emit == "dot") return writeOut(a, g.name, ".dot", fusion::fusionPlanDot(plan));
@@ -105,6 +110,7 @@ void addCompileCommand(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("compile", "Plan a graph and emit its plan, DOT, LLVM IR or PTX");
   addPlanOptions(cmd, a->plan);
+  addAmpOption(cmd, a->amp);
   cmd->add_option("--emit", a->emit,
                   "What to print: plan, dot, map (kernel -> ops as JSON), llvm, ptx, or launch "
                   "(the launches, as text for bench/gpu_replay.cc)")

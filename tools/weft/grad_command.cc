@@ -1,4 +1,4 @@
-// weft grad G.json --loss NAME [--wrt A,B,...] -o OUT.json: differentiate a forward graph
+// weft grad G.json --loss NAME [--wrt A,B,...] [--amp f16|bf16] -o OUT.json: differentiate a forward graph
 // (src/autodiff) and write the training graph as weft JSON: G's inputs; G's outputs, then
 // grad_<input> per wrt input.
 #include <CLI/CLI.hpp>
@@ -10,13 +10,14 @@
 #include "commands.h"
 #include "frontend/json_writer.h"
 #include "ir/printer.h"
+#include "passes/amp.h"
 #include "weft/error.h"
 
 namespace weft::tools {
 namespace {
 
 struct GradOptions {
-  std::string file, loss, wrt, output;
+  std::string file, loss, wrt, output, amp;
   bool print = false;
 };
 
@@ -36,6 +37,7 @@ std::vector<std::string> splitNames(const std::string& text) {
 }
 
 void runGrad(const GradOptions& o) {
+  std::optional<DType> amp = ampOption(o.amp);
   if (!o.output.empty()) checkOutputFile("-o", o.output);
   frontend::ParsedGraph g = loadGraph(o.file);
   std::vector<std::string> wrt = splitNames(o.wrt);
@@ -46,6 +48,8 @@ void runGrad(const GradOptions& o) {
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", o.file, e.what()));
   }
+  // AMP on the whole training step: the backward's casts fuse like the forward's.
+  if (amp) training = passes::autoMixedPrecision(training, *amp);
   std::string name = g.name + "_grad";
   if (o.print) fmt::print("{}", ir::printGraph(training, name));
   if (!o.output.empty()) writeOutputFile("-o", o.output, frontend::writeGraphJson(training, name));
@@ -64,6 +68,7 @@ void addGradCommand(CLI::App& app) {
                   "Inputs to differentiate with respect to, comma-separated, in the order of the "
                   "gradient outputs (default: every floating-point input, in graph order)");
   cmd->add_option("-o,--output", o->output, "JSON graph to write");
+  addAmpOption(cmd, o->amp);
   cmd->add_flag("--print", o->print, "Print the training graph's IR with shapes");
   cmd->callback([o] {
     if (o->output.empty() && !o->print)
