@@ -113,6 +113,11 @@ public:
   virtual void replay(GraphHandle graph) = 0;
   /// Replaces the arguments of the node-th launch of a captured graph (in capture order).
   virtual void updateGraphKernelArgs(GraphHandle graph, size_t node, const std::vector<KernelArg>& args) = 0;
+  /// Replaces the node-th launch's grid, block and dynamic shared memory as well as its
+  /// arguments: one captured graph serves a generic program at every binding of its shapes.
+  /// The kernel and whether the launch is cooperative stay as captured (DeviceError otherwise).
+  virtual void updateGraphKernelLaunch(GraphHandle graph, size_t node, const LaunchConfig& config,
+                                       const std::vector<KernelArg>& args) = 0;
 
   // --- Device-side timing of a region of work (events on the device's stream). ---
   /// startTimer(); launches or a replay; stopTimer() waits for that work and returns the

@@ -115,10 +115,13 @@ Binding inferBinding(const Graph& graph, const std::vector<HostTensor>& inputs,
 
 enum class GraphMode { Off, On, Auto };
 
-/// A CompiledGraph bound to a Device: modules loaded once per program, buffers sized and
-/// allocated once per binding (from the call's binding, generic programs included), the
-/// launch sequence replayed per call (optionally as a
-/// captured graph whose kernel arguments are updated in place when caller pointers change).
+/// A CompiledGraph bound to a Device: modules loaded once per program, the launch sequence
+/// replayed per call (optionally as a captured graph whose kernel arguments are updated in
+/// place when caller pointers change). A specialised program gets its buffers (and graph) per
+/// binding. A generic program's version gets them once, and a new binding it serves re-shapes
+/// them in place: buffers grow only when the binding needs more than they hold (none do up to
+/// setMaxBinding's sizes), and the captured graph's launches get their new grids and symbol
+/// arguments — one graph per version for a whole sweep of shapes.
 class Executable {
 public:
   Executable(std::shared_ptr<CompiledGraph> compiled, Device& device);
@@ -134,6 +137,10 @@ public:
 
   void setGraphMode(GraphMode mode) { graphMode_ = mode; }
   GraphMode graphMode() const { return graphMode_; }
+  /// The largest size each symbol will take (`--max-bind`): a generic program's buffers are
+  /// allocated for it (capped by each version's guard) when first bound, so later bindings up
+  /// to it never reallocate. Symbols not named size buffers by the bindings seen.
+  void setMaxBinding(Binding max) { maxBinding_ = std::move(max); }
   /// Times `repeats` runs on the device after one warm-up run: each kernel launched alone, and
   /// the whole launch sequence (in the current graph mode). Medians; device events where the
   /// device has a clock (cuda), host time around launch + synchronize otherwise (sim).
@@ -160,6 +167,9 @@ public:
     size_t replays = 0;     // graph launches
     size_t plainRuns = 0;   // runs launched kernel by kernel
     size_t argUpdates = 0;  // kernel nodes whose arguments were updated in place
+    size_t launchUpdates = 0; // kernel nodes given a new shape's grid and arguments in place
+    size_t reshapes = 0;    // new bindings served by an already bound generic version
+    size_t reallocations = 0; // device buffers regrown for a binding larger than any before
     size_t inputCopies = 0; // host→device copies of inputs (zero for the device-buffer API)
   };
   const Stats& stats() const { return stats_; }
@@ -167,6 +177,8 @@ public:
 private:
   struct Bound;
   Bound& bind(const Binding& binding);
+  void reshape(Bound& b, const Binding& binding);
+  DevicePtr regrow(DevicePtr old, size_t& capacity, size_t bytes);
   Bound& stageHostInputs(const std::vector<HostTensor>& inputs, const Binding& binding);
   std::vector<std::vector<KernelArg>> kernelArgs(Bound& b, const std::vector<DevicePtr>& inputs,
                                                  const std::vector<DevicePtr>& outputs);
@@ -177,7 +189,9 @@ private:
   std::shared_ptr<CompiledGraph> compiled_;
   Device& device_;
   GraphMode graphMode_ = GraphMode::Off;
-  std::map<Binding, std::unique_ptr<Bound>> bound_;
+  Binding maxBinding_;
+  // Per program: a specialised program serves one binding, a generic version many (re-shaped).
+  std::map<const CompiledProgram*, std::unique_ptr<Bound>> bound_;
   std::map<const CompiledProgram*, ModuleHandle> modules_; // one load per program (generic: one)
   Stats stats_;
 };

@@ -13,96 +13,172 @@ constexpr size_t kBarrierStateBytes =
     256; // generation + arrival counters, see codegen's grid barrier
 } // namespace
 
-/// Everything an Executable keeps per shape binding.
+/// Everything an Executable keeps per program: a specialised program's one binding, or a
+/// generic version's current binding, with buffers that grow to the largest binding seen.
 struct Executable::Bound {
   std::shared_ptr<const CompiledProgram> program;
-  BoundShapes shapes; // the call's binding, its buffer sizes and grids
+  BoundShapes shapes; // the current binding, its buffer sizes and grids
+  bool shaped = false;
   ModuleHandle module = -1;
   std::vector<KernelHandle> kernels;   // per CompiledKernel
-  std::vector<LaunchConfig> configs;   // per CompiledKernel
-  std::vector<DevicePtr> owned;        // every allocation made for this binding
+  std::vector<LaunchConfig> configs;   // per CompiledKernel, under the current binding
+  std::vector<DevicePtr> owned;        // allocations that live as long as the Bound
   std::vector<DevicePtr> bufferPtr;    // per plan buffer; Input/Output filled per call
-  std::vector<size_t> bytes;           // per plan buffer
+  std::vector<size_t> bytes;           // per plan buffer, under the current binding
+  std::map<int, DevicePtr> slotPtr;    // memory-planning slots (static plans only)
+  std::vector<size_t> capacity;        // per plan buffer (slotted: its slot's), bytes allocated
   std::vector<DevicePtr> barrierState; // per CompiledKernel (0 when unused)
-  // host-API staging buffers, allocated on first host run
+  // host-API staging buffers, grown with the bindings
   std::vector<DevicePtr> hostInputs, hostOutputs;
+  std::vector<size_t> hostInputCapacity, hostOutputCapacity;
   // graph mode
   bool captured = false;
   GraphHandle graph = -1;
   std::vector<std::vector<KernelArg>> lastArgs;
+  std::vector<LaunchConfig> lastConfigs;
   std::vector<double> plainMs, graphMs;
   int autoDecision = -1; // -1 undecided, 0 plain, 1 graph
 };
+
+namespace {
+/// What to allocate a program's buffers for: the binding, or for a generic version up to the
+/// declared maximum where its guard allows that much (a version for B in [3, 16] never needs
+/// more than B = 16).
+Binding capacityBinding(const CompiledProgram& program, const Binding& binding,
+                        const Binding& max) {
+  Binding cap = binding;
+  if (!program.generic) return cap;
+  for (auto& [symbol, value] : cap) {
+    auto m = max.find(symbol);
+    if (m == max.end() || m->second <= value) continue;
+    int64_t hi = m->second;
+    if (auto g = program.guard.find(symbol); g != program.guard.end())
+      hi = std::min(hi, g->second.hi);
+    value = std::max(value, hi);
+  }
+  return cap;
+}
+
+size_t bytesOf(const ir::Node& n, const Binding& binding) {
+  return static_cast<size_t>(ir::checkedProduct(ir::evaluate(n.type.shape, binding))) *
+         ir::dtypeBytes(n.type.dtype);
+}
+
+bool sameLaunch(const LaunchConfig& a, const LaunchConfig& b) {
+  return a.grid.x == b.grid.x && a.grid.y == b.grid.y && a.grid.z == b.grid.z &&
+         a.block.x == b.block.x && a.block.y == b.block.y && a.block.z == b.block.z &&
+         a.dynamicSharedBytes == b.dynamicSharedBytes && a.cooperative == b.cooperative;
+}
+} // namespace
 
 Executable::Executable(std::shared_ptr<CompiledGraph> compiled, Device& device)
     : compiled_(std::move(compiled)), device_(device) {}
 
 Executable::~Executable() {
-  for (auto& [binding, b] : bound_)
-    for (DevicePtr p : b->owned) {
+  for (auto& [program, b] : bound_) {
+    std::vector<DevicePtr> all = b->owned;
+    for (const auto& [slot, p] : b->slotPtr)
+      all.push_back(p);
+    for (const auto* v : {&b->hostInputs, &b->hostOutputs})
+      all.insert(all.end(), v->begin(), v->end());
+    for (size_t i = 0; i < b->bufferPtr.size(); ++i) {
+      const fusion::Buffer& buf = b->program->plan.buffers[i];
+      bool io = buf.kind == fusion::Buffer::Kind::Input || buf.kind == fusion::Buffer::Kind::Output;
+      if (!io && buf.slot < 0 && b->bufferPtr[i]) all.push_back(b->bufferPtr[i]);
+    }
+    for (DevicePtr p : all) {
       try {
         device_.free(p);
       } catch (const std::exception& e) {
         spdlog::warn("freeing a device buffer failed: {}", e.what());
       }
     }
+  }
 }
 
 Executable::Bound& Executable::bind(const Binding& binding) {
-  auto it = bound_.find(binding);
-  if (it != bound_.end()) return *it->second;
-  auto b = std::make_unique<Bound>();
-  b->program = sharedProgram(compiled_->program(binding));
-  const fusion::FusionPlan& plan = b->program->plan;
-  const codegen::CompiledModule& module = b->program->module;
-  // A generic program serves every binding: its module is loaded once per device.
-  auto loaded = modules_.find(b->program.get());
-  if (loaded == modules_.end())
-    loaded = modules_.emplace(b->program.get(), device_.loadModule(module.ptx)).first;
-  b->module = loaded->second;
-  b->shapes = bindShapes(*b->program, binding);
-  // Buffers: one allocation per memory-planning slot (sized for its largest buffer), one per
-  // unslotted intermediate; inputs and outputs are bound per call.
-  std::map<int, size_t> slotBytes;
-  b->bytes = b->shapes.bufferBytes;
-  b->bufferPtr.assign(plan.buffers.size(), 0);
-  for (size_t i = 0; i < plan.buffers.size(); ++i) {
-    if (plan.buffers[i].slot >= 0)
-      slotBytes[plan.buffers[i].slot] = std::max(slotBytes[plan.buffers[i].slot], b->bytes[i]);
+  std::shared_ptr<const CompiledProgram> program = sharedProgram(compiled_->program(binding));
+  auto it = bound_.find(program.get());
+  if (it == bound_.end()) {
+    auto b = std::make_unique<Bound>();
+    b->program = program;
+    const codegen::CompiledModule& module = program->module;
+    auto loaded = modules_.find(program.get());
+    if (loaded == modules_.end())
+      loaded = modules_.emplace(program.get(), device_.loadModule(module.ptx)).first;
+    b->module = loaded->second;
+    const size_t buffers = program->plan.buffers.size();
+    b->bufferPtr.assign(buffers, 0);
+    b->capacity.assign(buffers, 0);
+    for (const codegen::CompiledKernel& k : module.kernels) {
+      b->kernels.push_back(device_.getKernel(b->module, k.name));
+      bool needsBarrier =
+          std::any_of(k.params.begin(), k.params.end(), [](const codegen::KernelParam& p) {
+            return p.kind == codegen::KernelParam::Kind::BarrierState;
+          });
+      DevicePtr state = 0;
+      if (needsBarrier) { // the barrier leaves its counters as it found them: one per kernel
+        state = device_.allocate(kBarrierStateBytes);
+        device_.memset(state, 0, kBarrierStateBytes);
+        b->owned.push_back(state);
+      }
+      b->barrierState.push_back(state);
+    }
+    it = bound_.emplace(program.get(), std::move(b)).first;
   }
-  std::map<int, DevicePtr> slotPtr;
+  Bound& b = *it->second;
+  if (!b.shaped || b.shapes.binding != binding) {
+    if (b.shaped) ++stats_.reshapes;
+    reshape(b, binding);
+  }
+  return b;
+}
+
+DevicePtr Executable::regrow(DevicePtr old, size_t& capacity, size_t bytes) {
+  if (old && bytes <= capacity) return old;
+  if (old) {
+    device_.free(old);
+    ++stats_.reallocations;
+  }
+  capacity = std::max<size_t>(bytes, 1);
+  return device_.allocate(capacity);
+}
+
+void Executable::reshape(Bound& b, const Binding& binding) {
+  const CompiledProgram& program = *b.program;
+  const fusion::FusionPlan& plan = program.plan;
+  b.shapes = bindShapes(program, binding);
+  b.bytes = b.shapes.bufferBytes;
+  b.configs = b.shapes.launches;
+  b.shaped = true;
+  Binding cap = capacityBinding(program, binding, maxBinding_);
+  std::vector<size_t> want = cap == binding ? b.bytes : bindShapes(program, cap).bufferBytes;
+  // Memory-planning slots (static plans): one allocation per slot, sized for its largest
+  // buffer; every other intermediate its own. Inputs and outputs are bound per call.
+  std::map<int, size_t> slotBytes;
+  for (size_t i = 0; i < plan.buffers.size(); ++i)
+    if (plan.buffers[i].slot >= 0)
+      slotBytes[plan.buffers[i].slot] = std::max(slotBytes[plan.buffers[i].slot], want[i]);
+  std::map<int, size_t> slotCapacity;
+  for (size_t i = 0; i < plan.buffers.size(); ++i)
+    if (plan.buffers[i].slot >= 0) slotCapacity[plan.buffers[i].slot] = b.capacity[i];
   for (auto [slot, bytes] : slotBytes) {
-    slotPtr[slot] = device_.allocate(bytes);
-    b->owned.push_back(slotPtr[slot]);
+    size_t& capacity = slotCapacity[slot];
+    b.slotPtr[slot] = regrow(b.slotPtr[slot], capacity, bytes);
   }
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const fusion::Buffer& buf = plan.buffers[i];
     if (buf.kind == fusion::Buffer::Kind::Input || buf.kind == fusion::Buffer::Kind::Output)
       continue;
     if (buf.slot >= 0) {
-      b->bufferPtr[i] = slotPtr[buf.slot];
+      b.bufferPtr[i] = b.slotPtr[buf.slot];
+      b.capacity[i] = slotCapacity[buf.slot];
     } else {
-      b->bufferPtr[i] = device_.allocate(b->bytes[i]);
-      b->owned.push_back(b->bufferPtr[i]);
+      b.bufferPtr[i] = regrow(b.bufferPtr[i], b.capacity[i], want[i]);
     }
   }
-  for (const codegen::CompiledKernel& k : module.kernels) {
-    b->kernels.push_back(device_.getKernel(b->module, k.name));
-    b->configs.push_back(b->shapes.launches[b->configs.size()]);
-    bool needsBarrier =
-        std::any_of(k.params.begin(), k.params.end(), [](const codegen::KernelParam& p) {
-          return p.kind == codegen::KernelParam::Kind::BarrierState;
-        });
-    DevicePtr state = 0;
-    if (needsBarrier) {
-      state = device_.allocate(kBarrierStateBytes);
-      device_.memset(state, 0, kBarrierStateBytes);
-      b->owned.push_back(state);
-    }
-    b->barrierState.push_back(state);
-  }
-  spdlog::debug("bound {} buffer(s) and {} kernel(s)", plan.buffers.size(), module.kernels.size());
-  return *bound_.emplace(binding, std::move(b)).first->second;
+  spdlog::debug("bound {} buffer(s) and {} kernel(s)", plan.buffers.size(),
+                program.module.kernels.size());
 }
 
 std::vector<std::vector<KernelArg>> Executable::kernelArgs(Bound& b,
@@ -170,17 +246,23 @@ void Executable::launchAll(Bound& b, const std::vector<DevicePtr>& inputs,
       b.graph = device_.endCapture();
       b.captured = true;
       b.lastArgs = args;
+      b.lastConfigs = b.configs;
       ++stats_.captures;
     } else {
       for (size_t k = 0; k < kernels.size(); ++k) {
-        bool same =
+        bool sameArgs =
             args[k].size() == b.lastArgs[k].size() &&
             std::equal(args[k].begin(), args[k].end(), b.lastArgs[k].begin(),
                        [](const KernelArg& x, const KernelArg& y) { return x.bytes == y.bytes; });
-        if (same) continue;
-        device_.updateGraphKernelArgs(b.graph, k, args[k]);
+        if (!sameLaunch(b.configs[k], b.lastConfigs[k])) { // a new binding of a generic version
+          device_.updateGraphKernelLaunch(b.graph, k, b.configs[k], args[k]);
+          b.lastConfigs[k] = b.configs[k];
+          ++stats_.launchUpdates;
+        } else if (!sameArgs) {
+          device_.updateGraphKernelArgs(b.graph, k, args[k]);
+          ++stats_.argUpdates;
+        }
         b.lastArgs[k] = args[k];
-        ++stats_.argUpdates;
       }
     }
     device_.replay(b.graph);
@@ -218,21 +300,19 @@ Executable::Bound& Executable::stageHostInputs(const std::vector<HostTensor>& in
   Binding full = inferBinding(compiled_->graph(), inputs, binding);
   Bound& b = bind(full);
   const ir::Graph& g = b.program->plan.graph;
-  if (b.hostInputs.empty() && !inputs.empty()) {
-    for (const HostTensor& t : inputs) {
-      b.hostInputs.push_back(device_.allocate(std::max<size_t>(t.byteSize(), 1)));
-      b.owned.push_back(b.hostInputs.back());
-    }
-  }
-  if (b.hostOutputs.empty()) {
-    for (ir::NodeId o : g.outputs()) {
-      const ir::Node& n = g.node(o);
-      size_t bytes = static_cast<size_t>(ir::checkedProduct(ir::evaluate(n.type.shape, full))) *
-                     ir::dtypeBytes(n.type.dtype);
-      b.hostOutputs.push_back(device_.allocate(std::max<size_t>(bytes, 1)));
-      b.owned.push_back(b.hostOutputs.back());
-    }
-  }
+  // Staging buffers grow with the bindings a generic version serves (sized for the declared
+  // maximum, as the plan's buffers are).
+  Binding cap = capacityBinding(*b.program, full, maxBinding_);
+  b.hostInputs.resize(inputs.size(), 0);
+  b.hostInputCapacity.resize(inputs.size(), 0);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    b.hostInputs[i] = regrow(b.hostInputs[i], b.hostInputCapacity[i],
+                             std::max(inputs[i].byteSize(), bytesOf(g.node(g.inputs()[i]), cap)));
+  b.hostOutputs.resize(g.outputs().size(), 0);
+  b.hostOutputCapacity.resize(g.outputs().size(), 0);
+  for (size_t i = 0; i < g.outputs().size(); ++i)
+    b.hostOutputs[i] = regrow(b.hostOutputs[i], b.hostOutputCapacity[i],
+                              bytesOf(g.node(g.outputs()[i]), cap));
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].byteSize())
       device_.copyToDevice(b.hostInputs[i], inputs[i].bytes.data(), inputs[i].byteSize());

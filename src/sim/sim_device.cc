@@ -111,6 +111,19 @@ public:
                                     graph, g.size(), node));
     g[node].args = args;
   }
+  void updateGraphKernelLaunch(GraphHandle graph, size_t node, const LaunchConfig& config,
+                               const std::vector<KernelArg>& args) override {
+    auto& g = graphOf(graph);
+    if (node >= g.size())
+      throw DeviceError(fmt::format("updateGraphKernelLaunch: graph {} has {} nodes, no node {}",
+                                    graph, g.size(), node));
+    if (config.cooperative != g[node].config.cooperative)
+      throw DeviceError(fmt::format("updateGraphKernelLaunch: node {} of graph {} was captured {}",
+                                    node, graph,
+                                    g[node].config.cooperative ? "cooperative" : "not cooperative"));
+    g[node].config = config;
+    g[node].args = args;
+  }
 
   std::vector<LaunchCounters> takeCounters() override { return std::exchange(counters_, {}); }
 

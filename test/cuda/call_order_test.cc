@@ -8,6 +8,7 @@
 #include "fake_driver.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_device_impl.h"
+#include "weft/error.h"
 
 using namespace weft;
 using namespace weft::runtime::cuda;
@@ -199,6 +200,31 @@ TEST_CASE("graph capture records launches, replays them and updates one node's a
   CHECK(fakeDriver().graphLaunches[1].args[0] == bytesOf(0x2000));
   CHECK(fakeDriver().graphLaunches[1].args[1] == bytesOf(0x3000));
   CHECK(fakeDriver().graphLaunches[1].grid[0] == 8); // the launch shape is the captured one
+
+  // a new shape for node 0: its grid and arguments change in place; later argument updates
+  // keep the new grid
+  LaunchConfig wider = plain;
+  wider.grid = {40, 1, 1};
+  fakeDriver().calls.clear();
+  fakeDriver().graphLaunches.clear();
+  device.updateGraphKernelLaunch(g, 0, wider, {KernelArg::pointer(0x500)});
+  device.updateGraphKernelArgs(g, 0, {KernelArg::pointer(0x600)});
+  device.replay(g);
+  CHECK(fakeDriver().calls == Calls{"cuGraphExecKernelNodeSetParams",
+                                    "cuGraphExecKernelNodeSetParams", "cuGraphLaunch"});
+  REQUIRE(fakeDriver().graphLaunches.size() == 2);
+  CHECK(fakeDriver().graphLaunches[0].grid[0] == 40);
+  CHECK(fakeDriver().graphLaunches[0].args[0] == bytesOf(0x600));
+  CHECK(fakeDriver().graphLaunches[1].grid[0] == 8);
+  // a cooperative launch stays cooperative
+  try {
+    device.updateGraphKernelLaunch(g, 1, plain,
+                                   {KernelArg::pointer(0x2000), KernelArg::pointer(0x3000)});
+    FAIL("a cooperative node was updated to a plain launch");
+  } catch (const DeviceError& e) {
+    CHECK(std::string(e.what()) ==
+          "updateGraphKernelLaunch: node 1 of graph 0 (kernel 'second') was captured cooperative");
+  }
 }
 
 TEST_CASE("a timer records two events on the stream and reads the time between them", "[cuda]") {

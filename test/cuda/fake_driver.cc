@@ -294,8 +294,7 @@ std::shared_ptr<const DriverApi> fakeDriverApi() {
     CUresult r = record("cuGraphExecKernelNodeSetParams");
     if (r != CUDA_SUCCESS) return r;
     FakeNode& n = state.execs.at(valueOf(e)).at(nodeIndex(node));
-    if (kernelName(p->func) != n.launch.kernel || p->gridDimX != n.launch.grid[0])
-      return CUDA_ERROR_INVALID_VALUE;
+    if (kernelName(p->func) != n.launch.kernel) return CUDA_ERROR_INVALID_VALUE;
     n.launch = launchOf(p->func, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
                         p->blockDimZ, p->sharedMemBytes, n.launch.cooperative, p->kernelParams);
     return CUDA_SUCCESS;

@@ -3,6 +3,7 @@
 // with in-place argument updates, the graph-mode selection rule, and timing.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <set>
 
 #include "ir/interpreter.h"
 #include "compile.h"
@@ -144,6 +145,57 @@ TEST_CASE("graph mode: capture once, replay, update arguments only when a pointe
   requireClose(out6[0], ir::interpret(g, {in6}, {{"B", 6}})[0]);
   for (DevicePtr p : {x1, x2, y, z})
     device->free(p);
+}
+
+TEST_CASE("graph mode, generic program: one capture per version serves a sweep of shapes",
+          "[runtime][graph][shapes]") {
+  ir::Graph g = softmaxAndScale();
+  CompileOptions o = options(Policy::None); // several kernels, each with a grid per binding
+  o.shapes = ShapeMode::Generic;
+  auto compiled = compile(g, o);
+  auto device = makeDevice("sim", compiled->options().device);
+  Executable exe(compiled, *device);
+  exe.setGraphMode(GraphMode::On);
+  // B = 1 .. 2 run one version, 3 .. 16 another, 17 .. 128 another (ir::sizeClasses), unless
+  // the planner maps neighbouring classes alike: count the versions the sweep selects.
+  const std::vector<int64_t> sweep = {2, 1, 16, 3, 9, 100, 17, 128, 40, 129, 1000, 700};
+  std::set<const void*> versions;
+  for (int64_t b : sweep) {
+    auto in = rows(b, double(b));
+    auto got = exe.run({in});
+    auto want = ir::interpret(g, {in}, {{"B", b}});
+    requireClose(got[0], want[0]);
+    requireClose(got[1], want[1]);
+    versions.insert(&compiledProgram(exe.programFor({{"B", b}})));
+  }
+  CHECK(compiled->programCount() == 1);
+  CHECK(exe.stats().captures == versions.size()); // not one per binding
+  CHECK(exe.stats().replays == sweep.size());
+  CHECK(exe.stats().reshapes == sweep.size() - versions.size());
+  CHECK(exe.stats().launchUpdates > 0); // grids changed in place (129 → 1000 rows)
+  // Buffers grew when a binding needed more than its version held before (1 after 2, 3 after
+  // 16, 17 after 128, 700 after 1000 did not).
+  CHECK(exe.stats().reallocations > 0);
+}
+
+TEST_CASE("setMaxBinding sizes a generic version's buffers once: no reallocation in a sweep",
+          "[runtime][shapes]") {
+  ir::Graph g = softmaxAndScale();
+  CompileOptions o = options(Policy::None);
+  o.shapes = ShapeMode::Generic;
+  auto compiled = compile(g, o);
+  auto device = makeDevice("sim", compiled->options().device);
+  Executable exe(compiled, *device);
+  exe.setGraphMode(GraphMode::On);
+  exe.setMaxBinding({{"B", 128}});
+  for (int64_t b : {17, 18, 64, 128, 100, 33}) {
+    auto in = rows(b);
+    requireClose(exe.run({in})[0], ir::interpret(g, {in}, {{"B", b}})[0]);
+  }
+  CHECK(exe.stats().reallocations == 0);
+  // Past the declared maximum the buffers still grow: correct, one reallocation per buffer.
+  auto in = rows(300);
+  requireClose(exe.run({in})[0], ir::interpret(g, {in}, {{"B", 300}})[0]);
 }
 
 TEST_CASE("graph mode auto keeps the faster of plain launches and replays", "[runtime][graph]") {

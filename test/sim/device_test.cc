@@ -113,6 +113,19 @@ TEST_CASE("graph capture records launches, replay runs them, node arguments can 
   CHECK(b.get()[5] == 100);
   CHECK_THAT(errorOf([&] { dev->updateGraphKernelArgs(g, 2, {}); }),
              Catch::Contains("has 2 nodes, no node 2"));
+  // a new shape: node 0 runs one block of 16 threads on c instead of 32 on a
+  Buffer<uint32_t> c(*dev, size_t(32));
+  dev->updateGraphKernelLaunch(g, 0, grid1D(1, 16), {c.arg(), KernelArg::of(7u)});
+  dev->replay(g);
+  CHECK(c.get()[15] == 7);
+  CHECK(c.get()[16] == 0);
+  CHECK(dev->takeCounters().back().kernel == "add_scalar");
+  CHECK_THAT(errorOf([&] {
+               LaunchConfig coop = grid1D(1, 32);
+               coop.cooperative = true;
+               dev->updateGraphKernelLaunch(g, 0, coop, {c.arg(), KernelArg::of(7u)});
+             }),
+             Catch::Contains("was captured not cooperative"));
   CHECK_THAT(errorOf([&] { dev->replay(g + 1); }), Catch::Contains("no captured graph"));
 }
 

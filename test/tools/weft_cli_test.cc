@@ -592,3 +592,39 @@ TEST_CASE("weft run --shapes generic compiles one program for every binding, a b
           "weft: error: --shapes sometimes: unknown shape mode; use specialized or generic\n");
   }
 }
+
+TEST_CASE("weft run --sweep runs every size through one executable and counts what it cost") {
+  std::string g = writeFile("sm.json", kSoftmax);
+  Result r = runWeft("run " + g +
+                         " --shapes generic --graph on --sweep B=1,2,3,16,17,200 --max-bind B=256 "
+                         "--check",
+                     "XDG_CACHE_HOME=" + (scratch() / "sweep-cache").string());
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("  B=200: version ") != std::string::npos);
+  CHECK(r.out.find(": MISMATCH") == std::string::npos);
+  CHECK(r.out.find("outputs match") != std::string::npos);
+  // One compile; as many captures as versions run; no reallocation up to --max-bind.
+  CHECK(r.out.find("sweep: 6 binding(s), 1 program(s) compiled") != std::string::npos);
+  CHECK(r.out.find(" 0 buffer reallocation(s)") != std::string::npos);
+  // Specialised: a program and a capture per size.
+  Result s = runWeft("run " + g + " --graph on --sweep B=1,2,3");
+  REQUIRE(s.rc == 0);
+  CHECK(s.out.find("sweep: 3 binding(s), 3 program(s) compiled, 3 version(s) run, 3 graph "
+                   "capture(s)") != std::string::npos);
+  struct Bad {
+    std::string args, err;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"--sweep X=1", "weft: error: --sweep X=1: the graph has no symbol \"X\"\n"},
+           {"--sweep B=1,x", "weft: error: --sweep B=1,x: \"x\" is not a size (a positive integer)\n"},
+           {"--sweep B", "weft: error: --sweep B: give a symbol and its sizes, e.g. B=1,7,64\n"},
+           {"--bind B=2 --max-bind B=8",
+            "weft: error: --max-bind sizes the buffers of a --sweep; give --sweep too\n"},
+           {"--sweep B=1 --time 2", "weft: error: --sweep runs random inputs and checks them; it "
+                                    "does not take --time, --counters, --inputs or "
+                                    "--save-outputs\n"}}) {
+    Result bad = runWeft("run " + g + " " + b.args);
+    CHECK(bad.rc == 2);
+    CHECK(bad.err == b.err);
+  }
+}

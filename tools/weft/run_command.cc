@@ -1,12 +1,15 @@
 // weft run G.json|M.onnx [--device sim|cuda|auto] [--policy P] [--device-spec S] [--bind ...]
 // [--inputs DIR | --random --seed N] [--check] [--counters] [--graph on|off|auto] [--time N]
-// [--save-outputs DIR]: weft's main job. Compiles the graph (weft::compile), runs it on a
+// [--save-outputs DIR] [--sweep S=V1,V2,... [--max-bind S=N]]: weft's main job. Compiles the graph (weft::compile), runs it on a
 // device through an Executable, prints each output's summary and, on request, compares every
 // output with the reference interpreter (exit 1 on a mismatch), prints what the simulator
-// counted per kernel, and times the kernels.
+// counted per kernel, and times the kernels. --sweep runs one binding after another in one
+// Executable (random inputs, each checked with --check) and says what the sweep cost: programs,
+// versions, graph captures, in-place launch updates and buffer reallocations.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <memory>
+#include <set>
 
 #include "bench/perf_model.h"
 #include "cli_support.h"
@@ -27,7 +30,27 @@ struct RunArgs {
   InputOptions in;
   bool check = false, counters = false, noLibdevice = false;
   int timeRuns = 0;
+  std::string sweep, maxBind;
 };
+
+/// --sweep S=V1,V2,...: the symbol and its sizes, in order (InputError naming what is wrong).
+std::pair<std::string, std::vector<int64_t>> parseSweep(const std::string& text) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw InputError(fmt::format("--sweep {}: give a symbol and its sizes, e.g. B=1,7,64", text));
+  std::vector<int64_t> sizes;
+  for (size_t start = eq + 1; start <= text.size();) {
+    size_t comma = std::min(text.find(',', start), text.size());
+    std::string v = text.substr(start, comma - start);
+    try {
+      sizes.push_back(parseBindOption(text.substr(0, eq) + "=" + v).begin()->second);
+    } catch (const InputError&) {
+      throw InputError(fmt::format("--sweep {}: \"{}\" is not a size (a positive integer)", text, v));
+    }
+    start = comma + 1;
+  }
+  return {text.substr(0, eq), sizes};
+}
 
 GraphMode graphModeOption(const std::string& text) {
   if (text == "off") return GraphMode::Off;
@@ -94,6 +117,43 @@ void printModeledTime(const std::vector<LaunchCounters>& counters, const DeviceS
              spec.name, t.totalUs(), t.memoryUs, t.issueUs, t.boundUs, t.launchUs, t.barrierUs);
 }
 
+/// --sweep: every size of the swept symbol through one Executable, each checked on request.
+void runSweep(const RunArgs& a, const frontend::ParsedGraph& g, Executable& exe,
+              const std::shared_ptr<CompiledGraph>& compiled) {
+  auto [symbol, sizes] = parseSweep(a.sweep);
+  if (!a.maxBind.empty()) exe.setMaxBinding(parseBindOption(a.maxBind));
+  std::set<const void*> versions;
+  bool allPassed = true;
+  for (int64_t size : sizes) {
+    InputOptions in = a.in;
+    in.bind = (in.bind.empty() ? "" : in.bind + ",") + fmt::format("{}={}", symbol, size);
+    GraphInputs inputs = prepareInputs(g, a.file, in);
+    std::vector<HostTensor> outputs = exe.run(inputs.inputs, inputs.binding);
+    Program program = exe.programFor(inputs.binding);
+    versions.insert(&compiledProgram(program));
+    std::string verdict;
+    if (a.check) {
+      bool passed = true;
+      for (const runtime::TensorCheck& c :
+           runtime::checkOutputs(g.graph, inputs.inputs, inputs.binding, outputs))
+        passed = passed && c.passed;
+      verdict = passed ? ": outputs match" : ": MISMATCH";
+      allPassed = allPassed && passed;
+    }
+    fmt::print("  {}={}: version {} of {}, {} kernel(s){}\n", symbol, size,
+               compiledProgram(program).version + 1, compiledProgram(program).versionCount,
+               program.plan().kernelCount(), verdict);
+  }
+  const Executable::Stats& s = exe.stats();
+  fmt::print("sweep: {} binding(s), {} program(s) compiled, {} version(s) run, {} graph "
+             "capture(s), {} in-place launch update(s) (new grids), {} argument update(s), {} buffer "
+             "reallocation(s)\n",
+             sizes.size(), compiled->programCount(), versions.size(), s.captures,
+             s.launchUpdates, s.argUpdates, s.reallocations);
+  exe.takeCounters();
+  if (a.check && !allPassed) throw ExitCode{1};
+}
+
 void runGraph(const RunArgs& a) {
   GraphMode mode = graphModeOption(a.graphMode);
   DeviceSpec profile = deviceSpecOption(a.deviceSpec);
@@ -102,8 +162,21 @@ void runGraph(const RunArgs& a) {
   if (a.timeRuns < 0)
     throw InputError(
         fmt::format("--time {}: give the number of timed runs (1 or more)", a.timeRuns));
+  if (!a.sweep.empty() && (a.timeRuns > 0 || a.counters || !a.in.inputsDir.empty() ||
+                          !a.in.saveDir.empty()))
+    throw InputError("--sweep runs random inputs and checks them; it does not take --time, "
+                     "--counters, --inputs or --save-outputs");
+  if (!a.maxBind.empty() && a.sweep.empty())
+    throw InputError("--max-bind sizes the buffers of a --sweep; give --sweep too");
   frontend::ParsedGraph g = loadGraph(a.file);
-  GraphInputs in = prepareInputs(g, a.file, a.in);
+  GraphInputs in = a.sweep.empty() ? prepareInputs(g, a.file, a.in) : GraphInputs{};
+  if (!a.sweep.empty()) {
+    std::string symbol = parseSweep(a.sweep).first;
+    const std::vector<std::string> symbols = g.graph.symbols();
+    if (std::find(symbols.begin(), symbols.end(), symbol) == symbols.end())
+      throw InputError(fmt::format("--sweep {}: the graph has no symbol \"{}\"", a.sweep, symbol));
+    if (!a.maxBind.empty()) parseBindOption(a.maxBind);
+  }
 
   std::unique_ptr<Device> device = makeDevice(a.device, profile);
   CompileOptions options;
@@ -114,6 +187,11 @@ void runGraph(const RunArgs& a) {
   std::shared_ptr<CompiledGraph> compiled = compile(g.graph, options);
   Executable exe(compiled, *device);
   exe.setGraphMode(mode);
+  if (!a.sweep.empty()) {
+    fmt::print("{}: {} on {}, policy {}, shapes {}, sweep {}\n", a.file, g.name, device->name(),
+               fusion::policyName(policy), shapeModeName(shapes), a.sweep);
+    return runSweep(a, g, exe, compiled);
+  }
 
   std::vector<HostTensor> outputs;
   try {
@@ -177,6 +255,13 @@ void addRunCommand(CLI::App& app) {
   cmd->add_option("--time", a->timeRuns,
                   "Time N runs after a warm-up: each kernel alone and end to end (medians)");
   cmd->add_flag("--no-libdevice", a->noLibdevice, "Use weft's own math instead of libdevice");
+  cmd->add_option("--sweep", a->sweep,
+                  "Run one binding per size of a symbol, e.g. B=1,7,64,1000, in one executable "
+                  "(random inputs; --check checks each) and report programs, versions, graph "
+                  "captures, launch updates and reallocations");
+  cmd->add_option("--max-bind", a->maxBind,
+                  "With --sweep: the largest size of each symbol, e.g. B=4096; a generic "
+                  "program's buffers are allocated for it once");
   cmd->callback([a] { withHostMemoryCheck(a->file, a->in, [&] { runGraph(*a); }); });
 }
 

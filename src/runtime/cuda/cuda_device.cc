@@ -311,7 +311,7 @@ void CudaDevice::launch(KernelHandle kernel, const LaunchConfig& c,
           "cuLaunchKernel", describeLaunch(k, c));
   }
   if (capture_) {
-    CapturedLaunch l{kernel, {}};
+    CapturedLaunch l{kernel, {}, c.cooperative};
     for (const KernelArg& a : args)
       l.argSizes.push_back(a.bytes.size());
     capture_->push_back(std::move(l));
@@ -415,9 +415,19 @@ void CudaDevice::replay(GraphHandle graph) {
 
 void CudaDevice::updateGraphKernelArgs(GraphHandle graph, size_t node,
                                        const std::vector<KernelArg>& args) {
+  setGraphNode("updateGraphKernelArgs", graph, node, nullptr, args);
+}
+
+void CudaDevice::updateGraphKernelLaunch(GraphHandle graph, size_t node, const LaunchConfig& config,
+                                         const std::vector<KernelArg>& args) {
+  setGraphNode("updateGraphKernelLaunch", graph, node, &config, args);
+}
+
+void CudaDevice::setGraphNode(const char* what, GraphHandle graph, size_t node,
+                              const LaunchConfig* config, const std::vector<KernelArg>& args) {
   Graph& g = graphOf(graph);
   if (node >= g.kernelNodes.size())
-    throw DeviceError(fmt::format("updateGraphKernelArgs: graph {} has {} nodes, no node {}", graph,
+    throw DeviceError(fmt::format("{}: graph {} has {} nodes, no node {}", what, graph,
                                   g.kernelNodes.size(), node));
   const CapturedLaunch& captured = g.launches[node];
   std::vector<size_t> sizes;
@@ -425,10 +435,14 @@ void CudaDevice::updateGraphKernelArgs(GraphHandle graph, size_t node,
     sizes.push_back(a.bytes.size());
   if (sizes != captured.argSizes)
     throw DeviceError(
-        fmt::format("updateGraphKernelArgs: node {} of graph {} (kernel '{}') was captured with "
+        fmt::format("{}: node {} of graph {} (kernel '{}') was captured with "
                     "argument sizes [{}], not [{}]",
-                    node, graph, kernels_[size_t(captured.kernel)].name,
+                    what, node, graph, kernels_[size_t(captured.kernel)].name,
                     fmt::join(captured.argSizes, ", "), fmt::join(sizes, ", ")));
+  if (config && config->cooperative != captured.cooperative)
+    throw DeviceError(fmt::format("{}: node {} of graph {} (kernel '{}') was captured {}", what,
+                                  node, graph, kernels_[size_t(captured.kernel)].name,
+                                  captured.cooperative ? "cooperative" : "not cooperative"));
   makeCurrent();
   std::vector<void*> params;
   for (const KernelArg& a : args)
@@ -436,10 +450,29 @@ void CudaDevice::updateGraphKernelArgs(GraphHandle graph, size_t node,
   CUDA_KERNEL_NODE_PARAMS p = g.params[node]; // the captured launch, with new argument values
   p.kernelParams = params.data();
   p.extra = nullptr;
+  if (config) { // and a new shape: grid, block and dynamic shared memory
+    p.gridDimX = config->grid.x;
+    p.gridDimY = config->grid.y;
+    p.gridDimZ = config->grid.z;
+    p.blockDimX = config->block.x;
+    p.blockDimY = config->block.y;
+    p.blockDimZ = config->block.z;
+    p.sharedMemBytes = config->dynamicSharedBytes;
+  }
   check(api_->cuGraphExecKernelNodeSetParams(g.exec, g.kernelNodes[node], &p),
         "cuGraphExecKernelNodeSetParams",
         fmt::format("node {} of graph {} (kernel '{}')", node, graph,
                     kernels_[size_t(captured.kernel)].name));
+  // Later argument-only updates start from this launch.
+  if (config) {
+    g.params[node].gridDimX = p.gridDimX;
+    g.params[node].gridDimY = p.gridDimY;
+    g.params[node].gridDimZ = p.gridDimZ;
+    g.params[node].blockDimX = p.blockDimX;
+    g.params[node].blockDimY = p.blockDimY;
+    g.params[node].blockDimZ = p.blockDimZ;
+    g.params[node].sharedMemBytes = p.sharedMemBytes;
+  }
 }
 
 // --- timing ---

@@ -46,6 +46,8 @@ public:
   void replay(GraphHandle graph) override;
   void updateGraphKernelArgs(GraphHandle graph, size_t node,
                              const std::vector<KernelArg>& args) override;
+  void updateGraphKernelLaunch(GraphHandle graph, size_t node, const LaunchConfig& config,
+                               const std::vector<KernelArg>& args) override;
 
   void startTimer() override;
   std::optional<double> stopTimer() override;
@@ -64,7 +66,10 @@ private:
   struct CapturedLaunch {
     KernelHandle kernel;
     std::vector<size_t> argSizes;
+    bool cooperative = false;
   };
+  void setGraphNode(const char* what, GraphHandle graph, size_t node, const LaunchConfig* config,
+                    const std::vector<KernelArg>& args);
   struct Graph {
     CUgraph graph = nullptr;
     CUgraphExec exec = nullptr;
