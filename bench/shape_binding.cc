@@ -4,16 +4,22 @@
 // Per example graph and symbolised suite workload, astitch on h100:
 //   generic/<graph>: a new binding per iteration; us_per_kernel divides by the kernel count
 //   specialized/<graph>: what the same new binding costs today (plan + LLVM + PTX, cache off)
+//   replay/<graph>: an Executable in graph mode alternating between two bindings one version
+//     serves: version choice, re-shaping its buffers and grids, kernel arguments and in-place
+//     updates of every kernel node, and the replay call, on a device whose launches and
+//     replays do nothing (the host's share of a replay with updated parameters)
 // Run: build/bench/shape_binding [--benchmark_filter=generic]. Not a timed test: the numbers
 // go to docs/performance.md.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <spdlog/spdlog.h>
 
 #include "compile.h"
 #include "frontend/json_reader.h"
+#include "ir/interpreter.h"
 #include "runtime/shape_binding.h"
 #include "workloads.h"
 
@@ -60,7 +66,89 @@ void specializedBinding(benchmark::State& state, const ir::Graph& g) {
   }
 }
 
+/// The sim device for loading, memory and graph bookkeeping, with launches, replays and
+/// synchronisation left out: what remains is the host's own work.
+class HostOnlyDevice final : public Device {
+public:
+  explicit HostOnlyDevice(std::unique_ptr<Device> sim) : sim_(std::move(sim)) {}
+  std::string name() const override { return "host-only"; }
+  const DeviceSpec& spec() const override { return sim_->spec(); }
+  DevicePtr allocate(size_t bytes) override { return sim_->allocate(bytes); }
+  void free(DevicePtr p) override { sim_->free(p); }
+  void copyToDevice(DevicePtr d, const void* s, size_t n) override { sim_->copyToDevice(d, s, n); }
+  void copyToHost(void* d, DevicePtr s, size_t n) override { sim_->copyToHost(d, s, n); }
+  void memset(DevicePtr d, uint8_t v, size_t n) override { sim_->memset(d, v, n); }
+  ModuleHandle loadModule(const std::string& ptx) override { return sim_->loadModule(ptx); }
+  KernelHandle getKernel(ModuleHandle m, const std::string& n) override {
+    return sim_->getKernel(m, n);
+  }
+  void launch(KernelHandle k, const LaunchConfig& c, const std::vector<KernelArg>& a) override {
+    if (capturing_) sim_->launch(k, c, a); // recorded, not run
+  }
+  void synchronize() override {}
+  int maxActiveBlocksPerSM(KernelHandle k, int b, size_t s) override {
+    return sim_->maxActiveBlocksPerSM(k, b, s);
+  }
+  void beginCapture() override {
+    sim_->beginCapture();
+    capturing_ = true;
+  }
+  GraphHandle endCapture() override {
+    capturing_ = false;
+    return sim_->endCapture();
+  }
+  void replay(GraphHandle) override {}
+  void updateGraphKernelArgs(GraphHandle g, size_t n, const std::vector<KernelArg>& a) override {
+    sim_->updateGraphKernelArgs(g, n, a);
+  }
+  void updateGraphKernelLaunch(GraphHandle g, size_t n, const LaunchConfig& c,
+                               const std::vector<KernelArg>& a) override {
+    sim_->updateGraphKernelLaunch(g, n, c, a);
+  }
+
+private:
+  std::unique_ptr<Device> sim_;
+  bool capturing_ = false;
+};
+
+void graphReplay(benchmark::State& state, const ir::Graph& g) {
+  auto compiled = compile(g, optionsFor(ShapeMode::Generic));
+  HostOnlyDevice device(makeDevice("sim", compiled->options().device));
+  Executable exe(compiled, device);
+  exe.setGraphMode(GraphMode::On);
+  // Two bindings of one version ([129, 1024] for every symbol), buffers for the larger.
+  const std::array<ir::Binding, 2> bindings = {bindingOf(g, 200), bindingOf(g, 300)};
+  std::vector<DevicePtr> in, out;
+  for (ir::NodeId v : g.inputs())
+    in.push_back(device.allocate(size_t(ir::checkedProduct(ir::evaluate(
+                                     g.node(v).type.shape, bindings[1]))) *
+                                 ir::dtypeBytes(g.node(v).type.dtype)));
+  for (ir::NodeId v : g.outputs())
+    out.push_back(device.allocate(size_t(ir::checkedProduct(ir::evaluate(
+                                      g.node(v).type.shape, bindings[1]))) *
+                                  ir::dtypeBytes(g.node(v).type.dtype)));
+  exe.run(in, out, bindings[1]);
+  exe.run(in, out, bindings[0]);
+  size_t i = 0;
+  for (auto _ : state)
+    exe.run(in, out, bindings[++i % 2]);
+  double kernels = std::max<size_t>(
+      1, compiledProgram(compiled->program(bindings[0])).module.kernels.size());
+  state.counters["kernels"] = kernels;
+  state.counters["us_per_kernel"] = benchmark::Counter(
+      double(state.iterations()) * kernels, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["captures"] = double(exe.stats().captures);
+  state.counters["launch_updates"] = double(exe.stats().launchUpdates);
+  for (DevicePtr p : in)
+    device.free(p);
+  for (DevicePtr p : out)
+    device.free(p);
+}
+
 void registerGraph(const std::string& name, const ir::Graph& g) {
+  benchmark::RegisterBenchmark(("replay/" + name).c_str(),
+                               [g](benchmark::State& s) { graphReplay(s, g); })
+      ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark(("generic/" + name).c_str(),
                                [g](benchmark::State& s) { genericBinding(s, g); })
       ->Unit(benchmark::kMicrosecond);
