@@ -1,7 +1,8 @@
-// A tiled GEMM on CUDA cores, emitted from its GemmPlan.
+// A tiled GEMM, on CUDA cores or tensor cores (mma.sync), emitted from its GemmPlan.
 #include "codegen/gemm_emitter.h"
 
 #include <fmt/format.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
 
 namespace weft::codegen {
 namespace {
@@ -19,18 +20,24 @@ Value* toCompute(llvm::IRBuilder<>& b, Value* v, ir::DType t) {
 class GemmEmitter {
 public:
   GemmEmitter(KernelContext& k, const fusion::GemmPlan& p, ir::DType t)
-      : k_(k), b_(*k.b), p_(p), t_(t), e_(int(ir::dtypeBytes(t))),
-        mt_(memoryType(k.ctx(), t)), ct_(computeType(k.ctx(), t)) {}
+      : k_(k), b_(*k.b), p_(p), t_(t), e_(int(ir::dtypeBytes(t))), mt_(memoryType(k.ctx(), t)),
+        ct_(computeType(k.ctx(), t)) {}
 
   void emit(Value* pa, Value* pb, Value* po);
 
 private:
   // Where the operands are staged: stage s holds A as [blockK][blockM] (K-major, so that a
   // thread's rows are contiguous) then B as [blockK][blockN].
-  int64_t stageBytes() const { return int64_t(p_.blockM + p_.blockN) * p_.blockK * e_; }
+  // Tensor cores stage A row-major instead ([blockM][pitchA()]), for ldmatrix; rows are padded
+  // by the plan's sharedPad.
+  bool mma() const { return p_.engine == fusion::GemmPlan::Engine::TensorCore; }
+  int pitchA() const { return (mma() ? p_.blockK : p_.blockM) + p_.sharedPad; }
+  int pitchB() const { return p_.blockN + p_.sharedPad; }
+  int64_t aBytes() const { return int64_t(mma() ? p_.blockM : p_.blockK) * pitchA() * e_; }
+  int64_t stageBytes() const { return aBytes() + int64_t(p_.blockK) * pitchB() * e_; }
   /// Columns between the runs of one thread's columns (GemmPlan::columnRun).
   int runStride() const { return p_.lanesN() * p_.columnRun; }
-  int64_t bOffset() const { return int64_t(p_.blockM) * p_.blockK * e_; }
+  int64_t bOffset() const { return aBytes(); }
   /// Pointer to element `elem` (i32) of the array at byte `offset` (i32) of the tiles.
   Value* shared(Value* offset, Value* elem) {
     Value* base = b_.CreateGEP(b_.getInt8Ty(), tiles_, offset);
@@ -53,14 +60,22 @@ private:
     std::vector<Value*> rows, cols; // tile coordinates of each vector's first element
     std::vector<Value*> active;     // whether the thread has that chunk (nullptr: always)
   };
-  Staged loadA(Value* k0);
-  Staged loadB(Value* k0);
+  /// With `asyncStage` (GemmPlan::asyncCopy), each vector is copied into that stage with
+  /// cp.async instead, and the result is empty.
+  Staged loadA(Value* k0, Value* asyncStage = nullptr);
+  Staged loadB(Value* k0, Value* asyncStage = nullptr);
+  /// cp.async of `bytes` from `from` to shared `to` when `inRange` (nullptr: always), else
+  /// zeros (src-size 0, from a valid address); only by threads with `active` (nullptr: all).
+  void copyAsync(Value* active, Value* inRange, Value* from, Value* base, Value* to, int bytes);
   void storeA(const Staged& s, Value* stage);
   void storeB(const Staged& s, Value* stage);
   /// Guard of the K coordinate `kk` of a tile starting at k0 (nullptr: always in range).
   Value* kGuard(Value* k0, Value* kk);
   /// The accumulators += this thread's products over the K tile staged in `stage`.
   void multiply(Value* stage);
+  /// The same on tensor cores: per 16-wide K step, ldmatrix fragments and mma.sync per tile.
+  void multiplyMma(Value* stage);
+  void storeMmaResult(Value* po);
   void storeResult(Value* po);
   /// threadM or threadN consecutive elements of a staged array, in compute type.
   std::vector<Value*> loadRun(Value* offset, Value* first, int count);
@@ -75,11 +90,11 @@ private:
   llvm::GlobalVariable* tiles_ = nullptr;
   Value *paArg_ = nullptr, *pbArg_ = nullptr;
   Value *M_ = nullptr, *N_ = nullptr, *K_ = nullptr;
-  Value *m0_ = nullptr, *n0_ = nullptr;           // the block tile's origin
+  Value *m0_ = nullptr, *n0_ = nullptr;                          // the block tile's origin
   Value *aBase_ = nullptr, *bBase_ = nullptr, *cBase_ = nullptr; // the batch's offsets
   // i32, inside the tile: the thread's first row and the first column of its first run
   Value *tid_ = nullptr, *row0_ = nullptr, *col0_ = nullptr;
-  std::vector<llvm::AllocaInst*> acc_;            // threadM × threadN, row-major
+  std::vector<llvm::AllocaInst*> acc_;                    // threadM × threadN, row-major
   bool mExact_ = false, nExact_ = false, kExact_ = false; // dims static multiples of the tile
 };
 
@@ -105,7 +120,7 @@ Value* GemmEmitter::kGuard(Value* k0, Value* kk) {
   return b_.CreateICmpSLT(b_.CreateAdd(k0, k_.toIndex(kk)), K_);
 }
 
-GemmEmitter::Staged GemmEmitter::loadA(Value* k0) {
+GemmEmitter::Staged GemmEmitter::loadA(Value* k0, Value* asyncStage) {
   Staged s;
   int perRow = p_.blockK / p_.vectorA;
   int64_t count = int64_t(p_.blockM) * perRow;
@@ -115,11 +130,17 @@ GemmEmitter::Staged GemmEmitter::loadA(Value* k0) {
     Value* row = b_.CreateUDiv(v, i32(perRow));
     Value* kk = b_.CreateMul(b_.CreateURem(v, i32(perRow)), i32(p_.vectorA));
     Value* gRow = b_.CreateAdd(m0_, k_.toIndex(row));
-    Value* cond = both(active, mExact_ ? nullptr : b_.CreateICmpSLT(gRow, M_));
-    cond = both(cond, kGuard(k0, kk));
-    Value* off = b_.CreateAdd(aBase_, b_.CreateAdd(b_.CreateMul(gRow, K_),
-                                                   b_.CreateAdd(k0, k_.toIndex(kk))));
+    Value* inRange = both(mExact_ ? nullptr : b_.CreateICmpSLT(gRow, M_), kGuard(k0, kk));
+    Value* cond = both(active, inRange);
+    Value* off = b_.CreateAdd(
+        aBase_, b_.CreateAdd(b_.CreateMul(gRow, K_), b_.CreateAdd(k0, k_.toIndex(kk))));
     Value* ptr = b_.CreateGEP(mt_, paArg_, off);
+    if (asyncStage) {
+      Value* elem = b_.CreateAdd(b_.CreateMul(row, i32(pitchA())), kk);
+      copyAsync(active, inRange, ptr, paArg_,
+                shared(b_.CreateMul(asyncStage, i32(stageBytes())), elem), p_.vectorA * e_);
+      continue;
+    }
     s.vectors.push_back(guardedLoad(cond, accessType(p_.vectorA), ptr, unsigned(p_.vectorA * e_)));
     s.rows.push_back(row);
     s.cols.push_back(kk);
@@ -128,7 +149,7 @@ GemmEmitter::Staged GemmEmitter::loadA(Value* k0) {
   return s;
 }
 
-GemmEmitter::Staged GemmEmitter::loadB(Value* k0) {
+GemmEmitter::Staged GemmEmitter::loadB(Value* k0, Value* asyncStage) {
   Staged s;
   int perRow = p_.blockN / p_.vectorB;
   int64_t count = int64_t(p_.blockK) * perRow;
@@ -138,12 +159,17 @@ GemmEmitter::Staged GemmEmitter::loadB(Value* k0) {
     Value* kk = b_.CreateUDiv(v, i32(perRow));
     Value* col = b_.CreateMul(b_.CreateURem(v, i32(perRow)), i32(p_.vectorB));
     Value* gCol = b_.CreateAdd(n0_, k_.toIndex(col));
-    Value* cond = both(active, nExact_ ? nullptr : b_.CreateICmpSLT(gCol, N_));
-    cond = both(cond, kGuard(k0, kk));
-    Value* off = b_.CreateAdd(bBase_, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(k0, k_.toIndex(kk)),
-                                                                N_),
-                                                   gCol));
+    Value* inRange = both(nExact_ ? nullptr : b_.CreateICmpSLT(gCol, N_), kGuard(k0, kk));
+    Value* cond = both(active, inRange);
+    Value* off = b_.CreateAdd(
+        bBase_, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(k0, k_.toIndex(kk)), N_), gCol));
     Value* ptr = b_.CreateGEP(mt_, pbArg_, off);
+    if (asyncStage) {
+      Value* elem = b_.CreateAdd(b_.CreateMul(kk, i32(pitchB())), col);
+      Value* offset = b_.CreateAdd(b_.CreateMul(asyncStage, i32(stageBytes())), i32(bOffset()));
+      copyAsync(active, inRange, ptr, pbArg_, shared(offset, elem), p_.vectorB * e_);
+      continue;
+    }
     s.vectors.push_back(guardedLoad(cond, accessType(p_.vectorB), ptr, unsigned(p_.vectorB * e_)));
     s.rows.push_back(kk);
     s.cols.push_back(col);
@@ -152,14 +178,38 @@ GemmEmitter::Staged GemmEmitter::loadB(Value* k0) {
   return s;
 }
 
+void GemmEmitter::copyAsync(Value* active, Value* inRange, Value* from, Value* base, Value* to,
+                            int bytes) {
+  using llvm::Intrinsic::ID;
+  ID id = bytes == 16  ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s
+          : bytes == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8_s
+                       : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s;
+  auto* fn = llvm::Intrinsic::getDeclaration(k_.module, id);
+  auto issue = [&] {
+    Value* src = inRange ? b_.CreateSelect(inRange, from, base) : from;
+    Value* size = inRange ? b_.CreateSelect(inRange, i32(bytes), i32(0)) : i32(bytes);
+    b_.CreateCall(fn, {to, src, size});
+  };
+  if (active)
+    k_.ifThen(active, issue);
+  else
+    issue();
+}
+
 void GemmEmitter::storeA(const Staged& s, Value* stage) {
   Value* offset = b_.CreateMul(stage, i32(stageBytes()));
   for (size_t c = 0; c < s.vectors.size(); ++c) {
     auto store = [&] {
+      if (mma()) {
+        Value* elem = b_.CreateAdd(b_.CreateMul(s.rows[c], i32(pitchA())), s.cols[c]);
+        b_.CreateAlignedStore(s.vectors[c], shared(offset, elem),
+                              llvm::Align(unsigned(p_.vectorA * e_)));
+        return;
+      }
       for (int j = 0; j < p_.vectorA; ++j) {
         Value* x = p_.vectorA == 1 ? s.vectors[c] : b_.CreateExtractElement(s.vectors[c], j);
         Value* kk = b_.CreateAdd(s.cols[c], i32(j));
-        Value* elem = b_.CreateAdd(b_.CreateMul(kk, i32(p_.blockM)), s.rows[c]);
+        Value* elem = b_.CreateAdd(b_.CreateMul(kk, i32(pitchA())), s.rows[c]);
         b_.CreateAlignedStore(x, shared(offset, elem), llvm::Align(e_));
       }
     };
@@ -174,7 +224,7 @@ void GemmEmitter::storeB(const Staged& s, Value* stage) {
   Value* offset = b_.CreateAdd(b_.CreateMul(stage, i32(stageBytes())), i32(bOffset()));
   for (size_t c = 0; c < s.vectors.size(); ++c) {
     auto store = [&] {
-      Value* elem = b_.CreateAdd(b_.CreateMul(s.rows[c], i32(p_.blockN)), s.cols[c]);
+      Value* elem = b_.CreateAdd(b_.CreateMul(s.rows[c], i32(pitchB())), s.cols[c]);
       b_.CreateAlignedStore(s.vectors[c], shared(offset, elem),
                             llvm::Align(unsigned(p_.vectorB * e_)));
     };
@@ -206,7 +256,7 @@ void GemmEmitter::multiply(Value* stage) {
   std::vector<Value*> acc;
   for (llvm::AllocaInst* a : acc_)
     acc.push_back(p_.tileSums ? static_cast<Value*>(llvm::Constant::getNullValue(ct_))
-                            : b_.CreateLoad(ct_, a));
+                              : b_.CreateLoad(ct_, a));
   for (int kk = 0; kk < p_.blockK; ++kk) {
     std::vector<Value*> a = loadRun(aOff, b_.CreateAdd(i32(kk * p_.blockM), row0_), p_.threadM);
     std::vector<Value*> bv;
@@ -218,9 +268,9 @@ void GemmEmitter::multiply(Value* stage) {
     for (int i = 0; i < p_.threadM; ++i)
       for (int j = 0; j < p_.threadN; ++j) {
         Value*& c = acc[size_t(i * p_.threadN + j)];
-        c = ir::isFloat(t_)
-                ? b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {ct_}, {a[size_t(i)], bv[size_t(j)], c})
-                : b_.CreateAdd(c, b_.CreateMul(a[size_t(i)], bv[size_t(j)]));
+        c = ir::isFloat(t_) ? b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {ct_},
+                                                 {a[size_t(i)], bv[size_t(j)], c})
+                            : b_.CreateAdd(c, b_.CreateMul(a[size_t(i)], bv[size_t(j)]));
       }
   }
   for (size_t i = 0; i < acc_.size(); ++i) {
@@ -230,7 +280,110 @@ void GemmEmitter::multiply(Value* stage) {
   }
 }
 
+void GemmEmitter::multiplyMma(Value* stage) {
+  Value* aOff = b_.CreateMul(stage, i32(stageBytes()));
+  Value* bOff = b_.CreateAdd(aOff, i32(bOffset()));
+  const int tilesM = p_.warpM / 16, tilesN = p_.warpN / 8;
+  // ldmatrix: lane l names row l % 8 of matrix l / 8. A (x4): matrices (rows 0-7, k 0-7),
+  // (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15) are a0a1, a2a3, a4a5, a6a7;
+  // B (x2, .trans): k 0-7 and k 8-15 of eight columns are b0b1 and b2b3.
+  Value* lane = b_.CreateAnd(tid_, 31);
+  Value* matrix = b_.CreateLShr(lane, 3);
+  Value* r = b_.CreateAnd(lane, 7);
+  Value* aRow = b_.CreateAdd(b_.CreateMul(b_.CreateAnd(matrix, 1), i32(8)), r);
+  Value* aCol = b_.CreateMul(b_.CreateLShr(matrix, 1), i32(8));
+  // ldmatrix is overloaded on its pointer (shared, here)
+  auto declare = [&](llvm::Intrinsic::ID id) {
+    if (!llvm::Intrinsic::isOverloaded(id)) return llvm::Intrinsic::getDeclaration(k_.module, id);
+    return llvm::Intrinsic::getDeclaration(k_.module, id, {tiles_->getType()});
+  };
+  auto* ldA = declare(llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16);
+  auto* ldB = declare(llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16);
+  auto* mmaFn = declare(t_ == ir::DType::bf16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16
+                                              : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32);
+  llvm::FunctionType* mt = mmaFn->getFunctionType();
+  std::vector<Value*> acc;
+  for (llvm::AllocaInst* a : acc_)
+    acc.push_back(b_.CreateLoad(b_.getFloatTy(), a));
+  for (int ks = 0; ks < p_.blockK / 16; ++ks) {
+    std::vector<std::vector<Value*>> a(static_cast<size_t>(tilesM)),
+        bf(static_cast<size_t>(tilesN));
+    for (int mi = 0; mi < tilesM; ++mi) {
+      Value* row = b_.CreateAdd(row0_, b_.CreateAdd(i32(mi * 16), aRow));
+      Value* elem =
+          b_.CreateAdd(b_.CreateMul(row, i32(pitchA())), b_.CreateAdd(aCol, i32(ks * 16)));
+      Value* frag = b_.CreateCall(ldA, {shared(aOff, elem)});
+      for (unsigned j = 0; j < 4; ++j)
+        a[size_t(mi)].push_back(b_.CreateExtractValue(frag, j));
+    }
+    for (int ni = 0; ni < tilesN; ++ni) {
+      // lanes 0-15 name k rows 0-15 (lanes 16-31 repeat them; x2 reads only the first 16)
+      Value* kk = b_.CreateAdd(aRow, i32(ks * 16));
+      Value* elem = b_.CreateAdd(b_.CreateMul(kk, i32(pitchB())), b_.CreateAdd(col0_, i32(ni * 8)));
+      Value* frag = b_.CreateCall(ldB, {shared(bOff, elem)});
+      for (unsigned j = 0; j < 2; ++j)
+        bf[size_t(ni)].push_back(b_.CreateExtractValue(frag, j));
+    }
+    for (int mi = 0; mi < tilesM; ++mi)
+      for (int ni = 0; ni < tilesN; ++ni) {
+        std::vector<Value*> args;
+        for (Value* x : a[size_t(mi)])
+          args.push_back(x);
+        for (Value* x : bf[size_t(ni)])
+          args.push_back(x);
+        size_t first = size_t((mi * tilesN + ni) * 4);
+        for (size_t i = 0; i < 4; ++i)
+          args.push_back(acc[first + i]);
+        for (size_t i = 0; i < args.size(); ++i)
+          if (args[i]->getType() != mt->getParamType(unsigned(i)))
+            args[i] = b_.CreateBitCast(args[i], mt->getParamType(unsigned(i)));
+        Value* d = b_.CreateCall(mmaFn, args);
+        for (unsigned i = 0; i < 4; ++i)
+          acc[first + i] = b_.CreateExtractValue(d, i);
+      }
+  }
+  for (size_t i = 0; i < acc_.size(); ++i)
+    b_.CreateStore(acc[i], acc_[i]);
+}
+
+void GemmEmitter::storeMmaResult(Value* po) {
+  // Accumulator i of tile (mi, ni): row g (+ 8 for i >= 2), columns 2t and 2t + 1 (PTX ISA's
+  // m16n8 C/D fragment), g = lane / 4, t = lane % 4.
+  Value* lane = b_.CreateAnd(tid_, 31);
+  Value* g = b_.CreateLShr(lane, 2);
+  Value* t2 = b_.CreateMul(b_.CreateAnd(lane, 3), i32(2));
+  const int tilesM = p_.warpM / 16, tilesN = p_.warpN / 8;
+  for (int mi = 0; mi < tilesM; ++mi)
+    for (int half = 0; half < 2; ++half) {
+      Value* row = b_.CreateAdd(row0_, b_.CreateAdd(g, i32(mi * 16 + half * 8)));
+      Value* gRow = b_.CreateAdd(m0_, k_.toIndex(row));
+      Value* rowOk = mExact_ ? nullptr : b_.CreateICmpSLT(gRow, M_);
+      for (int ni = 0; ni < tilesN; ++ni)
+        for (int c = 0; c < 2; c += p_.vectorC) {
+          Value* col = b_.CreateAdd(col0_, b_.CreateAdd(t2, i32(ni * 8 + c)));
+          Value* gCol = b_.CreateAdd(n0_, k_.toIndex(col));
+          Value* cond = both(rowOk, nExact_ ? nullptr : b_.CreateICmpSLT(gCol, N_));
+          auto store = [&] {
+            Value* flat = b_.CreateAdd(cBase_, b_.CreateAdd(b_.CreateMul(gRow, N_), gCol));
+            std::vector<Value*> lanes;
+            for (int j = 0; j < p_.vectorC; ++j)
+              lanes.push_back(
+                  b_.CreateLoad(ct_, acc_[size_t((mi * tilesN + ni) * 4 + half * 2 + c + j)]));
+            k_.storeVector(po, t_, flat, lanes);
+          };
+          if (cond)
+            k_.ifThen(cond, store);
+          else
+            store();
+        }
+    }
+}
+
 void GemmEmitter::storeResult(Value* po) {
+  if (mma()) {
+    storeMmaResult(po);
+    return;
+  }
   for (int i = 0; i < p_.threadM; ++i) {
     Value* gRow = b_.CreateAdd(m0_, k_.toIndex(b_.CreateAdd(row0_, i32(i))));
     Value* rowOk = mExact_ ? nullptr : b_.CreateICmpSLT(gRow, M_);
@@ -266,13 +419,16 @@ void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
   mExact_ = exact(p_.m, p_.blockM);
   nExact_ = exact(p_.n, p_.blockN);
   kExact_ = exact(p_.k, p_.blockK);
-  for (int i = 0; i < p_.threadM * p_.threadN; ++i)
+  int accumulators = mma() ? p_.warpM * p_.warpN / 32 : p_.threadM * p_.threadN;
+  for (int i = 0; i < accumulators; ++i)
     acc_.push_back(k_.entryAlloca(ct_, fmt::format("acc{}", i)));
 
   M_ = k_.dim(p_.m);
   N_ = k_.dim(p_.n);
   K_ = k_.dim(p_.k);
-  auto ceilDiv = [&](Value* x, int d) { return b_.CreateUDiv(b_.CreateAdd(x, k_.index(d - 1)), k_.index(d)); };
+  auto ceilDiv = [&](Value* x, int d) {
+    return b_.CreateUDiv(b_.CreateAdd(x, k_.index(d - 1)), k_.index(d));
+  };
   Value* tilesN = ceilDiv(N_, p_.blockN);
   Value* perBatch = b_.CreateMul(ceilDiv(M_, p_.blockM), tilesN);
   Value* total = b_.CreateMul(k_.dim(p_.batch), perBatch);
@@ -284,10 +440,18 @@ void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
   Value* lane = b_.CreateAnd(tid_, 31);
   Value* warpRow = b_.CreateUDiv(warp, i32(p_.warpsN()));
   Value* warpCol = b_.CreateURem(warp, i32(p_.warpsN()));
-  Value* laneRow = b_.CreateUDiv(lane, i32(p_.lanesN()));
-  Value* laneCol = b_.CreateURem(lane, i32(p_.lanesN()));
-  row0_ = b_.CreateAdd(b_.CreateMul(warpRow, i32(p_.warpM)), b_.CreateMul(laneRow, i32(p_.threadM)));
-  col0_ = b_.CreateAdd(b_.CreateMul(warpCol, i32(p_.warpN)), b_.CreateMul(laneCol, i32(p_.columnRun)));
+  if (mma()) {
+    // the warp's tile origin; fragments place the lanes inside it
+    row0_ = b_.CreateMul(warpRow, i32(p_.warpM));
+    col0_ = b_.CreateMul(warpCol, i32(p_.warpN));
+  } else {
+    Value* laneRow = b_.CreateUDiv(lane, i32(p_.lanesN()));
+    Value* laneCol = b_.CreateURem(lane, i32(p_.lanesN()));
+    row0_ =
+        b_.CreateAdd(b_.CreateMul(warpRow, i32(p_.warpM)), b_.CreateMul(laneRow, i32(p_.threadM)));
+    col0_ = b_.CreateAdd(b_.CreateMul(warpCol, i32(p_.warpN)),
+                         b_.CreateMul(laneCol, i32(p_.columnRun)));
+  }
 
   Value* start = k_.toIndex(k_.blockId());
   Value* stride = k_.toIndex(k_.gridSize());
@@ -301,7 +465,34 @@ void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
     cBase_ = b_.CreateMul(batch, b_.CreateMul(M_, N_));
     for (llvm::AllocaInst* a : acc_)
       b_.CreateStore(llvm::Constant::getNullValue(ct_), a);
-    if (p_.stages > 1) {
+    if (p_.asyncCopy) {
+      // Double buffering with cp.async: tile kt + 1 is copied into the other stage while
+      // tile kt is multiplied; wait_group 1 leaves only the newest copy in flight. The second
+      // barrier keeps the next copy into a stage from overtaking its last readers.
+      auto commit = [&] {
+        b_.CreateCall(llvm::Intrinsic::getDeclaration(k_.module,
+                                                      llvm::Intrinsic::nvvm_cp_async_commit_group));
+      };
+      loadA(k_.index(0), i32(0));
+      loadB(k_.index(0), i32(0));
+      commit();
+      k_.loop("kstep", k_.index(0), kTiles, k_.index(1), [&](Value* kt) {
+        Value* stage = b_.CreateTrunc(b_.CreateAnd(kt, k_.index(1)), b_.getInt32Ty());
+        Value* next = b_.CreateMul(b_.CreateAdd(kt, k_.index(1)), k_.index(p_.blockK));
+        Value* other = b_.CreateXor(stage, i32(1));
+        loadA(next, other);
+        loadB(next, other);
+        commit();
+        b_.CreateCall(
+            llvm::Intrinsic::getDeclaration(k_.module, llvm::Intrinsic::nvvm_cp_async_wait_group),
+            {b_.getInt32(1)});
+        k_.blockBarrier();
+        multiplyMma(stage);
+        k_.blockBarrier();
+      });
+      b_.CreateCall(
+          llvm::Intrinsic::getDeclaration(k_.module, llvm::Intrinsic::nvvm_cp_async_wait_all));
+    } else if (p_.stages > 1) {
       // Double buffering: tile kt + 1 is loaded into registers while tile kt (in stage
       // kt & 1) is multiplied, then stored into the other stage, whose last readers finished
       // before the previous barrier: one barrier per K step.
@@ -313,7 +504,7 @@ void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
         Value* stage = b_.CreateTrunc(b_.CreateAnd(kt, k_.index(1)), b_.getInt32Ty());
         Value* next = b_.CreateMul(b_.CreateAdd(kt, k_.index(1)), k_.index(p_.blockK));
         Staged na = loadA(next), nb = loadB(next);
-        multiply(stage);
+        mma() ? multiplyMma(stage) : multiply(stage);
         Value* other = b_.CreateXor(stage, i32(1));
         storeA(na, other);
         storeB(nb, other);
@@ -326,7 +517,7 @@ void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
         storeA(a, i32(0));
         storeB(bt, i32(0));
         k_.blockBarrier();
-        multiply(i32(0));
+        mma() ? multiplyMma(i32(0)) : multiply(i32(0));
         k_.blockBarrier();
       });
     }

@@ -21,10 +21,13 @@ namespace weft::fusion {
 
 struct GemmPlan {
   /// Fma: CUDA cores, one fused multiply-add per element pair (every dtype).
-  /// TensorCore: mma.sync (sm_80+, f16/bf16 inputs with f32 accumulation); not yet planned.
+  /// TensorCore: mma.sync.m16n8k16 (sm_80+, f16/bf16 inputs, f32 accumulation): each warp
+  /// covers its warpM × warpN tile with (warpM / 16) × (warpN / 8) mma tiles whose A and B
+  /// fragments come from the staged tiles through ldmatrix (A row-major [blockM][blockK],
+  /// B [blockK][blockN] read with .trans); threadM, threadN and columnRun are unused.
   enum class Engine : uint8_t { Fma, TensorCore };
   Engine engine = Engine::Fma;
-  ir::Dim batch = 1, m = 1, n = 1, k = 1; // the problem (batch: product of the leading dims)
+  ir::Dim batch = 1, m = 1, n = 1, k = 1;   // the problem (batch: product of the leading dims)
   int blockM = 64, blockN = 64, blockK = 8; // block tile
   int warpM = 32, warpN = 16;               // warp tile inside the block tile
   int threadM = 4, threadN = 4;             // register block of one thread inside its warp tile
@@ -39,7 +42,13 @@ struct GemmPlan {
   /// registers while the current one is multiplied, then stored into the other buffer, so a
   /// K step needs one block barrier instead of two).
   int stages = 1;
+  /// Double buffering through cp.async (sm_80+, tensor cores, vectors of 4, 8 or 16 bytes):
+  /// global → shared with no register round trip; edges copy zeros (src-size 0).
+  bool asyncCopy = false;
   int splitK = 1; // K split across blocks (1: none)
+  /// Elements of padding after each staged row (TensorCore: 8, so that the eight 16-byte rows
+  /// one ldmatrix reads fall in different banks; Fma: 0).
+  int sharedPad = 0;
   /// Float sums of long K: each K tile's products are summed apart and then added to the
   /// accumulators (two-level summation: error ~ K / blockK + blockK roundings, not K), at the
   /// cost of a second register block.

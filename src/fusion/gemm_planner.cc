@@ -21,6 +21,14 @@ constexpr TileShape kTiles[] = {
     {64, 64, 32, 16, 4, 4},   // warps 2 × 4, lanes 8 × 4
     {32, 32, 16, 8, 2, 2},    // warps 2 × 4, lanes 8 × 4
 };
+/// Tensor-core tiles, 8 warps each: warp tiles of whole m16n8 mma tiles.
+constexpr TileShape kMmaTiles[] = {
+    {128, 128, 32, 64, 0, 0}, // warps 4 × 2, 2 × 8 mma tiles per warp
+    {128, 64, 32, 32, 0, 0},  // warps 4 × 2, 2 × 4
+    {64, 128, 32, 32, 0, 0},  // warps 2 × 4, 2 × 4
+    {64, 64, 32, 16, 0, 0},   // warps 2 × 4, 2 × 2
+    {32, 32, 16, 8, 0, 0},    // warps 2 × 4, 1 × 1
+};
 constexpr int kThreads = 256;
 /// K beyond which float sums are two-level (GemmPlan::tileSums).
 constexpr int64_t kLongK = 256;
@@ -77,6 +85,9 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec) {
   int e = int(ir::dtypeBytes(t));
   // Wide accumulators (f64, i64) take twice the registers: no 8 × 8 blocks for them.
   bool wide = e == 8;
+  // f16 and bf16 run on tensor cores where the device has mma.sync m16n8k16 (sm_80+).
+  bool mma = spec.computeCapability >= 80 && (t == ir::DType::f16 || t == ir::DType::bf16);
+  if (mma) p.engine = GemmPlan::Engine::TensorCore;
 
   int64_t B = assumed(p.batch), M = assumed(p.m), N = assumed(p.n), K = assumed(p.k);
   int64_t aBytes = B * M * K * e, bBytes = B * K * N * e, cBytes = B * M * N * e;
@@ -88,16 +99,16 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec) {
   const TileShape* best = nullptr;
   int64_t bestBytes = 0, bestBlocks = 0;
   bool bestFits = false;
-  for (const TileShape& c : kTiles) {
+  for (const TileShape& c : mma ? kMmaTiles : kTiles) {
     if (wide && c.threadM * c.threadN > 32) continue;
     int64_t tm = ceilDiv(M, c.blockM), tn = ceilDiv(N, c.blockN);
     int64_t bytes = aBytes * tn + bBytes * tm + cBytes;
     int64_t blocks = B * tm * tn;
     bool fits = double(bytes) <= 2.5 * double(compulsory);
     bool better = !best || (fits && !bestFits) ||
-                  (fits == bestFits && (fits ? (blocks > bestBlocks ||
-                                                (blocks == bestBlocks && bytes <= bestBytes))
-                                             : bytes <= bestBytes));
+                  (fits == bestFits &&
+                   (fits ? (blocks > bestBlocks || (blocks == bestBlocks && bytes <= bestBytes))
+                         : bytes <= bestBytes));
     if (better) {
       best = &c;
       bestBytes = bytes;
@@ -111,24 +122,37 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec) {
   p.warpN = best->warpN;
   p.threadM = best->threadM;
   p.threadN = best->threadN;
-  // One K step reads 32 bytes of each A row: a whole sector per row and request.
-  p.blockK = std::max(4, 32 / e);
+  // One K step reads 32 bytes of each A row: a whole sector per row and request (two mma
+  // k-steps of 16 on tensor cores: 64 bytes).
+  p.blockK = mma ? 32 : std::max(4, 32 / e);
   p.blockSize = kThreads;
   p.vectorA = vectorAlong(p.k, e, p.blockK);
-  p.vectorB = vectorAlong(p.n, e, p.threadN);
-  p.columnRun = std::min(p.threadN, std::max(1, 16 / e));
+  p.vectorB = vectorAlong(p.n, e, p.blockN);
+  if (mma) {
+    p.columnRun = 2; // an mma accumulator holds two adjacent columns
+    p.sharedPad = 8;
+  } else {
+    p.columnRun = std::min(p.threadN, std::max(1, 16 / e));
+  }
   p.vectorC = vectorAlong(p.n, e, p.columnRun);
   // A sequential f32 sum of 768 products already drifts past what the output check allows
   // for the dot's conditioning; two-level sums keep long dots as accurate as short ones.
-  p.tileSums = ir::isFloat(t) && K > kLongK;
+  p.tileSums = !mma && ir::isFloat(t) && K > kLongK;
   // Double buffering pays once there is a next K tile to load while this one is multiplied.
   p.stages = K > p.blockK ? 2 : 1;
-  p.sharedBytes = int64_t(p.stages) * (p.blockM + p.blockN) * p.blockK * e;
+  // cp.async copies 4, 8 or 16 bytes into a layout equal to global's (tensor cores only; the
+  // FMA path transposes A on the way).
+  p.asyncCopy = mma && p.stages == 2 && p.vectorA * e >= 4 && p.vectorB * e >= 4;
+  p.sharedBytes = int64_t(p.stages) *
+                  (int64_t(p.blockM) * (p.blockK + p.sharedPad) +
+                   int64_t(p.blockK) * (p.blockN + p.sharedPad)) *
+                  e;
 
   p.tiles = p.batch * tilesAlong(p.m, p.blockM) * tilesAlong(p.n, p.blockN);
   if (!p.tiles.isStatic()) {
     // Registers: the accumulators and one K step's operands, plus addressing.
-    int regs = (p.threadM * p.threadN + p.threadM + p.threadN) * (wide ? 2 : 1) + 40;
+    int regs = mma ? p.warpM * p.warpN / 32 + 48
+                   : (p.threadM * p.threadN + p.threadM + p.threadN) * (wide ? 2 : 1) + 40;
     p.maxBlocks = int64_t(spec.smCount) *
                   std::max(1, blocksPerSM(spec, p.blockSize, regs, p.sharedBytes)) * 4;
   }
@@ -140,12 +164,17 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec) {
 }
 
 std::string GemmPlan::str() const {
+  std::string inner = engine == Engine::Fma
+                          ? fmt::format("thread {}x{} (runs of {})", threadM, threadN, columnRun)
+                          : fmt::format("{}x{} mma m16n8k16 per warp, ldmatrix, pad {}", warpM / 16,
+                                        warpN / 8, sharedPad);
   std::string s = fmt::format(
-      "gemm {} batch {} M {} N {} K {}: block {}x{}x{}, warp {}x{}, thread {}x{} (runs of {}), "
-      "vector a{} b{} c{}, stages {}, split-k {}{}, {} threads, shared {} B, tiles {}",
-      engine == Engine::Fma ? "fma" : "mma", batch.str(), m.str(), n.str(), k.str(), blockM,
-      blockN, blockK, warpM, warpN, threadM, threadN, columnRun, vectorA, vectorB, vectorC, stages, splitK,
-      tileSums ? ", tile sums" : "", blockSize, sharedBytes, tiles.str());
+      "gemm {} batch {} M {} N {} K {}: block {}x{}x{}, warp {}x{}, {}, "
+      "vector a{} b{} c{}, stages {}{}, split-k {}{}, {} threads, shared {} B, tiles {}",
+      engine == Engine::Fma ? "fma" : "mma", batch.str(), m.str(), n.str(), k.str(), blockM, blockN,
+      blockK, warpM, warpN, inner, vectorA, vectorB, vectorC, stages,
+      asyncCopy ? " (cp.async)" : "", splitK, tileSums ? ", tile sums" : "", blockSize, sharedBytes,
+      tiles.str());
   if (maxBlocks > 0) s += fmt::format(" (grid at most {})", maxBlocks);
   if (compulsoryBytes > 0)
     s += fmt::format(", reads+writes {:.2f}x the operands and result",

@@ -143,8 +143,8 @@ void Executor::execCpAsync(const Instr& I, Block& b, Warp& w, uint32_t m, uint64
   forLanes(m, [&](int l) {
     uint32_t n = uint32_t(std::min<uint64_t>(srcSize[l], size));
     MemClass cls = MShared;
-    uint8_t* d = resolve(b, w, l, I, Space::Shared, (dstBase ? dstBase[l] : 0) + dstOff, size,
-                         true, cls);
+    uint8_t* d =
+        resolve(b, w, l, I, Space::Shared, (dstBase ? dstBase[l] : 0) + dstOff, size, true, cls);
     if (n > 0) {
       uint64_t from = srcBase[l] + I.s[0].imm;
       MemClass scls = MGlobal;

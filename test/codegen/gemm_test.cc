@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
+#include <tuple>
 
 #include "codegen/compile.h"
 #include "codegen/ptxas.h"
@@ -81,8 +82,8 @@ TEST_CASE("gemm: odd shapes, every edge guarded, match the interpreter", "[codeg
 
 TEST_CASE("gemm: every dtype dots exactly or within its rounding", "[codegen][sim][gemm]") {
   DeviceSpec h100 = *deviceSpecProfile("h100");
-  for (DType t : {DType::f16, DType::bf16, DType::f32, DType::f64, DType::i8, DType::i32,
-                  DType::i64}) {
+  for (DType t :
+       {DType::f16, DType::bf16, DType::f32, DType::f64, DType::i8, DType::i32, DType::i64}) {
     INFO(ir::dtypeName(t));
     ir::Graph g = dotGraph(t, {2}, 70, 96, 130);
     check(fusion::plan(g, h100, fusion::Policy::AStitch), toleranceFor(t));
@@ -115,8 +116,8 @@ TEST_CASE("gemm: bytes moved at most 3x the operands and result", "[codegen][sim
     ir::Shape batch;
     int64_t m, k, n;
   };
-  for (const Case& c : {Case{{}, 64, 256, 256}, Case{{}, 128, 768, 768},
-                        Case{{}, 128, 768, 3072}, Case{{12}, 128, 64, 128}}) {
+  for (const Case& c : {Case{{}, 64, 256, 256}, Case{{}, 128, 768, 768}, Case{{}, 128, 768, 3072},
+                        Case{{12}, 128, 64, 128}}) {
     ir::Graph g = dotGraph(DType::f32, c.batch, c.m, c.k, c.n);
     auto plan = fusion::plan(g, h100, fusion::Policy::AStitch);
     LaunchCounters lc = check(plan, 1e-4);
@@ -131,6 +132,44 @@ TEST_CASE("gemm: bytes moved at most 3x the operands and result", "[codegen][sim
   }
 }
 
+TEST_CASE("gemm: f16 and bf16 on tensor cores (mma.sync, ldmatrix) match the interpreter",
+          "[codegen][sim][gemm]") {
+  for (const char* profile : {"a100", "h100"})
+    for (DType t : {DType::f16, DType::bf16}) {
+      INFO(profile << " " << ir::dtypeName(t));
+      for (auto [batch, m, k, n] : {std::tuple{ir::Shape{}, 37, 29, 53},
+                                    {ir::Shape{3}, 70, 96, 130},
+                                    {ir::Shape{}, 128, 256, 256}}) {
+        ir::Graph g = dotGraph(t, batch, m, k, n);
+        auto plan = fusion::plan(g, *deviceSpecProfile(profile), fusion::Policy::AStitch);
+        REQUIRE(gemmOf(plan).engine == fusion::GemmPlan::Engine::TensorCore);
+        codegen::CompiledModule mod = codegen::compileToPtx(plan);
+        CHECK(mod.ptx.find("mma.sync.aligned.m16n8k16.row.col.f32") != std::string::npos);
+        CHECK(mod.ptx.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16") != std::string::npos);
+        CHECK(mod.ptx.find("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16") != std::string::npos);
+        if (gemmOf(plan).asyncCopy) {
+          CHECK(mod.ptx.find("cp.async.") != std::string::npos);
+          CHECK(mod.ptx.find("cp.async.wait_group 1") != std::string::npos);
+        }
+        check(plan, toleranceFor(t));
+      }
+    }
+}
+
+TEST_CASE("gemm: tensor-core GEMMs at the issue's sizes move at most 3x",
+          "[codegen][sim][gemm][traffic]") {
+  DeviceSpec h100 = *deviceSpecProfile("h100");
+  for (auto [batch, m, k, n] :
+       {std::tuple{int64_t(1), 128, 768, 768}, {int64_t(12), 128, 64, 128}}) {
+    ir::Graph g = dotGraph(DType::bf16, batch > 1 ? ir::Shape{batch} : ir::Shape{}, m, k, n);
+    LaunchCounters lc = check(fusion::plan(g, h100, fusion::Policy::AStitch), 2e-2);
+    int64_t compulsory = batch * (m * k + k * n + m * n) * 2;
+    double moved = double(lc.globalSectorsRead + lc.globalSectorsWritten) * 32;
+    INFO(moved << " bytes for " << compulsory);
+    CHECK(moved <= 3.0 * double(compulsory));
+  }
+}
+
 TEST_CASE("gemm: every variant assembles on sm_80 and sm_90 without spills", "[ptxas][gemm]") {
   std::string ptxas = test::ptxasOrSkip();
   if (ptxas.empty()) return;
@@ -140,13 +179,21 @@ TEST_CASE("gemm: every variant assembles on sm_80 and sm_90 without spills", "[p
     ir::Dim m, k, n;
   };
   ir::Dim S = ir::Dim::symbol("S");
-  std::vector<Case> cases = {
-      {DType::f32, {}, 64, 256, 256},     {DType::f32, {}, 128, 768, 768},
-      {DType::f32, {}, 128, 768, 3072},   {DType::f32, {12}, 128, 64, 128},
-      {DType::f32, {}, 37, 29, 53},       {DType::f32, {ir::Dim::symbol("B")}, S, 40, S},
-      {DType::f16, {}, 128, 768, 768},    {DType::bf16, {}, 128, 768, 3072},
-      {DType::f64, {}, 128, 256, 256},    {DType::i8, {}, 70, 96, 130},
-      {DType::i32, {}, 70, 96, 130},      {DType::i64, {}, 256, 96, 256}};
+  std::vector<Case> cases = {{DType::f32, {}, 64, 256, 256},
+                             {DType::f32, {}, 128, 768, 768},
+                             {DType::f32, {}, 128, 768, 3072},
+                             {DType::f32, {12}, 128, 64, 128},
+                             {DType::f32, {}, 37, 29, 53},
+                             {DType::f32, {ir::Dim::symbol("B")}, S, 40, S},
+                             {DType::f16, {}, 128, 768, 768},
+                             {DType::bf16, {}, 128, 768, 3072},
+                             {DType::f16, {}, 37, 29, 53},
+                             {DType::bf16, {12}, 128, 64, 128},
+                             {DType::f16, {ir::Dim::symbol("B")}, S, 64, S},
+                             {DType::f64, {}, 128, 256, 256},
+                             {DType::i8, {}, 70, 96, 130},
+                             {DType::i32, {}, 70, 96, 130},
+                             {DType::i64, {}, 256, 96, 256}};
   for (int sm : {80, 90})
     for (const Case& c : cases) {
       ir::Graph g = dotGraph(c.t, c.batch, c.m, c.k, c.n);

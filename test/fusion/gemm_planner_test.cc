@@ -57,7 +57,31 @@ TEST_CASE("gemm planner: vectors where the dims divide, scalars elsewhere", "[pl
   CHECK(odd.vectorC == 1);
   auto half = planOf(dotGraph(DType::f16, {}, 64, 256, 256));
   CHECK(half.vectorA == 8); // 16 bytes
-  CHECK(half.blockK == 16); // 32 bytes of each A row per K step
+  CHECK(half.vectorB == 8);
+}
+
+TEST_CASE("gemm planner: f16 and bf16 on tensor cores from sm_80, FMA before", "[planner][gemm]") {
+  for (DType t : {DType::f16, DType::bf16}) {
+    ir::Graph g = dotGraph(t, {}, 128, 768, 768);
+    auto h100 = fusion::planGemm(g, g.outputs()[0], *deviceSpecProfile("h100"));
+    auto a100 = fusion::planGemm(g, g.outputs()[0], *deviceSpecProfile("a100"));
+    auto v100 = fusion::planGemm(g, g.outputs()[0], *deviceSpecProfile("v100"));
+    CHECK(h100.engine == fusion::GemmPlan::Engine::TensorCore);
+    CHECK(a100.engine == fusion::GemmPlan::Engine::TensorCore);
+    CHECK(v100.engine == fusion::GemmPlan::Engine::Fma);
+    // whole m16n8 tiles per warp, two k16 steps per K tile, padded rows for ldmatrix
+    CHECK(h100.warpM % 16 == 0);
+    CHECK(h100.warpN % 8 == 0);
+    CHECK(h100.blockK == 32);
+    CHECK(h100.sharedPad == 8);
+    CHECK_FALSE(h100.tileSums);
+    CHECK(h100.asyncCopy); // 16-byte vectors: cp.async.cg
+    CHECK_FALSE(v100.asyncCopy);
+    CHECK_THAT(h100.str(), Catch::Contains("mma m16n8k16"));
+  }
+  // f32 stays on FMA (TF32 is not planned)
+  auto f32 = planOf(dotGraph(DType::f32, {}, 128, 768, 768));
+  CHECK(f32.engine == fusion::GemmPlan::Engine::Fma);
 }
 
 TEST_CASE("gemm planner: double buffering and two-level sums for long K", "[planner][gemm]") {
@@ -79,7 +103,7 @@ TEST_CASE("gemm planner: symbolic dims, a capped grid, printed by weft plan", "[
   CHECK(p.maxBlocks > 0);
   CHECK(p.vectorB == 1); // N is symbolic: no alignment to rely on
   CHECK(p.vectorA == 4); // K = 40 is static
-  std::string text = fusion::printFusionPlan(fusion::plan(g, *deviceSpecProfile("h100"),
-                                                          fusion::Policy::None));
+  std::string text =
+      fusion::printFusionPlan(fusion::plan(g, *deviceSpecProfile("h100"), fusion::Policy::None));
   CHECK_THAT(text, Catch::Contains("gemm fma batch B M S N S K 40"));
 }
