@@ -106,3 +106,34 @@ TEST_CASE("weft grad errors are one line and exit 2") {
   }
   CHECK(!fs::exists(out));
 }
+
+TEST_CASE("weft grad --amp writes the training step in mixed precision; a bad --amp is exit 2") {
+  fs::path out = weft::testing::scratchDir() / "ln_train_f16.json";
+  auto r = runWeft("grad " + kExample + " --loss loss --wrt x,gamma,beta --amp f16 -o " + out.string());
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  auto g = weft::frontend::readGraphFile(out.string());
+  int casts = 0, low = 0;
+  for (const auto& n : g.graph.nodes()) {
+    casts += n.kind == weft::ir::OpKind::Convert;
+    low += n.type.dtype == weft::DType::f16;
+  }
+  CHECK(casts > 0);
+  CHECK(low > 0);
+  for (auto id : g.graph.outputs()) CHECK(g.graph.node(id).type.dtype == weft::DType::f32);
+  auto run = runWeft("run " + out.string() + " --bind B=5 --check");
+  INFO(run.out << run.err);
+  CHECK(run.rc == 0);
+  auto amp = runWeft("run " WEFT_SOURCE_DIR "/examples/graphs/layer_norm.json --bind B=5 --amp bf16 --check");
+  INFO(amp.out << amp.err);
+  CHECK(amp.rc == 0);
+  for (const std::string& cmd : {"grad " + kExample + " --loss loss --print --amp f8",
+                                "compile " + kExample + " --emit plan --amp fp16",
+                                "run " + kExample + " --bind B=2 --amp f32"}) {
+    auto bad = runWeft(cmd);
+    INFO(cmd << "\n" << bad.err);
+    CHECK(bad.rc == 2);
+    CHECK(oneLine(bad.err));
+    CHECK(bad.err.find("use f16 or bf16") != std::string::npos);
+  }
+}

@@ -1,6 +1,6 @@
 // weft run G.json|M.onnx [--device sim|cuda|auto] [--policy P] [--device-spec S] [--bind ...]
 // [--inputs DIR | --random --seed N] [--check] [--counters] [--graph on|off|auto] [--time N]
-// [--save-outputs DIR] [--sweep S=V1,V2,... [--max-bind S=N]]: weft's main job. Compiles the graph (weft::compile), runs it on a
+// [--save-outputs DIR] [--amp f16|bf16] [--sweep S=V1,V2,... [--max-bind S=N]]: weft's main job. Compiles the graph (weft::compile), runs it on a
 // device through an Executable, prints each output's summary and, on request, compares every
 // output with the reference interpreter (exit 1 on a mismatch), prints what the simulator
 // counted per kernel, and times the kernels. --sweep runs one binding after another in one
@@ -18,6 +18,7 @@
 #include "counters_table.h"
 #include "frontend/tensor_summary.h"
 #include "ir/interpreter.h"
+#include "passes/amp.h"
 #include "runtime/output_check.h"
 #include "weft/error.h"
 
@@ -31,6 +32,7 @@ struct RunArgs {
   bool check = false, counters = false, noLibdevice = false;
   int timeRuns = 0;
   std::string sweep, maxBind;
+  std::string amp; // --amp f16|bf16 (passes/amp.h)
 };
 
 /// --sweep S=V1,V2,...: the symbol and its sizes, in order (InputError naming what is wrong).
@@ -168,7 +170,11 @@ void runGraph(const RunArgs& a) {
                      "--counters, --inputs or --save-outputs");
   if (!a.maxBind.empty() && a.sweep.empty())
     throw InputError("--max-bind sizes the buffers of a --sweep; give --sweep too");
+  std::optional<DType> amp = ampOption(a.amp);
   frontend::ParsedGraph g = loadGraph(a.file);
+  // The mixed-precision graph is what runs, and what --check's interpreter runs too: the check
+  // is of the compiler, not of AMP's rounding (test/passes/amp_test.cc bounds that).
+  if (amp) g.graph = passes::autoMixedPrecision(g.graph, *amp);
   GraphInputs in = a.sweep.empty() ? prepareInputs(g, a.file, a.in) : GraphInputs{};
   if (!a.sweep.empty()) {
     std::string symbol = parseSweep(a.sweep).first;
@@ -238,6 +244,7 @@ void addRunCommand(CLI::App& app) {
       ->check(CLI::IsMember({"sim", "cuda", "auto"}))
       ->capture_default_str();
   addShapesOption(cmd, a->shapes);
+  addAmpOption(cmd, a->amp);
   cmd->add_option("--policy", a->policy, "Fusion policy: none, xla, astitch")
       ->capture_default_str();
   cmd->add_option("--device-spec", a->deviceSpec,
