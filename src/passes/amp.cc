@@ -48,7 +48,10 @@ Precision decide(const Graph& g, const Node& n, const std::vector<Precision>& p)
   }
   if (n.kind == OpKind::BroadcastInDim) // where a statistic meets the full-size tensor
     return anyKept || anyLow ? Precision::Low : Precision::Source;
-  if (n.kind == OpKind::Dot) return Precision::Low;
+  // A dot is a library kernel: a cast in front of it would be a kernel of its own, so it runs
+  // low only on operands already computed low, and otherwise reads its f32 sources as they are
+  // (its result then counts as a source too: its consumers cast it as they fuse).
+  if (n.kind == OpKind::Dot) return anyLow ? Precision::Low : Precision::Source;
   if (opClass(n.kind) == OpClass::Layout && !anyKept && !anyLow) return Precision::Source;
   return anyKept && !anyLow ? Precision::Kept : Precision::Low;
 }

@@ -144,3 +144,21 @@ TEST_CASE("amp takes f16 or bf16 only, and leaves other dtypes alone") {
   CHECK(dtypeOf(a, "s") == DType::i32);
   CHECK(a.size() == g.size());
 }
+
+TEST_CASE("amp puts no cast in front of a dot on f32 sources, and lowers a dot on low operands") {
+  Graph g;
+  NodeId x = g.parameter("x", {DType::f32, {128, 768}});
+  NodeId w = g.parameter("w", {DType::f32, {768, 64}});
+  NodeId h = g.dot(x, w, "h");
+  NodeId bias = g.parameter("bias", {DType::f32, {64}});
+  NodeId y = g.binary(OpKind::Add, h, g.broadcastInDim(bias, {128, 64}, {1}), "y");
+  NodeId v = g.parameter("v", {DType::f32, {64, 8}});
+  g.setOutputs({y, g.dot(g.unary(OpKind::Tanh, y, "t"), v, "z")});
+  Graph a = passes::autoMixedPrecision(g, DType::f16);
+  const Node& ha = a.node(*a.find("h"));
+  CHECK(ha.type.dtype == DType::f32);
+  for (NodeId o : ha.operands) CHECK(a.node(o).kind == OpKind::Parameter); // read as they are
+  CHECK(dtypeOf(a, "y.amp") == DType::f16); // the epilogue runs low, the output is cast back
+  CHECK(dtypeOf(a, "z.amp") == DType::f16); // tanh is low, so the dot after it is
+  CHECK(dtypeOf(a, "y") == DType::f32);
+}
