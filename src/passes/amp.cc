@@ -49,9 +49,14 @@ Precision decide(const Graph& g, const Node& n, const std::vector<Precision>& p)
   if (n.kind == OpKind::BroadcastInDim) // where a statistic meets the full-size tensor
     return anyKept || anyLow ? Precision::Low : Precision::Source;
   // A dot is a library kernel: a cast in front of it would be a kernel of its own, so it runs
-  // low only on operands already computed low, and otherwise reads its f32 sources as they are
-  // (its result then counts as a source too: its consumers cast it as they fuse).
-  if (n.kind == OpKind::Dot) return anyLow ? Precision::Low : Precision::Source;
+  // low only when every operand is already computed low, and otherwise reads them in f32 (a
+  // low operand is cast up in its producer's kernel; the result counts as a source, which its
+  // consumers cast as they fuse).
+  if (n.kind == OpKind::Dot) {
+    bool allLow = true;
+    for (NodeId o : n.operands) allLow = allLow && p[static_cast<size_t>(o)] == Precision::Low;
+    return allLow ? Precision::Low : Precision::Source;
+  }
   if (opClass(n.kind) == OpClass::Layout && !anyKept && !anyLow) return Precision::Source;
   return anyKept && !anyLow ? Precision::Kept : Precision::Low;
 }

@@ -145,7 +145,7 @@ TEST_CASE("amp takes f16 or bf16 only, and leaves other dtypes alone") {
   CHECK(a.size() == g.size());
 }
 
-TEST_CASE("amp puts no cast in front of a dot on f32 sources, and lowers a dot on low operands") {
+TEST_CASE("amp puts no cast in front of a dot on an f32 source, and lowers a dot on low operands") {
   Graph g;
   NodeId x = g.parameter("x", {DType::f32, {128, 768}});
   NodeId w = g.parameter("w", {DType::f32, {768, 64}});
@@ -153,12 +153,17 @@ TEST_CASE("amp puts no cast in front of a dot on f32 sources, and lowers a dot o
   NodeId bias = g.parameter("bias", {DType::f32, {64}});
   NodeId y = g.binary(OpKind::Add, h, g.broadcastInDim(bias, {128, 64}, {1}), "y");
   NodeId v = g.parameter("v", {DType::f32, {64, 8}});
-  g.setOutputs({y, g.dot(g.unary(OpKind::Tanh, y, "t"), v, "z")});
+  NodeId t = g.unary(OpKind::Tanh, y, "t");
+  g.setOutputs({y, g.dot(t, v, "z"), g.dot(t, g.transpose(g.unary(OpKind::Sin, t), {1, 0}), "zz")});
   Graph a = passes::autoMixedPrecision(g, DType::f16);
   const Node& ha = a.node(*a.find("h"));
   CHECK(ha.type.dtype == DType::f32);
   for (NodeId o : ha.operands) CHECK(a.node(o).kind == OpKind::Parameter); // read as they are
   CHECK(dtypeOf(a, "y.amp") == DType::f16); // the epilogue runs low, the output is cast back
-  CHECK(dtypeOf(a, "z.amp") == DType::f16); // tanh is low, so the dot after it is
+  // z = dot(t, v): v is a source, so z reads both in f32 (t cast up where tanh runs) rather
+  // than casting v in a kernel of its own; zz = dot(t, sin t) has both operands low, so it is.
+  CHECK(dtypeOf(a, "z") == DType::f32);
+  CHECK(a.node(a.node(*a.find("z")).operands[1]).kind == OpKind::Parameter);
+  CHECK(dtypeOf(a, "zz.amp") == DType::f16);
   CHECK(dtypeOf(a, "y") == DType::f32);
 }
