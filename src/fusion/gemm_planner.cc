@@ -96,13 +96,16 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec) {
   // column, B once per tile row. Pick the tile with the most blocks among those that read at
   // most 2.5x the compulsory bytes (parallelism while traffic stays low); when none does, the
   // one that reads the least; ties go to the smaller tile (less padding on small problems).
+  // An mma accumulator pair of 16-bit results is 4 bytes, and the 4 lanes of a row write 16:
+  // each 32-byte sector of the result is written twice (by two store instructions).
+  const int64_t cSectorShare = mma ? std::max(1, 32 / (4 * 2 * e)) : 1;
   const TileShape* best = nullptr;
   int64_t bestBytes = 0, bestBlocks = 0;
   bool bestFits = false;
   for (const TileShape& c : mma ? kMmaTiles : kTiles) {
     if (wide && c.threadM * c.threadN > 32) continue;
     int64_t tm = ceilDiv(M, c.blockM), tn = ceilDiv(N, c.blockN);
-    int64_t bytes = aBytes * tn + bBytes * tm + cBytes;
+    int64_t bytes = aBytes * tn + bBytes * tm + cBytes * cSectorShare;
     int64_t blocks = B * tm * tn;
     bool fits = double(bytes) <= 2.5 * double(compulsory);
     bool better = !best || (fits && !bestFits) ||
@@ -143,6 +146,10 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec) {
   // cp.async copies 4, 8 or 16 bytes into a layout equal to global's (tensor cores only; the
   // FMA path transposes A on the way).
   p.asyncCopy = mma && p.stages == 2 && p.vectorA * e >= 4 && p.vectorB * e >= 4;
+  // Without cp.async, a tensor-core tile's next K tile would wait in registers beside the
+  // accumulators and fragments (255 registers and spills at 128 x 128 with scalar loads):
+  // one stage instead.
+  if (mma && !p.asyncCopy) p.stages = 1;
   p.sharedBytes = int64_t(p.stages) *
                   (int64_t(p.blockM) * (p.blockK + p.sharedPad) +
                    int64_t(p.blockK) * (p.blockN + p.sharedPad)) *
