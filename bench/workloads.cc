@@ -32,6 +32,16 @@ bool endsWith(const std::string& s, const std::string& suffix) {
 } // namespace
 
 std::string defaultWorkloadsDir() {
+  // An installed weft (cmake --install) finds the suite next to itself, in
+  // PREFIX/share/weft/workloads for PREFIX/bin/weft, wherever the prefix was moved; a weft run
+  // from its build tree falls back to the source tree's bench/workloads.
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    std::filesystem::path installed = exe.parent_path().parent_path() / "share/weft/workloads";
+    if (std::filesystem::is_directory(installed, ec))
+      return installed.string();
+  }
   return WEFT_BENCH_WORKLOADS_DIR;
 }
 

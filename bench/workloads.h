@@ -25,7 +25,8 @@ struct Workload {
 
 /// The whole suite, in report order; JSON workloads are read from `workloadsDir`.
 std::vector<Workload> suiteWorkloads(const std::string& workloadsDir);
-/// The default workloads directory (the source tree's bench/workloads).
+/// The default workloads directory: PREFIX/share/weft/workloads beside an installed
+/// PREFIX/bin/weft, else the source tree's bench/workloads.
 std::string defaultWorkloadsDir();
 
 /// A suite workload by name, or a graph file when `nameOrPath` ends in .json or .onnx or

@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "frontend/json_writer.h"
 #include "ir/shape.h"
+#include "progress.h"
 #include "weft/device_spec.h"
 #include "weft/error.h"
 
@@ -119,12 +120,13 @@ void runBench(const BenchArgs& a) {
       checkBoundSizes(workloads[k].build(), a.workloads[k], binding, a.bind, hostMemoryBytes());
   const bool scaling = a.scaling == "on" || (a.scaling == "auto" && a.workloads.empty());
   if (!scaling) o.scalingNodes.clear();
-  o.progress = [](const std::string& line) {
-    std::fprintf(stderr, "weft bench: %s\n", line.c_str());
-    std::fflush(stderr);
-  };
+  // Each step's line: redrawn in place on a terminal, every one of them in a log (a bench
+  // step takes seconds, so a log gets a line per step, as before).
+  ProgressLine line;
+  o.progress = [&line](const std::string& text) { line.update("weft bench: " + text, true); };
 
   bench::SuiteResult result = bench::runSuite(workloads, o);
+  if (line.onTerminal()) line.finish("weft bench: done");
   std::string text = a.format == "json"  ? bench::formatJson(result)
                      : a.format == "csv" ? bench::formatCsv(result)
                                          : bench::formatMarkdown(result);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <memory>
+#include <optional>
 
 #include "cli_support.h"
 #include "codegen/compile.h"
@@ -15,6 +16,7 @@
 #include "fusion/plan_explainer.h"
 #include "fusion/plan_printer.h"
 #include "passes/amp.h"
+#include "progress.h"
 #include "weft/device_spec.h"
 #include "weft/error.h"
 
@@ -90,14 +92,25 @@ void runCompile(const CompileArgs& a) {
   std::optional<DType> amp = ampOption(a.amp);
   frontend::ParsedGraph g = loadGraph(a.plan.file);
   if (amp) g.graph = passes::autoMixedPrecision(g.graph, *amp); // as weft::compile places it
-  fusion::FusionPlan plan = planFromOptions(a.plan, g);
+  std::optional<fusion::FusionPlan> planned;
+  {
+    ElapsedProgress progress(fmt::format("weft: planning {} ({} values)", g.name, g.graph.size()));
+    planned = planFromOptions(a.plan, g);
+  }
+  fusion::FusionPlan& plan = *planned;
   if (a.emit == "plan") return writeOut(a, g.name, ".plan.txt", fusion::printFusionPlan(plan));
   if (a.emit == "dot") return writeOut(a, g.name, ".dot", fusion::fusionPlanDot(plan));
   if (a.emit == "map") return writeOut(a, g.name, ".map.json", fusion::kernelMapJson(plan));
   codegen::CodegenOptions o;
   o.keepLlvmIr = a.emit == "llvm";
   o.useLibdevice = !a.noLibdevice;
-  codegen::CompiledModule m = codegen::compileToPtx(plan, o);
+  std::optional<codegen::CompiledModule> compiled;
+  {
+    ElapsedProgress progress(fmt::format("weft: compiling {} kernel(s) of {} to PTX",
+                                         plan.kernelCount(), g.name));
+    compiled = codegen::compileToPtx(plan, o);
+  }
+  codegen::CompiledModule& m = *compiled;
   if (a.emit == "llvm") return writeOut(a, g.name, ".ll", m.llvmIr);
   if (a.emit == "launch") return writeOut(a, g.name, ".launch", launchManifest(plan, m));
   writeOut(a, g.name, ".ptx", m.ptx);

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "frontend/onnx/conformance.h"
+#include "progress.h"
 #include "weft/device_spec.h"
 #include "weft/error.h"
 #ifdef WEFT_HAVE_ONNX_SIM
@@ -58,13 +59,16 @@ void runOnnxTest(const OnnxTestOptions& o) {
                                  fmt::join(o.dirs, ", ")));
   onnx::RunnerOptions options;
   size_t counts[3] = {0, 0, 0};
+  ProgressLine line; // in place on a terminal, a line every few seconds in a log
   if (!o.quiet)
     options.progress = [&](size_t i, size_t n, const onnx::CaseResult& r) {
       ++counts[static_cast<int>(r.status)];
-      std::fprintf(stderr, "\r[%zu/%zu] %zu passed, %zu failed, %zu unsupported  %-60.60s", i + 1,
-                   n, counts[0], counts[1], counts[2], r.name.c_str());
-      if (i + 1 == n) std::fprintf(stderr, "\n");
-      std::fflush(stderr);
+      std::string text = fmt::format("[{}/{}] {} passed, {} failed, {} unsupported  {}", i + 1, n,
+                                     counts[0], counts[1], counts[2], r.name);
+      if (i + 1 == n)
+        line.finish(text);
+      else
+        line.update(text);
     };
   std::vector<onnx::CaseResult> results = onnx::runTestCases(cases, backend, options);
   if (o.json)

@@ -19,6 +19,7 @@
 #include "frontend/tensor_summary.h"
 #include "ir/interpreter.h"
 #include "passes/amp.h"
+#include "progress.h"
 #include "runtime/output_check.h"
 #include "weft/error.h"
 
@@ -201,6 +202,9 @@ void runGraph(const RunArgs& a) {
 
   std::vector<HostTensor> outputs;
   try {
+    // The first run compiles: long for a large graph, so the wait shows on a terminal.
+    ElapsedProgress progress(fmt::format("weft: compiling and running {} ({} values)", g.name,
+                                         g.graph.size()));
     outputs = exe.run(in.inputs, in.binding);
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", a.file, e.what()));

@@ -1,0 +1,55 @@
+"""weft: a JIT fusion compiler for GPUs, from Python.
+
+    import weft, numpy as np
+    compiled = weft.compile("examples/graphs/layer_norm.json")      # or an .onnx, or a GraphBuilder
+    exe = weft.Executable(compiled, device="sim")                    # "sim" | "cuda" | "auto"
+    out = exe.run({"x": x, "gamma": g, "beta": b})                   # {"y": np.ndarray}
+    print(compiled.plan({"B": 64}))                                  # the fusion plan; format="dot"
+    print(exe.counters())                                            # what the simulator counted
+
+Arrays are numpy arrays of the graph's dtypes (bf16 as raw uint16, as weft's .npy files hold
+it); symbols are bound from the input shapes. weft's errors are Python exceptions carrying its
+one-line message: weft.InputError (what was given is wrong), weft.DeviceError, both weft.Error.
+weft.fx compiles a torch.fx-traceable torch.nn.Module.
+"""
+import os as _os
+
+from ._weft import (Compiled, DeviceError, Error, GraphBuilder, InputError, Value,
+                    load_graph, parse_graph_json)
+from ._weft import Executable as _Executable
+from ._weft import compile as _compile
+
+__all__ = ["compile", "Executable", "GraphBuilder", "Compiled", "Value", "Error", "InputError",
+           "DeviceError", "load_graph", "parse_graph_json"]
+
+
+def compile(graph, policy="astitch", device_spec="h100", shapes="specialized", cache_dir="",
+            amp=None):
+    """Compiles `graph`: a path to a weft JSON graph or an ONNX model, or a GraphBuilder.
+
+    policy: "astitch" (default), "xla" or "none"; device_spec: "h100", "a100" or "v100";
+    shapes: "specialized" (a program per binding of the symbols) or "generic" (one for all);
+    cache_dir: "" for weft's disk cache ($XDG_CACHE_HOME/weft), "off" for none;
+    amp: None, "f16" or "bf16" (automatic mixed precision).
+    Programs are compiled when a binding is first run (or planned); a graph without symbols
+    is compiled at once.
+    """
+    if isinstance(graph, (str, _os.PathLike)):
+        graph = load_graph(_os.fspath(graph))
+    elif not isinstance(graph, GraphBuilder):
+        raise TypeError("weft.compile: graph must be a path (JSON or ONNX) or a weft.GraphBuilder, "
+                        f"not {type(graph).__name__}")
+    return _compile(graph, policy, device_spec, shapes, cache_dir, amp or "")
+
+
+class Executable(_Executable):
+    """A compiled graph on a device: run(), time(), counters().
+
+    run(inputs, binding={}) takes a dict name -> array (or a list in graph input order) and
+    returns a dict output name -> numpy array, in graph output order.
+    """
+
+    def __init__(self, compiled, device="sim"):
+        super().__init__(compiled, device)
+
+from . import fx  # noqa: E402  (torch is imported only when weft.fx.compile is called)

@@ -1,0 +1,111 @@
+"""The weft Python module: compile, run, plan, counters, errors, dtypes (issue 19 part 2)."""
+import os
+
+import numpy as np
+import pytest
+
+import weft
+
+SOURCE = os.environ.get("WEFT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+LAYER_NORM = os.path.join(SOURCE, "examples", "graphs", "layer_norm.json")
+SOFTMAX = os.path.join(SOURCE, "examples", "graphs", "softmax.json")
+
+
+def scale_graph():
+    g = weft.GraphBuilder("scale")
+    x = g.parameter("x", "f32", ["B", 8])
+    two = g.broadcast_in_dim(g.scalar("f32", 2.0), ["B", 8], [])
+    g.add_output(g.mul(x, two, "y"))
+    return g
+
+
+def test_builder_compile_run_binds_symbols_from_shapes():
+    exe = weft.Executable(weft.compile(scale_graph()), device="sim")
+    for rows in (3, 5):
+        x = np.arange(rows * 8, dtype=np.float32).reshape(rows, 8)
+        out = exe.run({"x": x})
+        assert list(out) == ["y"]
+        assert out["y"].dtype == np.float32 and out["y"].shape == (rows, 8)
+        np.testing.assert_array_equal(out["y"], 2 * x)
+
+
+def test_json_graph_matches_numpy_layer_norm():
+    compiled = weft.compile(LAYER_NORM)
+    exe = weft.Executable(compiled, device="sim")
+    rng = np.random.default_rng(0)
+    graph = compiled.graph
+    names = [graph.value_name(v) for v in graph.inputs]
+    shapes = {n: graph.shape(v) for n, v in zip(names, graph.inputs)}
+    feed = {}
+    for n in names:
+        shape = [4 if isinstance(d, str) else d for d in shapes[n]]
+        feed[n] = rng.standard_normal(shape).astype(np.float32)
+    out = exe.run(feed)
+    assert len(out) == 1
+    (y,) = out.values()
+    assert y.shape[0] == 4 and np.all(np.isfinite(y))
+
+
+def test_non_contiguous_and_float64_inputs_are_accepted():
+    exe = weft.Executable(weft.compile(scale_graph()), device="sim")
+    x = np.arange(16 * 4, dtype=np.float64).reshape(8, 8).T[:, :]  # Fortran order, f64
+    out = exe.run([x])
+    np.testing.assert_allclose(out["y"], 2 * x)
+
+
+def test_plan_text_and_dot_and_counters_and_time():
+    compiled = weft.compile(SOFTMAX)
+    text = compiled.plan({"B": 4})
+    dot = compiled.plan({"B": 4}, format="dot")
+    assert "kernel" in text.lower()
+    assert dot.lstrip().startswith("digraph")
+    assert compiled.kernel_count({"B": 4}) >= 1
+    exe = weft.Executable(compiled)
+    graph = compiled.graph
+    feed = {}
+    for v in graph.inputs:
+        shape = [4 if isinstance(d, str) else d for d in graph.shape(v)]
+        dtype = {"f32": np.float32, "bool": np.bool_, "f16": np.float16}[graph.dtype(v)]
+        feed[graph.value_name(v)] = np.ones(shape, dtype=dtype)
+    exe.run(feed)
+    counters = exe.counters()
+    assert counters and counters[0]["global_bytes"] > 0 and counters[0]["kernel"]
+    t = exe.time(feed, repeats=2)
+    assert t["runs"] == 2 and t["total_ms"] >= 0
+
+
+def test_bf16_travels_as_uint16():
+    g = weft.GraphBuilder("bf16")
+    x = g.parameter("x", "bf16", [4])
+    g.add_output(g.add(x, x, "y"))
+    exe = weft.Executable(weft.compile(g))
+    bits = np.array([0x3F80, 0x4000, 0xBF80, 0x0000], dtype=np.uint16)  # 1, 2, -1, 0
+    out = exe.run({"x": bits})["y"]
+    assert out.dtype == np.uint16
+    np.testing.assert_array_equal(out, np.array([0x4000, 0x4080, 0xC000, 0x0000], dtype=np.uint16))
+
+
+def test_errors_are_exceptions_with_weft_message():
+    g = weft.GraphBuilder()
+    x = g.parameter("x", "f32", [4])
+    y = g.parameter("y", "f32", [5])
+    with pytest.raises(weft.InputError) as e:
+        g.add(x, y)
+    assert "\n" not in str(e.value) and str(e.value)
+    with pytest.raises(weft.InputError, match="missing"):
+        weft.Executable(weft.compile(scale_graph())).run({})
+    with pytest.raises(weft.InputError, match="dim 1"):
+        weft.Executable(weft.compile(scale_graph())).run({"x": np.zeros((2, 7), np.float32)})
+    with pytest.raises(weft.InputError):
+        weft.compile(os.path.join(SOURCE, "no-such-graph.json"))
+    with pytest.raises(weft.InputError, match="policy"):
+        weft.compile(scale_graph(), policy="fastest")
+    assert issubclass(weft.InputError, weft.Error)
+
+
+def test_onnx_model_loads(tmp_path):
+    onnx_dir = "/usr/share/libonnx-testdata/data/node/test_softmax_axis_1"
+    if not os.path.exists(os.path.join(onnx_dir, "model.onnx")):
+        pytest.skip("libonnx-testdata is not installed")
+    compiled = weft.compile(os.path.join(onnx_dir, "model.onnx"))
+    assert compiled.kernel_count() >= 1
