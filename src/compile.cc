@@ -80,17 +80,17 @@ ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
   spdlog::debug("canonical graph:\n{}", ir::printGraph(canonical));
 
   // Generic: one plan per size class the planner decides differently on (plan_versions.h).
-  std::vector<fusion::FusionPlan> plans =
+  std::vector<fusion::PlanVersion> plans =
       generic ? fusion::planVersions(canonical, options.device, options.policy)
-              : std::vector<fusion::FusionPlan>{
-                    fusion::plan(canonical, options.device, options.policy)};
+              : std::vector<fusion::PlanVersion>{
+                    {fusion::plan(canonical, options.device, options.policy), {}}};
   const double planMs = msSince(t0);
   spdlog::info("plan: {} kernel(s) under policy {}, {} version(s), in {:.1f} ms",
-               plans.back().kernelCount(), fusion::policyName(options.policy), plans.size(),
+               plans.back().plan.kernelCount(), fusion::policyName(options.policy), plans.size(),
                planMs);
   if (spdlog::should_log(spdlog::level::debug))
-    for (const fusion::FusionPlan& p : plans)
-      spdlog::debug("plan:\n{}", fusion::printFusionPlan(p));
+    for (const fusion::PlanVersion& v : plans)
+      spdlog::debug("plan for {}:\n{}", ir::guardStr(v.guard), fusion::printFusionPlan(v.plan));
 
   // One cache entry holds every version: the versions are a function of the key.
   runtime::CompileCache cache(options.cacheDir);
@@ -103,8 +103,8 @@ ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
     fromDiskCache = true;
     spdlog::info("codegen: loaded from the compile cache ({})", cache.pathFor(key));
   } else {
-    for (const fusion::FusionPlan& p : plans) {
-      modules.push_back(codegen::compileToPtx(p, options.codegen));
+    for (const fusion::PlanVersion& v : plans) {
+      modules.push_back(codegen::compileToPtx(v.plan, options.codegen));
       const auto& t = modules.back().timings;
       spdlog::info("codegen: LLVM IR {:.1f} ms, optimise {:.1f} ms, PTX {:.1f} ms", t.llvmIrMs,
                    t.optimiseMs, t.ptxMs);
@@ -118,11 +118,10 @@ ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
     auto program = std::make_shared<CompiledProgram>();
     program->binding = generic ? Binding{} : binding;
     program->generic = generic;
-    // The last version serves every binding no other admits: no guard.
-    if (i + 1 < plans.size()) program->guard = plans[i].symbolRanges;
+    program->guard = std::move(plans[i].guard); // {} for the last: every other binding
     program->version = i;
     program->versionCount = plans.size();
-    program->plan = std::move(plans[i]);
+    program->plan = std::move(plans[i].plan);
     program->module = std::move(modules[i]);
     program->fromDiskCache = fromDiskCache;
     program->planMs = planMs;
@@ -134,7 +133,7 @@ ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
 
 const std::shared_ptr<const CompiledProgram>& versionFor(const ProgramVersions& versions,
                                                          const Binding& binding) {
-  std::vector<ir::SymbolRanges> guards;
+  std::vector<ir::ShapeGuard> guards;
   for (const auto& v : versions)
     guards.push_back(v->guard);
   return versions.at(fusion::versionFor(guards, binding));

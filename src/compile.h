@@ -19,10 +19,10 @@ namespace weft {
 struct CompiledProgram {
   Binding binding; // the symbols bound before planning; {} for a generic program
   bool generic = false;
-  // A generic program's version (fusion/plan_versions.h): the bindings it serves (its plan's
-  // symbol ranges; {} for the last version, which serves every binding no other admits), and
-  // its place among its compile's versions. A specialised program is version 0 of 1.
-  ir::SymbolRanges guard;
+  // A generic program's version (fusion/plan_versions.h): the bindings it serves ({} for the
+  // last version, which serves every binding no other admits), and its place among its
+  // compile's versions. A specialised program is version 0 of 1.
+  ir::ShapeGuard guard;
   size_t version = 0;
   size_t versionCount = 1;
   fusion::FusionPlan plan;

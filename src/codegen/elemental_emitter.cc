@@ -244,10 +244,13 @@ int vectorChunk(DType t, int width) {
 namespace {
 
 /// Whether a tensor of shape s can be read by vector groups of `width` lanes: its innermost
-/// dim is a static multiple of the width, so a lane base (a multiple of the width) and its
-/// width - 1 successors lie in one row, at an address aligned to the width.
-bool lanesFit(const ir::Shape& s, int width) {
-  return width > 1 && !s.empty() && s.back().isStatic() && s.back().size() % width == 0;
+/// dim is a multiple of the width (static, or by the plan's version guard), so a lane base (a
+/// multiple of the width) and its width - 1 successors lie in one row, at an address aligned
+/// to the width.
+bool lanesFit(const ir::Shape& s, int width, const fusion::FusionPlan* plan) {
+  if (width <= 1 || s.empty()) return false;
+  if (s.back().isStatic()) return s.back().size() % width == 0;
+  return plan && ir::knownDivisor(s.back(), plan->symbolRanges) % width == 0;
 }
 
 } // namespace
@@ -272,7 +275,7 @@ std::vector<Index> KernelContext::vectorLaneIndices(const ir::Shape& s, llvm::Va
                                                     const Index* index0) {
   assert(vectorWidth > 1 && "vectorLaneIndices needs an open vector group");
   std::vector<Index> lanes;
-  if (!lanesFit(s, vectorWidth)) {
+  if (!lanesFit(s, vectorWidth, plan)) {
     for (int j = 0; j < vectorWidth; ++j)
       lanes.push_back(delinearize(*this, s, j ? b->CreateAdd(flat0, index(j)) : flat0));
     return lanes;
@@ -295,7 +298,7 @@ llvm::Value* KernelContext::loadTensorElement(llvm::Value* base, DType t, const 
                                               const Index& idx) {
   auto lane = idx.empty() ? vectorLanes.end() : vectorLanes.find(idx.back());
   int chunk = vectorChunk(t, vectorWidth);
-  if (lane == vectorLanes.end() || !lanesFit(s, vectorWidth) || chunk < 2)
+  if (lane == vectorLanes.end() || !lanesFit(s, vectorWidth, plan) || chunk < 2)
     return loadElement(base, t, linearize(*this, s, idx));
   // Lane j of base c reads the chunk that starts at c + (j / chunk) * chunk: the same row as
   // idx, at an address that is a multiple of chunk elements (c and the row length are

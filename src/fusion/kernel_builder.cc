@@ -122,7 +122,8 @@ KernelPlan mapAndStitch(const ir::Graph& g, KernelPlan k, const std::vector<Loop
       group.rowLength = *ir::numElements(group.loopShape).dividedBy(producer.rows);
       group.mapping =
           elementwiseInTiles(group.rowsPerTile, ir::assumedSize(group.rowLength, ranges),
-                             spaces[i].dtype, blockSize, spec)
+                             ir::knownDivisor(group.rowLength, ranges), spaces[i].dtype,
+                             blockSize, spec)
               .mapping;
     }
     mapped[i] = true;
@@ -150,6 +151,7 @@ KernelPlan mapAndStitch(const ir::Graph& g, KernelPlan k, const std::vector<Loop
       group.rows = producer.rows;
       group.rowsPerTile = producer.rowsPerTile;
       group.mapping = elementwiseInTiles(group.rowsPerTile, ir::assumedSize(group.rowLength, ranges),
+                                         ir::knownDivisor(group.rowLength, ranges),
                                          g.node(group.dominant).type.dtype, blockSize, spec)
                           .mapping;
     }

@@ -1,5 +1,9 @@
 #include "fusion/plan_versions.h"
 
+#include <map>
+#include <optional>
+#include <set>
+
 #include "fusion/plan.h"
 #include "fusion/plan_printer.h"
 
@@ -13,6 +17,18 @@ ir::SymbolRanges everySymbolIn(const std::vector<std::string>& symbols, ir::Symb
   return ranges;
 }
 
+/// The symbols of the innermost dim of some value with rows (rank 2 or more): the ones vector
+/// widths along rows depend on. (A rank-1 [B] of per-row statistics is too small to pay for
+/// versions of its own.)
+std::set<std::string> innermostSymbols(const ir::Graph& g) {
+  std::set<std::string> out;
+  for (const ir::Node& n : g.nodes())
+    if (n.type.shape.size() >= 2)
+      for (const std::string& s : n.type.shape.back().symbols())
+        out.insert(s);
+  return out;
+}
+
 /// What a version decides, without the ranges it was planned for: two classes whose plans
 /// print alike (every kernel, group, mapping, storage, phase and buffer) are one version.
 std::string decisions(FusionPlan plan) {
@@ -20,30 +36,112 @@ std::string decisions(FusionPlan plan) {
   return printFusionPlan(plan);
 }
 
+/// Merges boxes that differ in one symbol's range only and touch there, until none do: a
+/// version over B in [1, 2] and B in [3, 16] reads "B in [1, 16]".
+void mergeBoxes(ir::ShapeGuard& boxes) {
+  for (bool merged = true; merged;) {
+    merged = false;
+    for (size_t i = 0; i < boxes.size() && !merged; ++i)
+      for (size_t j = 0; j < boxes.size() && !merged; ++j) {
+        if (i == j) continue;
+        std::string differing;
+        int differences = 0;
+        for (const auto& [name, r] : boxes[i]) {
+          const ir::SymbolRange& o = boxes[j].at(name);
+          if (r.divisor != o.divisor) differences = 2;
+          if (r.lo != o.lo || r.hi != o.hi) {
+            differing = name;
+            ++differences;
+          }
+        }
+        if (differences != 1 || boxes[i].at(differing).hi == ir::SymbolRange::kUnbounded ||
+            boxes[i].at(differing).hi + 1 != boxes[j].at(differing).lo)
+          continue;
+        boxes[i][differing].hi = boxes[j].at(differing).hi;
+        boxes.erase(boxes.begin() + long(j));
+        merged = true;
+      }
+  }
+}
+
+/// The class combinations planned: every combination for few symbols, the diagonal otherwise;
+/// the unbounded combination last.
+std::vector<ir::SymbolRanges> classCombinations(const std::vector<std::string>& symbols,
+                                               size_t ops) {
+  std::vector<ir::SymbolRange> classes = ir::sizeClasses();
+  if (ops > kMaxVersionedOps) classes = {classes.back()};
+  std::vector<ir::SymbolRanges> out;
+  if (symbols.size() > kMaxIndependentSymbols) {
+    for (const ir::SymbolRange& c : classes)
+      out.push_back(everySymbolIn(symbols, c));
+    return out;
+  }
+  out.push_back({});
+  for (const std::string& s : symbols) {
+    std::vector<ir::SymbolRanges> next;
+    for (const ir::SymbolRanges& partial : out)
+      for (const ir::SymbolRange& c : classes) {
+        ir::SymbolRanges r = partial;
+        r[s] = c;
+        next.push_back(std::move(r));
+      }
+    out = std::move(next);
+  }
+  return out; // lexicographic: the all-unbounded combination is last
+}
+
 } // namespace
 
-std::vector<FusionPlan> planVersions(const ir::Graph& g, const DeviceSpec& device, Policy policy) {
+std::vector<PlanVersion> planVersions(const ir::Graph& g, const DeviceSpec& device, Policy policy) {
   std::vector<std::string> symbols = g.symbols();
-  if (symbols.empty()) return {plan(g, device, policy)};
-  std::vector<ir::SymbolRange> classes = ir::sizeClasses();
-  if (g.size() > kMaxVersionedOps) classes = {classes.back()};
-  std::vector<FusionPlan> versions;
-  std::string previous;
-  for (const ir::SymbolRange& c : classes) {
-    FusionPlan p = plan(g, device, policy, everySymbolIn(symbols, c));
-    std::string d = decisions(p);
-    if (!versions.empty() && d == previous) { // the same plan: widen the version's guard
-      for (auto& [name, range] : versions.back().symbolRanges)
-        range.hi = c.hi;
-      continue;
+  if (symbols.empty()) return {{plan(g, device, policy), {}}};
+  const std::set<std::string> inner = innermostSymbols(g);
+  // Versions by their decisions: a combination planned alike joins that version's guard.
+  std::vector<PlanVersion> plain, divisible;
+  std::map<std::string, size_t> plainOf, divisibleOf;
+  auto add = [](std::vector<PlanVersion>& list, std::map<std::string, size_t>& index,
+                FusionPlan p, std::string d) {
+    auto it = index.find(d);
+    if (it != index.end()) {
+      list[it->second].guard.push_back(p.symbolRanges);
+      return;
     }
-    previous = std::move(d);
-    versions.push_back(std::move(p));
+    index.emplace(std::move(d), list.size());
+    ir::SymbolRanges box = p.symbolRanges;
+    list.push_back({std::move(p), {std::move(box)}});
+  };
+  std::vector<ir::SymbolRanges> combinations = classCombinations(symbols, g.size());
+  std::optional<FusionPlan> unbounded;
+  for (const ir::SymbolRanges& ranges : combinations) {
+    FusionPlan p = plan(g, device, policy, ranges);
+    std::string d = decisions(p);
+    if (!inner.empty()) {
+      ir::SymbolRanges r = ranges;
+      for (const std::string& s : inner)
+        r[s].divisor = kVectorDivisor;
+      FusionPlan pd = plan(g, device, policy, r);
+      std::string dd = decisions(pd);
+      if (dd != d) add(divisible, divisibleOf, std::move(pd), std::move(dd));
+    }
+    if (&ranges == &combinations.back()) unbounded = p;
+    add(plain, plainOf, std::move(p), std::move(d));
   }
+  // The version the unbounded combination (planned last) belongs to serves every binding no
+  // other admits: last, unguarded, and its plan the unbounded one (which relies on no bound).
+  size_t fallback = plainOf.at(decisions(*unbounded));
+  PlanVersion last{std::move(*unbounded), {}};
+  plain.erase(plain.begin() + long(fallback));
+  std::vector<PlanVersion> versions;
+  for (std::vector<PlanVersion>* list : {&divisible, &plain})
+    for (PlanVersion& v : *list) {
+      mergeBoxes(v.guard);
+      versions.push_back(std::move(v));
+    }
+  versions.push_back(std::move(last));
   return versions;
 }
 
-size_t versionFor(const std::vector<ir::SymbolRanges>& guards, const ir::Binding& binding) {
+size_t versionFor(const std::vector<ir::ShapeGuard>& guards, const ir::Binding& binding) {
   for (size_t i = 0; i + 1 < guards.size(); ++i)
     if (ir::admits(guards[i], binding)) return i;
   return guards.empty() ? 0 : guards.size() - 1;

@@ -3,27 +3,44 @@
 // planner's size heuristics (warp or block per row, split rows across blocks, block size) need
 // a size, and a symbolic dim has none. One plan that assumes every symbol is large splits a
 // 16-row column sum over a whole wave of blocks and reduces 64 token losses with a grid
-// barrier. So a symbolic graph is planned once per size class of its symbols (ir::sizeClasses,
-// every symbol in the same class), and classes the planner maps alike share one plan: usually
-// two to four versions. Every version is correct for every binding (ranges steer heuristics
-// only, ir/symbol_ranges.h); its ranges are the guard that picks it at run time
-// (runtime/shape_binding.h), and the last version serves every binding no other admits.
+// barrier. So a symbolic graph is planned once per size class of its symbols (ir::sizeClasses;
+// with one or two symbols every combination of their classes, with more the same class for
+// all), and once more per class for row lengths that are multiples of kVectorDivisor; classes
+// the planner maps alike share one version: usually one to four. Every version is correct for
+// every binding its guard admits (ranges steer heuristics; only upper bounds and divisors,
+// which the guard guarantees, reach correctness: ir/symbol_ranges.h). The guard picks the
+// version at run time (CompiledGraph::program), and the last version, planned with every
+// symbol unbounded, serves every binding no other admits.
 #include <vector>
 
 #include "fusion/fusion_plan.h"
 
 namespace weft::fusion {
 
-/// Graphs with more ops than this get one version (the last class's): ten plans of a
-/// 10,000-node graph cost seconds, and big graphs are rarely served at many sizes.
+/// Divisibility versions (BladeDISC's vectorized vs scalar): a class is planned again for
+/// symbols of rows' innermost dims that are multiples of this, and where that plan differs
+/// (128-bit vectors along a symbolic row) it becomes a version guarded by the divisibility.
+inline constexpr int64_t kVectorDivisor = 4;
+
+/// Graphs with more ops than this get one version (the unbounded class's): dozens of plans of
+/// a 10,000-node graph cost seconds, and big graphs are rarely served at many sizes.
 inline constexpr size_t kMaxVersionedOps = 2000;
 
-/// `g`'s versions in class order; each plan's symbolRanges is its guard (the union of the
-/// classes it serves). A graph without symbols gets one plan with no ranges.
-std::vector<FusionPlan> planVersions(const ir::Graph& g, const DeviceSpec& device, Policy policy);
+/// With up to this many symbols every combination of their size classes is planned (7^2 = 49
+/// combinations); with more, one class for all of them at once.
+inline constexpr size_t kMaxIndependentSymbols = 2;
 
-/// The index of the version that serves `binding`: the first whose ranges admit it, else the
-/// last.
-size_t versionFor(const std::vector<ir::SymbolRanges>& guards, const ir::Binding& binding);
+struct PlanVersion {
+  FusionPlan plan;     // planned under its first box (plan.symbolRanges)
+  ir::ShapeGuard guard; // the boxes it serves; {} for the last version
+};
+
+/// `g`'s versions: the divisible ones first, then the plain ones, the last unguarded. A graph
+/// without symbols gets one plan with no ranges.
+std::vector<PlanVersion> planVersions(const ir::Graph& g, const DeviceSpec& device, Policy policy);
+
+/// The index of the version that serves `binding`: the first whose guard admits it (the last
+/// admits every binding).
+size_t versionFor(const std::vector<ir::ShapeGuard>& guards, const ir::Binding& binding);
 
 } // namespace weft::fusion

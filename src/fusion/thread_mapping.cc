@@ -22,8 +22,10 @@ int pow2Ceil(int64_t x) {
   return p;
 }
 
-int vectorWidthFor(ir::DType t, int64_t contiguous, int64_t lanes) {
-  if (ir::dtypeBytes(t) > 4 || contiguous % 4 != 0 || contiguous < 4 * lanes) return 1;
+/// 4 when `contiguous` elements (assumed size) are known to be a multiple of 4 (`divisor`) and
+/// fill `lanes` lanes of 4; else 1.
+int vectorWidthFor(ir::DType t, int64_t contiguous, int64_t divisor, int64_t lanes) {
+  if (ir::dtypeBytes(t) > 4 || divisor % 4 != 0 || contiguous < 4 * lanes) return 1;
   return 4;
 }
 
@@ -47,7 +49,7 @@ MappingChoice mapRowReduce(const LoopSpace& s, const DeviceSpec& spec, int block
     m.kind = RowReduceMapping::Kind::WarpPerRow;
     // Lanes for 4-wide vectors when the row holds them (a row of 32 floats: 8 lanes of 4, a
     // quarter of the instructions of 32 lanes of 1), else one element per lane.
-    int64_t perLane = s.contiguousRows ? vectorWidthFor(s.dtype, len, 1) : 1;
+    int64_t perLane = s.contiguousRows ? vectorWidthFor(s.dtype, len, s.rowLengthDivisor, 1) : 1;
     m.threadsPerRow = std::min(spec.warpSize, pow2Ceil(ceilDiv(len, perLane)));
     m.rowsPerBlock = blockSize / m.threadsPerRow;
     c.tiles = ceilDiv(rows, m.rowsPerBlock);
@@ -62,7 +64,8 @@ MappingChoice mapRowReduce(const LoopSpace& s, const DeviceSpec& spec, int block
     c.tiles = rows * m.splitFactor;
     laneUse = double(ceilDiv(len, m.splitFactor)) / blockSize;
   }
-  m.vectorWidth = s.contiguousRows ? vectorWidthFor(s.dtype, len, m.threadsPerRow) : 1;
+  m.vectorWidth =
+      s.contiguousRows ? vectorWidthFor(s.dtype, len, s.rowLengthDivisor, m.threadsPerRow) : 1;
   c.rowsPerTile = m.rowsPerBlock;
   c.mapping = m;
   c.waveUtilization = utilization(spec, c.tiles, c.blocksPerWave, blockSize, laneUse);
@@ -96,9 +99,10 @@ MappingChoice mapElementwise(const LoopSpace& s, const DeviceSpec& spec, int blo
   c.blockSize = blockSize;
   c.blocksPerWave = blocksPerWave(spec, blockSize);
   int64_t n = std::max<int64_t>(1, s.assumedRows * s.assumedRowLength);
-  int64_t inner = s.shape.empty() ? 1 : staticOr(s.shape.back(), 1);
+  // A symbolic innermost dim known to be a multiple of d (d ≥ 1) is at least d long.
+  int64_t inner = s.shape.empty() ? 1 : staticOr(s.shape.back(), s.innerDivisor);
   ElementwiseMapping m;
-  m.vectorWidth = vectorWidthFor(s.dtype, inner, 1);
+  m.vectorWidth = vectorWidthFor(s.dtype, inner, s.innerDivisor, 1);
   m.elementsPerThread = m.vectorWidth;
   c.rowsPerTile = int64_t(blockSize) * m.elementsPerThread;
   c.tiles = ceilDiv(n, c.rowsPerTile);
@@ -164,6 +168,8 @@ LoopSpace loopSpaceOf(const ir::Graph& g, ir::NodeId dominant, const ir::SymbolR
   LoopSpace s = loopSpaceShape(g, dominant);
   s.assumedRows = ir::assumedSize(s.rows, ranges);
   s.assumedRowLength = ir::assumedSize(s.rowLength, ranges);
+  s.rowLengthDivisor = ir::knownDivisor(s.rowLength, ranges);
+  s.innerDivisor = s.shape.empty() ? 1 : ir::knownDivisor(s.shape.back(), ranges);
   return s;
 }
 
@@ -181,8 +187,8 @@ MappingChoice chooseThreadMapping(const LoopSpace& space, const DeviceSpec& spec
   return choices.front();
 }
 
-MappingChoice elementwiseInTiles(int64_t rowsPerTile, int64_t rowLength, ir::DType dtype,
-                                 int blockSize, const DeviceSpec& spec) {
+MappingChoice elementwiseInTiles(int64_t rowsPerTile, int64_t rowLength, int64_t rowLengthDivisor,
+                                 ir::DType dtype, int blockSize, const DeviceSpec& spec) {
   MappingChoice c;
   c.blockSize = blockSize;
   c.blocksPerWave = blocksPerWave(spec, blockSize);
@@ -190,7 +196,9 @@ MappingChoice elementwiseInTiles(int64_t rowsPerTile, int64_t rowLength, ir::DTy
   int64_t len = std::max<int64_t>(1, rowLength);
   int64_t tileElements = rowsPerTile * len;
   ElementwiseMapping m;
-  m.vectorWidth = tileElements >= 4 * int64_t(blockSize) ? vectorWidthFor(dtype, len, 1) : 1;
+  m.vectorWidth = tileElements >= 4 * int64_t(blockSize)
+                      ? vectorWidthFor(dtype, len, rowLengthDivisor, 1)
+                      : 1;
   m.elementsPerThread =
       static_cast<int>(ceilDiv(ceilDiv(tileElements, blockSize), m.vectorWidth) * m.vectorWidth);
   c.mapping = m;

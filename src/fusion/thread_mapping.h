@@ -32,6 +32,10 @@ struct LoopSpace {
   // read these; nothing the kernel's correctness rests on.
   int64_t assumedRows = 1;
   int64_t assumedRowLength = 1;
+  // What vector widths rest on, which correctness does: the power of two known to divide the
+  // row length and the innermost dim (static sizes, or a version's divisibility guard).
+  int64_t rowLengthDivisor = 1;
+  int64_t innerDivisor = 1;
 };
 
 /// Row reduce when the kept dims are not a leading prefix (reduced dims innermost or mixed:
@@ -57,8 +61,9 @@ MappingChoice chooseThreadMapping(const LoopSpace& space, const DeviceSpec& spec
                                   int blockSize = 0);
 
 /// Proactive re-mapping: an elementwise group that runs in another group's tiles of
-/// `rowsPerTile` rows, each row `rowLength` elements long (assumed size, as LoopSpace's).
-MappingChoice elementwiseInTiles(int64_t rowsPerTile, int64_t rowLength, ir::DType dtype,
-                                 int blockSize, const DeviceSpec& spec);
+/// `rowsPerTile` rows, each row `rowLength` elements long (assumed size, as LoopSpace's) and a
+/// known multiple of `rowLengthDivisor`.
+MappingChoice elementwiseInTiles(int64_t rowsPerTile, int64_t rowLength, int64_t rowLengthDivisor,
+                                 ir::DType dtype, int blockSize, const DeviceSpec& spec);
 
 } // namespace weft::fusion

@@ -37,6 +37,18 @@ int64_t upperBoundOr(const Dim& d, const SymbolRanges& ranges, int64_t fallback)
   return v >= kCap ? fallback : v;
 }
 
+int64_t knownDivisor(const Dim& d, const SymbolRanges& ranges) {
+  static constexpr int64_t kCap = int64_t(1) << 20;
+  auto powerOfTwoIn = [](int64_t v) { return v == 0 ? kCap : std::min(v & -v, kCap); };
+  if (d.isStatic()) return powerOfTwoIn(d.size());
+  int64_t p = powerOfTwoIn(d.factor());
+  for (const std::string& s : d.symbols()) {
+    auto it = ranges.find(s);
+    if (it != ranges.end()) p = std::min(p * powerOfTwoIn(it->second.divisor), kCap);
+  }
+  return p;
+}
+
 bool admits(const SymbolRanges& ranges, const Binding& binding) {
   for (const auto& [name, value] : binding) {
     auto it = ranges.find(name);
@@ -45,12 +57,27 @@ bool admits(const SymbolRanges& ranges, const Binding& binding) {
   return true;
 }
 
+bool admits(const ShapeGuard& guard, const Binding& binding) {
+  return guard.empty() ||
+         std::any_of(guard.begin(), guard.end(), [&](const SymbolRanges& r) { return admits(r, binding); });
+}
+
+std::string guardStr(const ShapeGuard& guard) {
+  if (guard.empty()) return "every other binding";
+  std::string out;
+  for (const SymbolRanges& r : guard)
+    out += (out.empty() ? "" : " or ") + rangesStr(r);
+  return out;
+}
+
 std::string rangesStr(const SymbolRanges& ranges) {
   std::string out;
   for (const auto& [name, r] : ranges) {
+    if (r == SymbolRange{}) continue; // unconstrained
     if (!out.empty()) out += ", ";
     out += r.hi == SymbolRange::kUnbounded ? fmt::format("{} >= {}", name, r.lo)
                                            : fmt::format("{} in [{}, {}]", name, r.lo, r.hi);
+    if (r.divisor > 1) out += fmt::format(", {} % {} == 0", name, r.divisor);
   }
   return out.empty() ? "any size" : out;
 }

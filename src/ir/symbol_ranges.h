@@ -15,13 +15,17 @@
 
 namespace weft::ir {
 
-/// The sizes a symbol is assumed to take: lo ≤ value ≤ hi.
+/// The sizes a symbol is assumed to take: lo ≤ value ≤ hi, and a multiple of divisor
+/// (BladeDISC's divisibility facts: a row of 4·k floats is read with 128-bit vectors).
 struct SymbolRange {
   static constexpr int64_t kUnbounded = INT64_MAX;
   int64_t lo = 1;
   int64_t hi = kUnbounded;
-  bool operator==(const SymbolRange& o) const { return lo == o.lo && hi == o.hi; }
-  bool contains(int64_t v) const { return lo <= v && v <= hi; }
+  int64_t divisor = 1;
+  bool operator==(const SymbolRange& o) const {
+    return lo == o.lo && hi == o.hi && divisor == o.divisor;
+  }
+  bool contains(int64_t v) const { return lo <= v && v <= hi && v % divisor == 0; }
 };
 
 /// Per symbol; a symbol not named is unconstrained ([1, unbounded)).
@@ -42,10 +46,22 @@ int64_t assumedSize(const Dim& d, const SymbolRanges& ranges);
 /// serves every other binding is always unbounded.
 int64_t upperBoundOr(const Dim& d, const SymbolRanges& ranges, int64_t fallback);
 
+/// The largest power of two known to divide `d` under `ranges` (a static dim's size's), at most
+/// 2^20: its factor's times each symbol's divisor. Sound under a guard, as upperBoundOr.
+int64_t knownDivisor(const Dim& d, const SymbolRanges& ranges);
+
 /// Whether every symbol `binding` names that `ranges` constrains is inside its range.
 bool admits(const SymbolRanges& ranges, const Binding& binding);
 
-/// "B in [9, 32], S in [9, 32]"; "any size" for no constraint.
+/// A version's guard: the bindings it serves, a union of boxes (any admits); empty for the
+/// version that serves every binding no other does.
+using ShapeGuard = std::vector<SymbolRanges>;
+bool admits(const ShapeGuard& guard, const Binding& binding);
+/// "B in [1, 16] or B in [129, 1024]"; "every other binding" for an empty guard.
+std::string guardStr(const ShapeGuard& guard);
+
+/// "B in [9, 32], S in [9, 32]", with ", B % 4 == 0" for a divisor; "any size" for no
+/// constraint.
 std::string rangesStr(const SymbolRanges& ranges);
 
 /// The size classes a generic program is versioned over, each applied to every symbol at once:

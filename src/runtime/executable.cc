@@ -51,10 +51,13 @@ Binding capacityBinding(const CompiledProgram& program, const Binding& binding,
   for (auto& [symbol, value] : cap) {
     auto m = max.find(symbol);
     if (m == max.end() || m->second <= value) continue;
-    int64_t hi = m->second;
-    if (auto g = program.guard.find(symbol); g != program.guard.end())
-      hi = std::min(hi, g->second.hi);
-    value = std::max(value, hi);
+    // The guard's largest size of the symbol, when every box bounds it.
+    int64_t guardHi = program.guard.empty() ? m->second : 0;
+    for (const ir::SymbolRanges& box : program.guard) {
+      auto r = box.find(symbol);
+      guardHi = std::max(guardHi, r == box.end() ? m->second : r->second.hi);
+    }
+    value = std::max(value, std::min(m->second, guardHi));
   }
   return cap;
 }

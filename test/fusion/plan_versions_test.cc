@@ -35,6 +35,13 @@ ir::Graph rmsRows() {
   return g;
 }
 
+std::vector<ir::ShapeGuard> guardsOf(const std::vector<fusion::PlanVersion>& v) {
+  std::vector<ir::ShapeGuard> guards;
+  for (const auto& x : v)
+    guards.push_back(x.guard);
+  return guards;
+}
+
 int splitOf(const fusion::FusionPlan& p) {
   for (const fusion::Step& s : p.steps)
     if (const auto* k = std::get_if<fusion::KernelPlan>(&s))
@@ -76,27 +83,29 @@ TEST_CASE("a static graph has one version, planned with no ranges") {
   auto v = fusion::planVersions(fusion::testing::columnReduce(4096, 256), *deviceSpecProfile("h100"),
                                 fusion::Policy::AStitch);
   REQUIRE(v.size() == 1);
-  CHECK(v[0].symbolRanges.empty());
+  CHECK(v[0].plan.symbolRanges.empty());
+  CHECK(v[0].guard.empty());
 }
 
 TEST_CASE("a column sum over few rows is not split across blocks in its small version") {
   auto v = fusion::planVersions(biasGrad(), *deviceSpecProfile("h100"), fusion::Policy::AStitch);
   REQUIRE(v.size() >= 2);
-  // Guards cover the sizes in order, from 1, and the last is unbounded.
-  CHECK(v.front().symbolRanges.at("B").lo == 1);
-  CHECK(v.back().symbolRanges.at("B").hi == SymbolRange::kUnbounded);
-  for (size_t i = 1; i < v.size(); ++i)
-    CHECK(v[i].symbolRanges.at("B").lo == v[i - 1].symbolRanges.at("B").hi + 1);
-  std::vector<ir::SymbolRanges> guards;
-  for (const auto& p : v)
-    guards.push_back(p.symbolRanges);
+  // One symbol: guards are one range each, in order from 1; the last serves the rest and was
+  // planned unbounded.
+  CHECK(v.front().guard.size() == 1);
+  CHECK(v.front().guard[0].at("B").lo == 1);
+  for (size_t i = 1; i + 1 < v.size(); ++i)
+    CHECK(v[i].guard[0].at("B").lo == v[i - 1].guard[0].at("B").hi + 1);
+  CHECK(v.back().guard.empty());
+  CHECK(v.back().plan.symbolRanges.at("B").hi == SymbolRange::kUnbounded);
+  std::vector<ir::ShapeGuard> guards = guardsOf(v);
   size_t small = fusion::versionFor(guards, {{"B", 16}});
   size_t large = fusion::versionFor(guards, {{"B", 16384}});
   CHECK(small != large);
   // 16 rows fit one block's tile rows: no split, no grid barrier. 16384 assumed large rows
   // over 24 column tiles: split to fill the wave.
-  CHECK(splitOf(v[small]) == 1);
-  CHECK(splitOf(v[large]) > 1);
+  CHECK(splitOf(v[small].plan) == 1);
+  CHECK(splitOf(v[large].plan) > 1);
   CHECK(fusion::versionFor(guards, {{"B", 1 << 30}}) == v.size() - 1);
 }
 
@@ -113,6 +122,34 @@ TEST_CASE("a guarded version keeps values in registers across grid barriers") {
   // B ≤ 2: two long rows split across a wave of blocks, the sum behind a grid barrier; at
   // most 2 × split tiles, one per block, so each block's threads can hold their x from the
   // sum to the scaling (the guard's upper bound; without it the tiles are unbounded).
-  CHECK(splitOf(v.front()) > 1);
-  CHECK(reusesX(v.front()));
+  CHECK(splitOf(v.front().plan) > 1);
+  CHECK(reusesX(v.front().plan));
+}
+
+TEST_CASE("two symbols are versioned independently, rows by their divisibility") {
+  // Softmax over [B, S]: the row length S decides warp or block per row and, when a multiple
+  // of 4, 128-bit vectors; B (the rows) decides nothing here.
+  ir::Graph g;
+  ir::Shape shape = {ir::Dim::symbol("B"), ir::Dim::symbol("S")};
+  ir::NodeId x = g.parameter("x", {DType::f32, shape});
+  ir::NodeId e = g.unary(ir::OpKind::Exp, x);
+  ir::NodeId sum = g.broadcastInDim(g.reduce(ir::ReduceKind::Sum, e, {1}), shape, {0});
+  g.addOutput(g.binary(ir::OpKind::Div, e, sum, "y"));
+  auto v = fusion::planVersions(g, *deviceSpecProfile("h100"), fusion::Policy::AStitch);
+  std::vector<ir::ShapeGuard> guards = guardsOf(v);
+  auto vectorOf = [&](const ir::Binding& b) {
+    const fusion::FusionPlan& p = v[fusion::versionFor(guards, b)].plan;
+    for (const fusion::Step& s : p.steps)
+      if (const auto* k = std::get_if<fusion::KernelPlan>(&s))
+        if (const auto* m = std::get_if<fusion::RowReduceMapping>(&k->groups[0].mapping))
+          return m->vectorWidth;
+    return 0;
+  };
+  // B = 1 with long divisible rows runs a divisible version, whatever B's class.
+  CHECK(vectorOf({{"B", 1}, {"S", 64}}) == 4);
+  CHECK(vectorOf({{"B", 5000}, {"S", 64}}) == 4);
+  CHECK(vectorOf({{"B", 1}, {"S", 63}}) == 1);
+  CHECK(fusion::versionFor(guards, {{"B", 1}, {"S", 64}}) ==
+        fusion::versionFor(guards, {{"B", 5000}, {"S", 64}}));
+  CHECK(ir::guardStr(v.front().guard).find("S % 4 == 0") != std::string::npos);
 }

@@ -258,3 +258,53 @@ TEST_CASE("a generic program picks its version by the binding: one compile, one 
   CHECK(cacheEntries(cache) == 1);
   fs::remove_all(cache);
 }
+
+TEST_CASE("symbolic rows: divisibility versions vectorise multiples of 4, others stay scalar",
+          "[shapes][sim]") {
+  // Softmax, layer norm and an elementwise + column sum whose row length S is a symbol: the
+  // versions guarded by S % 4 == 0 read rows with 128-bit vectors (fusion/plan_versions.h),
+  // the others element by element. Every size in 1..70 and a few more, under every policy.
+  auto rowsOf = [](const char* name, auto&& build) {
+    ir::Graph g;
+    ir::Shape shape = {ir::Dim::symbol("B"), ir::Dim::symbol("S")};
+    ir::NodeId x = g.parameter("x", {DType::f32, shape});
+    build(g, x, shape);
+    return SweepGraph{name, std::move(g)};
+  };
+  std::vector<SweepGraph> graphs;
+  graphs.push_back(rowsOf("softmax_rows", [](ir::Graph& g, ir::NodeId x, const ir::Shape& s) {
+    ir::NodeId e = g.unary(ir::OpKind::Exp, x);
+    ir::NodeId sum = g.broadcastInDim(g.reduce(ir::ReduceKind::Sum, e, {1}), s, {0});
+    g.addOutput(g.binary(ir::OpKind::Div, e, sum, "y"));
+  }));
+  graphs.push_back(rowsOf("scale_colsum", [](ir::Graph& g, ir::NodeId x, const ir::Shape& s) {
+    ir::NodeId y = g.binary(ir::OpKind::Mul, x, g.broadcastInDim(g.scalar(DType::f32, 3), s, {}),
+                            "y");
+    g.addOutput(y);
+    g.addOutput(g.reduce(ir::ReduceKind::Sum, y, {0}, "colsum"));
+  }));
+  std::vector<int64_t> sizes;
+  for (int64_t v = 1; v <= 70; ++v)
+    sizes.push_back(v);
+  for (int64_t v : {127, 128, 129, 255, 256, 300})
+    sizes.push_back(v);
+  for (const SweepGraph& sg : graphs)
+    for (Policy p : {Policy::AStitch, Policy::Xla, Policy::None}) {
+      std::vector<ir::Binding> bindings;
+      for (size_t i = 0; i < sizes.size(); ++i)
+        bindings.push_back({{"B", int64_t(1 + (i * 7) % 5)}, {"S", sizes[i]}});
+      sweep(sg, p, bindings);
+    }
+  // The divisible versions exist and vectorise: 128-bit loads in their PTX only.
+  CompileOptions o;
+  o.shapes = ShapeMode::Generic;
+  o.cacheDir = "off";
+  auto compiled = compile(graphs[0].graph, o);
+  const CompiledProgram& divisible = compiledProgram(compiled->program({{"B", 4}, {"S", 64}}));
+  const CompiledProgram& scalar = compiledProgram(compiled->program({{"B", 4}, {"S", 63}}));
+  REQUIRE(!divisible.guard.empty());
+  CHECK(divisible.guard[0].at("S").divisor == 4);
+  CHECK(ir::guardStr(scalar.guard).find('%') == std::string::npos);
+  CHECK(divisible.module.ptx.find(".v4.f32") != std::string::npos);
+  CHECK(scalar.module.ptx.find(".v4.f32") == std::string::npos);
+}

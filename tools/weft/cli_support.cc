@@ -363,15 +363,15 @@ PlanVersions plansFromOptions(const PlanOptions& o, const frontend::ParsedGraph&
   checkBoundSizes(g.graph, o.file, binding, o.bind, 0);
   PlanVersions v;
   if (shapeModeOption(o.shapes) == ShapeMode::Specialized || g.graph.symbols().empty()) {
-    v.plans.push_back(planGraphFile(g, o.bind, spec, policy));
+    v.plans.push_back({planGraphFile(g, o.bind, spec, policy), {}});
     return v;
   }
   // The generic program is planned with every symbol symbolic, whatever --bind says; --bind
   // only picks the version that binding runs.
   v.plans = fusion::planVersions(passes::canonicalize(g.graph), spec, policy);
-  std::vector<ir::SymbolRanges> guards;
-  for (const fusion::FusionPlan& p : v.plans)
-    guards.push_back(p.symbolRanges);
+  std::vector<ir::ShapeGuard> guards;
+  for (const fusion::PlanVersion& p : v.plans)
+    guards.push_back(p.guard);
   v.selected = fusion::versionFor(guards, binding);
   v.bound = !binding.empty();
   return v;
@@ -379,7 +379,7 @@ PlanVersions plansFromOptions(const PlanOptions& o, const frontend::ParsedGraph&
 
 fusion::FusionPlan planFromOptions(const PlanOptions& o, const frontend::ParsedGraph& g) {
   PlanVersions v = plansFromOptions(o, g);
-  return std::move(v.plans[v.selected]);
+  return std::move(v.plans[v.selected].plan);
 }
 
 } // namespace weft::tools

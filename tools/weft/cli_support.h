@@ -7,6 +7,7 @@
 
 #include "frontend/json_reader.h"
 #include "fusion/fusion_plan.h"
+#include "fusion/plan_versions.h"
 #include "ir/shape.h"
 #include "weft/compile_options.h"
 #include "weft/device_spec.h"
@@ -52,7 +53,7 @@ std::optional<DType> ampOption(const std::string& text);
 /// The plans the options ask for: one (specialized, or no symbols), or a generic program's
 /// versions (fusion/plan_versions.h) with the one --bind selects (the last without --bind).
 struct PlanVersions {
-  std::vector<fusion::FusionPlan> plans;
+  std::vector<fusion::PlanVersion> plans;
   size_t selected = 0;
   bool bound = false; // --bind named sizes: `selected` is the version they run
 };

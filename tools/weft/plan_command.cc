@@ -33,15 +33,14 @@ std::string printed(const PlanArgs& a, const fusion::FusionPlan& plan) {
 /// or the last: one graph per file).
 void printPlan(const PlanArgs& a) {
   PlanVersions v = plansFromOptions(a.plan, loadGraph(a.plan.file));
-  if (v.plans.size() == 1 || a.dot) return fmt::print("{}", printed(a, v.plans[v.selected]));
-  for (size_t i = 0; i < v.plans.size(); ++i) {
-    std::string serves = i + 1 < v.plans.size()
-                             ? ir::rangesStr(v.plans[i].symbolRanges)
-                             : "every binding the versions above do not serve";
-    fmt::print("== version {} of {}: {}{}\n{}", i + 1, v.plans.size(), serves,
+  if (v.plans.size() == 1 || a.dot)
+    return fmt::print("{}", printed(a, v.plans[v.selected].plan));
+  for (size_t i = 0; i < v.plans.size(); ++i)
+    fmt::print("== version {} of {}: {}{}\n{}", i + 1, v.plans.size(),
+               i + 1 < v.plans.size() ? ir::guardStr(v.plans[i].guard)
+                                      : "every binding the versions above do not serve",
                v.bound && i == v.selected ? " (selected by --bind)" : "",
-               printed(a, v.plans[i]));
-  }
+               printed(a, v.plans[i].plan));
 }
 
 } // namespace
