@@ -27,6 +27,7 @@
 #include "codegen/kernel_emitter.h"
 #include "codegen/libdevice.h"
 #include "codegen/parallel_compile.h"
+#include "codegen/ptx_annotate.h"
 #include "codegen/ptx_merge.h"
 #include "weft/error.h"
 
@@ -191,7 +192,7 @@ CompiledModule compileToPtx(const fusion::FusionPlan& plan, const CodegenOptions
                       c.steps.end - 1, &c - chunks.data() + 1, chunks.size());
     out.llvmIr += c.llvmIr;
   }
-  out.ptx = numberCallSequences(mergePtxModules(ptx));
+  out.ptx = annotateKernels(numberCallSequences(mergePtxModules(ptx)), plan);
   out.timings.ptxMs = msSince(t0);
   spdlog::info("codegen: {} kernel(s) for {} as {} module(s) on {} thread(s): LLVM IR {:.1f} ms, "
                "optimise {:.1f} ms, PTX {:.1f} ms{}",
