@@ -23,8 +23,9 @@ bool sensitive(OpKind k) {
   return k == OpKind::Reduce || k == OpKind::Exp || k == OpKind::Log;
 }
 
-/// The precision of node n from its operands' (only f32 values are candidates).
-Precision decide(const Graph& g, const Node& n, const std::vector<Precision>& p) {
+/// The precision of node n from its operands' (only f32 values are candidates). `feedsDot`:
+/// n is an operand of a dot.
+Precision decide(const Graph& g, const Node& n, const std::vector<Precision>& p, bool feedsDot) {
   // compare: a bool from f32 operands, compared in the precision its operands come in
   if (n.type.dtype != DType::f32 && n.kind != OpKind::Compare) return Precision::Source;
   switch (n.kind) {
@@ -39,6 +40,10 @@ Precision decide(const Graph& g, const Node& n, const std::vector<Precision>& p)
     break;
   }
   if (sensitive(n.kind)) return Precision::Kept;
+  // A dot's operand is computed in f32 where it is made: cast up on its own, in front of the
+  // library kernel, it would be a kernel (xla does not fuse it back into a producer with other
+  // users).
+  if (feedsDot && n.kind != OpKind::Dot) return Precision::Kept;
   bool anyKept = false, anyLow = false;
   for (NodeId o : n.operands) {
     if (g.node(o).type.dtype != DType::f32) continue;
@@ -48,15 +53,10 @@ Precision decide(const Graph& g, const Node& n, const std::vector<Precision>& p)
   }
   if (n.kind == OpKind::BroadcastInDim) // where a statistic meets the full-size tensor
     return anyKept || anyLow ? Precision::Low : Precision::Source;
-  // A dot is a library kernel: a cast in front of it would be a kernel of its own, so it runs
-  // low only when every operand is already computed low, and otherwise reads them in f32 (a
-  // low operand is cast up in its producer's kernel; the result counts as a source, which its
-  // consumers cast as they fuse).
-  if (n.kind == OpKind::Dot) {
-    bool allLow = true;
-    for (NodeId o : n.operands) allLow = allLow && p[static_cast<size_t>(o)] == Precision::Low;
-    return allLow ? Precision::Low : Precision::Source;
-  }
+  // A dot is a library kernel: a cast in front of it would be a kernel of its own (nothing to
+  // fuse into), so a dot reads f32 and its result counts as a source, which its consumers cast
+  // as they fuse.
+  if (n.kind == OpKind::Dot) return Precision::Source;
   if (opClass(n.kind) == OpClass::Layout && !anyKept && !anyLow) return Precision::Source;
   return anyKept && !anyLow ? Precision::Kept : Precision::Low;
 }
@@ -73,7 +73,12 @@ Graph autoMixedPrecision(const Graph& g, DType low) {
   if (low != DType::f16 && low != DType::bf16)
     throw InputError(fmt::format("--amp {}: the low precision must be f16 or bf16", dtypeName(low)));
   std::vector<Precision> p(g.size(), Precision::Source);
-  for (const Node& n : g.nodes()) p[static_cast<size_t>(n.id)] = decide(g, n, p);
+  std::vector<bool> feedsDot(g.size(), false);
+  for (const Node& n : g.nodes())
+    if (n.kind == OpKind::Dot)
+      for (NodeId o : n.operands) feedsDot[static_cast<size_t>(o)] = true;
+  for (const Node& n : g.nodes())
+    p[static_cast<size_t>(n.id)] = decide(g, n, p, feedsDot[static_cast<size_t>(n.id)]);
 
   Graph out;
   std::vector<NodeId> map(g.size(), -1);

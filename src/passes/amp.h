@@ -10,8 +10,8 @@
 //    mean, variance, rstd; a softmax's sum and log of the sum; the loss), up to the broadcast
 //    where a statistic meets the full-size tensor (that broadcast is low precision).
 // Everything else computed from f32 values (elementwise ops, broadcasts, layout) runs in the
-// low precision; a dot (a library kernel, where a cast cannot fuse) runs low only when all its
-// operands already are. Sources (parameters, constants, iota, converts into f32) keep their
+// low precision, except dots and their operands: a dot is a library kernel, where a cast
+// cannot fuse, so it reads f32 values made in f32 by their producers' kernels. Sources (parameters, constants, iota, converts into f32) keep their
 // dtype, and so does the graph's interface: inputs and outputs keep their names and dtypes
 // (an output computed in low precision is converted back under its own name), so a caller's
 // tensors and the reference interpreter's comparison are unchanged. Values of other dtypes
