@@ -23,9 +23,11 @@ std::optional<Policy> parsePolicy(std::string_view s); // the names above
 
 /// How a graph's symbolic dims are compiled (docs/architecture.md, "Shapes").
 enum class ShapeMode : uint8_t {
-  Specialized, // the default: one program per binding, every symbol bound before planning
-  Generic,     // one program per graph: symbols stay symbolic through planning and codegen and
-               // are kernel parameters; a new binding only evaluates sizes and grids
+  Specialized, // one program per binding, every symbol bound before planning: peak speed for
+               // one shape, and the reference generic programs are measured against
+  Generic,     // the default: one program per graph, versioned by size classes; symbols stay
+               // symbolic through planning and codegen and are kernel parameters; a new
+               // binding only picks a version and evaluates sizes and grids
 };
 std::string_view shapeModeName(ShapeMode m);                 // "specialized", "generic"
 std::optional<ShapeMode> parseShapeMode(std::string_view s); // the names above
@@ -48,7 +50,7 @@ struct CompileOptions {
   bool canonicalize = true; // simplify the graph (folding, CSE, ...) before planning
   /// Generic: CompiledGraph compiles one program for every binding with no symbol bound to 0
   /// (a binding with a 0-sized symbol still gets a specialised program of its own).
-  ShapeMode shapes = ShapeMode::Specialized;
+  ShapeMode shapes = ShapeMode::Generic;
   CodegenOptions codegen;
   /// Automatic mixed precision (passes/amp.h): f16 or bf16 runs the graph's f32 arithmetic in
   /// that precision, reductions, exp/log and statistics kept in f32; inputs and outputs keep

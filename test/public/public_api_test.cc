@@ -15,10 +15,13 @@ using namespace weft;
 
 namespace {
 
+/// Specialised programs (one per binding), what these tests are about; the default is
+/// generic (checked below, and tested in test/runtime/shape_sweep_test.cc).
 CompileOptions simOptions(Policy policy = Policy::AStitch) {
   CompileOptions o;
   o.policy = policy;
   o.cacheDir = "off";
+  o.shapes = ShapeMode::Specialized;
   return o;
 }
 
@@ -120,6 +123,16 @@ TEST_CASE("a compiled graph runs on the simulator, one program per binding", "[p
     exe.run({rows(3)});
     CHECK(compiled->programCount() == 2); // B = 3 again: the program is reused
   }
+  // The default: one generic program for every binding.
+  CompileOptions o;
+  CHECK(o.shapes == ShapeMode::Generic);
+  o.cacheDir = "off";
+  auto generic = compile(g, o);
+  auto device = makeDevice("sim", generic->options().device);
+  Executable exe(generic, *device);
+  for (int64_t b : {3, 37, 100})
+    CHECK(worstSoftmaxError(rows(b), exe.run({rows(b)})[0]) < 1e-5);
+  CHECK(generic->programCount() == 1);
 }
 
 TEST_CASE("a program tells its plan, PTX and compile times", "[public]") {

@@ -32,10 +32,12 @@ HostTensor rows(int64_t b, double offset = 0) {
   return t;
 }
 
+/// Specialised (one program per binding) unless a test asks for generic.
 CompileOptions options(Policy p) {
   CompileOptions o;
   o.policy = p;
   o.cacheDir = "off";
+  o.shapes = ShapeMode::Specialized;
   return o;
 }
 

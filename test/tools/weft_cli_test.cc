@@ -607,7 +607,7 @@ TEST_CASE("weft run --sweep runs every size through one executable and counts wh
   CHECK(r.out.find("sweep: 6 binding(s), 1 program(s) compiled") != std::string::npos);
   CHECK(r.out.find(" 0 buffer reallocation(s)") != std::string::npos);
   // Specialised: a program and a capture per size.
-  Result s = runWeft("run " + g + " --graph on --sweep B=1,2,3");
+  Result s = runWeft("run " + g + " --shapes specialized --graph on --sweep B=1,2,3");
   REQUIRE(s.rc == 0);
   CHECK(s.out.find("sweep: 3 binding(s), 3 program(s) compiled, 3 version(s) run, 3 graph "
                    "capture(s)") != std::string::npos);

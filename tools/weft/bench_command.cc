@@ -35,7 +35,7 @@ struct BenchArgs {
   std::string output;
   std::string workloadsDir = bench::defaultWorkloadsDir();
   std::string bind;
-  std::string shapes = "specialized";
+  std::string shapes = "generic";
   std::string amp; // --amp f16|bf16
   int compileRuns = 3;
   uint64_t sampleBlocks = 0;

@@ -343,8 +343,8 @@ std::optional<DType> ampOption(const std::string& text) {
 
 void addShapesOption(CLI::App* cmd, std::string& shapes) {
   cmd->add_option("--shapes", shapes,
-                  "specialized (one program per binding) or generic (one program for every "
-                  "binding, symbols as kernel parameters)")
+                  "generic (one program for every binding, versioned by size classes; symbols "
+                  "as kernel parameters) or specialized (one program per binding)")
       ->capture_default_str();
 }
 

@@ -39,7 +39,7 @@ struct PlanOptions {
   std::string policy = "astitch";
   std::string deviceSpec = "h100";
   std::string bind;
-  std::string shapes = "specialized"; // --shapes: generic plans with every symbol symbolic
+  std::string shapes = "generic"; // --shapes: generic plans with every symbol symbolic
 };
 void addPlanOptions(CLI::App* cmd, PlanOptions& o);
 /// --shapes specialized|generic (CompileOptions::shapes), and its check: InputError naming

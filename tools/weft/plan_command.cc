@@ -29,17 +29,22 @@ std::string printed(const PlanArgs& a, const fusion::FusionPlan& plan) {
                      : fusion::printFusionPlan(plan);
 }
 
-/// A generic program prints every version under its guard (DOT: the version --bind selects,
-/// or the last: one graph per file).
+/// A generic program prints every version under its guard, or with --bind the one version
+/// that binding runs (DOT: that version, or the last: one graph per file).
 void printPlan(const PlanArgs& a) {
   PlanVersions v = plansFromOptions(a.plan, loadGraph(a.plan.file));
   if (v.plans.size() == 1 || a.dot)
     return fmt::print("{}", printed(a, v.plans[v.selected].plan));
+  auto guard = [&](size_t i) {
+    return i + 1 < v.plans.size() ? ir::guardStr(v.plans[i].guard)
+                                  : std::string("every binding the versions above do not serve");
+  };
+  if (v.bound)
+    return fmt::print("== version {} of {} (the one --bind selects; without --bind, all): {}\n{}",
+                      v.selected + 1, v.plans.size(), guard(v.selected),
+                      printed(a, v.plans[v.selected].plan));
   for (size_t i = 0; i < v.plans.size(); ++i)
-    fmt::print("== version {} of {}: {}{}\n{}", i + 1, v.plans.size(),
-               i + 1 < v.plans.size() ? ir::guardStr(v.plans[i].guard)
-                                      : "every binding the versions above do not serve",
-               v.bound && i == v.selected ? " (selected by --bind)" : "",
+    fmt::print("== version {} of {}: {}\n{}", i + 1, v.plans.size(), guard(i),
                printed(a, v.plans[i].plan));
 }
 

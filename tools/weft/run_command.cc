@@ -28,7 +28,7 @@ namespace {
 
 struct RunArgs {
   std::string file, device = "sim", policy = "astitch", deviceSpec = "h100", graphMode = "off";
-  std::string shapes = "specialized";
+  std::string shapes = "generic";
   InputOptions in;
   bool check = false, counters = false, noLibdevice = false;
   int timeRuns = 0;
