@@ -14,22 +14,14 @@
 #include "ptxas_or_skip.h"
 #include "sim_runner.h"
 
+#include "../fusion/test_graphs.h"
+
 using namespace weft;
 using ir::DType;
 
 namespace {
 
-/// A graph of one dot: a [batch..., M, K] · b [batch..., K, N].
-ir::Graph dotGraph(DType t, const ir::Shape& batch, ir::Dim m, ir::Dim k, ir::Dim n) {
-  ir::Graph g;
-  ir::Shape as = batch, bs = batch;
-  as.insert(as.end(), {m, k});
-  bs.insert(bs.end(), {k, n});
-  auto a = g.parameter("a", {t, as});
-  auto b = g.parameter("b", {t, bs});
-  g.setOutputs({g.dot(a, b, "c")});
-  return g;
-}
+using fusion::testing::dotGraph;
 
 const fusion::GemmPlan& gemmOf(const fusion::FusionPlan& p) {
   for (const auto& s : p.steps)

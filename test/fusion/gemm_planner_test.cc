@@ -6,21 +6,14 @@
 #include "fusion/plan.h"
 #include "fusion/plan_printer.h"
 
+#include "test_graphs.h"
+
 using namespace weft;
 using ir::DType;
 
 namespace {
 
-ir::Graph dotGraph(DType t, const ir::Shape& batch, ir::Dim m, ir::Dim k, ir::Dim n) {
-  ir::Graph g;
-  ir::Shape as = batch, bs = batch;
-  as.insert(as.end(), {m, k});
-  bs.insert(bs.end(), {k, n});
-  auto a = g.parameter("a", {t, as});
-  auto b = g.parameter("b", {t, bs});
-  g.setOutputs({g.dot(a, b, "c")});
-  return g;
-}
+using fusion::testing::dotGraph;
 
 fusion::GemmPlan planOf(const ir::Graph& g) {
   return fusion::planGemm(g, g.outputs().at(0), *deviceSpecProfile("h100"));

@@ -172,4 +172,15 @@ ir::Graph layerNormDotGelu(int64_t rows, int64_t hidden) {
   return g;
 }
 
+ir::Graph dotGraph(DType t, const ir::Shape& batch, ir::Dim m, ir::Dim k, ir::Dim n) {
+  ir::Graph g;
+  ir::Shape as = batch, bs = batch;
+  as.insert(as.end(), {m, k});
+  bs.insert(bs.end(), {k, n});
+  auto a = g.parameter("a", {t, as});
+  auto b = g.parameter("b", {t, bs});
+  g.setOutputs({g.dot(a, b, "c")});
+  return g;
+}
+
 } // namespace weft::fusion::testing

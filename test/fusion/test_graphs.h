@@ -25,6 +25,8 @@ ir::Graph columnReduce(int64_t rows = 65536, int64_t cols = 256);
 ir::Graph layerNormBackward(int64_t rows = 16384, int64_t hidden = 768);
 /// One row reduce of a [rows, length] parameter.
 ir::Graph rowReduce(int64_t rows, int64_t length);
+/// One dot: a [batch..., M, K] · b [batch..., K, N] → c.
+ir::Graph dotGraph(DType t, const ir::Shape& batch, ir::Dim m, ir::Dim k, ir::Dim n);
 /// layer norm → dot → gelu: two stitched regions around a compute-intensive op.
 ir::Graph layerNormDotGelu(int64_t rows = 1024, int64_t hidden = 768);
 
