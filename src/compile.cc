@@ -160,6 +160,7 @@ const Graph& CompiledGraph::graph() const { return impl_->graph; }
 const CompileOptions& CompiledGraph::options() const { return impl_->options; }
 
 Program CompiledGraph::program(const Binding& binding) {
+  ir::checkBinding(irGraph(impl_->graph).symbolEqualities(), binding);
   Binding relevant;
   for (const std::string& s : impl_->graph.symbols()) {
     auto it = binding.find(s);

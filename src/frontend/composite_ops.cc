@@ -51,6 +51,19 @@ Shape reducedShape(const Shape& shape, const std::vector<int64_t>& axes, bool ke
 
 // --- numpy broadcasting ---
 
+namespace {
+
+/// How many times `symbol` occurs in `shapes` (a dim B*B counts twice).
+size_t occurrences(const std::vector<Shape>& shapes, const std::string& symbol) {
+  size_t n = 0;
+  for (const Shape& s : shapes)
+    for (const ir::Dim& d : s)
+      n += static_cast<size_t>(std::count(d.symbols().begin(), d.symbols().end(), symbol));
+  return n;
+}
+
+} // namespace
+
 std::optional<Shape> broadcastShape(const std::vector<Shape>& shapes, size_t* offending) {
   size_t rank = 0;
   for (const Shape& s : shapes)
@@ -65,6 +78,15 @@ std::optional<Shape> broadcastShape(const std::vector<Shape>& shapes, size_t* of
       if (o == d || oneD) continue;
       if (oneO) {
         o = d;
+        continue;
+      }
+      // Two sizes that differ only by a symbol's name are taken to be equal (the graph unifies
+      // them where they meet, ir/symbol_unification.h), unless the symbol also sizes another
+      // dim here: [B, 768] / [B] is a missing unit dim, not B = 768. The result is the same
+      // whichever shape comes first: a static size over a symbol, else the smaller dim.
+      auto u = ir::unifier(o, d);
+      if (u && occurrences(shapes, u->first) == 1) {
+        if (!o.isStatic() && (d.isStatic() || d < o)) o = d;
         continue;
       }
       if (offending) *offending = i;

@@ -34,6 +34,27 @@ NodeId Graph::add(OpKind kind, std::vector<NodeId> operands, Attrs attrs, std::o
     types.push_back(&nodes_[static_cast<size_t>(o)].type);
   }
   if (kind == OpKind::Parameter) attrs = ParameterAttrs{static_cast<int>(inputs_.size())};
+  // Symbols unified away earlier may still be named by a declared type built before then.
+  if (declared)
+    for (const SymbolEquality& e : equalities_)
+      declared->shape = substitute(declared->shape, e.symbol, e.value);
+  // Dims this op needs equal that differ only by a symbol's name: unify (symbol_unification.h).
+  for (int round = 0; round < 64; ++round) {
+    std::vector<const Shape*> shapes;
+    for (NodeId o : operands) shapes.push_back(&nodes_[static_cast<size_t>(o)].type.shape);
+    std::optional<Shape> declaredShape;
+    if (declared) declaredShape = declared->shape;
+    std::optional<std::pair<std::string, Dim>> u;
+    std::string at;
+    for (const RequiredEquality& r : requiredEqualities(kind, shapes, attrs, declaredShape))
+      if ((u = unifier(r.a, r.b))) {
+        at = r.where;
+        break;
+      }
+    if (!u) break;
+    unify(u->first, u->second, fmt::format("{}: {}", where, at));
+    if (declared) declared->shape = substitute(declared->shape, u->first, u->second);
+  }
   TensorType type;
   try {
     type = inferType(where, kind, types, attrs, declared);
@@ -48,9 +69,18 @@ NodeId Graph::add(OpKind kind, std::vector<NodeId> operands, Attrs attrs, std::o
   n.operands = std::move(operands);
   n.type = std::move(type);
   n.attrs = std::move(attrs);
+  byName_.emplace(n.name, n.id);
   nodes_.push_back(std::move(n));
   if (kind == OpKind::Parameter) inputs_.push_back(nodes_.back().id);
   return nodes_.back().id;
+}
+
+void Graph::unify(const std::string& symbol, const Dim& value, std::string where) {
+  for (Node& n : nodes_)
+    n.type.shape = substitute(n.type.shape, symbol, value);
+  for (SymbolEquality& e : equalities_)
+    e.value = substitute(e.value, symbol, value);
+  equalities_.push_back({symbol, value, std::move(where)});
 }
 
 NodeId Graph::parameter(std::string name, TensorType type) {
@@ -126,9 +156,9 @@ void Graph::setOutputs(std::vector<NodeId> ids) {
 bool Graph::isOutput(NodeId id) const { return std::find(outputs_.begin(), outputs_.end(), id) != outputs_.end(); }
 
 std::optional<NodeId> Graph::find(const std::string& name) const {
-  for (const Node& n : nodes_)
-    if (n.name == name) return n.id;
-  return std::nullopt;
+  auto it = byName_.find(name);
+  if (it == byName_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::vector<std::vector<NodeId>> Graph::users() const {
@@ -168,6 +198,7 @@ void verify(const Graph& g) {
 }
 
 Graph bindSymbols(const Graph& g, const Binding& binding) {
+  checkBinding(g.symbolEqualities(), binding);
   Graph out;
   for (const Node& n : g.nodes()) {
     TensorType t = n.type;

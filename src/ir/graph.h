@@ -6,11 +6,13 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/dtype.h"
 #include "ir/op.h"
 #include "ir/shape.h"
+#include "ir/symbol_unification.h"
 
 namespace weft::ir {
 
@@ -82,13 +84,22 @@ public:
   std::vector<std::vector<NodeId>> users() const;
   /// Every symbol used by any value's shape, sorted.
   std::vector<std::string> symbols() const;
+  /// The symbols an op unified away (ir/symbol_unification.h), in the order they were; none
+  /// of them appears in any shape of the graph any more.
+  const std::vector<SymbolEquality>& symbolEqualities() const { return equalities_; }
+  /// Takes `from`'s equalities (a pass's result graph keeps its source's).
+  void inheritSymbolEqualities(const Graph& from) { equalities_ = from.equalities_; }
 
 private:
   std::string freshName(OpKind kind);
+  /// Replaces `symbol` by `value` in every shape built so far and records why.
+  void unify(const std::string& symbol, const Dim& value, std::string where);
   std::vector<Node> nodes_;
+  std::unordered_map<std::string, NodeId> byName_; // find() in O(1): passes rebuild graphs
   std::vector<NodeId> inputs_;
   std::vector<NodeId> outputs_;
   std::vector<int> nameCounters_ = std::vector<int>(kNumOpKinds, 0);
+  std::vector<SymbolEquality> equalities_;
 };
 
 /// Re-checks every rule: operands defined before use, unique names, each node's type equal

@@ -52,6 +52,8 @@ std::string printGraph(const Graph& g, const std::string& name) {
     params += fmt::format("{}%{}: {}", params.empty() ? "" : ", ", n.name, n.type.str());
   }
   std::string out = fmt::format("graph {}({}) {{\n", name, params);
+  for (const SymbolEquality& e : g.symbolEqualities())
+    out += fmt::format("  // {} = {}: unified by {}\n", e.symbol, e.value.str(), e.where);
   for (const Node& n : g.nodes())
     if (n.kind != OpKind::Parameter) out += "  " + printNode(g, n) + "\n";
   std::string rets;

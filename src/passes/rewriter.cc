@@ -9,6 +9,7 @@ namespace weft::passes {
 using namespace ir;
 
 Rewriter::Rewriter(const Graph& source) : source_(source), map_(source.size()) {
+  result_.inheritSymbolEqualities(source);
   for (NodeId id : source.inputs()) {
     const Node& p = source.node(id);
     map_[static_cast<size_t>(id)] = result_.parameter(p.name, p.type);

@@ -101,7 +101,16 @@ TEST_CASE("numpy broadcasting: right-aligned, sizes match or are 1", "[composite
   size_t bad = 99;
   CHECK_FALSE(broadcastShape({{2, 3}, {3}, {4}}, &bad));
   CHECK(bad == 2);
-  CHECK_FALSE(broadcastShape({{B}, {ir::Dim::symbol("S")}}, &bad)); // unequal symbols
+  // Unequal symbols, or a symbol and a size, are taken to be equal (the graph unifies them
+  // where they meet); the result does not depend on the order...
+  ir::Dim S = ir::Dim::symbol("S");
+  CHECK(broadcastShape({{B}, {S}}) == ir::Shape{B});
+  CHECK(broadcastShape({{S}, {B}}) == ir::Shape{B});
+  CHECK(broadcastShape({{B, 4}, {ir::Dim::symbol("N")}}) == ir::Shape{B, 4});
+  // ...unless the symbol sizes another dim too: [B, 768] / [B] misses a unit dim.
+  CHECK_FALSE(broadcastShape({{B, 768}, {B}}, &bad));
+  CHECK(bad == 1);
+  CHECK_FALSE(broadcastShape({{ir::Dim(2) * B}, {ir::Dim(3) * S}}, &bad)); // no lone symbol to replace
   CHECK(bad == 1);
 
   ir::Graph g;

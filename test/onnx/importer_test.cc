@@ -93,6 +93,32 @@ TEST_CASE("dim_param becomes a symbolic dim and dim_value a static one", "[onnx]
   CHECK(valuesOf(out[0]) == std::vector<double>{0, 2, 0, 4});
 }
 
+TEST_CASE("inputs whose dims were exported under different names are unified where they meet",
+          "[onnx][symbols]") {
+  // torch.onnx.export names each input's dynamic axes on its own: "batch" and "batch_size",
+  // or no name at all (a_0, b_0). An op that needs them equal unifies them: one symbol.
+  for (bool named : {true, false}) {
+    ModelBuilder m;
+    m.input("a", kFloat, {named ? "batch" : "", "3"})
+        .input("b", kFloat, {named ? "batch_size" : "", "3"})
+        .input("c", kFloat, {named ? "width" : "3"})
+        .node("Add", {"a", "b"}, {"s"})
+        .node("Mul", {"s", "c"}, {"y"})
+        .output("y");
+    ir::Graph g = importOnnxBytes(m.bytes());
+    INFO((named ? "named" : "unnamed"));
+    REQUIRE(g.symbols().size() == 1);
+    const std::string b = g.symbols()[0];
+    CHECK(g.node(g.inputs()[1]).type.shape == ir::Shape{ir::Dim::symbol(b), 3});
+    CHECK(g.node(g.inputs()[2]).type.shape == ir::Shape{3});
+    CHECK(g.symbolEqualities().size() == (named ? 2u : 1u)); // width := 3 too
+    auto out = run(g, {tensor({2, 3}, {1, 2, 3, 4, 5, 6}), tensor({2, 3}, {1, 1, 1, 2, 2, 2}),
+                       tensor({3}, {1, 10, 100})},
+                   {{b, 2}});
+    CHECK(valuesOf(out[0]) == std::vector<double>{2, 30, 400, 6, 70, 800});
+  }
+}
+
 TEST_CASE("initializers are constants, also when listed as graph inputs", "[onnx]") {
   ModelBuilder m;
   m.input("x", kFloat, {"2"}).input("w", kFloat, {"2"}).initializer("w", {2}, {3, 4});

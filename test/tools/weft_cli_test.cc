@@ -628,3 +628,36 @@ TEST_CASE("weft run --sweep runs every size through one executable and counts wh
     CHECK(bad.err == b.err);
   }
 }
+
+TEST_CASE("symbols that must be equal are unified: one symbol to bind, a contradiction is exit 2") {
+  // x [B, 4] and mask [N, 4] meet in an add (N := B), bias [K] is broadcast onto [B, 4] (K := 4).
+  std::string g = writeFile("unify.json", R"({"name": "u",
+    "inputs": [{"name": "x", "dtype": "f32", "shape": ["B", 4]},
+               {"name": "mask", "dtype": "f32", "shape": ["N", 4]},
+               {"name": "bias", "dtype": "f32", "shape": ["K"]}],
+    "ops": [{"name": "m", "op": "add", "inputs": ["x", "mask"]},
+            {"name": "y", "op": "add", "inputs": ["m", "bias"]},
+            {"name": "s", "op": "softmax", "inputs": ["y"]}],
+    "outputs": ["s"]})");
+  Result check = runWeft("check " + g);
+  REQUIRE(check.rc == 0);
+  CHECK(check.out.find("%mask: f32[B, 4]") != std::string::npos);
+  CHECK(check.out.find("%bias: f32[4]") != std::string::npos);
+  CHECK(check.out.find("// N = B: unified by op \"m.broadcast1\" (broadcast_in_dim)") !=
+        std::string::npos);
+  CHECK(check.out.find("// K = 4: unified by op") != std::string::npos);
+  for (const char* bind : {"B=5", "B=5,N=5", "B=5,N=5,K=4"}) {
+    Result r = runWeft("run " + g + " --bind " + std::string(bind) + " --random --seed 3 --check");
+    INFO(bind << ": " << r.err);
+    CHECK(r.rc == 0);
+    CHECK(r.out.find("check: all outputs match\n") != std::string::npos);
+  }
+  Result bad = runWeft("run " + g + " --bind B=5,N=6 --random --check");
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find("binding N=6 contradicts N = B (= 5 here), which op \"m.broadcast1\"") !=
+        std::string::npos);
+  CHECK(bad.err.find('\n') == bad.err.size() - 1); // one line
+  Result badK = runWeft("run " + g + " --bind B=5,K=3 --random");
+  CHECK(badK.rc == 2);
+  CHECK(badK.err.find("binding K=3 contradicts K = 4") != std::string::npos);
+}

@@ -234,9 +234,17 @@ ir::Binding completeBinding(const frontend::ParsedGraph& g, const std::string& f
                                  unbound.size() > 1 ? "are" : "is",
                                  unbound.size() > 1 ? "them" : "it", example));
   }
+  // A symbol the graph unified away (S = B) may be bound; it must then agree.
+  try {
+    ir::checkBinding(g.graph.symbolEqualities(), binding);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", file, e.what()));
+  }
   std::set<std::string> used;
   for (const auto& s : g.graph.symbols())
     used.insert(s);
+  for (const ir::SymbolEquality& e : g.graph.symbolEqualities())
+    used.insert(e.symbol);
   for (const auto& [s, v] : binding)
     if (!used.count(s)) spdlog::warn("--bind {}={}: the graph has no symbol \"{}\"", s, v, s);
   return binding;
