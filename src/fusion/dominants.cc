@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <unordered_map>
 
 #include "fusion/graph_queries.h"
 #include "fusion/thread_mapping.h"
@@ -70,7 +71,21 @@ bool isDominantCandidate(const ir::Graph& g, const Users& users, const std::vect
 std::vector<GroupSeed> identifyDominants(const ir::Graph& g,
                                          const std::vector<ir::NodeId>& scopeOps,
                                          const std::vector<ir::NodeId>& scopeOutputs) {
-  Users users = g.users();
+  return identifyDominants(g, g.users(), scopeOps, scopeOutputs);
+}
+
+std::vector<GroupSeed> identifyDominants(const ir::Graph& g, const Users& users,
+                                         const std::vector<ir::NodeId>& scopeOps,
+                                         const std::vector<ir::NodeId>& scopeOutputs) {
+  // Scope-local numbering of the scope's ops and the values they read: the work per scope
+  // follows the scope's size, not the graph's (the none policy plans one scope per op).
+  std::unordered_map<ir::NodeId, size_t> local;
+  for (ir::NodeId op : scopeOps)
+    local.emplace(op, local.size());
+  for (ir::NodeId op : scopeOps)
+    for (ir::NodeId p : g.node(op).operands)
+      local.emplace(p, local.size());
+  auto at = [&](ir::NodeId v) { return local.at(v); };
   std::vector<bool> inScope(g.size(), false), output(g.size(), false), candidate(g.size(), false);
   for (ir::NodeId op : scopeOps)
     inScope[static_cast<size_t>(op)] = true;
@@ -97,8 +112,8 @@ std::vector<GroupSeed> identifyDominants(const ir::Graph& g,
     return n.kind == ir::OpKind::BroadcastInDim &&
            ir::numElements(n.type.shape) != ir::numElements(g.node(n.operands[0]).type.shape);
   };
-  std::vector<std::vector<ir::NodeId>> adjacent(g.size());
-  UnionFind uf(g.size());
+  std::vector<std::vector<ir::NodeId>> adjacent(local.size());
+  UnionFind uf(local.size());
   for (ir::NodeId op : scopeOps) {
     const ir::Node& n = g.node(op);
     if (isSource(n) && !candidate[static_cast<size_t>(op)]) continue;
@@ -106,9 +121,9 @@ std::vector<GroupSeed> identifyDominants(const ir::Graph& g,
       if (isSource(g.node(p)) && !candidate[static_cast<size_t>(p)]) continue;
       if (inScope[static_cast<size_t>(p)] && fromCandidate[static_cast<size_t>(p)] && expands(n))
         continue;
-      uf.unite(static_cast<size_t>(op), static_cast<size_t>(p));
-      adjacent[static_cast<size_t>(op)].push_back(p);
-      adjacent[static_cast<size_t>(p)].push_back(op);
+      uf.unite(at(op), at(p));
+      adjacent[at(op)].push_back(p);
+      adjacent[at(p)].push_back(op);
     }
   }
   // Hops from `from` to every candidate through local ops (other candidates end a path).
@@ -119,7 +134,7 @@ std::vector<GroupSeed> identifyDominants(const ir::Graph& g,
       std::vector<ir::NodeId> next;
       for (ir::NodeId n : frontier) {
         if (n != from && candidate[static_cast<size_t>(n)]) continue;
-        for (ir::NodeId m : adjacent[static_cast<size_t>(n)])
+        for (ir::NodeId m : adjacent[at(n)])
           if (dist.emplace(m, d).second) next.push_back(m);
       }
       frontier = std::move(next);
@@ -129,14 +144,14 @@ std::vector<GroupSeed> identifyDominants(const ir::Graph& g,
 
   std::map<size_t, std::vector<ir::NodeId>> byComponent;
   for (ir::NodeId c : candidates)
-    byComponent[uf.find(static_cast<size_t>(c))].push_back(c);
+    byComponent[uf.find(at(c))].push_back(c);
   std::vector<GroupSeed> seeds;
-  std::vector<int> groupOf(g.size(), -1);
+  std::vector<int> groupOf(local.size(), -1); // by local number
   auto addSeed = [&](GroupSeed seed) {
     int index = static_cast<int>(seeds.size());
-    groupOf[static_cast<size_t>(seed.dominant)] = index;
+    groupOf[at(seed.dominant)] = index;
     for (ir::NodeId sd : seed.subDominants)
-      groupOf[static_cast<size_t>(sd)] = index;
+      groupOf[at(sd)] = index;
     seeds.push_back(std::move(seed));
   };
   for (auto& [component, members] : byComponent) {
@@ -182,7 +197,7 @@ std::vector<GroupSeed> identifyDominants(const ir::Graph& g,
         continue;
       }
       seeds[static_cast<size_t>(best)].subDominants.push_back(c);
-      groupOf[static_cast<size_t>(c)] = best;
+      groupOf[at(c)] = best;
     }
     // What is left forms elementwise groups: the biggest result dominates what fits it.
     while (!left.empty()) {
@@ -208,16 +223,16 @@ std::vector<GroupSeed> identifyDominants(const ir::Graph& g,
   // they feed); sources too. Dead ops go to the first group (nothing materialises them).
   for (auto it = scopeOps.rbegin(); it != scopeOps.rend(); ++it) {
     ir::NodeId op = *it;
-    if (groupOf[static_cast<size_t>(op)] >= 0) continue;
+    if (groupOf[at(op)] >= 0) continue;
     for (ir::NodeId u : users[static_cast<size_t>(op)]) {
-      if (!inScope[static_cast<size_t>(u)] || groupOf[static_cast<size_t>(u)] < 0) continue;
-      groupOf[static_cast<size_t>(op)] = groupOf[static_cast<size_t>(u)];
+      if (!inScope[static_cast<size_t>(u)] || groupOf[at(u)] < 0) continue;
+      groupOf[at(op)] = groupOf[at(u)];
       break;
     }
-    if (groupOf[static_cast<size_t>(op)] < 0) groupOf[static_cast<size_t>(op)] = 0;
+    if (groupOf[at(op)] < 0) groupOf[at(op)] = 0;
   }
   for (ir::NodeId op : scopeOps)
-    seeds[static_cast<size_t>(groupOf[static_cast<size_t>(op)])].ops.push_back(op);
+    seeds[static_cast<size_t>(groupOf[at(op)])].ops.push_back(op);
 
   std::vector<size_t> order(seeds.size());
   std::iota(order.begin(), order.end(), 0);

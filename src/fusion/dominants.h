@@ -31,5 +31,10 @@ bool isDominantCandidate(const ir::Graph& g, const std::vector<std::vector<ir::N
 std::vector<GroupSeed> identifyDominants(const ir::Graph& g,
                                          const std::vector<ir::NodeId>& scopeOps,
                                          const std::vector<ir::NodeId>& scopeOutputs);
+/// The same with the graph's users() computed once by a caller planning many scopes.
+std::vector<GroupSeed> identifyDominants(const ir::Graph& g,
+                                         const std::vector<std::vector<ir::NodeId>>& users,
+                                         const std::vector<ir::NodeId>& scopeOps,
+                                         const std::vector<ir::NodeId>& scopeOutputs);
 
 } // namespace weft::fusion

@@ -10,9 +10,10 @@
 #include "fusion/stitch_scope.h"
 
 namespace weft::fusion {
+namespace {
 
-std::vector<ir::NodeId> scopeOutputs(const ir::Graph& g, const std::vector<ir::NodeId>& scopeOps) {
-  Users users = g.users();
+std::vector<ir::NodeId> outputsOf(const ir::Graph& g, const Users& users,
+                                  const std::vector<ir::NodeId>& scopeOps) {
   std::set<ir::NodeId> in(scopeOps.begin(), scopeOps.end());
   std::vector<ir::NodeId> outputs;
   for (ir::NodeId op : scopeOps) {
@@ -29,12 +30,19 @@ std::vector<ir::NodeId> scopeOutputs(const ir::Graph& g, const std::vector<ir::N
   return outputs;
 }
 
+} // namespace
+
+std::vector<ir::NodeId> scopeOutputs(const ir::Graph& g, const std::vector<ir::NodeId>& scopeOps) {
+  return outputsOf(g, g.users(), scopeOps);
+}
+
 FusionPlan planAStitch(const ir::Graph& g, const DeviceSpec& spec,
                        const ir::SymbolRanges& ranges) {
   std::vector<KernelPlan> kernels;
+  const Users users = g.users(); // once: per scope it made planning quadratic in the graph
   for (const StitchScope& scope : findStitchScopes(g)) {
-    std::vector<ir::NodeId> outputs = scopeOutputs(g, scope.ops);
-    std::vector<GroupSeed> groups = identifyDominants(g, scope.ops, outputs);
+    std::vector<ir::NodeId> outputs = outputsOf(g, users, scope.ops);
+    std::vector<GroupSeed> groups = identifyDominants(g, users, scope.ops, outputs);
     std::string name = "stitch" + std::to_string(kernels.size()) + "_" +
                        ptxIdentifier(g.node(groups.front().dominant).name);
     kernels.push_back(buildKernel(g, scope.ops, outputs, groups, spec, std::move(name), ranges));

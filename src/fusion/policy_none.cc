@@ -38,7 +38,7 @@ FusionPlan planNone(const ir::Graph& g, const DeviceSpec& spec,
       if (isRegenerated(g, users, o) && std::find(scope.begin(), scope.end(), o) == scope.end())
         scope.push_back(o);
     std::sort(scope.begin(), scope.end());
-    std::vector<GroupSeed> groups = identifyDominants(g, scope, {n.id});
+    std::vector<GroupSeed> groups = identifyDominants(g, users, scope, {n.id});
     std::string name = ptxIdentifier("k" + std::to_string(steps++) + "_" + n.name);
     kernels.push_back(buildKernel(g, scope, {n.id}, groups, spec, std::move(name), ranges));
   }

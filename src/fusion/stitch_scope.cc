@@ -1,9 +1,12 @@
 #include "fusion/stitch_scope.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 
 #include "fusion/graph_queries.h"
 
@@ -44,13 +47,17 @@ public:
   /// Whether cluster `to` depends on cluster `from` through at least one node outside both
   /// (a compute-intensive op, a parameter, or a third cluster, which runs as one kernel).
   /// With `directToo`, direct edges from `from` to `to` count as well.
-  bool reachesThroughOthers(ir::NodeId from, ir::NodeId to, bool directToo = false) {
+  /// Nodes after `limit` are not searched: when nothing after it is in a cluster with more
+  /// than one member yet (clusters grow in node order), no path through them comes back.
+  bool reachesThroughOthers(ir::NodeId from, ir::NodeId to, bool directToo = false,
+                            ir::NodeId limit = std::numeric_limits<ir::NodeId>::max()) {
     from = find(from), to = find(to);
-    std::vector<char> seen(g_.size(), 0);
-    std::vector<ir::NodeId> work;
+    ++stamp_; // seen_ marks this search's nodes: no O(nodes) clearing per search
+    std::vector<ir::NodeId>& work = work_;
+    work.clear();
     auto push = [&](ir::NodeId n) {
-      if (seen[static_cast<size_t>(n)]) return;
-      seen[static_cast<size_t>(n)] = 1;
+      if (n > limit || seen_[static_cast<size_t>(n)] == stamp_) return;
+      seen_[static_cast<size_t>(n)] = stamp_;
       work.push_back(n);
     };
     for (ir::NodeId m : members_[static_cast<size_t>(from)])
@@ -73,10 +80,6 @@ public:
     return false;
   }
 
-  bool connected(ir::NodeId a, ir::NodeId b) {
-    return reachesThroughOthers(a, b, true) || reachesThroughOthers(b, a, true);
-  }
-
   const std::vector<ir::NodeId>& members(ir::NodeId root) {
     return members_[static_cast<size_t>(find(root))];
   }
@@ -88,6 +91,86 @@ private:
   std::vector<bool> inCluster_;
   std::vector<ir::NodeId> parent_;
   std::vector<std::vector<ir::NodeId>> members_;
+  std::vector<uint32_t> seen_ = std::vector<uint32_t>(g_.size(), 0);
+  uint32_t stamp_ = 0;
+  std::vector<ir::NodeId> work_;
+};
+
+/// Which clusters each cluster reaches (paths of one edge or more, each cluster contracted to
+/// one node), kept transitively closed while clusters merge: remote stitching asks it once
+/// per pair of clusters, which searching the graph each time made quadratic in the graph.
+class ClusterReach {
+public:
+  /// `roots`: one member of each cluster; cluster i is roots[i].
+  ClusterReach(const ir::Graph& g, Clusters& clusters, const std::vector<bool>& inCluster,
+               const std::vector<ir::NodeId>& roots)
+      : words_((roots.size() + 63) / 64) {
+    // Contracted nodes: the clusters, then every node in no cluster.
+    std::vector<size_t> index(g.size());
+    std::vector<size_t> clusterIndex(g.size(), 0);
+    for (size_t i = 0; i < roots.size(); ++i)
+      clusterIndex[static_cast<size_t>(clusters.find(roots[i]))] = i;
+    size_t count = roots.size();
+    for (size_t v = 0; v < g.size(); ++v)
+      index[v] = inCluster[v] ? clusterIndex[static_cast<size_t>(clusters.find(ir::NodeId(v)))]
+                              : count++;
+    std::vector<std::vector<size_t>> next(count);
+    std::vector<int> pending(count, 0);
+    for (size_t v = 0; v < g.size(); ++v)
+      for (ir::NodeId u : clusters.users()[v])
+        if (index[static_cast<size_t>(u)] != index[v]) {
+          next[index[v]].push_back(index[static_cast<size_t>(u)]);
+          ++pending[index[static_cast<size_t>(u)]];
+        }
+    std::vector<size_t> order;
+    for (size_t c = 0; c < count; ++c)
+      if (pending[c] == 0) order.push_back(c);
+    for (size_t i = 0; i < order.size(); ++i)
+      for (size_t n : next[order[i]])
+        if (--pending[n] == 0) order.push_back(n);
+    if (order.size() != count)
+      throw std::logic_error("fusion: stitch scopes depend on each other in a cycle");
+    reach_.assign(count * words_, 0);
+    for (auto it = order.rbegin(); it != order.rend(); ++it)
+      for (size_t n : next[*it]) {
+        for (size_t w = 0; w < words_; ++w)
+          reach_[*it * words_ + w] |= reach_[n * words_ + w];
+        if (n < roots.size()) reach_[*it * words_ + n / 64] |= uint64_t(1) << (n % 64);
+      }
+    reach_.resize(roots.size() * words_); // only clusters are asked about
+    members_.assign(roots.size() * words_, 0);
+    for (size_t i = 0; i < roots.size(); ++i)
+      members_[i * words_ + i / 64] |= uint64_t(1) << (i % 64);
+  }
+
+  /// Whether a path leads from cluster a to cluster b or back (a, b: indices into roots).
+  bool connected(size_t a, size_t b) const {
+    return intersects(reach_, a, members_, b) || intersects(reach_, b, members_, a);
+  }
+
+  /// Cluster b joins cluster a (they are not connected); `live`: the clusters still asked about.
+  void merge(size_t a, size_t b, const std::vector<size_t>& live) {
+    for (size_t w = 0; w < words_; ++w) {
+      members_[a * words_ + w] |= members_[b * words_ + w];
+      reach_[a * words_ + w] |= reach_[b * words_ + w];
+    }
+    for (size_t x : live)
+      if (x != a && intersects(reach_, x, members_, a))
+        for (size_t w = 0; w < words_; ++w)
+          reach_[x * words_ + w] |= reach_[a * words_ + w];
+  }
+
+private:
+  bool intersects(const std::vector<uint64_t>& s, size_t i, const std::vector<uint64_t>& t,
+                  size_t j) const {
+    for (size_t w = 0; w < words_; ++w)
+      if (s[i * words_ + w] & t[j * words_ + w]) return true;
+    return false;
+  }
+
+  size_t words_;
+  std::vector<uint64_t> reach_;   // per cluster: the clusters it reaches
+  std::vector<uint64_t> members_; // per cluster: the original clusters merged into it
 };
 
 } // namespace
@@ -114,7 +197,7 @@ std::vector<StitchScope> findStitchScopes(const ir::Graph& g, const StitchScopeO
     if (!inCluster[static_cast<size_t>(n.id)]) continue;
     for (ir::NodeId p : n.operands) {
       if (!inCluster[static_cast<size_t>(p)] || clusters.find(p) == clusters.find(n.id)) continue;
-      if (clusters.reachesThroughOthers(p, n.id)) continue;
+      if (clusters.reachesThroughOthers(p, n.id, false, n.id)) continue;
       clusters.unite(p, n.id);
     }
   }
@@ -129,19 +212,28 @@ std::vector<StitchScope> findStitchScopes(const ir::Graph& g, const StitchScopeO
 
   // Remote stitching: merge a cluster into the first earlier one it has no path to or from.
   std::vector<ir::NodeId> merged;
-  for (ir::NodeId r : roots) {
-    bool placed = false;
-    if (options.remoteStitching) {
-      for (ir::NodeId m : merged) {
-        if (clusters.connected(m, r)) continue;
-        clusters.unite(m, r);
+  if (options.remoteStitching) {
+    ClusterReach reach(g, clusters, inCluster, roots);
+    std::vector<size_t> kept;  // indices into roots of the merged clusters
+    std::vector<size_t> live(roots.size()); // kept ones and those not yet placed
+    std::iota(live.begin(), live.end(), 0);
+    for (size_t r = 0; r < roots.size(); ++r) {
+      bool placed = false;
+      for (size_t m : kept) {
+        if (reach.connected(m, r)) continue;
+        clusters.unite(roots[m], roots[r]);
+        live.erase(std::find(live.begin(), live.end(), r));
+        reach.merge(m, r, live);
         placed = true;
         break;
       }
-      for (ir::NodeId& m : merged)
-        m = clusters.find(m);
+      if (!placed) kept.push_back(r);
     }
-    if (!placed) merged.push_back(clusters.find(r));
+    for (size_t m : kept)
+      merged.push_back(clusters.find(roots[m]));
+  } else {
+    for (ir::NodeId r : roots)
+      merged.push_back(clusters.find(r));
   }
 
   std::vector<StitchScope> scopes;
