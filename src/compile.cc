@@ -50,6 +50,15 @@ std::string cacheKey(const ir::Graph& canonical, const CompileOptions& o) {
       c.useLibdevice, c.libdevicePath, c.optimise, c.keepLlvmIr, ir::fingerprint(canonical));
 }
 
+/// The declared ranges (CompileOptions::symbolRanges) of `g`'s symbols, as the planner takes them.
+ir::SymbolRanges declaredRanges(const ir::Graph& g, const CompileOptions& o) {
+  ir::SymbolRanges out;
+  for (const std::string& s : g.symbols())
+    if (auto it = o.symbolRanges.find(s); it != o.symbolRanges.end())
+      out[s] = ir::SymbolRange{it->second.lo, it->second.hi, 1};
+  return out;
+}
+
 /// A program embedding weft logs at warn unless it configured spdlog itself (a default logger
 /// of its own) or asked through WEFT_LOG; the weft CLI sets its logger up before this runs.
 void defaultLogLevelForEmbedders() {
@@ -81,7 +90,8 @@ ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
 
   // Generic: one plan per size class the planner decides differently on (plan_versions.h).
   std::vector<fusion::PlanVersion> plans =
-      generic ? fusion::planVersions(canonical, options.device, options.policy)
+      generic ? fusion::planVersions(canonical, options.device, options.policy,
+                                     declaredRanges(canonical, options))
               : std::vector<fusion::PlanVersion>{
                     {fusion::plan(canonical, options.device, options.policy), {}}};
   const double planMs = msSince(t0);
@@ -95,7 +105,9 @@ ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
   // One cache entry holds every version: the versions are a function of the key.
   runtime::CompileCache cache(options.cacheDir);
   std::string key = cacheKey(canonical, options);
-  if (generic) key += fmt::format("\n{} generic version(s)", plans.size());
+  if (generic)
+    key += fmt::format("\n{} generic version(s) for {}", plans.size(),
+                       ir::rangesStr(declaredRanges(canonical, options)));
   std::vector<codegen::CompiledModule> modules;
   bool fromDiskCache = false;
   if (auto cached = cache.loadVersions(key, plans.size())) {
@@ -161,6 +173,13 @@ const CompileOptions& CompiledGraph::options() const { return impl_->options; }
 
 Program CompiledGraph::program(const Binding& binding) {
   ir::checkBinding(irGraph(impl_->graph).symbolEqualities(), binding);
+  for (const auto& [s, r] : impl_->options.symbolRanges) {
+    auto it = binding.find(s);
+    if (it != binding.end() && (it->second < r.lo || it->second > r.hi))
+      throw InputError(fmt::format("{}={} is outside the range {}..{} declared for {} when the "
+                                   "graph was compiled; compile it again for a range that holds it",
+                                   s, it->second, r.lo, r.hi, s));
+  }
   Binding relevant;
   for (const std::string& s : impl_->graph.symbols()) {
     auto it = binding.find(s);

@@ -3,6 +3,8 @@
 // disk cache. The one definition: the planner (fusion::Policy) and codegen
 // (codegen::CodegenOptions) take these as their own.
 #include <cstdint>
+#include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +34,13 @@ enum class ShapeMode : uint8_t {
 std::string_view shapeModeName(ShapeMode m);                 // "specialized", "generic"
 std::optional<ShapeMode> parseShapeMode(std::string_view s); // the names above
 
+/// A symbol's declared sizes, both ends included.
+struct SizeRange {
+  int64_t lo = 1;
+  int64_t hi = std::numeric_limits<int64_t>::max();
+  bool operator==(const SizeRange&) const = default;
+};
+
 struct CodegenOptions {
   bool keepLlvmIr = false;
   bool optimise = true;      // O3; off only for debugging codegen
@@ -51,6 +60,10 @@ struct CompileOptions {
   /// Generic: CompiledGraph compiles one program for every binding with no symbol bound to 0
   /// (a binding with a 0-sized symbol still gets a specialised program of its own).
   ShapeMode shapes = ShapeMode::Generic;
+  /// Declared sizes of symbols (`--bind B=1..4096`): a generic program is planned for these
+  /// sizes only (fewer versions, and plans that may rely on the upper bound), and binding a
+  /// symbol outside its range is an InputError. Symbols not named here range over 1.. anything.
+  std::map<std::string, SizeRange> symbolRanges;
   CodegenOptions codegen;
   /// Automatic mixed precision (passes/amp.h): f16 or bf16 runs the graph's f32 arithmetic in
   /// that precision, reductions, exp/log and statistics kept in f32; inputs and outputs keep

@@ -1,5 +1,6 @@
 #include "fusion/plan_versions.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -9,13 +10,6 @@
 
 namespace weft::fusion {
 namespace {
-
-ir::SymbolRanges everySymbolIn(const std::vector<std::string>& symbols, ir::SymbolRange r) {
-  ir::SymbolRanges ranges;
-  for (const std::string& s : symbols)
-    ranges[s] = r;
-  return ranges;
-}
 
 /// The symbols of the innermost dim of some value with rows (rank 2 or more): the ones vector
 /// widths along rows depend on. (A rank-1 [B] of per-row statistics is too small to pay for
@@ -64,35 +58,62 @@ void mergeBoxes(ir::ShapeGuard& boxes) {
   }
 }
 
-/// The class combinations planned: every combination for few symbols, the diagonal otherwise;
-/// the unbounded combination last.
+/// `symbol`'s size classes within its declared range (all of ir::sizeClasses without one), or
+/// only the last of them for graphs too big to version.
+std::vector<ir::SymbolRange> classesOf(const std::string& symbol, const ir::SymbolRanges& declared,
+                                       bool onlyLast) {
+  std::vector<ir::SymbolRange> out;
+  auto d = declared.find(symbol);
+  for (ir::SymbolRange c : ir::sizeClasses()) {
+    if (d != declared.end()) {
+      c.lo = std::max(c.lo, d->second.lo);
+      c.hi = std::min(c.hi, d->second.hi);
+    }
+    if (c.lo <= c.hi) out.push_back(c);
+  }
+  if (onlyLast && out.size() > 1) out.erase(out.begin(), out.end() - 1);
+  return out;
+}
+
+/// The class combinations planned: every combination for few symbols, the diagonal otherwise
+/// (the i-th class of every symbol, or its last where it has fewer); the combination of every
+/// symbol's last class last.
 std::vector<ir::SymbolRanges> classCombinations(const std::vector<std::string>& symbols,
-                                               size_t ops) {
-  std::vector<ir::SymbolRange> classes = ir::sizeClasses();
-  if (ops > kMaxVersionedOps) classes = {classes.back()};
+                                               const ir::SymbolRanges& declared, size_t ops) {
+  std::map<std::string, std::vector<ir::SymbolRange>> classes;
+  size_t most = 0;
+  for (const std::string& s : symbols) {
+    classes[s] = classesOf(s, declared, ops > kMaxVersionedOps);
+    most = std::max(most, classes[s].size());
+  }
   std::vector<ir::SymbolRanges> out;
   if (symbols.size() > kMaxIndependentSymbols) {
-    for (const ir::SymbolRange& c : classes)
-      out.push_back(everySymbolIn(symbols, c));
+    for (size_t i = 0; i < most; ++i) {
+      ir::SymbolRanges r;
+      for (const std::string& s : symbols)
+        r[s] = classes[s][std::min(i, classes[s].size() - 1)];
+      out.push_back(std::move(r));
+    }
     return out;
   }
   out.push_back({});
   for (const std::string& s : symbols) {
     std::vector<ir::SymbolRanges> next;
     for (const ir::SymbolRanges& partial : out)
-      for (const ir::SymbolRange& c : classes) {
+      for (const ir::SymbolRange& c : classes[s]) {
         ir::SymbolRanges r = partial;
         r[s] = c;
         next.push_back(std::move(r));
       }
     out = std::move(next);
   }
-  return out; // lexicographic: the all-unbounded combination is last
+  return out; // lexicographic: the combination of last classes is last
 }
 
 } // namespace
 
-std::vector<PlanVersion> planVersions(const ir::Graph& g, const DeviceSpec& device, Policy policy) {
+std::vector<PlanVersion> planVersions(const ir::Graph& g, const DeviceSpec& device, Policy policy,
+                                      const ir::SymbolRanges& declared) {
   std::vector<std::string> symbols = g.symbols();
   if (symbols.empty()) return {{plan(g, device, policy), {}}};
   const std::set<std::string> inner = innermostSymbols(g);
@@ -110,7 +131,7 @@ std::vector<PlanVersion> planVersions(const ir::Graph& g, const DeviceSpec& devi
     ir::SymbolRanges box = p.symbolRanges;
     list.push_back({std::move(p), {std::move(box)}});
   };
-  std::vector<ir::SymbolRanges> combinations = classCombinations(symbols, g.size());
+  std::vector<ir::SymbolRanges> combinations = classCombinations(symbols, declared, g.size());
   std::optional<FusionPlan> unbounded;
   for (const ir::SymbolRanges& ranges : combinations) {
     FusionPlan p = plan(g, device, policy, ranges);

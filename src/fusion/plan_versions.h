@@ -36,8 +36,11 @@ struct PlanVersion {
 };
 
 /// `g`'s versions: the divisible ones first, then the plain ones, the last unguarded. A graph
-/// without symbols gets one plan with no ranges.
-std::vector<PlanVersion> planVersions(const ir::Graph& g, const DeviceSpec& device, Policy policy);
+/// without symbols gets one plan with no ranges. `declared` bounds the classes of the symbols it
+/// names (--bind B=1..4096): classes outside are not planned, and the last version's plan may
+/// rely on the declared upper bound, which the caller must enforce on every binding.
+std::vector<PlanVersion> planVersions(const ir::Graph& g, const DeviceSpec& device, Policy policy,
+                                      const ir::SymbolRanges& declared = {});
 
 /// The index of the version that serves `binding`: the first whose guard admits it (the last
 /// admits every binding).

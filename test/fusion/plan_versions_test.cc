@@ -153,3 +153,32 @@ TEST_CASE("two symbols are versioned independently, rows by their divisibility")
         fusion::versionFor(guards, {{"B", 5000}, {"S", 64}}));
   CHECK(ir::guardStr(v.front().guard).find("S % 4 == 0") != std::string::npos);
 }
+
+TEST_CASE("a declared range plans only the classes inside it, the last up to its upper bound") {
+  const DeviceSpec spec = *deviceSpecProfile("h100");
+  ir::Graph g = biasGrad();
+  std::vector<fusion::PlanVersion> open = fusion::planVersions(g, spec, fusion::Policy::AStitch);
+  ir::SymbolRanges declared{{"B", SymbolRange{1, 100, 1}}};
+  std::vector<fusion::PlanVersion> bounded =
+      fusion::planVersions(g, spec, fusion::Policy::AStitch, declared);
+  REQUIRE_FALSE(bounded.empty());
+  CHECK(bounded.size() <= open.size());
+  // Every plan is made for sizes within 1..100: no class past it is planned...
+  for (const fusion::PlanVersion& v : bounded) {
+    INFO(ir::rangesStr(v.plan.symbolRanges));
+    CHECK(v.plan.symbolRanges.at("B").hi <= 100);
+    for (const ir::SymbolRanges& box : v.guard)
+      CHECK(box.at("B").hi <= 100);
+  }
+  // ...and the last, which serves every binding no other admits, is planned for [17, 100]:
+  // it may rely on B <= 100, which the compiled graph enforces on every binding.
+  CHECK(bounded.back().guard.empty());
+  CHECK(bounded.back().plan.symbolRanges.at("B") == (SymbolRange{17, 100, 1}));
+  // Sizes in the classes the range holds whole pick the plans they get without it.
+  for (int64_t b : {1, 2, 3, 16}) {
+    INFO("B = " << b);
+    const auto& withRange = bounded[fusion::versionFor(guardsOf(bounded), {{"B", b}})].plan;
+    const auto& without = open[fusion::versionFor(guardsOf(open), {{"B", b}})].plan;
+    CHECK(splitOf(withRange) == splitOf(without));
+  }
+}

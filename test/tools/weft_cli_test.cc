@@ -217,6 +217,12 @@ TEST_CASE("weft run --time reports per-kernel and end-to-end medians, --graph re
   CHECK(r.out.find("end to end (graph on)") != std::string::npos);
   CHECK(r.out.find("; modeled h100 time beside it") != std::string::npos);
   CHECK(r.out.find("check: all outputs match") != std::string::npos);
+  // The copy baseline (issue 16): a copy of the compulsory bytes on the same device, and every
+  // time as a fraction of its speed. softmax [4, 3]: x and y, 48 bytes each, 3 vectors each way.
+  CHECK(r.out.find("copy baseline (weft_copy)") != std::string::npos);
+  CHECK(r.out.find("copy baseline: 48 read + 48 written = the compulsory bytes (96)") !=
+        std::string::npos);
+  CHECK(lineStartingWith(r.out, "  end to end (graph on)").find("% of copy") != std::string::npos);
 }
 
 TEST_CASE("weft run: devices and bad options") {
@@ -660,4 +666,34 @@ TEST_CASE("symbols that must be equal are unified: one symbol to bind, a contrad
   Result badK = runWeft("run " + g + " --bind B=5,K=3 --random");
   CHECK(badK.rc == 2);
   CHECK(badK.err.find("binding K=3 contradicts K = 4") != std::string::npos);
+}
+
+TEST_CASE("weft run --bind B=LO..HI declares the sizes a program is planned for; sizes outside are exit 2") {
+  std::string g = writeFile("sm_range.json", kSoftmax);
+  Result ok = runWeft("run " + g + " --bind B=1..64,B=5 --random --check");
+  INFO(ok.err);
+  CHECK(ok.rc == 0);
+  CHECK(ok.out.find("check: all outputs match\n") != std::string::npos);
+  Result sweep = runWeft("run " + g + " --bind B=1..64 --sweep B=1,7,64 --check");
+  INFO(sweep.err);
+  CHECK(sweep.rc == 0);
+  Result outside = runWeft("run " + g + " --bind B=1..64,B=65 --random");
+  CHECK(outside.rc == 2);
+  CHECK(outside.err == "weft: error: " + g +
+                           ": B=65 is outside the range 1..64 declared for B when the graph was "
+                           "compiled; compile it again for a range that holds it\n");
+  Result plan = runWeft("plan " + g + " --bind B=1..16");
+  CHECK(plan.rc == 0);
+  CHECK(plan.out.find("B >= ") == std::string::npos); // no class past 16 is planned
+  CHECK(plan.out.find("B in [3, 16]") != std::string::npos);
+  for (const auto& [bind, why] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"B=9..3", "--bind B=9..3: the range is empty (9 > 3)"},
+           {"B=0..8", "--bind B=0..8: \"0\" is not a size (a whole number, at least 1)"},
+           {"B=1..x", "--bind B=1..x: \"x\" is not a size (a whole number, at least 1)"},
+           {"=1..4", "--bind =1..4: a range is written NAME=LO..HI, e.g. B=1..4096"}}) {
+    Result bad = runWeft("run " + g + " --bind " + bind + ",B=2 --random");
+    CHECK(bad.rc == 2);
+    CHECK(bad.err == "weft: error: " + why + "\n");
+  }
 }

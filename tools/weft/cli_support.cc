@@ -185,7 +185,59 @@ void withHostMemoryCheck(const std::string& file, const InputOptions& o,
   }
 }
 
-ir::Binding parseBindOption(const std::string& text) {
+namespace {
+
+/// The items of a --bind text, split at commas.
+std::vector<std::string> bindItems(const std::string& text) {
+  std::vector<std::string> items;
+  for (size_t start = 0; start <= text.size();) {
+    size_t comma = std::min(text.find(',', start), text.size());
+    items.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
+}
+
+bool isRangeItem(const std::string& item) { return item.find("..") != std::string::npos; }
+
+} // namespace
+
+std::map<std::string, SizeRange> parseBindRanges(const std::string& text) {
+  std::map<std::string, SizeRange> out;
+  if (text.empty()) return out;
+  for (const std::string& item : bindItems(text)) {
+    if (!isRangeItem(item)) continue;
+    size_t eq = item.find('='), dots = item.find("..");
+    auto bad = [&](const std::string& why) {
+      return InputError(fmt::format("--bind {}: {}", item, why));
+    };
+    if (eq == std::string::npos || eq == 0 || dots < eq)
+      throw bad("a range is written NAME=LO..HI, e.g. B=1..4096");
+    std::string name = item.substr(0, eq);
+    SizeRange r;
+    for (auto [part, value] : {std::pair{item.substr(eq + 1, dots - eq - 1), &r.lo},
+                               std::pair{item.substr(dots + 2), &r.hi}}) {
+      size_t used = 0;
+      try {
+        *value = std::stoll(part, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (part.empty() || used != part.size() || *value < 1)
+        throw bad(fmt::format("\"{}\" is not a size (a whole number, at least 1)", part));
+    }
+    if (r.lo > r.hi) throw bad(fmt::format("the range is empty ({} > {})", r.lo, r.hi));
+    if (!out.emplace(name, r).second)
+      throw InputError(fmt::format("--bind {}: \"{}\" is given more than one range", text, name));
+  }
+  return out;
+}
+
+ir::Binding parseBindOption(const std::string& fullText) {
+  // Ranges (B=1..4096) are parseBindRanges'; the sizes are the other items.
+  std::string text;
+  for (const std::string& item : bindItems(fullText))
+    if (!isRangeItem(item)) text += (text.empty() ? "" : ",") + item;
   if (text.empty()) return {};
   ir::Binding binding;
   try {
@@ -376,7 +428,10 @@ PlanVersions plansFromOptions(const PlanOptions& o, const frontend::ParsedGraph&
   }
   // The generic program is planned with every symbol symbolic, whatever --bind says; --bind
   // only picks the version that binding runs.
-  v.plans = fusion::planVersions(passes::canonicalize(g.graph), spec, policy);
+  ir::SymbolRanges declared;
+  for (const auto& [name, r] : parseBindRanges(o.bind))
+    declared[name] = ir::SymbolRange{r.lo, r.hi, 1};
+  v.plans = fusion::planVersions(passes::canonicalize(g.graph), spec, policy, declared);
   std::vector<ir::ShapeGuard> guards;
   for (const fusion::PlanVersion& p : v.plans)
     guards.push_back(p.guard);

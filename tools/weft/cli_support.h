@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the subcommands of `weft`.
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -96,8 +97,11 @@ uint64_t hostMemoryBytes();
 void withHostMemoryCheck(const std::string& file, const InputOptions& o,
                          const std::function<void()>& work);
 
-/// --bind B=16,S=128 ("" for none).
+/// The sizes of --bind B=16,S=128 ("" for none); range items (B=1..4096) are skipped.
 ir::Binding parseBindOption(const std::string& text);
+/// The ranges of --bind B=1..4096,S=64..512 (CompileOptions::symbolRanges); sizes are skipped.
+/// A symbol may have both: B=1..4096,B=16 runs B = 16 with a program planned for 1..4096.
+std::map<std::string, SizeRange> parseBindRanges(const std::string& text);
 
 /// Binds the symbols still unbound in `binding` from the inputs' shapes where a graph input's
 /// dim is a lone symbol ("B"), then checks that every symbol of the graph is bound; InputError

@@ -189,6 +189,7 @@ void runGraph(const RunArgs& a) {
   CompileOptions options;
   options.policy = policy;
   options.shapes = shapes;
+  options.symbolRanges = parseBindRanges(a.in.bind);
   options.device = device->spec(); // the real device's attributes on cuda, the profile on sim
   options.codegen.useLibdevice = !a.noLibdevice;
   std::shared_ptr<CompiledGraph> compiled = compile(g.graph, options);
