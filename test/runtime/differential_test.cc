@@ -88,13 +88,19 @@ void checkSeeds(uint64_t begin, uint64_t end) {
 /// generic program under `policy` and run at three bindings drawn from the seed (the original
 /// size, one past it, and one in [1, 2 * size]); each run checked against the interpreter on the
 /// graph bound at that size. Returns false when the graph has no such size to make symbolic.
-bool checkSymbolicSeed(uint64_t seed, Policy policy) {
+///
+/// With `perInputSymbols` every input names its own symbol (B0, B1, ...: testing::withSymbolicDim)
+/// and the graph builder unifies them; each binding then names every symbol, the unified ones
+/// too (consistently), and `unified` counts the equalities the graph recorded.
+bool checkSymbolicSeed(uint64_t seed, Policy policy, bool perInputSymbols = false,
+                       size_t* unified = nullptr) {
   ir::Graph g = testing::randomGraph(seed);
   const ir::Shape& first = g.node(g.inputs().front()).type.shape;
   if (first.empty()) return false;
   int64_t size = first.front().size();
-  std::optional<ir::Graph> sym = testing::withSymbolicDim(g, size, "B");
+  std::optional<ir::Graph> sym = testing::withSymbolicDim(g, size, "B", perInputSymbols);
   if (!sym) return false;
+  if (unified) *unified += sym->symbolEqualities().size();
   CompileOptions o;
   o.policy = policy;
   o.shapes = ShapeMode::Generic;
@@ -103,13 +109,14 @@ bool checkSymbolicSeed(uint64_t seed, Policy policy) {
   auto device = makeDevice("sim", o.device);
   Executable exe(compiled, *device);
   for (int64_t b : {size, size + 1, 1 + int64_t(seed * 7919 % uint64_t(2 * size))}) {
-    ir::Graph bound = ir::bindSymbols(*sym, {{"B", b}});
+    const ir::Binding binding = testing::bindEverySymbol(*sym, b);
+    ir::Graph bound = ir::bindSymbols(*sym, binding);
     std::vector<HostTensor> inputs = inputsFor(bound, seed);
     std::vector<HostTensor> expected = ir::interpret(bound, inputs);
     std::vector<std::vector<double>> spread = spreadOf(bound, inputs, expected, seed);
     std::vector<HostTensor> got;
     try {
-      got = exe.run(inputs, {{"B", b}});
+      got = exe.run(inputs, binding);
     } catch (const std::exception& e) {
       FAIL_CHECK("seed " << seed << " at B=" << b << ", generic, policy "
                          << fusion::policyName(policy) << ": " << e.what() << "\n"
@@ -232,4 +239,18 @@ TEST_CASE("random graphs with a symbolic size compile once and match at random b
       symbolised += checkSymbolicSeed(seed, policy);
   INFO(symbolised << " symbolised (graph, policy) pairs of 180");
   CHECK(symbolised >= 90); // most random graphs can be written with a symbolic size
+}
+
+// Dim equality (ir/symbol_unification.h) on random graphs: every input names its own symbol for
+// the same size, as ONNX exports do, and the builder must unify them where ops meet; the one
+// generic program then matches the interpreter at random bindings that name every symbol.
+TEST_CASE("random graphs whose inputs each name their own symbol unify and match",
+          "[differential][shapes]") {
+  int symbolised = 0;
+  size_t unified = 0;
+  for (uint64_t seed = 0; seed < 60; ++seed)
+    symbolised += checkSymbolicSeed(seed, Policy::AStitch, /*perInputSymbols=*/true, &unified);
+  INFO(symbolised << " symbolised graphs of 60, " << unified << " equalities");
+  CHECK(symbolised >= 30);
+  CHECK(unified >= size_t(symbolised)); // most graphs have several inputs that meet
 }

@@ -27,10 +27,20 @@ ir::Shape mapShape(const ir::Shape& s, int64_t size, const Dim& symbol, bool mul
 
 } // namespace
 
+ir::Binding bindEverySymbol(const ir::Graph& g, int64_t size) {
+  ir::Binding b;
+  for (const std::string& s : g.symbols())
+    b[s] = size;
+  for (const ir::SymbolEquality& e : g.symbolEqualities())
+    b[e.symbol] = e.value.evaluate(b);
+  return b;
+}
+
 std::optional<ir::Graph> withSymbolicDim(const ir::Graph& g, int64_t size,
-                                         const std::string& symbol) {
+                                         const std::string& symbol, bool perParameterSymbols) {
   if (size <= 1) return std::nullopt;
   const Dim sym = Dim::symbol(symbol);
+  int parameters = 0;
   ir::Graph out;
   std::vector<ir::NodeId> id(g.size(), -1);
   try {
@@ -42,6 +52,12 @@ std::optional<ir::Graph> withSymbolicDim(const ir::Graph& g, int64_t size,
       ir::Attrs attrs = n.attrs;
       switch (n.kind) {
       case ir::OpKind::Parameter:
+        declared = ir::TensorType{
+            n.type.dtype,
+            mapShape(n.type.shape, size,
+                     perParameterSymbols ? Dim::symbol(symbol + std::to_string(parameters++)) : sym,
+                     false)};
+        break;
       case ir::OpKind::Iota:
       case ir::OpKind::BroadcastInDim:
         declared = ir::TensorType{n.type.dtype, mapShape(n.type.shape, size, sym, false)};
@@ -82,7 +98,7 @@ std::optional<ir::Graph> withSymbolicDim(const ir::Graph& g, int64_t size,
     out.setOutputs(outputs);
     ir::verify(out);
     if (out.symbols().empty()) return std::nullopt;
-    if (ir::fingerprint(ir::bindSymbols(out, {{symbol, size}})) != ir::fingerprint(g))
+    if (ir::fingerprint(ir::bindSymbols(out, bindEverySymbol(out, size))) != ir::fingerprint(g))
       return std::nullopt;
   } catch (const std::exception&) {
     return std::nullopt; // not expressible with this symbol

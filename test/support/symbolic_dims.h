@@ -15,7 +15,17 @@ namespace weft::testing {
 /// with one value per element along such a dim, a slice or split of it) — or when the result,
 /// bound back at `size`, is not exactly `g` (ir::fingerprint): the check that makes the
 /// rewrite sound at the one binding where it can be compared.
+///
+/// With `perParameterSymbols`, parameter k's dims get the symbol `symbol` + k instead ("B0",
+/// "B1", ...), as an ONNX export that names every input's axes on its own: the graph builder
+/// must unify them where ops meet (ir/symbol_unification.h), and more than one symbol may
+/// survive where nothing ties them together. The check binds every surviving symbol to `size`.
 std::optional<ir::Graph> withSymbolicDim(const ir::Graph& g, int64_t size,
-                                         const std::string& symbol = "B");
+                                         const std::string& symbol = "B",
+                                         bool perParameterSymbols = false);
+
+/// Every symbol of `g` bound to `size`, and every symbol it unified away to the size its
+/// equality gives (a binding that names them all, consistently).
+ir::Binding bindEverySymbol(const ir::Graph& g, int64_t size);
 
 } // namespace weft::testing
