@@ -137,3 +137,76 @@ TEST_CASE("weft grad --amp writes the training step in mixed precision; a bad --
     CHECK(bad.err.find("use f16 or bf16") != std::string::npos);
   }
 }
+
+TEST_CASE("weft grad --sgd and --adam write one training step: updated parameters as outputs") {
+  const std::string mlp = WEFT_SOURCE_DIR "/examples/graphs/mlp_train.json";
+  fs::path sgd = weft::testing::scratchDir() / "mlp_sgd.json";
+  auto r = runWeft("grad " + mlp + " --loss loss --wrt w1,b1,gamma,beta,w2,b2 --sgd 0.5 -o " +
+                   sgd.string());
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  auto g = weft::frontend::readGraphFile(sgd.string());
+  CHECK(g.name == "mlp_train_sgd");
+  std::vector<std::string> outputs;
+  for (auto id : g.graph.outputs()) outputs.push_back(g.graph.node(id).name);
+  CHECK(outputs == std::vector<std::string>{"loss", "new_w1", "new_b1", "new_gamma", "new_beta",
+                                            "new_w2", "new_b2"});
+  auto run = runWeft("run " + sgd.string() + " --bind B=5 --check");
+  INFO(run.out << run.err);
+  CHECK(run.rc == 0);
+
+  fs::path adam = weft::testing::scratchDir() / "ln_adam.json";
+  r = runWeft("grad " + kExample + " --loss loss --wrt gamma,beta --adam --lr 0.01 --beta2 0.99 "
+              "--amp bf16 -o " + adam.string());
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  g = weft::frontend::readGraphFile(adam.string());
+  std::vector<std::string> inputs;
+  outputs.clear();
+  for (auto id : g.graph.inputs()) inputs.push_back(g.graph.node(id).name);
+  for (auto id : g.graph.outputs()) outputs.push_back(g.graph.node(id).name + ": " + g.graph.node(id).type.str());
+  CHECK(inputs == std::vector<std::string>{"x", "gamma", "beta", "dy", "m_gamma", "m_beta", "v_gamma",
+                                           "v_beta", "adam_step"});
+  CHECK(outputs == std::vector<std::string>{"loss: f32[]", "new_gamma: f32[768]", "new_beta: f32[768]",
+                                            "new_m_gamma: f32[768]", "new_m_beta: f32[768]",
+                                            "new_v_gamma: f32[768]", "new_v_beta: f32[768]",
+                                            "new_adam_step: i32[]"});
+  // The update runs on the f32 master weights: AMP lowered the backward, not the step.
+  CHECK(g.graph.node(*g.graph.find("new_gamma")).type.dtype == weft::DType::f32);
+  run = runWeft("run " + adam.string() + " --bind B=3 --check");
+  INFO(run.out << run.err);
+  CHECK(run.rc == 0);
+}
+
+TEST_CASE("weft grad's optimizer flags: a bad value or combination is one line, exit 2") {
+  std::string out = (weft::testing::scratchDir() / "bad_step.json").string();
+  struct Case {
+    std::string flags, message;
+  };
+  std::vector<Case> cases = {
+      {"--sgd abc", "--sgd \"abc\": not a number"},
+      {"--sgd 0", "--sgd 0: must be a finite number greater than 0"},
+      {"--sgd -0.5", "--sgd -0.5: must be a finite number greater than 0"},
+      {"--sgd inf", "--sgd inf: must be a finite number greater than 0"},
+      {"--sgd 0.1 --adam", "--sgd and --adam: give one optimizer, not both"},
+      {"--sgd 0.1 --lr 0.2", "--lr, --beta1, --beta2 and --eps are Adam's; --sgd takes its learning "
+                             "rate as its value (--sgd LR)"},
+      {"--beta1 0.5", "--lr, --beta1, --beta2 and --eps need --adam"},
+      {"--adam --beta1 1", "--beta1 1: must be in [0, 1)"},
+      {"--adam --beta2 -0.1", "--beta2 -0.1: must be in [0, 1)"},
+      {"--adam --eps 0", "--eps 0: must be a finite number greater than 0"},
+      {"--adam --lr 1e-3x", "--lr \"1e-3x\": not a number"},
+      {"--adam --wrt dy,gamma", ""}, // fine: dy is a float input
+  };
+  for (const Case& c : cases) {
+    auto r = runWeft("grad " + kExample + " --loss loss " + c.flags + " -o " + out);
+    INFO(c.flags << "\n" << r.err);
+    if (c.message.empty()) {
+      CHECK(r.rc == 0);
+      continue;
+    }
+    CHECK(r.rc == 2);
+    CHECK(oneLine(r.err));
+    CHECK(r.err == "weft: error: " + c.message + "\n");
+  }
+}

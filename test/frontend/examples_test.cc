@@ -23,6 +23,7 @@ TEST_CASE("every example reads, has the expected outputs and round-trips") {
       {"column_reduce_bias_grad", {"dbias: f32[768]"}},
       {"layer_norm_backward", {"dx: f32[B, 768]", "dgamma: f32[768]", "dbeta: f32[768]"}},
       {"layer_norm_loss", {"loss: f32[]"}},
+      {"mlp_train", {"loss: f32[]"}},
   };
   size_t seen = 0;
   for (const auto& entry :

@@ -1,11 +1,16 @@
-// weft grad G.json --loss NAME [--wrt A,B,...] [--amp f16|bf16] -o OUT.json: differentiate a forward graph
-// (src/autodiff) and write the training graph as weft JSON: G's inputs; G's outputs, then
-// grad_<input> per wrt input.
+// weft grad G.json --loss NAME [--wrt A,B,...] [--amp f16|bf16] [--sgd LR | --adam [--lr ..
+// --beta1 .. --beta2 .. --eps ..]] -o OUT.json: differentiate a forward graph (src/autodiff)
+// and write the training graph as weft JSON: G's inputs; G's outputs, then grad_<input> per
+// wrt input. With an optimizer, the gradients give way to the updated parameters (and Adam's
+// moments and step count), named new_<input> (autodiff/optimizer.h): one graph, one step.
 #include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <memory>
 
 #include "autodiff/grad.h"
+#include "autodiff/optimizer.h"
 #include "cli_support.h"
 #include "commands.h"
 #include "frontend/json_writer.h"
@@ -19,6 +24,10 @@ namespace {
 struct GradOptions {
   std::string file, loss, wrt, output, amp;
   bool print = false;
+  // The optimizer: --sgd LR, or --adam with its hyperparameters (as given, checked by
+  // optimizerOption so that a bad value is one line naming the flag).
+  std::string sgd, lr, beta1, beta2, eps;
+  bool adam = false;
 };
 
 /// --wrt A,B,C: the names in order; empty for the default (every float input).
@@ -36,8 +45,47 @@ std::vector<std::string> splitNames(const std::string& text) {
   return names;
 }
 
+/// A flag's number: the whole text must be one (InputError naming the flag otherwise).
+double number(const char* flag, const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || std::isnan(v))
+    throw InputError(fmt::format("{} \"{}\": not a number", flag, text));
+  return v;
+}
+
+/// The optimizer the flags ask for, checked (InputError naming the flag).
+struct Optimizer {
+  std::optional<autodiff::SgdOptions> sgd;
+  std::optional<autodiff::AdamOptions> adam;
+};
+Optimizer optimizerOption(const GradOptions& o) {
+  bool adamFlags = !o.lr.empty() || !o.beta1.empty() || !o.beta2.empty() || !o.eps.empty();
+  if (!o.sgd.empty() && o.adam) throw InputError("--sgd and --adam: give one optimizer, not both");
+  if (adamFlags && !o.adam)
+    throw InputError(!o.sgd.empty() ? "--lr, --beta1, --beta2 and --eps are Adam's; --sgd takes "
+                                      "its learning rate as its value (--sgd LR)"
+                                    : "--lr, --beta1, --beta2 and --eps need --adam");
+  Optimizer opt;
+  if (!o.sgd.empty()) {
+    opt.sgd.emplace();
+    opt.sgd->lr = number("--sgd", o.sgd);
+    autodiff::checkOptions(*opt.sgd);
+  }
+  if (o.adam) {
+    opt.adam.emplace();
+    if (!o.lr.empty()) opt.adam->lr = number("--lr", o.lr);
+    if (!o.beta1.empty()) opt.adam->beta1 = number("--beta1", o.beta1);
+    if (!o.beta2.empty()) opt.adam->beta2 = number("--beta2", o.beta2);
+    if (!o.eps.empty()) opt.adam->eps = number("--eps", o.eps);
+    autodiff::checkOptions(*opt.adam);
+  }
+  return opt;
+}
+
 void runGrad(const GradOptions& o) {
   std::optional<DType> amp = ampOption(o.amp);
+  Optimizer optimizer = optimizerOption(o); // checked before any file is read
   if (!o.output.empty()) checkOutputFile("-o", o.output);
   frontend::ParsedGraph g = loadGraph(o.file);
   std::vector<std::string> wrt = splitNames(o.wrt);
@@ -48,9 +96,16 @@ void runGrad(const GradOptions& o) {
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", o.file, e.what()));
   }
-  // AMP on the whole training step: the backward's casts fuse like the forward's.
+  // AMP on the whole forward and backward: the backward's casts fuse like the forward's. The
+  // optimizer comes after it, so that the update runs on f32 master weights.
   if (amp) training = passes::autoMixedPrecision(training, *amp);
-  std::string name = g.name + "_grad";
+  try {
+    if (optimizer.sgd) training = autodiff::sgdStep(training, wrt, *optimizer.sgd);
+    if (optimizer.adam) training = autodiff::adamStep(training, wrt, *optimizer.adam);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", o.file, e.what()));
+  }
+  std::string name = g.name + (optimizer.sgd ? "_sgd" : optimizer.adam ? "_adam" : "_grad");
   if (o.print) fmt::print("{}", ir::printGraph(training, name));
   if (!o.output.empty()) writeOutputFile("-o", o.output, frontend::writeGraphJson(training, name));
 }
@@ -69,6 +124,16 @@ void addGradCommand(CLI::App& app) {
                   "gradient outputs (default: every floating-point input, in graph order)");
   cmd->add_option("-o,--output", o->output, "JSON graph to write");
   addAmpOption(cmd, o->amp);
+  cmd->add_option("--sgd", o->sgd,
+                  "Append an SGD step with this learning rate: outputs G's outputs, then "
+                  "new_<input> = input - LR * gradient per wrt input");
+  cmd->add_flag("--adam", o->adam,
+                "Append an Adam step: inputs m_<p>, v_<p> and adam_step (i32, 1 for the first "
+                "step) added; outputs G's outputs, new_<p>, new_m_<p>, new_v_<p>, new_adam_step");
+  cmd->add_option("--lr", o->lr, "Adam's learning rate (default 0.001)");
+  cmd->add_option("--beta1", o->beta1, "Adam's first-moment decay (default 0.9)");
+  cmd->add_option("--beta2", o->beta2, "Adam's second-moment decay (default 0.999)");
+  cmd->add_option("--eps", o->eps, "Adam's epsilon (default 1e-8)");
   cmd->add_flag("--print", o->print, "Print the training graph's IR with shapes");
   cmd->callback([o] {
     if (o->output.empty() && !o->print)
