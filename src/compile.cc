@@ -17,6 +17,7 @@
 #include "ir/fingerprint.h"
 #include "ir/printer.h"
 #include "passes/amp.h"
+#include "passes/hoist_weights.h"
 #include "passes/pipeline.h"
 #include "runtime/compile_cache.h"
 #include "runtime/logging.h"
@@ -86,6 +87,14 @@ ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
   if (options.amp) bound = passes::autoMixedPrecision(bound, *options.amp);
 
   ir::Graph canonical = options.canonicalize ? passes::canonicalize(bound) : bound;
+  // Large constants become weights: inputs after the caller's, their values beside the
+  // program, so that neither the PTX nor the cache key holds them (ir/weights.h).
+  passes::HoistedWeights hoisted = passes::hoistWeights(canonical);
+  auto hoistedWeights = std::make_shared<std::vector<HostTensor>>();
+  for (size_t i = graph.inputs().size(); i < hoisted.graph.inputs().size(); ++i)
+    hoistedWeights->push_back(
+        std::move(hoisted.values.at(hoisted.graph.node(hoisted.graph.inputs()[i]).name)));
+  canonical = std::move(hoisted.graph);
   spdlog::debug("canonical graph:\n{}", ir::printGraph(canonical));
 
   // Generic: one plan per size class the planner decides differently on (plan_versions.h).
@@ -135,6 +144,7 @@ ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
     program->versionCount = plans.size();
     program->plan = std::move(plans[i].plan);
     program->module = std::move(modules[i]);
+    program->hoistedWeights = hoistedWeights;
     program->fromDiskCache = fromDiskCache;
     program->planMs = planMs;
     program->totalMs = totalMs;

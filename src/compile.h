@@ -9,6 +9,7 @@
 #include "codegen/compile.h"
 #include "fusion/fusion_plan.h"
 #include "ir/graph.h"
+#include "ir/weights.h"
 #include "weft/weft.h"
 
 namespace weft {
@@ -27,6 +28,10 @@ struct CompiledProgram {
   size_t versionCount = 1;
   fusion::FusionPlan plan;
   codegen::CompiledModule module;
+  // The large constants the compiler made weights (passes/hoistWeights): the plan's graph
+  // takes them as its last inputs, after the caller's, in this order; the Executable uploads
+  // them once per program. Shared by a compile's versions; never part of the cache key.
+  std::shared_ptr<const std::vector<HostTensor>> hoistedWeights;
   bool fromDiskCache = false;
   double planMs = 0;  // passes + planning
   double totalMs = 0; // the whole pipeline for this binding

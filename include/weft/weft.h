@@ -135,6 +135,17 @@ public:
   void run(const std::vector<DevicePtr>& inputs, const std::vector<DevicePtr>& outputs,
            const Binding& binding);
 
+  /// Weights: values of graph inputs that stay the same from call to call (a model's
+  /// parameters), by input name. Uploaded to the device here, once, and owned by the
+  /// Executable; a later call replaces the ones it names (in place when the size is the same).
+  /// Nothing is recompiled: the program takes weights as pointers, as it takes inputs. The
+  /// inputs set here are left out of every run's inputs, which follow callInputNames().
+  /// InputError naming the weight when it is no input of the graph or its dtype or shape
+  /// differs from the input's.
+  void setWeights(const std::map<std::string, HostTensor>& weights);
+  /// The graph inputs run() and time() take: every input not bound by setWeights, in order.
+  std::vector<std::string> callInputNames() const;
+
   void setGraphMode(GraphMode mode) { graphMode_ = mode; }
   GraphMode graphMode() const { return graphMode_; }
   /// The largest size each symbol will take (`--max-bind`): a generic program's buffers are
@@ -171,6 +182,7 @@ public:
     size_t reshapes = 0;    // new bindings served by an already bound generic version
     size_t reallocations = 0; // device buffers regrown for a binding larger than any before
     size_t inputCopies = 0; // host→device copies of inputs (zero for the device-buffer API)
+    size_t weightUploads = 0; // host→device copies of weights: setWeights' and the compiler's
   };
   const Stats& stats() const { return stats_; }
 
@@ -185,6 +197,19 @@ private:
   double timeRegion(const std::function<void()>& work, bool* deviceClock);
   void launchAll(Bound& b, const std::vector<DevicePtr>& inputs,
                  const std::vector<DevicePtr>& outputs);
+  // Weights (executable_weights.cc): the graph inputs set by setWeights, by input index.
+  struct Weight {
+    DevicePtr ptr = 0;
+    size_t capacity = 0;
+    HostTensor shape; // dtype and shape, no bytes
+  };
+  std::map<size_t, Weight> weights_;
+  /// Graph-order input pointers: the call's, with the weights in their places.
+  std::vector<DevicePtr> withWeights(const std::vector<DevicePtr>& callInputs) const;
+  /// The graph's inputs as dtype and shape only (bytes left empty), for binding symbols.
+  std::vector<HostTensor> inputShapes(const std::vector<HostTensor>& callInputs) const;
+  void freeWeights();
+  InputError countError(size_t graphInputs, size_t given) const;
 
   std::shared_ptr<CompiledGraph> compiled_;
   Device& device_;

@@ -1,4 +1,5 @@
 #include "frontend/json_reader.h"
+#include "frontend/weights_file.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -612,6 +613,12 @@ public:
     if (top.find("name")) out.name = top.string("name");
     top.find("doc");
     readInputs(top.require("inputs", "an array of {\"name\", \"dtype\", \"shape\"} objects"));
+    if (const json* w = top.find("weights")) out.weightNames = readInputs(*w, "weights");
+    if (top.find("weights_file")) out.weightsFile = top.string("weights_file");
+    if (out.weightNames.empty() != out.weightsFile.empty())
+      fail(out.weightsFile.empty()
+               ? "graph: field \"weights\" needs \"weights_file\", the file holding their values"
+               : "graph: field \"weights_file\" needs \"weights\", the inputs it holds");
     std::vector<OpEntry> entries = readOps(top.require("ops", "an array of ops"));
     const json& outputs = top.require("outputs", "an array of value names");
     top.rejectUnknown();
@@ -632,25 +639,35 @@ private:
     declared_[name] = where;
   }
 
-  void readInputs(const json& inputs) {
+  /// "inputs", or "weights" (field = "weights"): graph inputs, the weights after the inputs;
+  /// returns their names. A weight's shape is static (its values are in a file).
+  std::vector<std::string> readInputs(const json& inputs, const std::string& field = "inputs") {
+    const std::string kind = field == "weights" ? "weight" : "input";
+    std::vector<std::string> names;
     if (!inputs.is_array())
-      fail(fmt::format("graph: field \"inputs\": expected an array, got {}", jsonTypeName(inputs)));
+      fail(fmt::format("graph: field \"{}\": expected an array, got {}", field,
+                       jsonTypeName(inputs)));
     for (size_t i = 0; i < inputs.size(); ++i) {
       const json& in = inputs[i];
       if (!in.is_object())
-        fail(fmt::format("graph: field \"inputs\": element {} is {}; expected an object with "
+        fail(fmt::format("graph: field \"{}\": element {} is {}; expected an object with "
                          "\"name\", \"dtype\", "
                          "\"shape\"",
-                         i, jsonTypeName(in)));
-      Fields f(in, fmt::format("inputs[{}]", i));
+                         field, i, jsonTypeName(in)));
+      Fields f(in, fmt::format("{}[{}]", field, i));
       std::string name = f.string("name");
-      Fields named(in, fmt::format("input \"{}\"", name));
+      Fields named(in, fmt::format("{} \"{}\"", kind, name));
       named.find("name");
       named.find("doc");
       DType t = named.dtype("dtype");
       Shape shape = named.shape("shape");
       named.rejectUnknown();
-      declare(name, fmt::format("input \"{}\"", name));
+      if (kind == "weight" && !ir::isStatic(shape))
+        fail(fmt::format("weight \"{}\": field \"shape\": {} has a symbolic dim; a weight's "
+                         "shape is static (its values are in the weights file)",
+                         name, ir::shapeStr(shape)));
+      declare(name, fmt::format("{} \"{}\"", kind, name));
+      names.push_back(name);
       try {
         values_[name] = g_.parameter(name, {t, shape});
       } catch (const InputError& e) {
@@ -658,9 +675,11 @@ private:
         std::string msg = e.what();
         std::string builderPrefix = fmt::format("op \"{}\" (parameter): ", name);
         if (msg.rfind(builderPrefix, 0) == 0) msg = msg.substr(builderPrefix.size());
-        fail(fmt::format("input \"{}\": field \"shape\": {}: {}", name, ir::shapeStr(shape), msg));
+        fail(fmt::format("{} \"{}\": field \"shape\": {}: {}", kind, name, ir::shapeStr(shape),
+                         msg));
       }
     }
+    return names;
   }
 
   std::vector<OpEntry> readOps(const json& ops) {
@@ -883,7 +902,17 @@ ParsedGraph readGraphJson(const std::string& text, const std::string& fileName) 
 }
 
 ParsedGraph readGraphFile(const std::string& path) {
-  return readGraphJson(readFileBytes(path, "graph file"), path);
+  ParsedGraph g = readGraphJson(readFileBytes(path, "graph file"), path);
+  if (!g.weightsFile.empty()) {
+    std::filesystem::path file(g.weightsFile);
+    if (file.is_relative()) file = std::filesystem::path(path).parent_path() / file;
+    try {
+      g.weights = loadWeightsFor(g.graph, g.weightNames, file.string());
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: weights_file: {}", path, e.what()));
+    }
+  }
+  return g;
 }
 
 } // namespace weft::frontend

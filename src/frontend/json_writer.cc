@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace weft::frontend {
 namespace {
@@ -108,14 +109,31 @@ std::string opLine(const ir::Graph& g, const ir::Node& n) {
 } // namespace
 
 std::string writeGraphJson(const ir::Graph& g, const std::string& name) {
-  std::string out = fmt::format("{{\n  \"name\": {},\n  \"inputs\": [", json(name).dump());
-  for (size_t i = 0; i < g.inputs().size(); ++i) {
-    const ir::Node& n = g.node(g.inputs()[i]);
-    out += fmt::format("{}\n    {{\"name\": {}, \"dtype\": \"{}\", \"shape\": {}}}", i ? "," : "",
-                       json(n.name).dump(), ir::dtypeName(n.type.dtype),
-                       dumpSpaced(shapeJson(n.type.shape)));
+  return writeGraphJson(g, name, {}, "");
+}
+
+std::string writeGraphJson(const ir::Graph& g, const std::string& name,
+                           const std::vector<std::string>& weightNames,
+                           const std::string& weightsFile) {
+  std::set<std::string> weights(weightNames.begin(), weightNames.end());
+  std::string out = fmt::format("{{\n  \"name\": {},\n", json(name).dump());
+  // "inputs", then "weights" (the inputs whose values are in the weights file).
+  for (bool weight : {false, true}) {
+    if (weight && weights.empty()) break;
+    out += weight ? ",\n  \"weights_file\": " + json(weightsFile).dump() + ",\n  \"weights\": ["
+                  : "  \"inputs\": [";
+    bool firstInput = true;
+    for (ir::NodeId id : g.inputs()) {
+      const ir::Node& n = g.node(id);
+      if (weights.count(n.name) != (weight ? 1u : 0u)) continue;
+      out += fmt::format("{}\n    {{\"name\": {}, \"dtype\": \"{}\", \"shape\": {}}}",
+                         firstInput ? "" : ",", json(n.name).dump(), ir::dtypeName(n.type.dtype),
+                         dumpSpaced(shapeJson(n.type.shape)));
+      firstInput = false;
+    }
+    out += firstInput ? "]" : "\n  ]";
   }
-  out += g.inputs().empty() ? "],\n  \"ops\": [" : "\n  ],\n  \"ops\": [";
+  out += ",\n  \"ops\": [";
   bool first = true;
   for (const ir::Node& n : g.nodes()) {
     if (n.kind == OpKind::Parameter) continue;

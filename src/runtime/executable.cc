@@ -28,6 +28,7 @@ struct Executable::Bound {
   std::map<int, DevicePtr> slotPtr;    // memory-planning slots (static plans only)
   std::vector<size_t> capacity;        // per plan buffer (slotted: its slot's), bytes allocated
   std::vector<DevicePtr> barrierState; // per CompiledKernel (0 when unused)
+  std::vector<DevicePtr> hoisted;      // the compiler's weights (in `owned` too), uploaded once
   // host-API staging buffers, grown with the bindings
   std::vector<DevicePtr> hostInputs, hostOutputs;
   std::vector<size_t> hostInputCapacity, hostOutputCapacity;
@@ -90,6 +91,7 @@ Executable::~Executable() {
       if (!io && buf.slot < 0 && b->bufferPtr[i]) all.push_back(b->bufferPtr[i]);
     }
     for (DevicePtr p : all) {
+      if (!p) continue;
       try {
         device_.free(p);
       } catch (const std::exception& e) {
@@ -97,6 +99,7 @@ Executable::~Executable() {
       }
     }
   }
+  freeWeights();
 }
 
 Executable::Bound& Executable::bind(const Binding& binding) {
@@ -127,6 +130,15 @@ Executable::Bound& Executable::bind(const Binding& binding) {
       }
       b->barrierState.push_back(state);
     }
+    // The constants the compiler made weights: uploaded once, read in place by every run.
+    if (program->hoistedWeights)
+      for (const HostTensor& w : *program->hoistedWeights) {
+        DevicePtr p = device_.allocate(std::max<size_t>(w.byteSize(), 1));
+        b->owned.push_back(p);
+        if (w.byteSize()) device_.copyToDevice(p, w.bytes.data(), w.byteSize());
+        b->hoisted.push_back(p);
+        ++stats_.weightUploads;
+      }
     it = bound_.emplace(program.get(), std::move(b)).first;
   }
   Bound& b = *it->second;
@@ -189,15 +201,17 @@ std::vector<std::vector<KernelArg>> Executable::kernelArgs(Bound& b,
                                                            const std::vector<DevicePtr>& outputs) {
   const fusion::FusionPlan& plan = b.program->plan;
   const ir::Graph& g = plan.graph;
-  if (inputs.size() != g.inputs().size())
-    throw InputError(fmt::format("the graph takes {} input(s) but {} were given", g.inputs().size(),
-                                 inputs.size()));
+  if (inputs.size() + b.hoisted.size() != g.inputs().size())
+    throw InputError(fmt::format("the graph takes {} input(s) but {} were given",
+                                 g.inputs().size() - b.hoisted.size(), inputs.size()));
   if (outputs.size() != g.outputs().size())
     throw InputError(fmt::format("the graph has {} output(s) but {} buffers were given",
                                  g.outputs().size(), outputs.size()));
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
     int buf = plan.bufferOfValue[static_cast<size_t>(g.inputs()[i])];
-    if (buf >= 0) b.bufferPtr[static_cast<size_t>(buf)] = inputs[i];
+    if (buf >= 0)
+      b.bufferPtr[static_cast<size_t>(buf)] =
+          i < inputs.size() ? inputs[i] : b.hoisted[i - inputs.size()];
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     int buf = plan.bufferOfValue[static_cast<size_t>(g.outputs()[i])];
@@ -295,22 +309,28 @@ void Executable::run(const std::vector<DevicePtr>& inputs, const std::vector<Dev
     if (!full.count(s))
       throw InputError(fmt::format(
           "symbol \"{}\" is not bound; device-buffer runs need an explicit binding", s));
-  launchAll(bind(full), inputs, outputs);
+  launchAll(bind(full), withWeights(inputs), outputs);
 }
 
 Executable::Bound& Executable::stageHostInputs(const std::vector<HostTensor>& inputs,
                                                const Binding& binding) {
-  Binding full = inferBinding(compiled_->graph(), inputs, binding);
+  // `inputs` are the call's: the graph's inputs but the weights set by setWeights.
+  Binding full = inferBinding(compiled_->graph(), inputShapes(inputs), binding);
   Bound& b = bind(full);
-  const ir::Graph& g = b.program->plan.graph;
+  const ir::Graph& g = irGraph(compiled_->graph());
+  std::vector<ir::NodeId> callInputs;
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    if (!weights_.count(i)) callInputs.push_back(g.inputs()[i]);
   // Staging buffers grow with the bindings a generic version serves (sized for the declared
   // maximum, as the plan's buffers are).
   Binding cap = capacityBinding(*b.program, full, maxBinding_);
+  for (size_t i = inputs.size(); i < b.hostInputs.size(); ++i) // weights set since the last run
+    if (b.hostInputs[i]) device_.free(b.hostInputs[i]);
   b.hostInputs.resize(inputs.size(), 0);
   b.hostInputCapacity.resize(inputs.size(), 0);
   for (size_t i = 0; i < inputs.size(); ++i)
     b.hostInputs[i] = regrow(b.hostInputs[i], b.hostInputCapacity[i],
-                             std::max(inputs[i].byteSize(), bytesOf(g.node(g.inputs()[i]), cap)));
+                             std::max(inputs[i].byteSize(), bytesOf(g.node(callInputs[i]), cap)));
   b.hostOutputs.resize(g.outputs().size(), 0);
   b.hostOutputCapacity.resize(g.outputs().size(), 0);
   for (size_t i = 0; i < g.outputs().size(); ++i)
@@ -329,7 +349,7 @@ std::vector<HostTensor> Executable::run(const std::vector<HostTensor>& inputs,
   Bound& b = stageHostInputs(inputs, binding);
   const Binding& full = b.shapes.binding;
   const ir::Graph& g = b.program->plan.graph;
-  launchAll(b, b.hostInputs, b.hostOutputs);
+  launchAll(b, withWeights(b.hostInputs), b.hostOutputs);
 
   std::vector<HostTensor> out;
   const fusion::FusionPlan& plan = b.program->plan;
@@ -371,13 +391,13 @@ Executable::Timing Executable::time(const std::vector<HostTensor>& inputs, int r
   if (repeats < 1)
     throw InputError(fmt::format("the number of timed runs must be at least 1 (got {})", repeats));
   Bound& b = stageHostInputs(inputs, binding);
-  launchAll(b, b.hostInputs,
-            b.hostOutputs); // warm-up: first launches load code, graph mode captures
+  const std::vector<DevicePtr> inputPtrs = withWeights(b.hostInputs);
+  launchAll(b, inputPtrs, b.hostOutputs); // warm-up: first launches load code, graph mode captures
   device_.takeCounters();
 
   Timing t;
   t.deviceClock = true;
-  std::vector<std::vector<KernelArg>> args = kernelArgs(b, b.hostInputs, b.hostOutputs);
+  std::vector<std::vector<KernelArg>> args = kernelArgs(b, inputPtrs, b.hostOutputs);
   const auto& kernels = b.program->module.kernels;
   std::vector<std::vector<double>> perKernel(kernels.size());
   std::vector<double> total;
@@ -385,7 +405,7 @@ Executable::Timing Executable::time(const std::vector<HostTensor>& inputs, int r
     for (size_t k = 0; k < kernels.size(); ++k)
       perKernel[k].push_back(
           timeRegion([&] { device_.launch(b.kernels[k], b.configs[k], args[k]); }, &t.deviceClock));
-    total.push_back(timeRegion([&] { launchAll(b, b.hostInputs, b.hostOutputs); }, &t.deviceClock));
+    total.push_back(timeRegion([&] { launchAll(b, inputPtrs, b.hostOutputs); }, &t.deviceClock));
   }
   device_.takeCounters(); // the timed launches' counters are not the caller's
   for (size_t k = 0; k < kernels.size(); ++k)

@@ -15,9 +15,11 @@
 
 #include "frontend/npy.h"
 #include "frontend/onnx/load_graph.h"
+#include "frontend/onnx/onnx_import.h"
 #include "frontend/random_inputs.h"
 #include "fusion/plan.h"
 #include "fusion/plan_versions.h"
+#include "passes/hoist_weights.h"
 #include "passes/pipeline.h"
 #include "weft/error.h"
 
@@ -25,8 +27,28 @@ namespace weft::tools {
 
 frontend::ParsedGraph loadGraph(const std::string& path) {
   frontend::ParsedGraph g = frontend::loadGraphAnyFormat(path);
+  if (onnx::looksLikeOnnx(path)) withWeightsHoisted(g);
   spdlog::debug("read {}: graph \"{}\" with {} values", path, g.name, g.graph.size());
   return g;
+}
+
+void withWeightsHoisted(frontend::ParsedGraph& g) {
+  passes::HoistedWeights h = passes::hoistWeights(g.graph);
+  for (ir::NodeId id : h.graph.inputs()) {
+    auto it = h.values.find(h.graph.node(id).name);
+    if (it == h.values.end()) continue;
+    g.weightNames.push_back(it->first);
+    g.weights.insert(std::move(*it));
+  }
+  g.graph = std::move(h.graph);
+}
+
+std::vector<HostTensor> callInputs(const frontend::ParsedGraph& g,
+                                   const std::vector<HostTensor>& inputs) {
+  std::vector<HostTensor> out;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!g.weights.count(g.graph.node(g.graph.inputs()[i]).name)) out.push_back(inputs[i]);
+  return out;
 }
 
 DeviceSpec deviceSpecOption(const std::string& name) {
@@ -48,7 +70,8 @@ fusion::FusionPlan planGraphFile(const frontend::ParsedGraph& g, const std::stri
                                  const DeviceSpec& spec, fusion::Policy policy) {
   ir::Binding binding = parseBindOption(bind);
   ir::Graph graph = binding.empty() ? g.graph : ir::bindSymbols(g.graph, binding);
-  return fusion::plan(passes::canonicalize(graph), spec, policy);
+  // As weft::compile plans it: large constants hoisted into weights (passes/hoist_weights.h).
+  return fusion::plan(passes::hoistWeights(passes::canonicalize(graph)).graph, spec, policy);
 }
 
 void addInputOptions(CLI::App* cmd, InputOptions& o) {
@@ -77,7 +100,7 @@ GraphInputs prepareInputs(const frontend::ParsedGraph& g, const std::string& fil
   if (!o.saveDir.empty()) makeOutputDir("--save-outputs", o.saveDir);
   r.binding = parseBindOption(o.bind);
   if (!o.inputsDir.empty()) {
-    r.inputs = readInputsDir(g.graph, o.inputsDir);
+    r.inputs = readInputsDir(g.graph, o.inputsDir, &g.weights);
     r.binding = completeBinding(g, file, r.binding, &r.inputs);
     checkBoundSizes(g.graph, file, r.binding, o.bind, hostMemoryBytes());
     return r;
@@ -88,6 +111,11 @@ GraphInputs prepareInputs(const frontend::ParsedGraph& g, const std::string& fil
     r.inputs = frontend::randomInputs(g.graph, r.binding, o.seed);
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", file, e.what()));
+  }
+  // Weights keep the values the graph's weights file gave: only the other inputs are random.
+  for (size_t i = 0; i < r.inputs.size(); ++i) {
+    auto w = g.weights.find(g.graph.node(g.graph.inputs()[i]).name);
+    if (w != g.weights.end()) r.inputs[i] = w->second;
   }
   spdlog::info("random inputs, seed {}", o.seed);
   return r;
@@ -313,7 +341,8 @@ std::string valueFileName(const std::string& name) {
   return out;
 }
 
-std::vector<HostTensor> readInputsDir(const ir::Graph& g, const std::string& dir) {
+std::vector<HostTensor> readInputsDir(const ir::Graph& g, const std::string& dir,
+                                      const ir::Weights* weights) {
   if (!std::filesystem::is_directory(dir))
     throw InputError(fmt::format(
         "--inputs {}: {}; it must be a directory holding one <input name>.npy per graph input",
@@ -321,6 +350,10 @@ std::vector<HostTensor> readInputsDir(const ir::Graph& g, const std::string& dir
   std::vector<HostTensor> out;
   for (ir::NodeId id : g.inputs()) {
     const ir::Node& n = g.node(id);
+    if (weights && weights->count(n.name)) { // a weight: its value is the weights file's
+      out.push_back(weights->at(n.name));
+      continue;
+    }
     std::filesystem::path p = std::filesystem::path(dir) / (valueFileName(n.name) + ".npy");
     if (!std::filesystem::exists(p))
       throw InputError(fmt::format("--inputs {}: no {} for graph input \"{}\" ({})", dir,
@@ -431,7 +464,8 @@ PlanVersions plansFromOptions(const PlanOptions& o, const frontend::ParsedGraph&
   ir::SymbolRanges declared;
   for (const auto& [name, r] : parseBindRanges(o.bind))
     declared[name] = ir::SymbolRange{r.lo, r.hi, 1};
-  v.plans = fusion::planVersions(passes::canonicalize(g.graph), spec, policy, declared);
+  v.plans = fusion::planVersions(passes::hoistWeights(passes::canonicalize(g.graph)).graph,
+                                 spec, policy, declared);
   std::vector<ir::ShapeGuard> guards;
   for (const fusion::PlanVersion& p : v.plans)
     guards.push_back(p.guard);

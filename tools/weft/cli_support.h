@@ -20,8 +20,17 @@ class App;
 
 namespace weft::tools {
 
-/// Reads a graph file, weft JSON or ONNX (InputError naming the file on any problem).
+/// Reads a graph file, weft JSON or ONNX (InputError naming the file on any problem), with
+/// its weights: a JSON graph's weights file, an ONNX model's large initializers (hoisted into
+/// weights by withWeightsHoisted).
 frontend::ParsedGraph loadGraph(const std::string& path);
+/// Makes every large constant of g.graph a weight (passes/hoist_weights.h): the graph takes
+/// it as an input after its own, its values go to g.weights and its name to g.weightNames.
+void withWeightsHoisted(frontend::ParsedGraph& g);
+/// `inputs` (graph input order) without the weights: what an Executable that holds g.weights
+/// (setWeights) takes per call.
+std::vector<HostTensor> callInputs(const frontend::ParsedGraph& g,
+                                   const std::vector<HostTensor>& inputs);
 
 /// --device-spec NAME and --policy NAME: the profile or policy, or InputError listing the
 /// allowed names.
@@ -116,8 +125,9 @@ ir::Binding completeBinding(const frontend::ParsedGraph& g, const std::string& f
 std::string valueFileName(const std::string& name);
 
 /// Reads DIR/<valueFileName(input name)>.npy for every graph input, with the dtype the graph
-/// declares.
-std::vector<HostTensor> readInputsDir(const ir::Graph& g, const std::string& dir);
+/// declares; an input found in `weights` takes its value from there instead.
+std::vector<HostTensor> readInputsDir(const ir::Graph& g, const std::string& dir,
+                                      const ir::Weights* weights = nullptr);
 
 /// Creates `dir` and its parents when missing; InputError "FLAG DIR: cannot create the
 /// directory: <the OS's reason>" (also when DIR exists as a file).

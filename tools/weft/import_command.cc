@@ -1,5 +1,7 @@
 // weft import M.onnx -o G.json: import an ONNX model (src/frontend/onnx) and write it as a
-// weft JSON graph, or print its IR with --print.
+// weft JSON graph, or print its IR with --print. Initializers larger than a few hundred bytes
+// become weights: declared in the graph's "weights", their values in G.safetensors beside it
+// (docs/graph-format.md, "Weights"); --embed-weights keeps them in the JSON as constants.
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fmt/format.h>
@@ -9,6 +11,7 @@
 #include "commands.h"
 #include "frontend/json_writer.h"
 #include "frontend/onnx/onnx_import.h"
+#include "frontend/weights_file.h"
 #include "ir/printer.h"
 #include "weft/error.h"
 
@@ -16,17 +19,40 @@ namespace weft::tools {
 namespace {
 
 struct ImportCommandOptions {
-  std::string model, output;
-  bool print = false;
+  std::string model, output, weights;
+  bool print = false, embedWeights = false;
 };
 
 void runImport(const ImportCommandOptions& o) {
   if (!o.output.empty()) checkOutputFile("-o", o.output);
-  ir::Graph g = onnx::importOnnx(o.model);
-  std::string name = std::filesystem::path(o.model).stem().string();
-  if (o.print) fmt::print("{}", ir::printGraph(g, name));
+  frontend::ParsedGraph g;
+  g.name = std::filesystem::path(o.model).stem().string();
+  g.graph = onnx::importOnnx(o.model);
+  if (!o.embedWeights) withWeightsHoisted(g);
+  if (o.print) fmt::print("{}", ir::printGraph(g.graph, g.name));
   if (o.output.empty()) return;
-  writeOutputFile("-o", o.output, frontend::writeGraphJson(g, name));
+  if (g.weightNames.empty()) {
+    writeOutputFile("-o", o.output, frontend::writeGraphJson(g.graph, g.name));
+    return;
+  }
+  // The weights file beside the graph, named relative to it in "weights_file".
+  std::filesystem::path out(o.output);
+  std::filesystem::path weights =
+      o.weights.empty() ? std::filesystem::path(out).replace_extension(".safetensors")
+                        : std::filesystem::path(o.weights);
+  checkOutputFile("--weights", weights.string());
+  std::filesystem::path folder = out.parent_path().empty() ? "." : out.parent_path();
+  std::string relative =
+      std::filesystem::absolute(weights).lexically_relative(std::filesystem::absolute(folder))
+          .string();
+  try {
+    frontend::writeWeightsFile(weights.string(), g.weights);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("--weights {}", e.what()));
+  }
+  writeOutputFile("-o", o.output,
+                  frontend::writeGraphJson(g.graph, g.name, g.weightNames,
+                                           relative.empty() ? weights.string() : relative));
 }
 
 } // namespace
@@ -38,6 +64,12 @@ void addImportCommand(CLI::App& app) {
   cmd->add_option("model", o->model, "ONNX model file (.onnx); docs/onnx.md lists the operators")
       ->required();
   cmd->add_option("-o,--output", o->output, "JSON graph to write (docs/graph-format.md)");
+  cmd->add_option("--weights", o->weights,
+                  "Weights file to write (safetensors layout; default: the -o file with the "
+                  "extension .safetensors)");
+  cmd->add_flag("--embed-weights", o->embedWeights,
+                "Keep initializers in the JSON as constants (no weights file; large constants "
+                "are still weights when compiled)");
   cmd->add_flag("--print", o->print, "Print the imported graph's IR with shapes");
   cmd->callback([o] {
     if (o->output.empty() && !o->print)

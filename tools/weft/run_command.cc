@@ -131,7 +131,7 @@ void runSweep(const RunArgs& a, const frontend::ParsedGraph& g, Executable& exe,
     InputOptions in = a.in;
     in.bind = (in.bind.empty() ? "" : in.bind + ",") + fmt::format("{}={}", symbol, size);
     GraphInputs inputs = prepareInputs(g, a.file, in);
-    std::vector<HostTensor> outputs = exe.run(inputs.inputs, inputs.binding);
+    std::vector<HostTensor> outputs = exe.run(callInputs(g, inputs.inputs), inputs.binding);
     Program program = exe.programFor(inputs.binding);
     versions.insert(&compiledProgram(program));
     std::string verdict;
@@ -195,6 +195,8 @@ void runGraph(const RunArgs& a) {
   std::shared_ptr<CompiledGraph> compiled = compile(g.graph, options);
   Executable exe(compiled, *device);
   exe.setGraphMode(mode);
+  // Weights go to the device once and stay there; each run takes only the other inputs.
+  exe.setWeights(g.weights);
   if (!a.sweep.empty()) {
     fmt::print("{}: {} on {}, policy {}, shapes {}, sweep {}\n", a.file, g.name, device->name(),
                fusion::policyName(policy), shapeModeName(shapes), a.sweep);
@@ -206,7 +208,7 @@ void runGraph(const RunArgs& a) {
     // The first run compiles: long for a large graph, so the wait shows on a terminal.
     ElapsedProgress progress(fmt::format("weft: compiling and running {} ({} values)", g.name,
                                          g.graph.size()));
-    outputs = exe.run(in.inputs, in.binding);
+    outputs = exe.run(callInputs(g, in.inputs), in.binding);
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", a.file, e.what()));
   }
@@ -226,14 +228,16 @@ void runGraph(const RunArgs& a) {
       // A real GPU counts nothing here: run the same PTX once on the simulator for its counts.
       std::unique_ptr<Device> sim = makeDevice("sim", device->spec());
       Executable simExe(compiled, *sim);
-      simExe.run(in.inputs, in.binding);
+      simExe.setWeights(g.weights);
+      simExe.run(callInputs(g, in.inputs), in.binding);
       counters = simExe.takeCounters();
     }
     fmt::print("{}", formatCountersTable(counters, compulsoryBytes(in.inputs, outputs)));
     printModeledTime(counters, device->spec());
   }
   if (a.timeRuns > 0)
-    printTiming(exe.time(in.inputs, a.timeRuns, in.binding), device->name(), mode, counters,
+    printTiming(exe.time(callInputs(g, in.inputs), a.timeRuns, in.binding), device->name(), mode,
+                counters,
                 device->spec());
   if (a.check && !checkOutputs(g, in, outputs)) throw ExitCode{1};
 }
