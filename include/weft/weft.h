@@ -150,7 +150,9 @@ public:
   GraphMode graphMode() const { return graphMode_; }
   /// The largest size each symbol will take (`--max-bind`): a generic program's buffers are
   /// allocated for it (capped by each version's guard) when first bound, so later bindings up
-  /// to it never reallocate. Symbols not named size buffers by the bindings seen.
+  /// to it never reallocate. Symbols not named here take the upper end of the range the graph
+  /// was compiled for (CompileOptions::symbolRanges) where it has one; the rest size buffers
+  /// by the bindings seen.
   void setMaxBinding(Binding max) { maxBinding_ = std::move(max); }
   /// Times `repeats` runs on the device after one warm-up run: each kernel launched alone, and
   /// the whole launch sequence (in the current graph mode). Medians; device events where the

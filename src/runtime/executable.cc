@@ -45,6 +45,15 @@ namespace {
 /// What to allocate a program's buffers for: the binding, or for a generic version up to the
 /// declared maximum where its guard allows that much (a version for B in [3, 16] never needs
 /// more than B = 16).
+/// The largest size of each symbol buffers are sized for: setMaxBinding's, else the upper end
+/// of the range the graph was compiled for (CompileOptions::symbolRanges), where finite.
+Binding largestSizes(const Binding& max, const CompileOptions& options) {
+  Binding out = max;
+  for (const auto& [symbol, r] : options.symbolRanges)
+    if (r.hi != SizeRange{}.hi) out.emplace(symbol, r.hi);
+  return out;
+}
+
 Binding capacityBinding(const CompiledProgram& program, const Binding& binding,
                         const Binding& max) {
   Binding cap = binding;
@@ -166,7 +175,7 @@ void Executable::reshape(Bound& b, const Binding& binding) {
   b.bytes = b.shapes.bufferBytes;
   b.configs = b.shapes.launches;
   b.shaped = true;
-  Binding cap = capacityBinding(program, binding, maxBinding_);
+  Binding cap = capacityBinding(program, binding, largestSizes(maxBinding_, compiled_->options()));
   std::vector<size_t> want = cap == binding ? b.bytes : bindShapes(program, cap).bufferBytes;
   // Memory-planning slots (static plans): one allocation per slot, sized for its largest
   // buffer; every other intermediate its own. Inputs and outputs are bound per call.
@@ -323,7 +332,7 @@ Executable::Bound& Executable::stageHostInputs(const std::vector<HostTensor>& in
     if (!weights_.count(i)) callInputs.push_back(g.inputs()[i]);
   // Staging buffers grow with the bindings a generic version serves (sized for the declared
   // maximum, as the plan's buffers are).
-  Binding cap = capacityBinding(*b.program, full, maxBinding_);
+  Binding cap = capacityBinding(*b.program, full, largestSizes(maxBinding_, compiled_->options()));
   for (size_t i = inputs.size(); i < b.hostInputs.size(); ++i) // weights set since the last run
     if (b.hostInputs[i]) device_.free(b.hostInputs[i]);
   b.hostInputs.resize(inputs.size(), 0);

@@ -674,9 +674,14 @@ TEST_CASE("weft run --bind B=LO..HI declares the sizes a program is planned for;
   INFO(ok.err);
   CHECK(ok.rc == 0);
   CHECK(ok.out.find("check: all outputs match\n") != std::string::npos);
-  Result sweep = runWeft("run " + g + " --bind B=1..64 --sweep B=1,7,64 --check");
+  // Buffers are sized for the range's upper end once: growing sizes never reallocate.
+  Result sweep = runWeft("run " + g + " --bind B=1..64 --sweep B=1,7,64 --check --graph on");
   INFO(sweep.err);
   CHECK(sweep.rc == 0);
+  CHECK(sweep.out.find(" 0 buffer reallocation(s)") != std::string::npos);
+  Result grows = runWeft("run " + g + " --sweep B=1,7,64 --check --graph on");
+  CHECK(grows.rc == 0);
+  CHECK(grows.out.find(" 0 buffer reallocation(s)") == std::string::npos);
   Result outside = runWeft("run " + g + " --bind B=1..64,B=65 --random");
   CHECK(outside.rc == 2);
   CHECK(outside.err == "weft: error: " + g +

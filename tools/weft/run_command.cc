@@ -277,7 +277,8 @@ void addRunCommand(CLI::App& app) {
                   "captures, launch updates and reallocations");
   cmd->add_option("--max-bind", a->maxBind,
                   "With --sweep: the largest size of each symbol, e.g. B=4096; a generic "
-                  "program's buffers are allocated for it once");
+                  "program's buffers are allocated for it once (default: the upper end of a "
+                  "--bind range, B=1..4096)");
   cmd->callback([a] { withHostMemoryCheck(a->file, a->in, [&] { runGraph(*a); }); });
 }
 
