@@ -88,7 +88,7 @@ DType scalarType(DType param) {
 } // namespace
 
 void checkOptions(const SgdOptions& o) {
-  checkPositive("--lr", o.lr);
+  checkPositive("--sgd", o.lr);
 }
 
 void checkOptions(const AdamOptions& o) {

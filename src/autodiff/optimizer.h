@@ -47,8 +47,9 @@ std::string secondMomentName(const std::string& param);
 /// Adam's step-count input, "adam_step".
 extern const char* const kAdamStep;
 
-/// Checks the hyperparameters: InputError naming the flag (--lr, --beta1, --beta2, --eps) and
-/// the allowed range when one is out of it (lr > 0, 0 <= beta < 1, eps > 0, all finite).
+/// Checks the hyperparameters: InputError naming the flag (SGD's learning rate is --sgd's
+/// value; Adam's --lr, --beta1, --beta2, --eps) and the allowed range when one is out of it
+/// (lr > 0, 0 <= beta < 1, eps > 0, all finite).
 void checkOptions(const SgdOptions& o);
 void checkOptions(const AdamOptions& o);
 

@@ -202,7 +202,7 @@ TEST_CASE("optimizer steps refuse bad options and names they would reuse", "[aut
     return std::string("no error");
   };
   CHECK(message([&] { autodiff::sgdStep(training, kLayerNormParams, {0.0}); }) ==
-        "--lr 0: must be a finite number greater than 0");
+        "--sgd 0: must be a finite number greater than 0");
   autodiff::AdamOptions bad;
   bad.beta2 = 1.0;
   CHECK(message([&] { autodiff::adamStep(training, kLayerNormParams, bad); }) ==
