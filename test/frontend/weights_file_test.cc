@@ -116,7 +116,7 @@ TEST_CASE("a hostile weights file is refused with its reason", "[weights]") {
         "\"data_offsets\" (two integers)");
 }
 
-TEST_CASE("a JSON graph names its weights and their file; the reader loads and checks them",
+TEST_CASE("a JSON graph names its weights and their file, the reader loads and checks them",
           "[weights]") {
   fs::path dir = scratch();
   write(dir / "lin.json", kGraph);
