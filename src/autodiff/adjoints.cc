@@ -93,6 +93,36 @@ NodeId transposeLast(Builder& b, NodeId x) {
   return b.transpose(x, perm);
 }
 
+/// Elements of a shape, a symbolic dim counted as kAssumedSymbol: a symbol is a batch or row
+/// count, large beside the static feature dims it meets in a dot.
+constexpr int64_t kAssumedSymbol = 4096;
+double elements(const Shape& s) {
+  double n = 1;
+  for (const Dim& d : s) n *= d.isStatic() ? static_cast<double>(d.size()) : kAssumedSymbol;
+  return n;
+}
+
+/// dot's adjoint, C = A B with A [.., M, K], B [.., K, N]: dA = dC B^T and dB = A^T dC. The IR's
+/// dot has no transposed operands, so each form materialises a transposed copy, and a
+/// transpose writes across rows (a sector per element where the rows are long). Each gradient
+/// has a second form: dA = (B dC^T)^T and dB = (dC^T A)^T, which transpose dC [M, N] (shared by
+/// both) and the result instead of the operand. The form that transposes fewer elements is
+/// taken: for a layer's weight gradient dB with many rows M and few outputs N (a classifier's
+/// last layer, [M, 512] x [512, 64]), dC^T and the [64, 512] result are a fraction of A^T.
+std::vector<NodeId> dotAdjoint(Builder& b, NodeId a, NodeId w, NodeId dy, bool wantA, bool wantB) {
+  double ea = elements(b.shape(a)), ew = elements(b.shape(w)), ec = elements(b.shape(dy));
+  NodeId dyT = -1;
+  auto transposedDy = [&] { return dyT >= 0 ? dyT : (dyT = transposeLast(b, dy)); };
+  std::vector<NodeId> d(2, -1);
+  if (wantA)
+    d[0] = ew <= ec + ea ? b.dot(dy, transposeLast(b, w))
+                         : transposeLast(b, b.dot(w, transposedDy()));
+  if (wantB)
+    d[1] = ea <= ec + ew ? b.dot(transposeLast(b, a), dy)
+                         : transposeLast(b, b.dot(transposedDy(), a));
+  return d;
+}
+
 /// broadcast_in_dim's adjoint: dy summed over the result axes the operand does not supply
 /// (new axes and stretched size-1 ones), then reshaped to the operand (its size-1 dims back).
 NodeId broadcastAdjoint(Builder& b, const Node& y, const Node& x, NodeId dy) {
@@ -392,8 +422,7 @@ std::vector<NodeId> adjoint(Graph& g, const Node& y, NodeId dy, const std::vecto
     break;
   // compute-intensive: C = A B; dA = dC B^T, dB = A^T dC (batch dims ride along)
   case OpKind::Dot:
-    if (wants(0)) d[0] = b.dot(dy, transposeLast(b, operand(1)));
-    if (wants(1)) d[1] = b.dot(transposeLast(b, operand(0)), dy);
+    d = dotAdjoint(b, operand(0), operand(1), dy, wants(0), wants(1));
     break;
   }
   for (size_t i = 0; i < d.size(); ++i)

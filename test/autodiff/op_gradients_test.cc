@@ -128,6 +128,12 @@ std::vector<OpCase> cases() {
                {any, any}, [](Graph& g, const std::vector<NodeId>& x) { return g.dot(x[0], x[1]); }});
   c.push_back({"dot_batched", [](const Dim& b, int64_t n) { return std::vector<Shape>{{2, b, n}, {2, n, 3}}; },
                {any, any}, [](Graph& g, const std::vector<NodeId>& x) { return g.dot(x[0], x[1]); }});
+  // The adjoint's other forms (adjoints.cc, dotAdjoint): a narrow result gives dB = (dC^T A)^T,
+  // a wide weight gives dA = (B dC^T)^T.
+  c.push_back({"dot_narrow_result", [](const Dim& b, int64_t n) { return std::vector<Shape>{{b, n}, {n, 1}}; },
+               {any, any}, [](Graph& g, const std::vector<NodeId>& x) { return g.dot(x[0], x[1]); }});
+  c.push_back({"dot_wide_weight", [](const Dim&, int64_t n) { return std::vector<Shape>{{2, n}, {n, 12}}; },
+               {any, any}, [](Graph& g, const std::vector<NodeId>& x) { return g.dot(x[0], x[1]); }});
   return c;
 }
 

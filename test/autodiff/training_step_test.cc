@@ -5,6 +5,7 @@
 // against f32 with no cast-only kernel under astitch.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -256,6 +257,18 @@ TEST_CASE("the MLP example learns its synthetic task in 50 SGD steps on the simu
   CHECK(losses[0] > 1.5);
   CHECK(losses[49] < 0.1 * losses[0]);
   for (size_t s = 1; s < losses.size(); ++s) CHECK(std::isfinite(losses[s]));
+}
+
+TEST_CASE("the MLP's backward transposes the smaller side of each dot", "[autodiff]") {
+  // d_w2 = a^T d_z would transpose the activations a [B, 64]; (d_z^T a)^T transposes d_z
+  // [B, 10] and the [10, 64] result instead. d_w1 = x^T d_h keeps x^T ([B, 32] against d_h
+  // [B, 64]), d_a = d_z w2^T keeps w2^T.
+  ir::Graph t = autodiff::grad(example("mlp_train"), "loss", kMlpParams);
+  std::vector<std::string> transposed;
+  for (const ir::Node& n : t.nodes())
+    if (n.kind == ir::OpKind::Transpose) transposed.push_back(t.node(n.operands[0]).type.str());
+  std::sort(transposed.begin(), transposed.end());
+  CHECK(transposed == std::vector<std::string>{"f32[10, 64]", "f32[64, 10]", "f32[B, 10]", "f32[B, 32]"});
 }
 
 TEST_CASE("the MLP example's gradients match finite differences in f64", "[autodiff][optimizer]") {
