@@ -1,6 +1,8 @@
 // A tiled GEMM, on CUDA cores or tensor cores (mma.sync), emitted from its GemmPlan.
 #include "codegen/gemm_emitter.h"
 
+#include <map>
+
 #include <fmt/format.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
@@ -19,9 +21,10 @@ Value* toCompute(llvm::IRBuilder<>& b, Value* v, ir::DType t) {
 
 class GemmEmitter {
 public:
-  GemmEmitter(KernelContext& k, const fusion::GemmPlan& p, ir::DType t)
+  GemmEmitter(KernelContext& k, const fusion::GemmPlan& p, ir::DType t,
+              const GemmResultElement* epilogue)
       : k_(k), b_(*k.b), p_(p), t_(t), e_(int(ir::dtypeBytes(t))), mt_(memoryType(k.ctx(), t)),
-        ct_(computeType(k.ctx(), t)) {}
+        ct_(computeType(k.ctx(), t)), epi_(epilogue) {}
 
   void emit(Value* pa, Value* pb, Value* po);
 
@@ -77,6 +80,12 @@ private:
   void multiplyMma(Value* stage);
   void storeMmaResult(Value* po);
   void storeResult(Value* po);
+  /// The epilogue's value of each of a store's lanes: accumulators acc at row gRow and
+  /// columns gCol, gCol + 1, ...; `row` and `col` name the row and first column inside the
+  /// thread's part of the tile, so each is made (and clamped into the result, where its edge
+  /// is not exact) once per tile.
+  std::vector<Value*> epilogueLanes(int row, Value* gRow, int col, Value* gCol,
+                                    const std::vector<Value*>& acc);
   /// threadM or threadN consecutive elements of a staged array, in compute type.
   std::vector<Value*> loadRun(Value* offset, Value* first, int count);
 
@@ -87,14 +96,17 @@ private:
   int e_;
   llvm::Type* mt_;
   llvm::Type* ct_;
+  const GemmResultElement* epi_;
   llvm::GlobalVariable* tiles_ = nullptr;
   Value *paArg_ = nullptr, *pbArg_ = nullptr;
   Value *M_ = nullptr, *N_ = nullptr, *K_ = nullptr;
   Value *m0_ = nullptr, *n0_ = nullptr;                          // the block tile's origin
+  Value* batch_ = nullptr;                                       // the block tile's batch
   Value *aBase_ = nullptr, *bBase_ = nullptr, *cBase_ = nullptr; // the batch's offsets
   // i32, inside the tile: the thread's first row and the first column of its first run
   Value *tid_ = nullptr, *row0_ = nullptr, *col0_ = nullptr;
   std::vector<llvm::AllocaInst*> acc_;                    // threadM × threadN, row-major
+  std::map<int, Value*> rows_, cols_; // epilogue: the tile's row and column indices
   bool mExact_ = false, nExact_ = false, kExact_ = false; // dims static multiples of the tile
 };
 
@@ -363,8 +375,20 @@ void GemmEmitter::storeMmaResult(Value* po) {
           Value* col = b_.CreateAdd(col0_, b_.CreateAdd(t2, i32(ni * 8 + c)));
           Value* gCol = b_.CreateAdd(n0_, k_.toIndex(col));
           Value* cond = both(rowOk, nExact_ ? nullptr : b_.CreateICmpSLT(gCol, N_));
+          std::vector<Value*> values; // with an epilogue: computed on the main path
+          if (epi_) {
+            std::vector<Value*> acc;
+            for (int j = 0; j < p_.vectorC; ++j)
+              acc.push_back(
+                  b_.CreateLoad(ct_, acc_[size_t((mi * tilesN + ni) * 4 + half * 2 + c + j)]));
+            values = epilogueLanes(mi * 16 + half * 8, gRow, ni * 8 + c, gCol, acc);
+          }
           auto store = [&] {
             Value* flat = b_.CreateAdd(cBase_, b_.CreateAdd(b_.CreateMul(gRow, N_), gCol));
+            if (epi_) {
+              k_.storeVector(po, epi_->dtype, flat, values);
+              return;
+            }
             std::vector<Value*> lanes;
             for (int j = 0; j < p_.vectorC; ++j)
               lanes.push_back(
@@ -379,6 +403,40 @@ void GemmEmitter::storeMmaResult(Value* po) {
     }
 }
 
+std::vector<Value*> GemmEmitter::epilogueLanes(int row, Value* gRow, int col, Value* gCol,
+                                               const std::vector<Value*>& acc) {
+  // One index value per row and column of the tile (the element generators key their cache
+  // by llvm::Value), so the epilogue's broadcast reads (a bias per column) are loaded once per
+  // thread and column, not once per element. Past an inexact edge the row is clamped to the
+  // last one and a store's columns to the last whole vector of them (N is a multiple of the
+  // vector): the elements are computed but not stored.
+  const int w = int(acc.size());
+  auto [r, freshRow] = rows_.try_emplace(row, nullptr);
+  if (freshRow)
+    r->second = mExact_ ? gRow
+                        : b_.CreateSelect(b_.CreateICmpSLT(gRow, M_), gRow,
+                                          b_.CreateSub(M_, k_.index(1)));
+  if (!cols_.count(col)) {
+    Value* base = nExact_ ? gCol
+                          : b_.CreateSelect(b_.CreateICmpSLT(gCol, N_), gCol,
+                                            b_.CreateSub(N_, k_.index(w)));
+    for (int j = 0; j < w; ++j)
+      cols_[col + j] = j ? b_.CreateAdd(base, k_.index(j), "", true, true) : base;
+  }
+  // The store's columns are one vector group: the epilogue's reads along the row (a residual,
+  // a bias) are vector loads of the same width.
+  if (w > 1) {
+    k_.beginVectorGroup(w);
+    for (int j = 0; j < w; ++j)
+      k_.vectorLanes[cols_[col + j]] = {cols_[col], j};
+  }
+  std::vector<Value*> out;
+  for (int j = 0; j < w; ++j)
+    out.push_back(epi_->value(batch_, r->second, cols_[col + j], acc[size_t(j)]));
+  if (w > 1) k_.endVectorGroup();
+  return out;
+}
+
 void GemmEmitter::storeResult(Value* po) {
   if (mma()) {
     storeMmaResult(po);
@@ -391,8 +449,19 @@ void GemmEmitter::storeResult(Value* po) {
       int column = c / p_.columnRun * runStride() + c % p_.columnRun;
       Value* gCol = b_.CreateAdd(n0_, k_.toIndex(b_.CreateAdd(col0_, i32(column))));
       Value* cond = both(rowOk, nExact_ ? nullptr : b_.CreateICmpSLT(gCol, N_));
+      std::vector<Value*> values; // with an epilogue: computed on the main path
+      if (epi_) {
+        std::vector<Value*> acc;
+        for (int j = 0; j < p_.vectorC; ++j)
+          acc.push_back(b_.CreateLoad(ct_, acc_[size_t(i * p_.threadN + c + j)]));
+        values = epilogueLanes(i, gRow, c, gCol, acc);
+      }
       auto store = [&] {
         Value* flat = b_.CreateAdd(cBase_, b_.CreateAdd(b_.CreateMul(gRow, N_), gCol));
+        if (epi_) {
+          k_.storeVector(po, epi_->dtype, flat, values);
+          return;
+        }
         std::vector<Value*> lanes;
         for (int j = 0; j < p_.vectorC; ++j)
           lanes.push_back(b_.CreateLoad(ct_, acc_[size_t(i * p_.threadN + c + j)]));
@@ -457,6 +526,9 @@ void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
   Value* stride = k_.toIndex(k_.gridSize());
   k_.loop("tile", start, total, stride, [&](Value* tile) {
     Value* batch = b_.CreateUDiv(tile, perBatch);
+    batch_ = batch;
+    rows_.clear();
+    cols_.clear();
     Value* rem = b_.CreateURem(tile, perBatch);
     m0_ = b_.CreateMul(b_.CreateUDiv(rem, tilesN), k_.index(p_.blockM));
     n0_ = b_.CreateMul(b_.CreateURem(rem, tilesN), k_.index(p_.blockN));
@@ -528,8 +600,8 @@ void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
 } // namespace
 
 void emitGemm(KernelContext& k, const fusion::GemmPlan& p, ir::DType t, llvm::Value* pa,
-              llvm::Value* pb, llvm::Value* po) {
-  GemmEmitter(k, p, t).emit(pa, pb, po);
+              llvm::Value* pb, llvm::Value* po, const GemmResultElement* epilogue) {
+  GemmEmitter(k, p, t, epilogue).emit(pa, pb, po);
 }
 
 } // namespace weft::codegen

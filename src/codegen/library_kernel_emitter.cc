@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
 
+#include "codegen/elemental_emitter.h"
 #include "codegen/gemm_emitter.h"
 #include "codegen/kernel_emitter.h"
 #include "codegen/stitched_kernel_emitter.h"
@@ -34,7 +35,11 @@ EmittedKernel emitLibraryKernel(llvm::Module& module, const fusion::FusionPlan& 
 
   const ir::Node& a = g.node(n.operands[0]);
   const ir::Node& bm = g.node(n.operands[1]);
-  std::vector<ir::NodeId> values = {a.id, bm.id, n.id};
+  const fusion::GemmEpilogue& epilogue = call.epilogue;
+  // the operands, the stored result, then what the epilogue reads
+  std::vector<ir::NodeId> values = {a.id, bm.id, call.result()};
+  for (const fusion::EpilogueRead& r : epilogue.reads)
+    values.push_back(r.value);
   CompiledKernel info;
   std::set<std::string> symbols;
   bool big = false;
@@ -71,9 +76,37 @@ EmittedKernel emitLibraryKernel(llvm::Module& module, const fusion::FusionPlan& 
   b.SetInsertPoint(llvm::BasicBlock::Create(c, "entry", k.fn));
 
   const fusion::GemmPlan& gemm = call.gemm;
+  // The epilogue: element generators over the dot's accumulator and the values it reads.
+  ElementalEmitter gen(k);
+  std::map<llvm::Value*, Index> batchIndex; // a tile's flat batch → its leading indices
+  GemmResultElement result{g.node(call.result()).type.dtype, nullptr};
+  if (!epilogue.empty()) {
+    for (const fusion::EpilogueRead& r : epilogue.reads) {
+      const ir::Node& v = g.node(r.value);
+      llvm::Value* base = k.bufferArg[plan.bufferOfValue[size_t(r.value)]];
+      gen.setGenerator(r.value, [&k, &v, base](const Index& idx) {
+        return k.loadTensorElement(base, v.type.dtype, v.type.shape, idx);
+      });
+    }
+    const ir::Shape& out = n.type.shape;
+    ir::Shape leading(out.begin(), out.end() - 2);
+    result.value = [&, leading](llvm::Value* batch, llvm::Value* row, llvm::Value* col,
+                                llvm::Value* acc) {
+      auto [it, fresh] = batchIndex.try_emplace(batch);
+      if (fresh) it->second = delinearize(k, leading, batch);
+      Index idx = it->second;
+      idx.push_back(row);
+      idx.push_back(col);
+      // the dot's value as the unfused step would have stored it
+      llvm::Value* dot = roundToDType(b, acc, n.type.dtype);
+      gen.setGenerator(n.id, [dot](const Index&) { return dot; });
+      return gen.emit(epilogue.result, idx);
+    };
+  }
   emitGemm(k, gemm, n.type.dtype, k.bufferArg[plan.bufferOfValue[size_t(a.id)]],
            k.bufferArg[plan.bufferOfValue[size_t(bm.id)]],
-           k.bufferArg[plan.bufferOfValue[size_t(n.id)]]);
+           k.bufferArg[plan.bufferOfValue[size_t(call.result())]],
+           epilogue.empty() ? nullptr : &result);
   b.CreateRetVoid();
 
   info.name = name;

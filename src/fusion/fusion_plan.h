@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "fusion/gemm_epilogue.h"
 #include "fusion/gemm_plan.h"
 #include "fusion/kernel_plan.h"
 #include "ir/graph.h"
@@ -38,7 +39,18 @@ struct Buffer {
 /// A compute-intensive op executed by a generated (non-stitched) kernel or a library.
 struct LibraryCall {
   ir::NodeId op = -1;
-  GemmPlan gemm; // how a dot runs (fusion/gemm_planner.h)
+  GemmPlan gemm;         // how a dot runs (fusion/gemm_planner.h)
+  GemmEpilogue epilogue; // the dot's consumers fused into its kernel (astitch; empty: none)
+
+  /// The value the step writes: the epilogue's result, or the op's own.
+  ir::NodeId result() const { return epilogue.empty() ? op : epilogue.result; }
+  /// The values the step reads from buffers: the op's operands, then the epilogue's reads.
+  std::vector<ir::NodeId> reads(const ir::Graph& g) const {
+    std::vector<ir::NodeId> r = g.node(op).operands;
+    for (const EpilogueRead& e : epilogue.reads)
+      r.push_back(e.value);
+    return r;
+  }
 };
 
 using Step = std::variant<KernelPlan, LibraryCall>;

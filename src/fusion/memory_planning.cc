@@ -34,8 +34,8 @@ std::vector<std::pair<int, int>> liveRanges(const FusionPlan& plan) {
       }
     } else {
       const auto& call = std::get<LibraryCall>(plan.steps[s]);
-      touch(bufferOf(call.op), step);
-      for (ir::NodeId o : plan.graph.node(call.op).operands)
+      touch(bufferOf(call.result()), step);
+      for (ir::NodeId o : call.reads(plan.graph))
         touch(bufferOf(o), step);
     }
   }

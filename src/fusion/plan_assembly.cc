@@ -26,10 +26,10 @@ std::vector<Step> orderSteps(const ir::Graph& g, std::vector<Step> steps) {
       reads[s] = k->inputs;
       firstOp[s] = k->ops.empty() ? 0 : k->ops.front();
     } else {
-      ir::NodeId op = std::get<LibraryCall>(steps[s]).op;
-      producer[op] = s;
-      reads[s] = g.node(op).operands;
-      firstOp[s] = op;
+      const LibraryCall& call = std::get<LibraryCall>(steps[s]);
+      producer[call.result()] = s;
+      reads[s] = call.reads(g);
+      firstOp[s] = call.op;
     }
   }
   std::vector<std::set<size_t>> next(steps.size());
@@ -60,7 +60,8 @@ std::vector<Step> orderSteps(const ir::Graph& g, std::vector<Step> steps) {
 } // namespace
 
 FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy policy,
-                        std::vector<KernelPlan> kernels, const ir::SymbolRanges& ranges) {
+                        std::vector<KernelPlan> kernels, const ir::SymbolRanges& ranges,
+                        const std::map<ir::NodeId, GemmEpilogue>& epilogues) {
   FusionPlan plan;
   plan.symbolRanges = ranges;
   plan.policy = policy;
@@ -70,9 +71,12 @@ FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy polic
   for (KernelPlan& k : kernels)
     steps.emplace_back(std::move(k));
   for (const ir::Node& n : g.nodes())
-    if (!ir::isMemoryIntensive(n.kind) && n.kind != ir::OpKind::Parameter)
+    if (!ir::isMemoryIntensive(n.kind) && n.kind != ir::OpKind::Parameter) {
+      auto e = epilogues.find(n.id);
       steps.emplace_back(
-          LibraryCall{n.id, n.kind == ir::OpKind::Dot ? planGemm(g, n.id, spec) : GemmPlan{}});
+          LibraryCall{n.id, n.kind == ir::OpKind::Dot ? planGemm(g, n.id, spec) : GemmPlan{},
+                      e == epilogues.end() ? GemmEpilogue{} : e->second});
+    }
   plan.steps = orderSteps(g, std::move(steps));
 
   plan.bufferOfValue.assign(g.size(), -1);
@@ -100,7 +104,7 @@ FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy polic
       for (ir::NodeId v : k->outputs)
         valueBuffer(Buffer::Kind::Intermediate, v);
     } else {
-      valueBuffer(Buffer::Kind::Intermediate, std::get<LibraryCall>(step).op);
+      valueBuffer(Buffer::Kind::Intermediate, std::get<LibraryCall>(step).result());
     }
   }
   for (Step& step : plan.steps) {

@@ -48,7 +48,9 @@ StepIndex indexSteps(const FusionPlan& plan) {
     if (const auto* call = std::get_if<LibraryCall>(&plan.steps[s])) {
       idx.names.push_back(fmt::format("library call {}", name(g, call->op)));
       idx.stepsOf[size_t(call->op)].push_back(int(s));
-      idx.producer[size_t(call->op)] = int(s);
+      for (ir::NodeId op : call->epilogue.ops)
+        idx.stepsOf[size_t(op)].push_back(int(s));
+      idx.producer[size_t(call->result())] = int(s);
       continue;
     }
     const auto& k = std::get<KernelPlan>(plan.steps[s]);
@@ -63,8 +65,7 @@ StepIndex indexSteps(const FusionPlan& plan) {
 
 /// The values step `s` reads from other steps.
 std::vector<ir::NodeId> stepReads(const FusionPlan& plan, size_t s) {
-  if (const auto* call = std::get_if<LibraryCall>(&plan.steps[s]))
-    return plan.graph.node(call->op).operands;
+  if (const auto* call = std::get_if<LibraryCall>(&plan.steps[s])) return call->reads(plan.graph);
   return std::get<KernelPlan>(plan.steps[s]).inputs;
 }
 
@@ -172,8 +173,13 @@ std::string boundaryReason(const FusionPlan& plan, const StepIndex& idx, const U
   const ir::Graph& g = plan.graph;
   if (std::holds_alternative<LibraryCall>(plan.steps[size_t(from)]))
     return "a dot is compute-intensive: a library call, never stitched";
-  if (std::holds_alternative<LibraryCall>(plan.steps[size_t(to)]))
+  if (const auto* call = std::get_if<LibraryCall>(&plan.steps[size_t(to)])) {
+    const auto& operands = g.node(call->op).operands;
+    if (std::find(operands.begin(), operands.end(), v) == operands.end())
+      return "read per result element by the epilogue of " + name(g, call->op) +
+             " (in memory already)";
     return "read by a dot, a library call: its operands are in memory";
+  }
   switch (plan.policy) {
   case Policy::None:
     return "policy none: one kernel per op";
@@ -220,6 +226,10 @@ std::string explainPlan(const FusionPlan& plan) {
     if (const auto* call = std::get_if<LibraryCall>(&plan.steps[s])) {
       os << fmt::format("\nstep {}: {} ({}): compute-intensive, run by a library, not stitched\n",
                         s, idx.names[s], ir::opName(g.node(call->op).kind));
+      for (ir::NodeId op : call->epilogue.ops)
+        os << fmt::format("    {} ({}): in the GEMM's epilogue, per result element{}\n",
+                          name(g, op), ir::opName(g.node(op).kind),
+                          op == call->epilogue.result ? "; stored by the library call" : "");
       continue;
     }
     const auto& k = std::get<KernelPlan>(plan.steps[s]);
@@ -286,8 +296,10 @@ std::string kernelMapJson(const FusionPlan& plan) {
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     os << (s ? ",\n" : "\n");
     if (const auto* call = std::get_if<LibraryCall>(&plan.steps[s])) {
+      std::vector<ir::NodeId> ops{call->op};
+      ops.insert(ops.end(), call->epilogue.ops.begin(), call->epilogue.ops.end());
       os << fmt::format("    {{\"step\": {}, \"library_call\": {}, \"ops\": {}}}", s,
-                        jsonString(g.node(call->op).name), list({call->op}));
+                        jsonString(g.node(call->op).name), list(ops));
       continue;
     }
     const auto& k = std::get<KernelPlan>(plan.steps[s]);

@@ -97,6 +97,20 @@ void kernelDotBody(std::ostringstream& os, const KernelPlan& k, const ir::Graph&
     }
 }
 
+/// One line for a library call's epilogue: what it computes, stores and reads.
+std::string epilogueStr(const GemmEpilogue& e, const ir::Graph& g) {
+  std::string reads;
+  for (const EpilogueRead& r : e.reads)
+    reads += fmt::format("{}{} {}", reads.empty() ? "" : ", ", valueName(g, r.value),
+                         r.kind == EpilogueRead::Kind::Element ? "per element" : "broadcast");
+  std::string s = fmt::format("epilogue: {} per result element, stores {}, reads {}",
+                              valueList(g, e.ops), valueName(g, e.result),
+                              reads.empty() ? "nothing" : reads);
+  if (e.savedBytes > 0)
+    s += fmt::format("; saves the result's write and re-read, {} B", e.savedBytes);
+  return s;
+}
+
 } // namespace
 
 std::string storageName(Storage s) {
@@ -259,6 +273,7 @@ std::string printFusionPlan(const FusionPlan& plan) {
       os << "library call " << valueName(g, call->op) << " (" << ir::opName(g.node(call->op).kind)
          << ")\n";
       if (g.node(call->op).kind == ir::OpKind::Dot) os << "  " << call->gemm.str() << "\n";
+      if (!call->epilogue.empty()) os << "  " << epilogueStr(call->epilogue, g) << "\n";
       continue;
     }
     os << printKernelPlan(std::get<KernelPlan>(plan.steps[i]), g);

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "fusion/dominants.h"
+#include "fusion/epilogue_planner.h"
 #include "fusion/graph_queries.h"
 #include "fusion/kernel_builder.h"
 #include "fusion/plan_assembly.h"
@@ -40,14 +41,18 @@ FusionPlan planAStitch(const ir::Graph& g, const DeviceSpec& spec,
                        const ir::SymbolRanges& ranges) {
   std::vector<KernelPlan> kernels;
   const Users users = g.users(); // once: per scope it made planning quadratic in the graph
-  for (const StitchScope& scope : findStitchScopes(g)) {
+  // A dot's elementwise consumers run in its GEMM's epilogue; the scopes stitch the rest.
+  std::map<ir::NodeId, GemmEpilogue> epilogues = planEpilogues(g, users);
+  StitchScopeOptions options;
+  options.excluded = epilogueOps(g, epilogues);
+  for (const StitchScope& scope : findStitchScopes(g, options)) {
     std::vector<ir::NodeId> outputs = outputsOf(g, users, scope.ops);
     std::vector<GroupSeed> groups = identifyDominants(g, users, scope.ops, outputs);
     std::string name = "stitch" + std::to_string(kernels.size()) + "_" +
                        ptxIdentifier(g.node(groups.front().dominant).name);
     kernels.push_back(buildKernel(g, scope.ops, outputs, groups, spec, std::move(name), ranges));
   }
-  return assemblePlan(g, spec, Policy::AStitch, std::move(kernels), ranges);
+  return assemblePlan(g, spec, Policy::AStitch, std::move(kernels), ranges, epilogues);
 }
 
 } // namespace weft::fusion

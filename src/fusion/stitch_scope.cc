@@ -187,7 +187,8 @@ std::vector<StitchScope> findStitchScopes(const ir::Graph& g, const StitchScopeO
   std::vector<bool> inCluster(g.size(), false);
   for (const ir::Node& n : g.nodes())
     inCluster[static_cast<size_t>(n.id)] =
-        ir::isMemoryIntensive(n.kind) && (!isSource(n) || materialisedSource(n.id));
+        ir::isMemoryIntensive(n.kind) && (!isSource(n) || materialisedSource(n.id)) &&
+        (options.excluded.empty() || !options.excluded[static_cast<size_t>(n.id)]);
 
   Clusters clusters(g, inCluster);
   // BFS-equivalent growth: every producer→consumer edge between memory-intensive ops joins
@@ -244,7 +245,8 @@ std::vector<StitchScope> findStitchScopes(const ir::Graph& g, const StitchScopeO
   }
   // Regenerated sources join every scope that reads them.
   for (const ir::Node& n : g.nodes()) {
-    if (!ir::isMemoryIntensive(n.kind) || inCluster[static_cast<size_t>(n.id)]) continue;
+    if (!ir::isMemoryIntensive(n.kind) || inCluster[static_cast<size_t>(n.id)] || !isSource(n))
+      continue;
     std::set<size_t> readers;
     for (ir::NodeId u : users[static_cast<size_t>(n.id)])
       if (inCluster[static_cast<size_t>(u)]) readers.insert(scopeOfRoot.at(clusters.find(u)));

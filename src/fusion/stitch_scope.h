@@ -19,6 +19,9 @@ struct StitchScope {
 struct StitchScopeOptions {
   /// Merge scopes with no path between them (AStitch's remote stitching).
   bool remoteStitching = true;
+  /// Ops no scope computes, by node id (empty: none): the ops of GEMM epilogues
+  /// (fusion/epilogue_planner.h), run by their dot's library step.
+  std::vector<bool> excluded = {};
 };
 
 std::vector<StitchScope> findStitchScopes(const ir::Graph& g,

@@ -100,10 +100,11 @@ void checkPlan(const FusionPlan& p) {
       computed.insert(k->ops.begin(), k->ops.end());
       available.insert(k->outputs.begin(), k->outputs.end());
     } else {
-      ir::NodeId op = std::get<LibraryCall>(step).op;
-      for (ir::NodeId o : g.node(op).operands)
+      const LibraryCall& call = std::get<LibraryCall>(step);
+      for (ir::NodeId o : call.reads(g))
         CHECK(available.count(o));
-      available.insert(op);
+      computed.insert(call.epilogue.ops.begin(), call.epilogue.ops.end());
+      available.insert(call.result());
     }
   }
   for (ir::NodeId out : g.outputs())

@@ -2,6 +2,7 @@
 
 #include "frontend/json_reader.h"
 #include "fusion/plan.h"
+#include "fusion/plan_printer.h"
 #include "plan_queries.h"
 #include "test_graphs.h"
 
@@ -90,13 +91,17 @@ TEST_CASE("xla and astitch agree where there is nothing to stitch", "[planner][x
 
 TEST_CASE("plans around a dot: library call between two stitched kernels, buffers for what crosses",
           "[planner][policy]") {
-  FusionPlan p = plan(layerNormDotGelu(), a100(), Policy::AStitch);
-  REQUIRE(p.steps.size() == 3);
-  CHECK(std::holds_alternative<KernelPlan>(p.steps[0]));
-  REQUIRE(std::holds_alternative<LibraryCall>(p.steps[1]));
-  CHECK(std::get<LibraryCall>(p.steps[1]).op == id(p.graph, "matmul"));
-  CHECK(std::holds_alternative<KernelPlan>(p.steps[2]));
-  const KernelPlan& first = std::get<KernelPlan>(p.steps[0]);
+  // xla keeps the dot's consumers in a kernel of their own (astitch fuses them into the GEMM's
+  // epilogue: next test); its last three steps are the layer norm's last kernel, dot, act
+  FusionPlan p = plan(layerNormDotGelu(), a100(), Policy::Xla);
+  REQUIRE(p.steps.size() >= 3);
+  const size_t s = p.steps.size() - 3;
+  CHECK(std::holds_alternative<KernelPlan>(p.steps[s]));
+  REQUIRE(std::holds_alternative<LibraryCall>(p.steps[s + 1]));
+  CHECK(std::get<LibraryCall>(p.steps[s + 1]).op == id(p.graph, "matmul"));
+  CHECK(std::get<LibraryCall>(p.steps[s + 1]).epilogue.empty());
+  CHECK(std::holds_alternative<KernelPlan>(p.steps[s + 2]));
+  const KernelPlan& first = std::get<KernelPlan>(p.steps[s]);
   CHECK(names(p.graph, first.outputs) == std::vector<std::string>{"out"});
   int outBuf = p.bufferOfValue[static_cast<size_t>(id(p.graph, "out"))];
   REQUIRE(outBuf >= 0);
@@ -104,7 +109,7 @@ TEST_CASE("plans around a dot: library call between two stitched kernels, buffer
   CHECK(first.placement.at(id(p.graph, "out")).buffer == outBuf);
   int mmBuf = p.bufferOfValue[static_cast<size_t>(id(p.graph, "matmul"))];
   REQUIRE(mmBuf >= 0);
-  const KernelPlan& second = std::get<KernelPlan>(p.steps[2]);
+  const KernelPlan& second = std::get<KernelPlan>(p.steps[s + 2]);
   CHECK(second.placement.at(id(p.graph, "matmul")).storage == Storage::Input);
   CHECK(second.placement.at(id(p.graph, "matmul")).buffer == mmBuf);
   int act = p.bufferOfValue[static_cast<size_t>(id(p.graph, "act"))];
@@ -114,6 +119,29 @@ TEST_CASE("plans around a dot: library call between two stitched kernels, buffer
     for (auto& [v, pl] : k->placement)
       if (pl.storage == Storage::Global)
         CHECK(p.buffers[static_cast<size_t>(pl.buffer)].kind == Buffer::Kind::Scratch);
+}
+
+TEST_CASE("astitch runs a dot's elementwise consumers in the GEMM's epilogue",
+          "[planner][policy][epilogue]") {
+  FusionPlan p = plan(layerNormDotGelu(), a100(), Policy::AStitch);
+  REQUIRE(p.steps.size() == 2);
+  CHECK(p.kernelCount() == 1);
+  REQUIRE(std::holds_alternative<LibraryCall>(p.steps[1]));
+  const LibraryCall& call = std::get<LibraryCall>(p.steps[1]);
+  CHECK(call.op == id(p.graph, "matmul"));
+  CHECK(names(p.graph, call.epilogue.ops) == std::vector<std::string>{"tanh", "act"});
+  CHECK(call.result() == id(p.graph, "act"));
+  CHECK(call.epilogue.reads.empty());
+  CHECK(call.epilogue.savedBytes == 2 * 1024 * 768 * 4);
+  // the dot's own result is in no buffer: it is neither written nor read back
+  CHECK(p.bufferOfValue[static_cast<size_t>(id(p.graph, "matmul"))] < 0);
+  int act = p.bufferOfValue[static_cast<size_t>(id(p.graph, "act"))];
+  REQUIRE(act >= 0);
+  CHECK(p.buffers[static_cast<size_t>(act)].kind == Buffer::Kind::Output);
+  CHECK_THAT(printFusionPlan(p),
+             Catch::Matchers::Contains("epilogue: %tanh, %act per result element, stores %act, "
+                                       "reads nothing; saves the result's write and re-read, "
+                                       "6291456 B"));
 }
 
 TEST_CASE(

@@ -183,4 +183,46 @@ ir::Graph dotGraph(DType t, const ir::Shape& batch, ir::Dim m, ir::Dim k, ir::Di
   return g;
 }
 
+ir::Graph dotEpilogueGraph(DType t, const ir::Shape& batch, int64_t m, int64_t k, int64_t n,
+                           DotConsumers consumers) {
+  ir::Graph g;
+  ir::Shape as = batch, bs = batch, os = batch;
+  as.insert(as.end(), {m, k});
+  bs.insert(bs.end(), {k, n});
+  os.insert(os.end(), {m, n});
+  auto a = g.parameter("a", {t, as});
+  auto b = g.parameter("b", {t, bs});
+  ir::NodeId c = g.dot(a, b, "c");
+  auto scalar = [&](double v, const std::string& name) { return g.constant(t, os, {v}, name); };
+  ir::NodeId last = c;
+  if (consumers == DotConsumers::Residual) {
+    auto r = g.parameter("residual", {t, os});
+    last = g.binary(OpKind::Add, c, r, "sum");
+  } else {
+    auto bias = g.parameter("bias", {t, {n}});
+    auto row = g.broadcastInDim(bias, os, {int64_t(os.size()) - 1}, "bias_rows");
+    last = g.binary(OpKind::Add, c, row, "biased");
+  }
+  if (consumers == DotConsumers::BiasGelu) {
+    // 0.5 x (1 + tanh(0.7978845608 (x + 0.044715 x^3)))
+    ir::NodeId x = last;
+    ir::NodeId x3 = g.binary(OpKind::Mul, g.binary(OpKind::Mul, x, x, "x2"), x, "x3");
+    ir::NodeId inner = g.binary(OpKind::Add, x, g.binary(OpKind::Mul, scalar(0.044715, "k1"), x3));
+    ir::NodeId th = g.unary(OpKind::Tanh, g.binary(OpKind::Mul, scalar(0.7978845608, "k2"), inner));
+    ir::NodeId one = g.binary(OpKind::Add, th, scalar(1.0, "one"));
+    last = g.binary(OpKind::Mul, g.binary(OpKind::Mul, scalar(0.5, "half"), x), one, "gelu");
+  } else if (consumers == DotConsumers::BiasCast) {
+    last = g.convert(last, DType::f16, "cast");
+  } else if (consumers == DotConsumers::BiasLayerNorm) {
+    int64_t rows = 1;
+    for (const ir::Dim& d : batch)
+      rows *= d.size();
+    rows *= m;
+    ir::NodeId flat = g.reshape(last, {rows, n}, "rows");
+    last = normalise(g, flat, rows, n);
+  }
+  g.setOutputs({last});
+  return g;
+}
+
 } // namespace weft::fusion::testing

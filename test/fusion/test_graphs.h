@@ -27,6 +27,13 @@ ir::Graph layerNormBackward(int64_t rows = 16384, int64_t hidden = 768);
 ir::Graph rowReduce(int64_t rows, int64_t length);
 /// One dot: a [batch..., M, K] · b [batch..., K, N] → c.
 ir::Graph dotGraph(DType t, const ir::Shape& batch, ir::Dim m, ir::Dim k, ir::Dim n);
+/// What follows a dot in dotEpilogueGraph: + bias[N] (broadcast over the rows); + bias then
+/// tanh-GELU; + a residual of the result's shape (a graph input); + bias then a cast to f16;
+/// + bias then layer norm over the rows (a reduce: only the bias add can fuse).
+enum class DotConsumers { Bias, BiasGelu, Residual, BiasCast, BiasLayerNorm };
+/// a [batch..., M, K] · b [batch..., K, N], then `consumers`; the last value is the output.
+ir::Graph dotEpilogueGraph(DType t, const ir::Shape& batch, int64_t m, int64_t k, int64_t n,
+                           DotConsumers consumers);
 /// layer norm → dot → gelu: two stitched regions around a compute-intensive op.
 ir::Graph layerNormDotGelu(int64_t rows = 1024, int64_t hidden = 768);
 

@@ -1,0 +1,26 @@
+#pragma once
+// The epilogue planner (astitch, before the stitch scopes): which elementwise consumers of each
+// dot run in the dot's GEMM kernel (fusion/gemm_epilogue.h). A consumer qualifies when each
+// value it reads besides the dot and the epilogue's own ops is cheap to read per result element:
+// a source (regenerated inline), a broadcast of a value already in memory (a bias row, a scale
+// column, a scalar), or a tensor of the result's shape already in memory for another reason (a
+// graph input, a dot operand or result, a graph output: a residual). The epilogue is the largest
+// such region with one exit: the dot's result and every op but the last are read only inside it,
+// so fusing saves the [M, N] result's write and re-read and moves no other tensor into memory.
+// A consumer that needs a whole row (a reduce) never qualifies. No path leaves the region and
+// comes back (every value it reads is produced before the dot or independently of it), so the
+// stitch scopes around it stay acyclic.
+#include <map>
+
+#include "fusion/gemm_epilogue.h"
+#include "fusion/graph_queries.h"
+
+namespace weft::fusion {
+
+/// The epilogue of every dot that has one, by dot.
+std::map<ir::NodeId, GemmEpilogue> planEpilogues(const ir::Graph& g, const Users& users);
+
+/// Ops that belong to an epilogue (by node id): no stitch scope computes them.
+std::vector<bool> epilogueOps(const ir::Graph& g, const std::map<ir::NodeId, GemmEpilogue>& e);
+
+} // namespace weft::fusion

@@ -1,0 +1,178 @@
+// GEMM epilogues (issue 20, part 3): a dot's elementwise consumers computed in its GEMM kernel
+// under astitch. Results against the interpreter (bias, bias + GELU, residual, casts, batched,
+// odd sizes, f32 on CUDA cores and f16/bf16 on tensor cores); the bytes the fused kernel no
+// longer moves and the kernels it no longer launches against xla; ptxas on sm_80 and sm_90.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include "codegen/compile.h"
+#include "codegen/ptxas.h"
+#include "fusion/plan.h"
+#include "ir/graph.h"
+#include "ir/interpreter.h"
+#include "ptxas_or_skip.h"
+#include "sim_runner.h"
+
+#include "../fusion/test_graphs.h"
+
+using namespace weft;
+using fusion::testing::dotEpilogueGraph;
+using fusion::testing::DotConsumers;
+using ir::DType;
+
+namespace {
+
+const fusion::LibraryCall& callOf(const fusion::FusionPlan& p) {
+  for (const auto& s : p.steps)
+    if (const auto* c = std::get_if<fusion::LibraryCall>(&s)) return *c;
+  FAIL("no library call in the plan");
+  throw 0;
+}
+
+struct Moved {
+  int64_t bytes = 0;
+  size_t launches = 0;
+};
+
+/// Runs the plan on the simulator against the interpreter; returns the bytes all its launches
+/// moved.
+Moved check(const fusion::FusionPlan& plan, double tolerance) {
+  codegen::CompiledModule m = codegen::compileToPtx(plan);
+  auto inputs = test::makeInputs(plan.graph);
+  auto want = ir::interpret(plan.graph, inputs);
+  std::vector<LaunchCounters> counters;
+  auto got = test::runOnSim(plan, m, inputs, {}, &counters);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    CHECK(test::maxError(got[i], want[i]) <= tolerance);
+  Moved r;
+  r.launches = counters.size();
+  for (const LaunchCounters& c : counters)
+    r.bytes += int64_t(c.globalSectorsRead + c.globalSectorsWritten) * 32;
+  return r;
+}
+
+double toleranceFor(DType t) {
+  return t == DType::f16 || t == DType::bf16 ? 3e-2 : 1e-4;
+}
+
+const char* consumersName(DotConsumers c) {
+  switch (c) {
+  case DotConsumers::Bias:
+    return "bias";
+  case DotConsumers::BiasGelu:
+    return "bias+gelu";
+  case DotConsumers::Residual:
+    return "residual";
+  case DotConsumers::BiasCast:
+    return "bias+cast";
+  case DotConsumers::BiasLayerNorm:
+    return "bias+layer norm";
+  }
+  return "?";
+}
+
+DeviceSpec specFor(int sm) {
+  DeviceSpec d = *deviceSpecProfile(sm == 80 ? "a100" : "h100");
+  d.computeCapability = sm;
+  return d;
+}
+
+} // namespace
+
+TEST_CASE("gemm epilogue: bias, GELU, residual, casts match the interpreter on odd sizes",
+          "[codegen][sim][gemm][epilogue]") {
+  DeviceSpec h100 = *deviceSpecProfile("h100");
+  struct Case {
+    ir::Shape batch;
+    int64_t m, k, n;
+  };
+  for (DType t : {DType::f32, DType::f16, DType::bf16})
+    for (DotConsumers consumers : {DotConsumers::Bias, DotConsumers::BiasGelu,
+                                   DotConsumers::Residual, DotConsumers::BiasCast})
+      for (const Case& c : {Case{{}, 37, 29, 53}, Case{{3}, 70, 96, 130}, Case{{}, 64, 64, 64}}) {
+        if (consumers == DotConsumers::BiasCast && t != DType::f32) continue;
+        ir::Graph g = dotEpilogueGraph(t, c.batch, c.m, c.k, c.n, consumers);
+        auto plan = fusion::plan(g, h100, fusion::Policy::AStitch);
+        INFO(fmt::format("{} {} [{}] {}x{}x{}: {}", ir::dtypeName(t), consumersName(consumers),
+                         ir::shapeStr(c.batch), c.m, c.k, c.n, callOf(plan).gemm.str()));
+        REQUIRE_FALSE(callOf(plan).epilogue.empty());
+        CHECK(plan.kernelCount() == 0);
+        CHECK(callOf(plan).gemm.engine == (t == DType::f32 ? fusion::GemmPlan::Engine::Fma
+                                                           : fusion::GemmPlan::Engine::TensorCore));
+        Moved moved =
+            check(plan, toleranceFor(consumers == DotConsumers::BiasCast ? DType::f16 : t));
+        CHECK(moved.launches == 1);
+      }
+}
+
+TEST_CASE("gemm epilogue: a reduce after the bias stays stitched and reads the fused result",
+          "[codegen][sim][gemm][epilogue]") {
+  ir::Graph g = dotEpilogueGraph(DType::f32, {}, 70, 40, 96, DotConsumers::BiasLayerNorm);
+  auto plan = fusion::plan(g, *deviceSpecProfile("h100"), fusion::Policy::AStitch);
+  REQUIRE_FALSE(callOf(plan).epilogue.empty());
+  CHECK(check(plan, 1e-4).launches == 2);
+}
+
+// Each fused consumer saves the [M, N] result's write by the GEMM and its read by the kernel
+// that computed the consumers; xla pays both, and a launch more.
+TEST_CASE("gemm epilogue: the [M, N] result is neither written nor read back",
+          "[codegen][sim][gemm][epilogue][traffic]") {
+  DeviceSpec h100 = *deviceSpecProfile("h100");
+  for (DType t : {DType::f32, DType::bf16})
+    for (DotConsumers consumers : {DotConsumers::BiasGelu, DotConsumers::Residual}) {
+      const int64_t m = 128, k = 256, n = 768;
+      ir::Graph g = dotEpilogueGraph(t, {}, m, k, n, consumers);
+      Moved fused = check(fusion::plan(g, h100, fusion::Policy::AStitch), toleranceFor(t));
+      Moved apart = check(fusion::plan(g, h100, fusion::Policy::Xla), toleranceFor(t));
+      const int64_t result = m * n * int64_t(ir::dtypeBytes(t));
+      INFO(fmt::format("{} {}: astitch {} B in {} launch(es), xla {} B in {}", ir::dtypeName(t),
+                       consumersName(consumers), fused.bytes, fused.launches, apart.bytes,
+                       apart.launches));
+      CHECK(fused.launches == 1);
+      CHECK(apart.launches == 2);
+      // the write and the re-read of the result, less what the epilogue reads of the bias;
+      // on tensor cores a residual is read in the mma fragments' layout (four lanes of a row
+      // read 8 or 16 bytes of a 32-byte sector, as their stores write it: each sector twice),
+      // which costs one of the two results saved
+      bool fragmentReads = t != DType::f32 && consumers == DotConsumers::Residual;
+      CHECK(apart.bytes - fused.bytes >= (fragmentReads ? 1 : 2) * result * 95 / 100);
+    }
+}
+
+TEST_CASE("gemm epilogue: every variant assembles on sm_80 and sm_90 without spills",
+          "[ptxas][gemm][epilogue]") {
+  std::string ptxas = test::ptxasOrSkip();
+  if (ptxas.empty()) return;
+  struct Case {
+    DType t;
+    ir::Shape batch;
+    int64_t m, k, n;
+    DotConsumers consumers;
+  };
+  std::vector<Case> cases;
+  for (DType t : {DType::f32, DType::f16, DType::bf16})
+    for (DotConsumers c :
+         {DotConsumers::Bias, DotConsumers::BiasGelu, DotConsumers::Residual}) {
+      cases.push_back({t, {}, 128, 768, 3072, c});
+      cases.push_back({t, {}, 37, 29, 53, c});
+      cases.push_back({t, {12}, 128, 64, 128, c});
+    }
+  cases.push_back({DType::f32, {}, 128, 768, 768, DotConsumers::BiasCast});
+  for (int sm : {80, 90})
+    for (const Case& c : cases) {
+      ir::Graph g = dotEpilogueGraph(c.t, c.batch, c.m, c.k, c.n, c.consumers);
+      auto plan = fusion::plan(g, specFor(sm), fusion::Policy::AStitch);
+      REQUIRE_FALSE(callOf(plan).epilogue.empty());
+      INFO(consumersName(c.consumers) << " " << callOf(plan).gemm.str() << " on sm_" << sm);
+      codegen::CompiledModule m = codegen::compileToPtx(plan);
+      codegen::PtxasReport r = codegen::runPtxas(ptxas, m.ptx, plan.device.smName());
+      INFO(r.log);
+      REQUIRE(r.ok());
+      REQUIRE(r.functions.size() == 1);
+      INFO(r.functions[0].registers << " registers");
+      CHECK(r.functions[0].spillStores == 0);
+      CHECK(r.functions[0].spillLoads == 0);
+    }
+}
