@@ -113,6 +113,12 @@ std::shared_ptr<CompiledGraph> compile(const Graph& graph, const CompileOptions&
 Binding inferBinding(const Graph& graph, const std::vector<HostTensor>& inputs,
                      const Binding& given = {});
 
+/// The weights of the JSON graph file at `path`: its "weights" read from its "weights_file"
+/// (docs/graph-format.md, "Weights") and checked against the graph, by input name, for
+/// Executable::setWeights; empty for a graph without weights. InputError naming the file and
+/// the tensor on any problem.
+std::map<std::string, HostTensor> loadGraphWeights(const std::string& path);
+
 enum class GraphMode { Off, On, Auto };
 
 /// A CompiledGraph bound to a Device: modules loaded once per program, the launch sequence

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "compile.h"
+#include "frontend/json_reader.h"
 
 namespace weft {
 
@@ -100,6 +101,10 @@ std::vector<HostTensor> Executable::inputShapes(const std::vector<HostTensor>& c
     all[i].shape = t.shape;
   }
   return all;
+}
+
+std::map<std::string, HostTensor> loadGraphWeights(const std::string& path) {
+  return frontend::readGraphFile(path).weights;
 }
 
 void Executable::freeWeights() {

@@ -196,6 +196,26 @@ TEST_CASE("weft import writes the weights beside the graph, weft run checks it u
   }
 }
 
+TEST_CASE("an embedder runs an imported graph through the public API with its weights file",
+          "[weights]") {
+  fs::path json = importedEncoder("public_api", 2);
+  Graph g = loadGraphJson(json.string());
+  std::map<std::string, HostTensor> weights = loadGraphWeights(json.string());
+  CHECK(weights.size() == 16);
+  auto compiled = compile(g, options(Policy::Xla));
+  auto device = makeDevice("sim", compiled->options().device);
+  Executable exe(compiled, *device);
+  exe.setWeights(weights);
+  HostTensor x = encoderInput(4);
+  std::vector<HostTensor> y = exe.run({x});
+  for (const runtime::TensorCheck& c : runtime::checkOutputs(encoderGraph(2), {x}, {}, y)) {
+    INFO(c.str());
+    CHECK(c.passed);
+  }
+  CHECK_THROWS_WITH(loadGraphWeights((json.parent_path() / "nothing.json").string()),
+                    Catch::Contains("nothing.json: cannot open the graph file"));
+}
+
 TEST_CASE("random inputs leave the weights as the weights file gives them", "[weights][cli]") {
   fs::path json = importedEncoder("random", 1);
   fs::path out = testing::scratchDir() / "random_out";
