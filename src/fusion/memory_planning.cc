@@ -95,11 +95,18 @@ MemoryReport planMemory(FusionPlan& plan, const ir::Binding& binding) {
   report.slots = static_cast<int>(slots.size());
   for (const Slot& s : slots)
     report.slotBytes += s.bytes;
+  // Bytes live at each step, as a sweep over the ranges' ends (summing every buffer at every
+  // step was quadratic: a tenth of planning a 10,000-node graph under the none policy).
   int steps = static_cast<int>(plan.steps.size());
+  std::vector<int64_t> change(static_cast<size_t>(steps) + 1, 0);
+  for (size_t b : order) {
+    if (ranges[b].first >= steps || ranges[b].second < ranges[b].first) continue;
+    change[static_cast<size_t>(ranges[b].first)] += bytes[b];
+    change[static_cast<size_t>(std::min(ranges[b].second, steps - 1)) + 1] -= bytes[b];
+  }
+  int64_t live = 0;
   for (int t = 0; t < steps; ++t) {
-    int64_t live = 0;
-    for (size_t b : order)
-      if (ranges[b].first <= t && t <= ranges[b].second) live += bytes[b];
+    live += change[static_cast<size_t>(t)];
     report.peakBytes = std::max(report.peakBytes, live);
   }
   return report;

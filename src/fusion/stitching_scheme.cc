@@ -4,6 +4,7 @@
 #include <cassert>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "fusion/graph_queries.h"
 #include "fusion/launch_config.h"
@@ -54,8 +55,10 @@ public:
   Planner(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& k,
           const ir::SymbolRanges& ranges)
       : g_(g), spec_(spec), k_(k), ranges_(ranges) {
-    for (ir::NodeId op : k.ops)
+    for (ir::NodeId op : k.ops) {
       inKernel_.insert(op);
+      local_.emplace(op, local_.size());
+    }
     for (size_t gi = 0; gi < k.groups.size(); ++gi) {
       for (ir::NodeId op : k.groups[gi].ops)
         groupOf_[op] = static_cast<int>(gi);
@@ -136,15 +139,15 @@ private:
       readsOf(v, reads_[v], touches_[v]);
     // Locality depends on the groups' tiles only, not on storage or phases: asked once per
     // read here, not again in every round of demotion below.
-    demoted_.assign(g_.size(), false);
-    readers_.assign(g_.size(), {});
+    demoted_.assign(local_.size(), false);
+    readers_.assign(local_.size(), {});
     for (auto& [v, reads] : reads_)
       for (Read& r : reads) {
         r.local = local(r, v);
-        readers_[static_cast<size_t>(r.value)].push_back({v, &r});
+        readers_[at(r.value)].push_back({v, &r});
       }
     for (ir::NodeId u : materialised_)
-      if (sharedBytesOf(u) >= kNotShareable) demoted_[static_cast<size_t>(u)] = true;
+      if (sharedBytesOf(u) >= kNotShareable) demoted_[at(u)] = true;
     int64_t emitterScratch = 0; // codegen's reduce scratch, beside the shared values
     for (const Group& gr : k_.groups)
       emitterScratch =
@@ -163,7 +166,7 @@ private:
             (largest < 0 || p.sharedBytes > k_.placement[largest].sharedBytes))
           largest = v;
       if (largest < 0) break; // only the reductions' own scratch is left: nothing to demote
-      demoted_[static_cast<size_t>(largest)] = true;
+      demoted_[at(largest)] = true;
     }
     markRegisterReuse();
   }
@@ -273,11 +276,14 @@ private:
   }
 
   bool localOk(const Read& r) const { return r.local && !demoted(r.value); }
-  bool demoted(ir::NodeId v) const { return demoted_[static_cast<size_t>(v)]; }
+  bool demoted(ir::NodeId v) const { return demoted_[at(v)]; }
+  /// The kernel-local number of one of the kernel's ops: per-kernel arrays are as long as the
+  /// kernel, not the graph (planning a graph's kernels was quadratic in the graph).
+  size_t at(ir::NodeId v) const { return local_.at(v); }
   /// The stage that materialises `v` (formStages fills every materialised value's).
   int stageOf(ir::NodeId v) const {
-    assert(stageOf_[static_cast<size_t>(v)] >= 0 && "a read of a value with no stage");
-    return stageOf_[static_cast<size_t>(v)];
+    assert(stageOf_[at(v)] >= 0 && "a read of a value with no stage");
+    return stageOf_[at(v)];
   }
 
   /// Phase levels: a value sits one level after every value it reads non-locally and at the
@@ -285,28 +291,28 @@ private:
   /// read them locally move down to their earliest reader (as late as possible), so that
   /// regional values share a phase with their consumers (Figure 7's power.1 runs first, then
   /// reduce.1 with the column reduce that consumes it in the same tiles).
-  /// Levels by node id (0 for values that are not materialised). The demotion loop of run()
+  /// Levels by local number (0 for values that are not materialised). The demotion loop of run()
   /// asks this once per demoted value, so it works on dense vectors.
   std::vector<int> levels() const {
-    std::vector<int> level(g_.size(), 0);
+    std::vector<int> level(local_.size(), 0);
     for (ir::NodeId v : materialised_) {
       int l = 0;
       for (const Read& r : reads_.at(v))
-        l = std::max(l, level[static_cast<size_t>(r.value)] + (localOk(r) ? 0 : 1));
-      level[static_cast<size_t>(v)] = l;
+        l = std::max(l, level[at(r.value)] + (localOk(r) ? 0 : 1));
+      level[at(v)] = l;
     }
     for (auto it = materialised_.rbegin(); it != materialised_.rend(); ++it) {
       const std::vector<std::pair<ir::NodeId, const Read*>>& rs =
-          readers_[static_cast<size_t>(*it)];
+          readers_[at(*it)];
       if (rs.empty()) continue;
       bool allLocal = std::all_of(rs.begin(), rs.end(), [&](const auto& p) {
         return localOk(*p.second);
       });
       if (!allLocal) continue;
-      int earliest = level[static_cast<size_t>(rs.front().first)];
+      int earliest = level[at(rs.front().first)];
       for (const auto& [w, r] : rs)
-        earliest = std::min(earliest, level[static_cast<size_t>(w)]);
-      int& l = level[static_cast<size_t>(*it)];
+        earliest = std::min(earliest, level[at(w)]);
+      int& l = level[at(*it)];
       l = std::max(l, earliest);
     }
     return level;
@@ -314,9 +320,9 @@ private:
 
   void formStages() {
     stages_.clear();
-    stageOf_.assign(g_.size(), -1);
+    stageOf_.assign(local_.size(), -1);
     std::vector<int> level = levels();
-    auto levelOf = [&](ir::NodeId v) { return level[static_cast<size_t>(v)]; };
+    auto levelOf = [&](ir::NodeId v) { return level[at(v)]; };
     std::vector<ir::NodeId> values(materialised_.begin(), materialised_.end());
     std::stable_sort(values.begin(), values.end(),
                      [&](ir::NodeId a, ir::NodeId b) { return levelOf(a) < levelOf(b); });
@@ -341,7 +347,7 @@ private:
         same.push_back(last);
       }
       stages_[static_cast<size_t>(last)].values.push_back(v);
-      stageOf_[static_cast<size_t>(v)] = last;
+      stageOf_[at(v)] = last;
     }
   }
 
@@ -531,10 +537,11 @@ private:
   KernelPlan& k_;
   const ir::SymbolRanges& ranges_; // a version's guard: upper bounds on the symbols
   std::set<ir::NodeId> inKernel_, materialised_, outputs_;
-  std::vector<bool> demoted_; // by node id: never kept in shared memory
+  std::unordered_map<ir::NodeId, size_t> local_; // kernel-local numbers of the kernel's ops
+  std::vector<bool> demoted_; // by local number: never kept in shared memory
   std::map<ir::NodeId, int> groupOf_;
-  std::vector<int> stageOf_; // by node id; -1 for values that are not materialised
-  // by node id: the materialised values that read it, with their reads of it
+  std::vector<int> stageOf_; // by local number; -1 for values that are not materialised
+  // by local number: the materialised values that read it, with their reads of it
   std::vector<std::vector<std::pair<ir::NodeId, const Read*>>> readers_;
   std::map<ir::NodeId, std::vector<Read>> reads_;
   std::map<ir::NodeId, std::vector<Touch>> touches_;
