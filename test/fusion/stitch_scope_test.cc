@@ -75,3 +75,41 @@ TEST_CASE("stitch scope: constants are regenerated in every scope that reads the
   CHECK(names(g, scopes[0].ops) == std::vector<std::string>{"two", "a"});
   CHECK(names(g, scopes[1].ops) == std::vector<std::string>{"two", "b"});
 }
+
+TEST_CASE("stitch scope: remote stitching merges every independent branch of a wide graph",
+          "[planner][scope]") {
+  // 12 branches x_i -> exp -> dot -> tanh -> dot, summed after the last dots: the exps are one
+  // scope, the tanhs (each after its own dot, none reading another) one more, the sums a third,
+  // whatever order the branches' clusters are met in (remote stitching's reachability is
+  // updated as clusters merge).
+  constexpr int kBranches = 12;
+  ir::Graph g;
+  ir::NodeId w = g.parameter("w", {ir::DType::f32, {64, 64}});
+  std::vector<ir::NodeId> last;
+  for (int i = 0; i < kBranches; ++i) {
+    std::string s = std::to_string(i);
+    ir::NodeId x = g.parameter("x" + s, {ir::DType::f32, {64, 64}});
+    ir::NodeId d = g.dot(g.unary(ir::OpKind::Exp, x, "e" + s), w, "d" + s);
+    last.push_back(g.dot(g.unary(ir::OpKind::Tanh, d, "t" + s), w, "f" + s));
+  }
+  ir::NodeId sum = last[0];
+  for (int i = 1; i < kBranches; ++i)
+    sum = g.binary(ir::OpKind::Add, sum, last[size_t(i)], "s" + std::to_string(i));
+  g.addOutput(sum);
+  auto scopes = findStitchScopes(g);
+  REQUIRE(scopes.size() == 3);
+  std::vector<std::string> exps, tanhs;
+  for (int i = 0; i < kBranches; ++i)
+    exps.push_back("e" + std::to_string(i)), tanhs.push_back("t" + std::to_string(i));
+  std::sort(exps.begin(), exps.end());
+  std::sort(tanhs.begin(), tanhs.end());
+  auto sorted = [&](const StitchScope& s) {
+    std::vector<std::string> n = names(g, s.ops);
+    std::sort(n.begin(), n.end());
+    return n;
+  };
+  CHECK(sorted(scopes[0]) == exps);
+  CHECK(sorted(scopes[1]) == tanhs);
+  CHECK(scopes[2].ops.size() == size_t(kBranches - 1));
+  CHECK(findStitchScopes(g, {.remoteStitching = false}).size() == size_t(2 * kBranches + 1));
+}
