@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <fmt/format.h>
 
 #include "autodiff/grad.h"
@@ -257,6 +258,40 @@ TEST_CASE("the MLP example learns its synthetic task in 50 SGD steps on the simu
   CHECK(losses[0] > 1.5);
   CHECK(losses[49] < 0.1 * losses[0]);
   for (size_t s = 1; s < losses.size(); ++s) CHECK(std::isfinite(losses[s]));
+}
+
+TEST_CASE("Adam trains the MLP with its state fed back by name: new_<name> into <name>",
+          "[autodiff][optimizer]") {
+  autodiff::AdamOptions o;
+  o.lr = 0.01;
+  ir::Graph step =
+      autodiff::adamStep(autodiff::grad(example("mlp_train"), "loss", kMlpParams), kMlpParams, o);
+  ir::Binding b{{"B", 64}};
+  // The example's inputs, then zero moments and step 1, each input found by its name.
+  std::vector<HostTensor> in = mlpTask(64);
+  for (size_t i = in.size(); i < step.inputs().size(); ++i) {
+    const ir::Node& n = step.node(step.inputs()[i]);
+    in.emplace_back(n.type.dtype, ir::evaluate(n.type.shape, b));
+  }
+  in.back().setInt(0, 1);
+  std::map<std::string, size_t> inputAt;
+  for (size_t i = 0; i < step.inputs().size(); ++i) inputAt[step.node(step.inputs()[i]).name] = i;
+  std::vector<double> losses;
+  for (int s = 0; s < 30; ++s) {
+    std::vector<HostTensor> out = interpret(step, in, b);
+    losses.push_back(out[0].get(0));
+    size_t fed = 0;
+    for (size_t k = 1; k < out.size(); ++k) {
+      std::string name = step.node(step.outputs()[k]).name;
+      REQUIRE(name.rfind("new_", 0) == 0);
+      in[inputAt.at(name.substr(4))] = out[k];
+      ++fed;
+    }
+    CHECK(fed == 3 * kMlpParams.size() + 1); // parameters, both moments, the step count
+  }
+  CHECK(in[inputAt.at("adam_step")].getInt(0) == 31);
+  INFO("loss: first " << losses[0] << ", last " << losses.back());
+  CHECK(losses.back() < 0.2 * losses[0]);
 }
 
 TEST_CASE("the MLP's backward transposes the smaller side of each dot", "[autodiff]") {
