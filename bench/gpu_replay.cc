@@ -4,7 +4,12 @@
 // warm-up runs, then --runs timed runs, each timed with CUDA events. Prints the median time of
 // a whole run and of each kernel, in microseconds.
 //
-//   gpu_replay PLAN.ptx PLAN.launch [--runs N]
+//   gpu_replay PLAN.ptx PLAN.launch [--runs N] [--copy BYTES]
+//
+// --copy BYTES: also times, in the same run and on the same stream, the copy baseline of a
+// workload whose compulsory bytes are BYTES (issue 16): weft's copy kernel (bench/copy_kernel.h,
+// half the bytes read, half written) and cuMemcpyDtoD of the same half, and prints the plan's
+// time as a fraction of each copy's speed.
 //
 // Only the CUDA Driver API (cuda.h, libcuda) is used, so it builds on any machine with a
 // toolkit and runs on any machine with a driver; scripts/gpu-time drives it.
@@ -19,6 +24,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "copy_kernel.h"
 
 namespace {
 
@@ -96,8 +103,11 @@ int run(int argc, char** argv) {
     return 2;
   }
   int runs = 50;
-  for (int i = 3; i + 1 < argc; i += 2)
+  unsigned long long copyBytes = 0;
+  for (int i = 3; i + 1 < argc; i += 2) {
     if (std::string(argv[i]) == "--runs") runs = std::max(1, std::atoi(argv[i + 1]));
+    if (std::string(argv[i]) == "--copy") copyBytes = std::strtoull(argv[i + 1], nullptr, 10);
+  }
   Manifest m = readManifest(argv[2]);
   std::string ptx = readFile(argv[1]);
 
@@ -180,6 +190,55 @@ int run(int argc, char** argv) {
   for (size_t k = 0; k < m.kernels.size(); ++k)
     std::printf("kernel %s grid %u block %u us %.2f\n", m.kernels[k].name.c_str(),
                 m.kernels[k].grid, m.kernels[k].block, median(perKernel[k]));
+  if (copyBytes > 0) {
+    // The copy baseline, timed the same way: median of `runs` after 3 warm-up runs.
+    int sms = 0, major = 0, minor = 0;
+    check(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "sm count");
+    check(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cc");
+    check(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cc");
+    const weft::bench::CopyLaunch c = weft::bench::copyLaunch(copyBytes, sms);
+    CUmodule copyModule;
+    check(cuModuleLoadData(&copyModule, weft::bench::copyKernelPtx(major * 10 + minor).c_str()),
+          "cuModuleLoadData (copy kernel)");
+    CUfunction copyFn;
+    check(cuModuleGetFunction(&copyFn, copyModule, weft::bench::kCopyKernelName), "copy kernel");
+    CUdeviceptr src, dst;
+    check(cuMemAlloc(&src, c.bufferBytes), "cuMemAlloc");
+    check(cuMemAlloc(&dst, c.bufferBytes), "cuMemAlloc");
+    check(cuMemsetD8(src, 1, c.bufferBytes), "cuMemsetD8");
+    unsigned long long vectors = c.vectors;
+    void* copyArgs[] = {&src, &dst, &vectors};
+    const size_t copied = size_t(c.vectors) * weft::bench::kCopyVectorBytes;
+    auto timeIt = [&](auto&& launchOnce) {
+      for (int i = 0; i < 3; ++i)
+        launchOnce();
+      check(cuCtxSynchronize(), "copy warm-up");
+      std::vector<float> us;
+      for (int r = 0; r < runs; ++r) {
+        check(cuEventRecord(marks[0], nullptr), "cuEventRecord");
+        launchOnce();
+        check(cuEventRecord(marks[1], nullptr), "cuEventRecord");
+        check(cuEventSynchronize(marks[1]), "cuEventSynchronize");
+        float ms = 0;
+        check(cuEventElapsedTime(&ms, marks[0], marks[1]), "cuEventElapsedTime");
+        us.push_back(ms * 1000);
+      }
+      return median(us);
+    };
+    const float kernelUs = timeIt([&] {
+      check(cuLaunchKernel(copyFn, c.grid, 1, 1, c.block, 1, 1, 0, nullptr, copyArgs, nullptr),
+            "copy kernel");
+    });
+    const float dtodUs = timeIt([&] { check(cuMemcpyDtoD(dst, src, copied), "cuMemcpyDtoD"); });
+    const float planUs = median(total);
+    std::printf("copy_kernel_us %.2f bytes %zu gbs %.1f plan_at %.3f\n", kernelUs, 2 * copied,
+                2.0 * copied / (kernelUs * 1e3), kernelUs / planUs);
+    std::printf("copy_dtod_us %.2f bytes %zu gbs %.1f plan_at %.3f\n", dtodUs, 2 * copied,
+                2.0 * copied / (dtodUs * 1e3), dtodUs / planUs);
+    cuMemFree(src);
+    cuMemFree(dst);
+    cuModuleUnload(copyModule);
+  }
   for (CUdeviceptr p : buffers)
     cuMemFree(p);
   for (CUdeviceptr p : barriers)

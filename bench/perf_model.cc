@@ -1,32 +1,78 @@
 #include "perf_model.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "compile.h"
+#include "copy_kernel.h"
 
 namespace weft::bench {
+namespace {
+constexpr int kMaxLoadsInFlight = 8; // what one thread keeps outstanding at most, in the model
+} // namespace
 
-double gridBarrierUs(uint64_t blocks) {
-  // AStitch Table 6: blocks → µs.
-  static constexpr double kTable[][2] = {{20, 2.53},  {40, 2.53},  {60, 2.59},  {80, 2.59},
-                                         {100, 2.66}, {120, 2.66}, {140, 2.69}, {160, 2.72}};
-  constexpr size_t n = std::size(kTable);
-  const double b = static_cast<double>(blocks);
-  if (b <= kTable[0][0]) return kTable[0][1];
-  for (size_t i = 1; i < n; ++i)
-    if (b <= kTable[i][0]) {
-      double f = (b - kTable[i - 1][0]) / (kTable[i][0] - kTable[i - 1][0]);
-      return kTable[i - 1][1] + f * (kTable[i][1] - kTable[i - 1][1]);
-    }
-  const double slope = (kTable[n - 1][1] - kTable[0][1]) / (kTable[n - 1][0] - kTable[0][0]);
-  return kTable[n - 1][1] + (b - kTable[n - 1][0]) * slope;
-}
-
-ModelProfile modelProfile(const DeviceSpec& spec) {
+ModelProfile modelProfile(const DeviceSpec& spec, LaunchMode launches) {
   ModelProfile p;
   p.name = spec.name;
-  p.smCount = spec.smCount;
-  p.bandwidthGBs = spec.memoryBandwidthGBs;
-  p.issueRateGInstr = spec.smCount * spec.warpSchedulersPerSM * spec.clockGHz;
+  p.cost = fusion::costModel(spec);
+  p.launches = launches;
   return p;
+}
+
+ProgramShape programShape(const CompiledProgram& program,
+                          const std::map<std::string, int64_t>& binding) {
+  const fusion::FusionPlan& plan = program.plan;
+  const DeviceSpec& spec = plan.device;
+  auto bytesOf = [&](int buffer) -> uint64_t {
+    const fusion::Buffer& b = plan.buffers[static_cast<size_t>(buffer)];
+    const int64_t n = b.elements.isStatic() ? b.elements.size() : b.elements.evaluate(binding);
+    return static_cast<uint64_t>(std::max<int64_t>(0, n)) * ir::dtypeBytes(b.dtype);
+  };
+  ProgramShape shape;
+  for (const codegen::CompiledKernel& k : program.module.kernels) {
+    KernelShape s;
+    s.blockSize = k.launch.blockSize;
+    const int registers = k.launch.maxRegisters > 0 ? k.launch.maxRegisters : 32;
+    s.blocksPerSM = std::max(1, blocksPerSM(spec, k.launch.blockSize, registers,
+                                            k.launch.sharedBytes));
+    // What the step writes: a kernel's outputs and its own scratch, a library call's result.
+    std::set<int> written;
+    if (k.planStep >= 0 && size_t(k.planStep) < plan.steps.size()) {
+      const fusion::Step& step = plan.steps[static_cast<size_t>(k.planStep)];
+      auto bufferOf = [&](ir::NodeId v) {
+        return v >= 0 && size_t(v) < plan.bufferOfValue.size() ? plan.bufferOfValue[size_t(v)]
+                                                                : -1;
+      };
+      if (const auto* kp = std::get_if<fusion::KernelPlan>(&step)) {
+        for (ir::NodeId v : kp->outputs)
+          written.insert(bufferOf(v));
+        // A loop iteration loads each input once; a slot phase loads its whole row first.
+        int loads = std::max(1, int(kp->inputs.size())), slotLoads = 0;
+        for (const fusion::PhasePlan& phase : kp->phases)
+          if (phase.slots) {
+            int loaded = 0; // reused values the phase loads (the rest it computes)
+            for (ir::NodeId v : phase.slots->reused)
+              loaded += std::count(kp->inputs.begin(), kp->inputs.end(), v) > 0 ? 1 : 0;
+            slotLoads = std::max(slotLoads, phase.slots->steps * std::max(1, loaded));
+          }
+        if (slotLoads > 0) loads = slotLoads;
+        s.loadsInFlight = std::min(loads, kMaxLoadsInFlight);
+      } else if (const auto* call = std::get_if<fusion::LibraryCall>(&step)) {
+        written.insert(bufferOf(call->result())); // the epilogue's result, if any
+        s.loadsInFlight = kMaxLoadsInFlight; // a GEMM's tiles, double-buffered
+      }
+    }
+    for (const codegen::KernelParam& p : k.params) {
+      if (p.kind != codegen::KernelParam::Kind::Buffer || p.buffer < 0) continue;
+      const bool scratch = plan.buffers[size_t(p.buffer)].kind == fusion::Buffer::Kind::Scratch;
+      BufferUse use{p.buffer, bytesOf(p.buffer)};
+      if (written.count(p.buffer) || scratch) s.writes.push_back(use);
+      if (!written.count(p.buffer) || scratch) s.reads.push_back(use);
+    }
+    shape.push_back(std::move(s));
+  }
+  return shape;
 }
 
 ModeledTime& ModeledTime::operator+=(const ModeledTime& o) {
@@ -35,32 +81,115 @@ ModeledTime& ModeledTime::operator+=(const ModeledTime& o) {
   boundUs += o.boundUs;
   launchUs += o.launchUs;
   barrierUs += o.barrierUs;
+  dramBytes += o.dramBytes;
+  l2Bytes += o.l2Bytes;
   return *this;
 }
 
-ModeledTime modelKernel(const LaunchCounters& k, const ModelProfile& p) {
-  const double busy =
-      p.smCount > 0 && k.blocks > 0
-          ? std::min(1.0, static_cast<double>(k.blocks) / static_cast<double>(p.smCount))
-          : 1.0;
+ModeledTime modelKernel(const LaunchCounters& k, const ModelProfile& p, const KernelShape* shape,
+                        uint64_t l2Bytes) {
+  const fusion::CostModel& m = p.cost;
+  const double blocks = static_cast<double>(std::max<uint64_t>(1, k.blocks));
+  const double sms = static_cast<double>(m.smCount);
+  const double busy = std::min(1.0, blocks / sms);
+  const uint64_t read = k.globalSectorsRead * 32;
+  l2Bytes = std::min(l2Bytes, read);
   ModeledTime t;
-  t.memoryUs = static_cast<double>(k.globalBytes()) / (p.bandwidthGBs * 1e3 * busy);
-  t.issueUs = static_cast<double>(k.warpInstructions) / (p.issueRateGInstr * 1e3 * busy);
+  t.l2Bytes = l2Bytes;
+  t.dramBytes = k.globalBytes() - l2Bytes;
+  // Bytes in flight per SM: resident warps × bytes per load request. Unknown block size: a
+  // full SM (what the model assumed before it knew occupancy).
+  double inFlight = 1e30, latencyNs = m.latencyNs;
+  if (shape && shape->blockSize > 0 && k.globalLoadRequests > 0) {
+    // bytes a warp moves (loads and the stores that follow them) per load it waits for
+    const double perRequest = double(k.globalBytes()) / double(k.globalLoadRequests);
+    const double resident = std::min<double>(std::max(1, shape->blocksPerSM), std::ceil(blocks / sms));
+    inFlight = resident * (shape->blockSize / 32.0) * perRequest * std::max(1, shape->loadsInFlight);
+    // What a warp does between one load and the next adds to the wait: its instructions (they
+    // use the data, so run after it came) and its block barriers (every warp waits for the last).
+    const double warpBarriers = double(k.blockBarriers) * (shape->blockSize / 32.0);
+    latencyNs += m.dependentInstructionNs * double(k.warpInstructions) / double(k.globalLoadRequests) +
+                 m.blockBarrierNs * warpBarriers / double(k.globalLoadRequests);
+  }
+  const double bandwidth =
+      fusion::achievedBandwidthGBs(m, std::min(blocks, sms), inFlight, latencyNs);
+  t.memoryUs = double(t.dramBytes) / (bandwidth * 1e3) + double(l2Bytes) / (m.l2GBs * 1e3);
+  t.issueUs = static_cast<double>(k.warpInstructions) / (m.issueGInstr * 1e3 * busy);
   t.boundUs = std::max(t.memoryUs, t.issueUs);
-  t.launchUs = p.launchUs;
-  t.barrierUs = static_cast<double>(k.gridBarriers) * gridBarrierUs(k.blocks);
+  t.launchUs = p.launchUs();
+  t.barrierUs = static_cast<double>(k.gridBarriers) * fusion::gridBarrierUs(m, k.blocks);
   return t;
 }
 
-ModeledTime modelProgram(const std::vector<LaunchCounters>& kernels, const ModelProfile& p) {
+std::vector<uint64_t> l2HitBytes(const std::vector<LaunchCounters>& kernels,
+                                 const ProgramShape& shape, double l2Bytes) {
+  std::vector<uint64_t> hits(kernels.size(), 0);
+  if (shape.size() != kernels.size()) return hits;
+  std::map<int, size_t> lastTouch; // buffer → the launch that last read or wrote it
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const KernelShape& s = shape[k];
+    double hit = 0, unique = 0;
+    for (const BufferUse& r : s.reads) {
+      unique += double(r.bytes);
+      auto last = lastTouch.find(r.buffer);
+      if (last == lastTouch.end()) continue;
+      // Bytes through L2 since: every other buffer touched by the launches in between, and
+      // what this launch writes while it reads.
+      std::map<int, uint64_t> between;
+      for (size_t j = last->second + 1; j < k; ++j) {
+        for (const BufferUse& u : shape[j].reads)
+          between[u.buffer] = u.bytes;
+        for (const BufferUse& u : shape[j].writes)
+          between[u.buffer] = u.bytes;
+      }
+      for (const BufferUse& u : s.writes)
+        between[u.buffer] = u.bytes;
+      between.erase(r.buffer);
+      double distance = 0;
+      for (const auto& [buffer, bytes] : between)
+        distance += double(bytes);
+      hit += std::clamp(l2Bytes - distance, 0.0, double(r.bytes));
+    }
+    // A launch's own re-reads (beyond one read of each buffer): rows read again while on chip.
+    const double read = double(kernels[k].globalSectorsRead * 32);
+    const double again = std::max(0.0, read - unique);
+    hits[k] = static_cast<uint64_t>(std::min(read, hit + again));
+    for (const BufferUse& u : s.reads)
+      lastTouch[u.buffer] = k;
+    for (const BufferUse& u : s.writes)
+      lastTouch[u.buffer] = k;
+  }
+  return hits;
+}
+
+ModeledTime modelProgram(const std::vector<LaunchCounters>& kernels, const ModelProfile& p,
+                         const ProgramShape& shape) {
+  const bool shaped = shape.size() == kernels.size();
+  std::vector<uint64_t> hits =
+      shaped ? l2HitBytes(kernels, shape, p.cost.l2Bytes) : std::vector<uint64_t>(kernels.size());
   ModeledTime total;
-  for (const LaunchCounters& k : kernels)
-    total += modelKernel(k, p);
+  for (size_t k = 0; k < kernels.size(); ++k)
+    total += modelKernel(kernels[k], p, shaped ? &shape[k] : nullptr, hits[k]);
   return total;
 }
 
 double bandwidthLimitUs(uint64_t bytes, const ModelProfile& p) {
-  return static_cast<double>(bytes) / (p.bandwidthGBs * 1e3);
+  return static_cast<double>(bytes) / (p.cost.peakDramGBs * 1e3);
+}
+
+double copyBaselineUs(uint64_t bytes, const ModelProfile& p) {
+  const CopyLaunch c = copyLaunch(bytes, p.cost.smCount);
+  LaunchCounters k;
+  k.blocks = c.grid;
+  k.globalSectorsRead = k.globalSectorsWritten = (c.vectors * kCopyVectorBytes + 31) / 32;
+  k.globalLoadRequests = (c.vectors + 31) / 32; // a warp's request: 32 vectors of 16 bytes
+  // about 10 warp instructions per vector: the loop's 37 per trip of 4
+  k.warpInstructions = k.globalLoadRequests * 10;
+  KernelShape s;
+  s.blockSize = c.block;
+  s.blocksPerSM = kCopyBlocksPerSM;
+  s.loadsInFlight = kCopyUnroll;
+  return modelKernel(k, p, &s).totalUs();
 }
 
 } // namespace weft::bench

@@ -120,20 +120,25 @@ std::vector<TargetCheck> checkTargets(const SuiteResult& r) {
 
 std::string formatMarkdown(const SuiteResult& r) {
   const std::string& primary = r.profiles.empty() ? kH100 : r.profiles[0];
+  const ModelProfile primaryModel =
+      modelProfile(deviceSpecProfile(primary).value_or(*deviceSpecProfile(kH100)));
   std::string md;
   auto line = [&](const std::string& s) { md += s + "\n"; };
 
   line("## Workloads (kernels and bytes from weft's PTX simulator; GPU times modeled)");
   line("");
-  line(fmt::format("Counts are those of the {} plan. Modeled times: bytes / DRAM bandwidth or warp "
-                   "instructions / issue rate, whichever is larger, plus {:.0f} µs per launch and "
-                   "AStitch Table 6's cost per grid barrier (docs/performance.md). Compile time: "
-                   "measured on this machine, median of the runs shown, cache off.",
-                   primary, kLaunchUs));
+  line(fmt::format("Counts are those of the {} plan. Modeled times (bench/perf_model.h): DRAM "
+                   "bytes at the bandwidth the bytes in flight reach, re-reads that fit in L2 at "
+                   "L2 bandwidth, or warp instructions / issue rate, whichever is larger, plus "
+                   "{:.1f} µs per launch and {:.1f} µs per grid barrier (docs/performance.md). "
+                   "\"vs copy\": the modeled time of a copy of the compulsory bytes over the "
+                   "policy's modeled time. Compile time: measured on this machine, median of the "
+                   "runs shown, cache off.",
+                   primary, primaryModel.launchUs(), primaryModel.cost.barrierUs));
   line("");
   std::string head = "| workload | policy | kernels | grid barriers | MB moved | compulsory MB | "
-                     "moved / compulsory |";
-  std::string rule = "|---|---|---:|---:|---:|---:|---:|";
+                     "moved / compulsory | modeled " + primary + " vs copy |";
+  std::string rule = "|---|---|---:|---:|---:|---:|---:|---:|";
   for (const std::string& p : r.profiles) {
     head += fmt::format(" modeled {} µs |", p);
     rule += "---:|";
@@ -146,10 +151,12 @@ std::string formatMarkdown(const SuiteResult& r) {
     for (Policy policy : r.policies) {
       const PolicyRun* run = w.find(policy, primary);
       if (!run) continue;
-      std::string row =
-          fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f}× |", w.name,
-                      fusion::policyName(policy), run->kernels, run->gridBarriers, mb(run->bytes),
-                      mb(w.compulsoryBytes), ratio(run->bytes, w.compulsoryBytes));
+      const double copyUs = copyBaselineUs(w.compulsoryBytes, primaryModel);
+      std::string row = fmt::format(
+          "| {} | {} | {} | {} | {} | {} | {:.2f}× | {:.0f}% |", w.name,
+          fusion::policyName(policy), run->kernels, run->gridBarriers, mb(run->bytes),
+          mb(w.compulsoryBytes), ratio(run->bytes, w.compulsoryBytes),
+          run->time.totalUs() > 0 ? 100 * copyUs / run->time.totalUs() : 0.0);
       for (const std::string& p : r.profiles) {
         const PolicyRun* other = w.find(policy, p);
         row += other ? fmt::format(" {:.1f} |", other->time.totalUs()) : " – |";
@@ -234,7 +241,9 @@ std::string formatJson(const SuiteResult& r) {
     policies.push_back(std::string(fusion::policyName(p)));
   j["policies"] = policies;
   j["sampleBlocks"] = r.sampleBlocks;
-  j["launchUs"] = kLaunchUs;
+  if (!r.profiles.empty())
+    if (std::optional<DeviceSpec> spec = deviceSpecProfile(r.profiles[0]))
+      j["launchUs"] = modelProfile(*spec).launchUs();
   j["wallSeconds"] = r.wallSeconds;
   json workloads = json::array();
   for (const WorkloadResult& w : r.workloads) {
@@ -262,7 +271,40 @@ std::string formatJson(const SuiteResult& r) {
                    {"bound", t.boundUs},
                    {"launch", t.launchUs},
                    {"gridBarriers", t.barrierUs},
-                   {"total", t.totalUs()}}}};
+                   {"total", t.totalUs()},
+                   {"dramBytes", t.dramBytes},
+                   {"l2Bytes", t.l2Bytes}}}};
+      if (std::optional<DeviceSpec> spec = deviceSpecProfile(run.profile); spec && t.totalUs() > 0)
+        jr["modeledVsCopy"] = copyBaselineUs(w.compulsoryBytes, modelProfile(*spec)) / t.totalUs();
+      // Per launch: what the model reads (bench/calibrate_model.py fits its constants on these).
+      json launches = json::array();
+      for (size_t k = 0; k < run.launches.size(); ++k) {
+        const LaunchCounters& c = run.launches[k];
+        json jl = {{"kernel", c.kernel},
+                   {"sectorsRead", c.globalSectorsRead},
+                   {"sectorsWritten", c.globalSectorsWritten},
+                   {"loadRequests", c.globalLoadRequests},
+                   {"warpInstructions", c.warpInstructions},
+                   {"blocks", c.blocks},
+                   {"gridBarriers", c.gridBarriers},
+                   {"blockBarriers", c.blockBarriers}};
+        if (k < run.shape.size()) {
+          const KernelShape& ks = run.shape[k];
+          auto uses = [](const std::vector<BufferUse>& v) {
+            json a = json::array();
+            for (const BufferUse& u : v)
+              a.push_back({u.buffer, u.bytes});
+            return a;
+          };
+          jl["blockSize"] = ks.blockSize;
+          jl["blocksPerSM"] = ks.blocksPerSM;
+          jl["loadsInFlight"] = ks.loadsInFlight;
+          jl["reads"] = uses(ks.reads);
+          jl["writes"] = uses(ks.writes);
+        }
+        launches.push_back(jl);
+      }
+      jr["launches"] = launches;
       if (run.compile.runs > 0)
         jr["compileMs"] = {{"plan", run.compile.planMs},
                            {"llvm", run.compile.llvmMs},

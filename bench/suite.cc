@@ -57,7 +57,8 @@ void report(const SuiteOptions& o, const std::string& line) {
 } // namespace
 
 PolicyRun summarize(fusion::Policy policy, const std::string& profile,
-                    const std::vector<LaunchCounters>& launches, const ModelProfile& model) {
+                    const std::vector<LaunchCounters>& launches, const ModelProfile& model,
+                    const ProgramShape& shape) {
   PolicyRun r;
   r.policy = policy;
   r.profile = profile;
@@ -70,7 +71,9 @@ PolicyRun summarize(fusion::Policy policy, const std::string& profile,
     r.simulatedBlocks += k.simulatedBlocks;
     if (k.sampled()) ++r.sampledKernels;
   }
-  r.time = modelProgram(launches, model);
+  r.time = modelProgram(launches, model, shape);
+  r.launches = launches;
+  r.shape = shape;
   return r;
 }
 
@@ -147,7 +150,8 @@ WorkloadResult runWorkload(const Workload& w, const SuiteOptions& o) {
       report(o,
              fmt::format("{}: simulating {} kernel(s)", what, programs.back().plan.kernelCount()));
       exe.run(inputs, binding);
-      PolicyRun run = summarize(policy, profile, exe.takeCounters(), modelProfile(spec));
+      PolicyRun run = summarize(policy, profile, exe.takeCounters(), modelProfile(spec),
+                                programShape(programs.front(), binding));
       if (timed) run.compile = compileTimeOf(programs);
       result.runs.push_back(std::move(run));
     }

@@ -49,10 +49,13 @@ struct PolicyRun {
   int sampledKernels = 0; // kernels whose counters were extrapolated from sampled blocks
   ModeledTime time;       // on this profile
   CompileTime compile;    // measured (runs == 0 when not timed for this profile)
+  std::vector<LaunchCounters> launches; // what the model read, per launch (JSON's "launches")
+  ProgramShape shape;
 };
 
 PolicyRun summarize(fusion::Policy policy, const std::string& profile,
-                    const std::vector<LaunchCounters>& launches, const ModelProfile& model);
+                    const std::vector<LaunchCounters>& launches, const ModelProfile& model,
+                    const ProgramShape& shape = {});
 
 struct WorkloadResult {
   std::string name, summary;

@@ -8,6 +8,7 @@
 
 #include "frontend/json_reader.h"
 #include "frontend/onnx/load_graph.h"
+#include "sweep_workloads.h"
 #include "synthetic_graphs.h"
 #include "weft/error.h"
 
@@ -79,6 +80,7 @@ Workload findWorkload(const std::string& nameOrPath, const std::string& dir,
     if (w.name == nameOrPath) return w;
     names.push_back(w.name);
   }
+  if (std::optional<SweepPoint> p = sweepPointNamed(nameOrPath)) return sweepWorkload(*p);
   if (endsWith(nameOrPath, ".json") || endsWith(nameOrPath, ".onnx") ||
       std::filesystem::is_regular_file(nameOrPath)) {
     std::string path = nameOrPath;
@@ -93,7 +95,9 @@ Workload findWorkload(const std::string& nameOrPath, const std::string& dir,
             }};
   }
   throw InputError(fmt::format("unknown workload \"{}\"; the suite's workloads are {} (or give a "
-                               "graph file, e.g. examples/graphs/softmax.json --bind B=4)",
+                               "graph file, e.g. examples/graphs/softmax.json --bind B=4, or "
+                               "sweep / sweep_<layer_norm|rms_norm|softmax>_<f32|bf16>_<256 to "
+                               "262144>)",
                                nameOrPath, fmt::join(names, ", ")));
 }
 

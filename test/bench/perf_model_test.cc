@@ -1,4 +1,5 @@
-// The perf model's arithmetic on hand-made counters (bench/perf_model.h).
+// The perf model's arithmetic on hand-made counters and shapes (bench/perf_model.h,
+// fusion/cost_model.h): bandwidth, L2 re-reads, bytes in flight, launches, grid barriers.
 #include <catch2/catch.hpp>
 
 #include "bench/perf_model.h"
@@ -10,71 +11,149 @@ namespace {
 ModelProfile toyProfile() {
   ModelProfile p;
   p.name = "toy";
-  p.smCount = 100;
-  p.bandwidthGBs = 1000;   // 1e6 bytes per µs
-  p.issueRateGInstr = 500; // warp instructions per ns
-  p.launchUs = 5;
+  p.cost.smCount = 100;
+  p.cost.peakDramGBs = 1000;
+  p.cost.dramGBs = 1000;   // 1e6 bytes per µs
+  p.cost.l2GBs = 4000;     // 4e6 bytes per µs
+  p.cost.l2Bytes = 10e6;
+  p.cost.latencyNs = 1000; // 1 µs: 10 KB in flight per SM for 1e6 bytes per µs on 100 SMs
+  p.cost.dependentInstructionNs = 0;
+  p.cost.blockBarrierNs = 0;
+  p.cost.issueGInstr = 500; // warp instructions per ns
+  p.cost.launchUs = 5;
+  p.cost.graphLaunchUs = 1;
+  p.cost.barrierUs = 3;
+  p.cost.barrierPerBlockUs = 0.01;
   return p;
+}
+
+LaunchCounters memoryKernel(uint64_t readBytes, uint64_t writtenBytes, uint64_t blocks) {
+  LaunchCounters k;
+  k.globalSectorsRead = readBytes / 32;
+  k.globalSectorsWritten = writtenBytes / 32;
+  k.globalLoadRequests = readBytes / 512; // 16-byte loads: 512 bytes per warp request
+  k.blocks = blocks;
+  return k;
 }
 } // namespace
 
-TEST_CASE("grid barrier cost follows AStitch Table 6", "[bench][model]") {
-  CHECK(gridBarrierUs(1) == Approx(2.53));
-  CHECK(gridBarrierUs(20) == Approx(2.53));
-  CHECK(gridBarrierUs(50) == Approx(2.56)); // halfway between 40 (2.53) and 60 (2.59)
-  CHECK(gridBarrierUs(160) == Approx(2.72));
-  // beyond the table: the table's overall slope, (2.72 - 2.53) / 140 per block
-  CHECK(gridBarrierUs(300) == Approx(2.72 + 140 * (0.19 / 140)));
-}
-
 TEST_CASE("a memory-bound kernel: bytes over bandwidth plus launch", "[bench][model]") {
-  LaunchCounters k;
-  k.globalSectorsRead = 1000000;   // 32 MB read
-  k.globalSectorsWritten = 500000; // 16 MB written
+  LaunchCounters k = memoryKernel(32000000, 16000000, 1000);
   k.warpInstructions = 1000000;
-  k.blocks = 1000;
   ModeledTime t = modelKernel(k, toyProfile());
-  CHECK(t.memoryUs == Approx(48e6 / 1e6)); // 48 MB at 1e6 bytes per µs = 48 µs
-  CHECK(t.issueUs == Approx(1e6 / 5e5));   // 2 µs
+  CHECK(t.memoryUs == Approx(48)); // 48 MB at 1e6 bytes per µs
+  CHECK(t.issueUs == Approx(2));   // 1e6 / 5e5 per µs
   CHECK(t.boundUs == Approx(48));
   CHECK(t.launchUs == 5);
-  CHECK(t.barrierUs == 0);
   CHECK(t.totalUs() == Approx(53));
+  CHECK(t.dramBytes == 48000000);
+  CHECK(t.l2Bytes == 0);
+  // Under a CUDA graph only the launch changes.
+  ModelProfile graph = toyProfile();
+  graph.launches = LaunchMode::Graph;
+  CHECK(modelKernel(k, graph).totalUs() == Approx(49));
+  CHECK(modelProfile(*deviceSpecProfile("h100"), LaunchMode::Graph).launchUs() <
+        modelProfile(*deviceSpecProfile("h100")).launchUs());
 }
 
 TEST_CASE("issue-bound kernels, idle SMs and grid barriers", "[bench][model]") {
   LaunchCounters k;
-  k.globalSectorsRead = 32;      // 1 KB
-  k.warpInstructions = 50000000; // 100 µs at 5e5 per µs
-  k.blocks = 25;                 // a quarter of the 100 SMs: everything 4x slower
+  k.globalSectorsRead = 32;
+  k.warpInstructions = 50000000; // 100 µs at 5e5 per µs on every SM
+  k.blocks = 25;                 // a quarter of the 100 SMs issue: 4x slower
   k.gridBarriers = 3;
   ModeledTime t = modelKernel(k, toyProfile());
   CHECK(t.issueUs == Approx(400));
-  CHECK(t.memoryUs == Approx(1024.0 / 1e6 * 4));
-  CHECK(t.barrierUs == Approx(3 * 2.53)); // 25 blocks: between 20 and 40 blocks, both 2.53 µs
+  CHECK(t.barrierUs == Approx(3 * (3 + 0.01 * 25)));
   CHECK(t.totalUs() == Approx(400 + 5 + t.barrierUs));
+  CHECK(fusion::gridBarrierUs(toyProfile().cost, 100) == Approx(4));
 }
 
-TEST_CASE("a program is the sum of its kernels, each bounded on its own", "[bench][model]") {
-  LaunchCounters mem, issue;
-  mem.globalSectorsRead = 31250; // 1e6 bytes: 1 µs
-  mem.blocks = 100;
-  issue.warpInstructions = 1000000; // 2 µs
-  issue.blocks = 100;
-  ModeledTime t = modelProgram({mem, issue}, toyProfile());
-  CHECK(t.memoryUs == Approx(1));
-  CHECK(t.issueUs == Approx(2));
-  CHECK(t.boundUs == Approx(3)); // 1 + 2, not max(1, 2)
-  CHECK(t.launchUs == 10);
-  CHECK(t.totalUs() == Approx(13));
-  CHECK(bandwidthLimitUs(2000000, toyProfile()) == Approx(2));
+TEST_CASE("bytes in flight cap the bandwidth of a small grid (Little's law)", "[bench][model]") {
+  const fusion::CostModel m = toyProfile().cost;
+  // 100 SMs × 10 KB / 1 µs = 1e6 bytes per µs: the full bandwidth; half the bytes, half of it
+  CHECK(fusion::achievedBandwidthGBs(m, 100, 10000) == Approx(1000));
+  CHECK(fusion::achievedBandwidthGBs(m, 100, 5000) == Approx(500));
+  CHECK(fusion::achievedBandwidthGBs(m, 100, 1e6) == Approx(1000)); // never above DRAM's
+  CHECK(fusion::achievedBandwidthGBs(m, 10, 10000) == Approx(100));
+
+  // 10.24 MB over 50 blocks of 256 threads with 16-byte loads: 8 warps × 512 B = 4096 B in
+  // flight on each of 50 SMs → 204.8 bytes per ns; the same over 1000 blocks (8 resident per
+  // SM) is bandwidth-bound.
+  LaunchCounters few = memoryKernel(10240000, 0, 50), many = memoryKernel(10240000, 0, 1000);
+  KernelShape shape;
+  shape.blockSize = 256;
+  shape.blocksPerSM = 8;
+  CHECK(modelKernel(few, toyProfile(), &shape).memoryUs == Approx(50));
+  CHECK(modelKernel(many, toyProfile(), &shape).memoryUs == Approx(10.24));
+  // Two loads in flight per thread: twice the bytes in flight.
+  shape.loadsInFlight = 2;
+  CHECK(modelKernel(few, toyProfile(), &shape).memoryUs == Approx(25));
+  // A warp's instructions and block barriers between its loads lengthen the wait: 1000 warp
+  // instructions per load request at 1 ns each double the 1 µs latency.
+  shape.loadsInFlight = 1;
+  ModelProfile slow = toyProfile();
+  slow.cost.dependentInstructionNs = 1;
+  LaunchCounters busy = few;
+  busy.warpInstructions = 1000 * busy.globalLoadRequests;
+  CHECK(modelKernel(busy, slow, &shape).memoryUs == Approx(100));
+  // Without the shape (block size unknown) the SMs it runs on count as full.
+  CHECK(modelKernel(few, toyProfile()).memoryUs == Approx(10.24));
+}
+
+TEST_CASE("a value written and re-read while it fits in L2 costs L2 bandwidth", "[bench][model]") {
+  // kernel 0: reads input buffer 0 (8 MB), writes intermediate 1 (8 MB)
+  // kernel 1: reads 1 (8 MB) and writes output 2 (8 MB)
+  auto program = [](uint64_t bytes) {
+    ProgramShape shape(2);
+    shape[0].reads = {{0, bytes}};
+    shape[0].writes = {{1, bytes}};
+    shape[1].reads = {{1, bytes}};
+    shape[1].writes = {{2, bytes}};
+    for (KernelShape& s : shape)
+      s.blockSize = 256, s.blocksPerSM = 8;
+    return shape;
+  };
+  std::vector<LaunchCounters> small = {memoryKernel(8000000, 8000000, 1000),
+                                       memoryKernel(8000000, 8000000, 1000)};
+  // The re-read of buffer 1: 8 MB within L2's 10 MB, but kernel 1's own output (8 MB) passes
+  // through L2 while it reads: 2 MB of it still hit.
+  std::vector<uint64_t> hits = l2HitBytes(small, program(8000000), 10e6);
+  CHECK(hits == std::vector<uint64_t>{0, 2000000});
+  hits = l2HitBytes(small, program(8000000), 20e6);
+  CHECK(hits == std::vector<uint64_t>{0, 8000000});
+  ModelProfile p = toyProfile();
+  p.cost.l2Bytes = 20e6;
+  ModeledTime t = modelProgram(small, p, program(8000000));
+  CHECK(t.l2Bytes == 8000000);
+  CHECK(t.dramBytes == 24000000);
+  CHECK(t.memoryUs == Approx(24 + 2)); // 24 MB from DRAM, 8 MB at 4e6 bytes per µs
+  // Too big for L2: every byte from DRAM.
+  std::vector<LaunchCounters> big = {memoryKernel(64000000, 64000000, 1000),
+                                     memoryKernel(64000000, 64000000, 1000)};
+  CHECK(l2HitBytes(big, program(64000000), 20e6) == std::vector<uint64_t>{0, 0});
+  // A kernel's own re-reads (it reads more than its buffers hold) hit L2.
+  std::vector<LaunchCounters> twice = {memoryKernel(16000000, 8000000, 1000),
+                                       memoryKernel(8000000, 8000000, 1000)};
+  CHECK(l2HitBytes(twice, program(8000000), 10e6)[0] == 8000000);
+}
+
+TEST_CASE("the copy baseline is modeled near the profile's DRAM bandwidth", "[bench][model]") {
+  ModelProfile h100 = modelProfile(*deviceSpecProfile("h100"));
+  const uint64_t bytes = 256ull << 20;
+  const double copy = copyBaselineUs(bytes, h100);
+  CHECK(copy > bandwidthLimitUs(bytes, h100));
+  // bandwidth-bound: the bytes at the streaming bandwidth, plus one launch
+  CHECK(copy == Approx(double(bytes) / (h100.cost.dramGBs * 1e3) + h100.launchUs()).epsilon(0.01));
 }
 
 TEST_CASE("model profiles come from the device specs", "[bench][model]") {
   DeviceSpec h100 = *deviceSpecProfile("h100");
   ModelProfile p = modelProfile(h100);
-  CHECK(p.smCount == h100.smCount);
-  CHECK(p.bandwidthGBs == h100.memoryBandwidthGBs);
-  CHECK(p.issueRateGInstr == Approx(h100.smCount * h100.warpSchedulersPerSM * h100.clockGHz));
-  CHECK(p.launchUs == kLaunchUs);
+  CHECK(p.cost.smCount == h100.smCount);
+  CHECK(p.cost.peakDramGBs == h100.memoryBandwidthGBs);
+  CHECK(p.cost.dramGBs < h100.memoryBandwidthGBs);
+  CHECK(p.cost.issueGInstr == Approx(h100.smCount * h100.warpSchedulersPerSM * h100.clockGHz));
+  // L2 holds more on the H100 than on the V100
+  CHECK(p.cost.l2Bytes > modelProfile(*deviceSpecProfile("v100")).cost.l2Bytes);
 }

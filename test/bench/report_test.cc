@@ -1,5 +1,6 @@
 // Report formats and target checks on a hand-made SuiteResult (no compiler involved).
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "bench/report.h"
@@ -18,7 +19,7 @@ PolicyRun fakeRun(Policy policy, int kernels, uint64_t bytes, double boundUs) {
   r.bytes = bytes;
   r.blocks = r.simulatedBlocks = 100;
   r.time.boundUs = r.time.memoryUs = boundUs;
-  r.time.launchUs = kernels * kLaunchUs;
+  r.time.launchUs = kernels * 5.0;
   r.compile = {1, 2, 3, 6, 3};
   return r;
 }
@@ -94,10 +95,15 @@ TEST_CASE("markdown: one row per workload and policy, targets, scaling", "[bench
   std::string md = formatMarkdown(fakeSuite());
   CHECK(md.find("| workload | policy | kernels | grid barriers | MB moved | compulsory MB |") !=
         std::string::npos);
-  CHECK(md.find("| layer_norm_f32 | none | 15 | 0 | 14.0 | 1.0 | 14.00× | 175.0 |") !=
-        std::string::npos);
-  CHECK(md.find("| layer_norm_f32 | astitch | 1 | 0 | 1.1 | 1.0 | 1.06× | 25.0 | 6 = 1 + 2 + 3 (3) "
-                "| all |") != std::string::npos);
+  // Beside the bytes ratio, the modeled time as a fraction of a copy of the compulsory bytes.
+  const double copyUs = copyBaselineUs(1000000, modelProfile(*deviceSpecProfile("h100")));
+  CHECK(md.find(fmt::format("| layer_norm_f32 | none | 15 | 0 | 14.0 | 1.0 | 14.00× | {:.0f}% | "
+                            "175.0 |",
+                            100 * copyUs / 175)) != std::string::npos);
+  CHECK(md.find(fmt::format("| layer_norm_f32 | astitch | 1 | 0 | 1.1 | 1.0 | 1.06× | {:.0f}% | "
+                            "25.0 | 6 = 1 + 2 + 3 (3) | all |",
+                            100 * copyUs / 25)) != std::string::npos);
+  CHECK(md.find("| moved / compulsory | modeled h100 vs copy |") != std::string::npos);
   CHECK(md.find("sampled 65/4096 blocks (1 of 1 kernels)") != std::string::npos);
   CHECK(md.find("| layer_norm_f32 | LayerNorm | yes | 0.3 | 3.40× | 7.00× | 1% |") !=
         std::string::npos);

@@ -51,35 +51,52 @@ TEST_CASE("thread mapping: Figure 6(a) <750000,32> packs rows into 1024-thread b
   }
 }
 
-TEST_CASE("thread mapping: Figure 6(b) <64,30000> splits each row across blocks to fill one wave",
+TEST_CASE("thread mapping: Figure 6(b) <64,30000> runs a block per row: a split would not pay "
+          "for its grid barrier",
           "[planner][mapping][fig6]") {
-  // expected: block size, split factor, utilisation (docs/planner.md has the same table)
-  struct Want {
-    std::string dev;
-    int block;
-    int split;
-    double utilization;
-  };
-  for (Want w : {Want{"v100", 512, 5, 1.0}, Want{"a100", 256, 13, 832.0 * 256 / (108 * 2048)},
-                 Want{"h100", 1024, 4, 256.0 * 1024 / (132 * 2048)}}) {
-    DYNAMIC_SECTION(w.dev) {
-      DeviceSpec spec = profile(w.dev);
+  // AStitch splits these rows across blocks to fill the wave. On the H100 the split ran slower
+  // (10.5 µs against 8.8 unsplit, docs/performance.md): 64 blocks of 1024 threads with 16-byte
+  // loads keep enough bytes in flight, and the grid barrier costs more than the idle SMs. The
+  // cost model (fusion/cost_model.h) says the same on every profile.
+  for (std::string dev : {"v100", "a100", "h100"}) {
+    DYNAMIC_SECTION(dev) {
+      DeviceSpec spec = profile(dev);
       MappingChoice c = mapRowReduce(64, 30000, spec);
       auto m = std::get<RowReduceMapping>(c.mapping);
       CHECK(m.kind == RowReduceMapping::Kind::BlockPerRow);
-      CHECK(c.blockSize == w.block);
-      CHECK(m.splitFactor == w.split); // not 64 blocks: 64 x split
-      CHECK(c.tiles == 64 * w.split);
-      CHECK(c.tiles <= c.blocksPerWave);
-      CHECK(c.waveUtilization >= 0.9);
-      CHECK(c.waveUtilization == Approx(w.utilization));
+      CHECK(c.blockSize == 1024);
+      CHECK(m.splitFactor == 1);
+      CHECK(c.tiles == 64);
 
       FusionPlan p = plan(rowReduce(64, 30000), spec, Policy::AStitch);
       auto ks = kernelsOf(p);
       REQUIRE(ks.size() == 1);
+      CHECK_FALSE(ks[0]->launch.cooperative);
+      CHECK(ks[0]->launch.tiles == ir::Dim(64));
+      CHECK(ks[0]->placement.at(id(p.graph, "row_sum")).partialsBuffer < 0);
+    }
+  }
+}
+
+TEST_CASE("thread mapping: a few very long rows split across blocks to fill the wave",
+          "[planner][mapping][fig6]") {
+  // 4 rows of 2^20 floats: 4 blocks would stream 16 MB from 4 SMs; split over the wave, the
+  // grid barrier is cheap beside it.
+  for (std::string dev : {"v100", "a100", "h100"}) {
+    DYNAMIC_SECTION(dev) {
+      DeviceSpec spec = profile(dev);
+      MappingChoice c = mapRowReduce(4, 1 << 20, spec);
+      auto m = std::get<RowReduceMapping>(c.mapping);
+      CHECK(m.kind == RowReduceMapping::Kind::BlockPerRow);
+      CHECK(m.splitFactor > 1);
+      CHECK(c.tiles == 4 * m.splitFactor);
+      CHECK(c.tiles <= c.blocksPerWave);
+      CHECK(c.waveUtilization >= 0.9);
+
+      FusionPlan p = plan(rowReduce(4, 1 << 20), spec, Policy::AStitch);
+      auto ks = kernelsOf(p);
+      REQUIRE(ks.size() == 1);
       CHECK(ks[0]->launch.cooperative); // partials combined across blocks
-      CHECK(ks[0]->launch.tiles == ir::Dim(64 * w.split));
-      CHECK(ks[0]->launch.tiles.size() <= ks[0]->launch.maxBlocks);
       CHECK(ks[0]->placement.at(id(p.graph, "row_sum")).partialsBuffer >= 0);
     }
   }

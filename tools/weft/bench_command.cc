@@ -16,6 +16,7 @@
 
 #include "bench/report.h"
 #include "bench/suite.h"
+#include "bench/sweep_workloads.h"
 #include "cli_support.h"
 #include "commands.h"
 #include "frontend/json_writer.h"
@@ -110,7 +111,11 @@ void runBench(const BenchArgs& a) {
     workloads = bench::suiteWorkloads(a.workloadsDir);
   else
     for (const std::string& w : a.workloads)
-      workloads.push_back(bench::findWorkload(w, a.workloadsDir, binding));
+      if (w == "sweep") // issue 16's row sweep, every point (bench/sweep_workloads.h)
+        for (const bench::SweepPoint& p : bench::sweepPoints())
+          workloads.push_back(bench::sweepWorkload(p));
+      else
+        workloads.push_back(bench::findWorkload(w, a.workloadsDir, binding));
   if (!a.writeGraphs.empty()) return writeGraphs(workloads, a.writeGraphs);
   if (!a.output.empty()) checkOutputFile("-o", a.output); // before the run, not after it
   if (!a.csv.empty()) checkOutputFile("--csv", a.csv);
@@ -145,7 +150,8 @@ void addBenchCommand(CLI::App& app) {
       "bench", "Benchmark suite: kernels, bytes moved, modeled GPU time and compile time per "
                "workload and fusion policy (docs/performance.md)");
   cmd->add_option("workloads", a->workloads,
-                  "Suite workloads by name, or graph files (default: the whole suite)");
+                  "Suite workloads by name, graph files, or the row sweep (sweep, or one point "
+                  "such as sweep_softmax_bf16_4096; not in the default suite)");
   cmd->add_option("--policy", a->policy, "all, or a comma-separated list of none, xla, astitch")
       ->capture_default_str();
   cmd->add_option("--device-spec", a->deviceSpec,

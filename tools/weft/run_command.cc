@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 
+#include "bench/copy_baseline.h"
 #include "bench/perf_model.h"
 #include "cli_support.h"
 #include "commands.h"
@@ -87,37 +88,69 @@ uint64_t compulsoryBytes(const std::vector<HostTensor>& inputs,
 }
 
 /// Measured medians per kernel and end to end, next to the time the performance model gives
-/// for the same launches (bench/perf_model.h) when the simulator's counters are at hand.
+/// for the same launches (bench/perf_model.h) when the simulator's counters are at hand, and
+/// each as a fraction of the copy baseline's speed: a copy of the workload's compulsory bytes
+/// (bench/copy_kernel.h), timed on the same device in the same run.
 void printTiming(const Executable::Timing& t, const std::string& deviceName, GraphMode mode,
-                 const std::vector<LaunchCounters>& counters, const DeviceSpec& spec) {
+                 const std::vector<LaunchCounters>& counters, const bench::ProgramShape& shape,
+                 const DeviceSpec& spec, const bench::CopyRun& copy, uint64_t compulsory) {
   bool modeled = counters.size() == t.kernels.size();
-  bench::ModelProfile profile = bench::modelProfile(spec);
+  bench::ModelProfile profile = bench::modelProfile(
+      spec, mode == GraphMode::On ? bench::LaunchMode::Graph : bench::LaunchMode::Stream);
+  std::vector<uint64_t> hits = bench::l2HitBytes(counters, shape, profile.cost.l2Bytes);
+  const bool shaped = modeled && shape.size() == counters.size();
+  auto ofCopy = [&](double ms) {
+    return ms > 0 ? fmt::format("   {:>5.0f}% of copy", 100 * copy.ms / ms) : std::string();
+  };
   fmt::print("timing on {}: median of {} run(s), {}{}\n", deviceName, t.runs,
              t.deviceClock ? "device events" : "host wall-clock (the simulator has no GPU clock)",
              modeled ? fmt::format("; modeled {} time beside it", spec.name) : "");
   for (size_t k = 0; k < t.kernels.size(); ++k) {
-    fmt::print("  {:<40} {:>12.4f} ms", t.kernels[k].name, t.kernels[k].ms);
+    fmt::print("  {:<40} {:>12.4f} ms{}", t.kernels[k].name, t.kernels[k].ms, ofCopy(t.kernels[k].ms));
     if (modeled)
       fmt::print("   modeled {:>10.4f} ms",
-                 bench::modelKernel(counters[k], profile).totalUs() / 1e3);
+                 bench::modelKernel(counters[k], profile, shaped ? &shape[k] : nullptr, hits[k])
+                         .totalUs() /
+                     1e3);
     fmt::print("\n");
   }
-  fmt::print("  {:<40} {:>12.4f} ms",
+  fmt::print("  {:<40} {:>12.4f} ms{}",
              fmt::format("end to end (graph {})", mode == GraphMode::On     ? "on"
                                                   : mode == GraphMode::Auto ? "auto"
                                                                             : "off"),
-             t.totalMs);
+             t.totalMs, ofCopy(t.totalMs));
   if (modeled)
-    fmt::print("   modeled {:>10.4f} ms", bench::modelProgram(counters, profile).totalUs() / 1e3);
+    fmt::print("   modeled {:>10.4f} ms",
+               bench::modelProgram(counters, profile, shaped ? shape : bench::ProgramShape{})
+                       .totalUs() /
+                   1e3);
   fmt::print("\n");
+  const uint64_t copied = copy.launch.vectors * bench::kCopyVectorBytes;
+  fmt::print("  {:<40} {:>12.4f} ms   {:.1f} GB/s{}   modeled {:>10.4f} ms\n",
+             fmt::format("copy baseline ({})", bench::kCopyKernelName), copy.ms,
+             copy.ms > 0 ? 2.0 * double(copied) / (copy.ms * 1e6) : 0.0,
+             copy.deviceClock ? "" : " (host clock)",
+             bench::copyBaselineUs(compulsory, profile) / 1e3);
+  fmt::print("copy baseline: {} read + {} written = the compulsory bytes ({}), {} x {} threads; "
+             "\"% of copy\" is the copy's time over each time (100% = a kernel as fast as a copy "
+             "of the workload's compulsory bytes)\n",
+             copied, copied, compulsory, copy.launch.grid, copy.launch.block);
 }
 
 /// The modeled GPU time of the counted launches on `spec` (never measured; bench/perf_model.h).
-void printModeledTime(const std::vector<LaunchCounters>& counters, const DeviceSpec& spec) {
-  bench::ModeledTime t = bench::modelProgram(counters, bench::modelProfile(spec));
+void printModeledTime(const std::vector<LaunchCounters>& counters, const bench::ProgramShape& shape,
+                      const DeviceSpec& spec, uint64_t compulsory) {
+  bench::ModelProfile profile = bench::modelProfile(spec);
+  bench::ModeledTime t = bench::modelProgram(
+      counters, profile, shape.size() == counters.size() ? shape : bench::ProgramShape{});
   fmt::print("modeled time on {} (not measured): {:.2f} us = max(memory {:.2f}, issue {:.2f}) "
-             "per kernel {:.2f} + launches {:.2f} + grid barriers {:.2f}\n",
-             spec.name, t.totalUs(), t.memoryUs, t.issueUs, t.boundUs, t.launchUs, t.barrierUs);
+             "per kernel {:.2f} + launches {:.2f} + grid barriers {:.2f}; {:.1f} MB from DRAM, "
+             "{:.1f} MB from L2; {:.0f}% of a copy's speed (modeled copy of the compulsory "
+             "bytes: {:.2f} us)\n",
+             spec.name, t.totalUs(), t.memoryUs, t.issueUs, t.boundUs, t.launchUs, t.barrierUs,
+             double(t.dramBytes) / 1e6, double(t.l2Bytes) / 1e6,
+             t.totalUs() > 0 ? 100 * bench::copyBaselineUs(compulsory, profile) / t.totalUs() : 0,
+             bench::copyBaselineUs(compulsory, profile));
 }
 
 /// --sweep: every size of the swept symbol through one Executable, each checked on request.
@@ -233,12 +266,18 @@ void runGraph(const RunArgs& a) {
       counters = simExe.takeCounters();
     }
     fmt::print("{}", formatCountersTable(counters, compulsoryBytes(in.inputs, outputs)));
-    printModeledTime(counters, device->spec());
+    printModeledTime(counters, bench::programShape(compiledProgram(program), in.binding),
+                     device->spec(), compulsoryBytes(in.inputs, outputs));
   }
-  if (a.timeRuns > 0)
-    printTiming(exe.time(callInputs(g, in.inputs), a.timeRuns, in.binding), device->name(), mode,
-                counters,
-                device->spec());
+  if (a.timeRuns > 0) {
+    Executable::Timing timing = exe.time(callInputs(g, in.inputs), a.timeRuns, in.binding);
+    // The copy baseline on the same device, in the same run (issue 16).
+    bench::CopyRun copy =
+        bench::runCopyBaseline(*device, compulsoryBytes(in.inputs, outputs), a.timeRuns);
+    printTiming(timing, device->name(), mode, counters,
+                bench::programShape(compiledProgram(program), in.binding), device->spec(), copy,
+                compulsoryBytes(in.inputs, outputs));
+  }
   if (a.check && !checkOutputs(g, in, outputs)) throw ExitCode{1};
 }
 

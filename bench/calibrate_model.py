@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""Fits the cost model's constants (src/fusion/cost_model.cc) to the H100 times measured with
+scripts/gpu-time (docs/performance.md, "Measured on an H100"), and prints the model's error
+table, held-out points marked. Modeled times come from the simulator's counters; nothing here
+measures a GPU.
+
+  bench/calibrate_model.py collect [BUILD] DIR   # weft bench --format json per measured graph
+  bench/calibrate_model.py fit DIR [--fixed]     # fit (or, --fixed, use cost_model.cc's values)
+
+The formula is bench/perf_model.cc's, restated here so the fit can vary its constants.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+
+# scripts/gpu-time on an NVIDIA H100 80GB HBM3 (docs/performance.md): µs for none, xla, astitch
+MEASURED = {
+    "layer_norm": (402.6, 94.0, 44.8),
+    "layer_norm_backward": (877.2, 187.8, 67.5),
+    "residual_add_layer_norm": (456.6, 145.7, 79.0),
+    "softmax": (171.0, 43.6, 37.0),
+    "gelu_bias": (1018.7, 153.9, 153.3),
+    "rms_norm": (280.4, 87.0, 76.1),
+    "astitch_fig7": (66.2, 26.6, 25.2),
+    "column_reduce_bias_grad": (106.6, 26.9, 27.2),
+    "row_reduce_750000x32": (40.1, 42.1, 41.1),
+    "row_reduce_64x30000": (8.8, 10.3, 10.5),
+    "log_softmax_nll": (418.1, 89.3, 41.3),
+}
+# graph file and binding, as scripts/gpu-time runs them
+CASES = {
+    "layer_norm": ("examples/graphs/layer_norm.json", "B=16384"),
+    "layer_norm_backward": ("examples/graphs/layer_norm_backward.json", "B=16384"),
+    "residual_add_layer_norm": ("examples/graphs/residual_add_layer_norm.json", "B=16384"),
+    "softmax": ("examples/graphs/softmax.json", "B=32"),
+    "gelu_bias": ("examples/graphs/gelu_bias.json", "B=16384"),
+    "rms_norm": ("examples/graphs/rms_norm.json", "B=4096"),
+    "astitch_fig7": ("examples/graphs/astitch_fig7.json", "B=2048"),
+    "column_reduce_bias_grad": ("examples/graphs/column_reduce_bias_grad.json", "B=16384"),
+    "row_reduce_750000x32": ("examples/graphs/row_reduce_750000x32.json", None),
+    "row_reduce_64x30000": ("examples/graphs/row_reduce_64x30000.json", None),
+    "log_softmax_nll": ("bench/workloads/log_softmax_nll.json", None),
+}
+# Not fitted on: the error table reports them as held out.
+HELD_OUT = {"residual_add_layer_norm", "rms_norm", "gelu_bias", "log_softmax_nll"}
+# Measured with a plan weft no longer makes: `none` ran bias_grad's column sum on 24 blocks
+# without splitting it (106.6 µs); today's `none` splits it as xla does. Shown, not fitted.
+STALE = {("column_reduce_bias_grad", "none")}
+POLICIES = ("none", "xla", "astitch")
+RATIO_WEIGHT = 3.0
+
+# The H100 measured row_reduce_64x30000 under xla and astitch split into 256 blocks with a grid
+# barrier (the plan before the split rule weighed the barrier): that launch, as the simulator
+# counted it then (7.93 MB, 256 blocks of 1024 threads, 16-byte loads).
+SPLIT_ROW_REDUCE = {
+    "sectorsRead": 7680000 // 32 + 256, "sectorsWritten": 8, "loadRequests": 7680000 // 512,
+    "warpInstructions": 400000, "blocks": 256, "gridBarriers": 1, "blockSize": 1024,
+    "blocksPerSM": 2, "loadsInFlight": 1, "blockBarriers": 512, "reads": [[0, 7680000]], "writes": [[1, 256]],
+}
+
+H100 = {"sms": 132, "peak": 3350.0, "issue": 132 * 4 * 1.755, "l2": 50e6}
+
+
+def collect(build, out):
+    os.makedirs(out, exist_ok=True)
+    for name, (path, bind) in CASES.items():
+        cmd = [f"{build}/tools/weft", "bench", path, "--policy", "all", "--format", "json",
+               "--shapes", "specialized", "--compile-runs", "1", "--scaling", "off",
+               "-o", f"{out}/{name}.json"]
+        if bind:
+            cmd += ["--bind", bind]
+        print(" ".join(cmd), file=sys.stderr)
+        subprocess.run(cmd, check=True)
+
+
+def load(out):
+    runs = {}
+    for name in CASES:
+        j = json.load(open(f"{out}/{name}.json"))
+        w = j["workloads"][0]
+        for r in w["runs"]:
+            if r["profile"] != "h100":
+                continue
+            launches = r["launches"]
+            if name == "row_reduce_64x30000" and r["policy"] != "none":
+                launches = [SPLIT_ROW_REDUCE]
+            runs[(name, r["policy"])] = (launches, w["compulsoryBytes"], old_model(launches))
+    return runs
+
+
+def l2_hits(launches, l2_bytes):
+    hits, last = [], {}
+    for k, l in enumerate(launches):
+        hit, unique = 0.0, 0.0
+        for b, n in l.get("reads", []):
+            unique += n
+            if b not in last:
+                continue
+            between = {}
+            for j in range(last[b] + 1, k):
+                between.update({u[0]: u[1] for u in launches[j].get("reads", [])})
+                between.update({u[0]: u[1] for u in launches[j].get("writes", [])})
+            between.update({u[0]: u[1] for u in l.get("writes", [])})
+            between.pop(b, None)
+            distance = sum(between.values())
+            hit += min(max(l2_bytes - distance, 0.0), n)
+        read = l["sectorsRead"] * 32.0
+        hits.append(min(read, hit + max(0.0, read - unique)) if "reads" in l else 0.0)
+        for b, n in l.get("reads", []) + l.get("writes", []):
+            last[b] = k
+    return hits
+
+
+def model(launches, c):
+    sms, peak = H100["sms"], H100["peak"]
+    dram, l2bw = peak * c["eff"], peak * c["l2ratio"]
+    hits = l2_hits(launches, H100["l2"] * c["l2frac"])
+    total = 0.0
+    for l, h in zip(launches, hits):
+        blocks = max(1, l["blocks"])
+        busy = min(1.0, blocks / sms)
+        read = l["sectorsRead"] * 32.0
+        moved = read + l["sectorsWritten"] * 32.0
+        inflight, latency = 1e30, c["latency"]
+        if l.get("blockSize", 0) > 0 and l["loadRequests"] > 0:
+            per = moved / l["loadRequests"]  # bytes a warp moves per load it waits for
+            resident = min(max(1, l["blocksPerSM"]), math.ceil(blocks / sms))
+            inflight = resident * l["blockSize"] / 32.0 * per * max(1, l.get("loadsInFlight", 1))
+            # a warp's instructions between its loads run after the data came back
+            latency += (c["dep"] * l["warpInstructions"] +
+                        c["sync"] * l.get("blockBarriers", 0) * l["blockSize"] / 32.0) / l["loadRequests"]
+        active = min(max(min(blocks, sms), 1), sms)
+        bw = min(dram, active * inflight / latency)
+        mem = (moved - h) / (bw * 1e3) + h / (l2bw * 1e3)
+        issue = l["warpInstructions"] / (H100["issue"] * 1e3 * busy)
+        total += max(mem, issue) + c["launch"] + l["gridBarriers"] * (
+            c["barrier"] + 0.002 * blocks)
+    return total
+
+
+def table6(blocks):
+    t = [(20, 2.53), (40, 2.53), (60, 2.59), (80, 2.59), (100, 2.66), (120, 2.66), (140, 2.69),
+         (160, 2.72)]
+    if blocks <= 20:
+        return 2.53
+    for (b0, u0), (b1, u1) in zip(t, t[1:]):
+        if blocks <= b1:
+            return u0 + (blocks - b0) / (b1 - b0) * (u1 - u0)
+    return 2.72 + (blocks - 160) * (0.19 / 140)
+
+
+def old_model(launches):
+    """The model before issue 16: no L2, no latency, 5 µs launches, AStitch Table 6 barriers."""
+    total = 0.0
+    for l in launches:
+        busy = min(1.0, max(1, l["blocks"]) / H100["sms"])
+        moved = (l["sectorsRead"] + l["sectorsWritten"]) * 32.0
+        total += max(moved / (H100["peak"] * 1e3 * busy),
+                     l["warpInstructions"] / (H100["issue"] * 1e3 * busy))
+        total += 5.0 + l["gridBarriers"] * table6(l["blocks"])
+    return total
+
+
+# src/fusion/cost_model.cc's values (the fit's result, rounded); `fit --fixed` tables them
+FIXED = {"eff": 0.78, "l2frac": 0.77, "l2ratio": 2.3, "latency": 450.0, "launch": 3.75,
+         "barrier": 2.07, "dep": 0.66, "sync": 615.0}
+
+
+def loss(runs, c):
+    e = 0.0
+    for (name, policy), (launches, _, _) in runs.items():
+        if name in HELD_OUT or (name, policy) in STALE:
+            continue
+        m = MEASURED[name][POLICIES.index(policy)]
+        e += math.log(model(launches, c) / m) ** 2
+    # what the planner decides on: astitch against xla, weighted up
+    for name in CASES:
+        if name in HELD_OUT:
+            continue
+        measured = MEASURED[name][1] / MEASURED[name][2]
+        modeled = model(runs[(name, "xla")][0], c) / model(runs[(name, "astitch")][0], c)
+        e += RATIO_WEIGHT * math.log(modeled / measured) ** 2
+    # and the split-row decision: [64, 30000] unsplit (none) against split (astitch)
+    none = model(runs[("row_reduce_64x30000", "none")][0], c)
+    split = model(runs[("row_reduce_64x30000", "astitch")][0], c)
+    e += RATIO_WEIGHT * math.log((split / none) / (10.5 / 8.8)) ** 2
+    return e
+
+
+def nelder_mead(f, x0, steps, iters=3000):
+    n = len(x0)
+    pts = [list(x0)] + [[x0[j] + (steps[j] if j == i else 0) for j in range(n)] for i in range(n)]
+    vals = [f(p) for p in pts]
+    for _ in range(iters):
+        order = sorted(range(n + 1), key=lambda i: vals[i])
+        pts, vals = [pts[i] for i in order], [vals[i] for i in order]
+        cen = [sum(p[j] for p in pts[:-1]) / n for j in range(n)]
+        refl = [cen[j] + (cen[j] - pts[-1][j]) for j in range(n)]
+        fr = f(refl)
+        if fr < vals[0]:
+            exp = [cen[j] + 2 * (cen[j] - pts[-1][j]) for j in range(n)]
+            fe = f(exp)
+            pts[-1], vals[-1] = (exp, fe) if fe < fr else (refl, fr)
+        elif fr < vals[-2]:
+            pts[-1], vals[-1] = refl, fr
+        else:
+            con = [cen[j] + 0.5 * (pts[-1][j] - cen[j]) for j in range(n)]
+            fc = f(con)
+            if fc < vals[-1]:
+                pts[-1], vals[-1] = con, fc
+            else:
+                for i in range(1, n + 1):
+                    pts[i] = [pts[0][j] + 0.5 * (pts[i][j] - pts[0][j]) for j in range(n)]
+                    vals[i] = f(pts[i])
+    i = min(range(n + 1), key=lambda i: vals[i])
+    return pts[i], vals[i]
+
+
+BOUNDS = {"eff": (0.6, 0.95), "l2frac": (0.1, 1.0), "l2ratio": (1.2, 4.0),
+          "latency": (450.0, 3000.0), "launch": (0.5, 8.0), "barrier": (1.0, 15.0),
+          "dep": (0.0, 20.0), "sync": (0.0, 2000.0)}
+
+
+def fit(runs):
+    keys = list(FIXED)
+
+    def unpack(x):
+        c = {}
+        for k, v in zip(keys, x):
+            lo, hi = BOUNDS[k]
+            c[k] = lo + (hi - lo) / (1 + math.exp(-v))
+        return c
+
+    def pack(c):
+        return [math.log((c[k] - BOUNDS[k][0]) / (BOUNDS[k][1] - c[k])) for k in keys]
+
+    best, val = nelder_mead(lambda x: loss(runs, unpack(x)), pack(FIXED), [0.5] * len(keys))
+    return unpack(best)
+
+
+def table(runs, c):
+    print("| graph | policy | measured µs | modeled µs (before) | modeled µs (now) | error now | fitted on |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    errs_fit, errs_held = [], []
+    for name in CASES:
+        for p in POLICIES:
+            launches, _, before = runs[(name, p)]
+            m = MEASURED[name][POLICIES.index(p)]
+            now = model(launches, c)
+            err = now / m - 1
+            stale = (name, p) in STALE
+            if not stale:
+                (errs_held if name in HELD_OUT else errs_fit).append(abs(err))
+            role = "plan changed since" if stale else "held out" if name in HELD_OUT else "yes"
+            print(f"| {name} | {p} | {m:.1f} | {before:.1f} | {now:.1f} | {100 * err:+.0f}% | "
+                  f"{role} |")
+    print()
+    print(f"mean |error|: fitted {100 * sum(errs_fit) / len(errs_fit):.0f}% "
+          f"({len(errs_fit)} points), held out {100 * sum(errs_held) / len(errs_held):.0f}% "
+          f"({len(errs_held)} points)")
+    print()
+    print("| graph | astitch vs xla measured | modeled before | modeled now |")
+    print("|---|---:|---:|---:|")
+    for name in CASES:
+        xa = MEASURED[name][1] / MEASURED[name][2]
+        before = runs[(name, "xla")][2] / runs[(name, "astitch")][2]
+        now = model(runs[(name, "xla")][0], c) / model(runs[(name, "astitch")][0], c)
+        print(f"| {name} | {xa:.2f}x | {before:.2f}x | {now:.2f}x |")
+
+
+def main():
+    if len(sys.argv) >= 3 and sys.argv[1] == "collect":
+        build, out = (sys.argv[2], sys.argv[3]) if len(sys.argv) > 3 else ("build", sys.argv[2])
+        return collect(build, out)
+    if len(sys.argv) >= 3 and sys.argv[1] == "fit":
+        runs = load(sys.argv[2])
+        c = dict(FIXED) if "--fixed" in sys.argv else fit(runs)
+        print("constants:", ", ".join(f"{k} = {v:.4g}" for k, v in c.items()))
+        print()
+        table(runs, c)
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

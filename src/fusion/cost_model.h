@@ -1,0 +1,52 @@
+#pragma once
+// The GPU cost model the planner and `weft bench` share: its constants per device profile and
+// the formulas that use them (defaults below: the h100 profile). Every time it gives is "modeled", never measured. The constants
+// of the h100 profile are fitted to the H100 times in docs/performance.md ("The model against
+// the H100"); the other profiles scale them by their own specifications.
+//
+//   bandwidth(active SMs, bytes in flight per SM)
+//       = min(dramGBs, active SMs × bytes in flight per SM / latency)    (Little's law)
+//   latency = DRAM latency + what a warp waits for between two loads (its dependent
+//             instructions and block barriers; bench/perf_model.h counts them)
+//   grid barrier = barrierUs + barrierPerBlockUs × blocks
+//
+// The planner weighs a split row's grid barrier with them (thread_mapping.cc); bench/perf_model.h
+// adds the L2 and issue terms over what the simulator counted.
+#include <cstdint>
+
+#include "weft/device_spec.h"
+
+namespace weft::fusion {
+
+struct CostModel {
+  int smCount = 132;
+  double peakDramGBs = 3350;  // the profile's DRAM bandwidth (the bandwidth limit's)
+  double dramGBs = 2613;      // what streaming reaches: peak × copy efficiency
+  double l2GBs = 7705;        // re-reads that hit in L2
+  double l2Bytes = 38.5e6;    // L2 capacity that holds data across kernels (effective)
+  double latencyNs = 450;     // DRAM latency, for Little's law
+  double dependentInstructionNs = 0.66; // per warp instruction between a warp's loads
+  double blockBarrierNs = 615;          // per block barrier a warp waits at between its loads
+  double issueGInstr = 926;   // warp instructions per ns over the device
+  double launchUs = 3.75;     // per kernel launched on a stream, back to back
+  double graphLaunchUs = 1.0; // per kernel of a replayed CUDA graph
+  double barrierUs = 2.07;    // one grid barrier ...
+  double barrierPerBlockUs = 0.002; // ... plus this per block it waits for
+};
+
+CostModel costModel(const DeviceSpec& spec);
+
+/// DRAM bandwidth (GB/s = bytes per ns) reached by `activeSMs` SMs holding `bytesInFlightPerSM`
+/// bytes of outstanding loads each, each load waiting `latencyNs` (0: the model's latency).
+double achievedBandwidthGBs(const CostModel& m, double activeSMs, double bytesInFlightPerSM,
+                            double latencyNs = 0);
+
+/// µs of one grid barrier across `blocks` blocks.
+double gridBarrierUs(const CostModel& m, uint64_t blocks);
+
+/// µs to stream `bytes` through DRAM with `blocks` blocks of `blockSize` threads, each thread
+/// holding `bytesPerThread` bytes of loads in flight, `blocksPerSM` blocks resident per SM.
+double streamUs(const CostModel& m, double bytes, int64_t blocks, int blockSize,
+                double bytesPerThread, int blocksPerSM);
+
+} // namespace weft::fusion
