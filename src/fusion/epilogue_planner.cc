@@ -156,6 +156,16 @@ GemmEpilogue EpiloguePlanner::plan(ir::NodeId dot) {
     }
   }
   if (best.empty()) return e;
+  // Passes over the [M, N] result saved. Unfused, the GEMM writes the dot's result and a kernel
+  // reads it back; fused, the GEMM writes the epilogue's result instead. When kernels read that
+  // result, they read it instead of the dot's: nothing saved, unless it had to be written
+  // anyway (a dot or the caller reads it too), which the unfused kernel then did: one pass.
+  const auto& readers = users_[size_t(bestResult)];
+  bool stitchedReader = std::any_of(readers.begin(), readers.end(), [&](ir::NodeId u) {
+    return ir::isMemoryIntensive(g_.node(u).kind);
+  });
+  int passes = !stitchedReader ? 2 : alreadyInMemory(g_, users_, bestResult) ? 1 : 0;
+  if (passes == 0) return e; // traffic would only move: the consumers stay stitched
   std::set<ir::NodeId> ops = best;
   std::set<ir::NodeId> read;
   for (ir::NodeId v : best)
@@ -166,7 +176,7 @@ GemmEpilogue EpiloguePlanner::plan(ir::NodeId dot) {
   e.ops.assign(ops.begin(), ops.end());
   e.result = bestResult;
   if (ir::isStatic(out))
-    e.savedBytes = 2 * ir::numElements(out).size() * int64_t(ir::dtypeBytes(d.type.dtype));
+    e.savedBytes = passes * ir::numElements(out).size() * int64_t(ir::dtypeBytes(d.type.dtype));
   taken_.insert(ops.begin(), ops.end());
   return e;
 }

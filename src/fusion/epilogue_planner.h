@@ -6,8 +6,12 @@
 // column, a scalar), or a tensor of the result's shape already in memory for another reason (a
 // graph input, a dot operand or result, a graph output: a residual). The epilogue is the largest
 // such region with one exit: the dot's result and every op but the last are read only inside it,
-// so fusing saves the [M, N] result's write and re-read and moves no other tensor into memory.
-// A consumer that needs a whole row (a reduce) never qualifies. No path leaves the region and
+// so fusing moves no other tensor into memory. It is fused only where that cuts traffic: when
+// no kernel reads its result (a dot or the caller does), the [M, N] result's write and re-read
+// are saved; when kernels read it as well as a dot, one pass; when only kernels read it (a
+// layer norm after a residual add, a transpose after a bias add), they would read it instead
+// of the dot's result, so nothing is saved and the consumers stay stitched. A consumer that
+// needs a whole row (a reduce) never qualifies. No path leaves the region and
 // comes back (every value it reads is produced before the dot or independently of it), so the
 // stitch scopes around it stay acyclic.
 #include <map>

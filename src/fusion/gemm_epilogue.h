@@ -31,8 +31,9 @@ struct GemmEpilogue {
   std::vector<ir::NodeId> ops; // in topological order; empty: the dot's result is stored as is
   ir::NodeId result = -1;      // the value the kernel stores (the last of ops)
   std::vector<EpilogueRead> reads;
-  /// Modeled global bytes saved: the dot's result written by the GEMM and read back by the
-  /// kernel that would have computed `ops` (static shapes only, 0 otherwise).
+  /// Modeled global bytes saved: passes over the [M, N] result (the dot's result written by
+  /// the GEMM and read back by the kernel that would have computed `ops`; one when that kernel
+  /// wrote `result` for a later step that now reads it from the GEMM), static shapes only.
   int64_t savedBytes = 0;
 
   bool empty() const { return ops.empty(); }

@@ -107,7 +107,7 @@ std::string epilogueStr(const GemmEpilogue& e, const ir::Graph& g) {
                               valueList(g, e.ops), valueName(g, e.result),
                               reads.empty() ? "nothing" : reads);
   if (e.savedBytes > 0)
-    s += fmt::format("; saves the result's write and re-read, {} B", e.savedBytes);
+    s += fmt::format("; saves {} B of passes over the dot's result", e.savedBytes);
   return s;
 }
 

@@ -38,11 +38,12 @@ std::vector<ir::NodeId> scopeOutputs(const ir::Graph& g, const std::vector<ir::N
 }
 
 FusionPlan planAStitch(const ir::Graph& g, const DeviceSpec& spec,
-                       const ir::SymbolRanges& ranges) {
+                       const ir::SymbolRanges& ranges, bool gemmEpilogues) {
   std::vector<KernelPlan> kernels;
   const Users users = g.users(); // once: per scope it made planning quadratic in the graph
   // A dot's elementwise consumers run in its GEMM's epilogue; the scopes stitch the rest.
-  std::map<ir::NodeId, GemmEpilogue> epilogues = planEpilogues(g, users);
+  std::map<ir::NodeId, GemmEpilogue> epilogues;
+  if (gemmEpilogues) epilogues = planEpilogues(g, users);
   StitchScopeOptions options;
   options.excluded = epilogueOps(g, epilogues);
   for (const StitchScope& scope : findStitchScopes(g, options)) {

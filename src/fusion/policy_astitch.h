@@ -8,8 +8,10 @@
 
 namespace weft::fusion {
 
+/// `gemmEpilogues`: run dots' elementwise consumers in their GEMM kernels (epilogue_planner.h);
+/// false only to measure what that saves.
 FusionPlan planAStitch(const ir::Graph& g, const DeviceSpec& spec,
-                       const ir::SymbolRanges& ranges = {});
+                       const ir::SymbolRanges& ranges = {}, bool gemmEpilogues = true);
 
 /// The values of `scopeOps` read after the scope: graph outputs and values with a reader
 /// outside it.

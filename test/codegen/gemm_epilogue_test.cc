@@ -8,9 +8,12 @@
 
 #include "codegen/compile.h"
 #include "codegen/ptxas.h"
+#include "frontend/json_reader.h"
 #include "fusion/plan.h"
+#include "fusion/policy_astitch.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
+#include "passes/pipeline.h"
 #include "ptxas_or_skip.h"
 #include "sim_runner.h"
 
@@ -107,12 +110,47 @@ TEST_CASE("gemm epilogue: bias, GELU, residual, casts match the interpreter on o
       }
 }
 
-TEST_CASE("gemm epilogue: a reduce after the bias stays stitched and reads the fused result",
+TEST_CASE("gemm epilogue: a result read by a kernel and a dot is written once",
           "[codegen][sim][gemm][epilogue]") {
-  ir::Graph g = dotEpilogueGraph(DType::f32, {}, 70, 40, 96, DotConsumers::BiasLayerNorm);
+  // h = a · b + bias, read by a second dot and by tanh (a kernel): the GEMM stores h
+  ir::Graph g;
+  auto a = g.parameter("a", {DType::f32, {70, 40}});
+  auto b = g.parameter("b", {DType::f32, {40, 40}});
+  auto bias = g.parameter("bias", {DType::f32, {40}});
+  auto mm = g.dot(a, b, "mm");
+  auto h = g.binary(ir::OpKind::Add, mm, g.broadcastInDim(bias, {70, 40}, {1}), "h");
+  g.setOutputs({g.dot(h, b, "mm2"), g.unary(ir::OpKind::Tanh, h, "t")});
   auto plan = fusion::plan(g, *deviceSpecProfile("h100"), fusion::Policy::AStitch);
   REQUIRE_FALSE(callOf(plan).epilogue.empty());
-  CHECK(check(plan, 1e-4).launches == 2);
+  CHECK(check(plan, 1e-4).launches == 3);
+}
+
+TEST_CASE("gemm epilogue: symbolic rows, one program for every binding",
+          "[codegen][sim][gemm][epilogue]") {
+  // relu(x · w + bias) + x2 over [B, S] rows: bias broadcast, a residual, a max with 0
+  ir::Dim B = ir::Dim::symbol("B"), S = ir::Dim::symbol("S");
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {B, S, 40}});
+  auto w = g.parameter("w", {DType::f32, {B, 40, 24}});
+  auto bias = g.parameter("bias", {DType::f32, {24}});
+  auto r = g.parameter("r", {DType::f32, {B, S, 24}});
+  auto mm = g.dot(x, w, "mm");
+  auto biased = g.binary(ir::OpKind::Add, mm, g.broadcastInDim(bias, {B, S, 24}, {2}), "biased");
+  auto zero = g.constant(DType::f32, {B, S, 24}, {0.0}, "zero");
+  auto relu = g.binary(ir::OpKind::Max, biased, zero, "relu");
+  g.setOutputs({g.binary(ir::OpKind::Add, relu, r, "out")});
+  auto plan = fusion::plan(g, *deviceSpecProfile("a100"), fusion::Policy::AStitch);
+  REQUIRE(callOf(plan).result() == plan.graph.outputs()[0]);
+  CHECK(plan.kernelCount() == 0);
+  codegen::CompiledModule m = codegen::compileToPtx(plan);
+  for (auto [b, s] : {std::pair{1, 1}, {2, 37}, {3, 130}}) {
+    ir::Binding binding{{"B", b}, {"S", s}};
+    auto inputs = test::makeInputs(plan.graph, binding);
+    auto want = ir::interpret(plan.graph, inputs, binding);
+    auto got = test::runOnSim(plan, m, inputs, binding);
+    INFO("B=" << b << " S=" << s);
+    CHECK(test::maxError(got[0], want[0]) <= 1e-4);
+  }
 }
 
 // Each fused consumer saves the [M, N] result's write by the GEMM and its read by the kernel
@@ -175,4 +213,27 @@ TEST_CASE("gemm epilogue: every variant assembles on sm_80 and sm_90 without spi
       CHECK(r.functions[0].spillStores == 0);
       CHECK(r.functions[0].spillLoads == 0);
     }
+}
+
+// What epilogues save on a whole model (docs/performance.md): WEFT_EPILOGUE_GRAPH=path/to.json
+// (e.g. the encoder layer of test/onnx/encoder_model.h, through weft import) planned under
+// astitch with and without GEMM epilogues, each run on the simulator against the interpreter.
+TEST_CASE("gemm epilogue: kernels and bytes of a model with and without epilogues",
+          "[.epilogue_measure]") {
+  const char* path = std::getenv("WEFT_EPILOGUE_GRAPH");
+  REQUIRE(path);
+  ir::Graph g = passes::canonicalize(frontend::readGraphFile(path).graph);
+  DeviceSpec h100 = *deviceSpecProfile("h100");
+  for (bool epilogues : {false, true}) {
+    fusion::FusionPlan plan = fusion::planAStitch(g, h100, {}, epilogues);
+    Moved moved = check(plan, 1e-3);
+    size_t fused = 0;
+    for (const auto& s : plan.steps)
+      if (const auto* c = std::get_if<fusion::LibraryCall>(&s)) fused += c->epilogue.ops.size();
+    WARN(fmt::format("{}: astitch {} epilogues: {} stitched kernels + {} library calls = {} "
+                     "launches, {} ops in epilogues, {} bytes moved (sim)",
+                     path, epilogues ? "with" : "without", plan.kernelCount(),
+                     plan.steps.size() - size_t(plan.kernelCount()), moved.launches, fused,
+                     moved.bytes));
+  }
 }

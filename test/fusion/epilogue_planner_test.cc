@@ -55,15 +55,26 @@ TEST_CASE("epilogue: a residual of the result's shape is read per element", "[pl
   CHECK(call.epilogue.reads[0].kind == EpilogueRead::Kind::Element);
 }
 
-TEST_CASE("epilogue: a reduce over the rows stays in a stitched kernel", "[planner][epilogue]") {
-  ir::Graph g = dotEpilogueGraph(DType::f32, {}, 64, 32, 96, DotConsumers::BiasLayerNorm);
-  FusionPlan p = plan(g, h100(), Policy::AStitch);
-  const LibraryCall& call = callOf(p);
-  CHECK(call.result() == id(g, "biased"));
-  CHECK(p.kernelCount() == 1);
-  for (const KernelPlan* k : kernelsOf(p)) {
-    CHECK(std::find(k->ops.begin(), k->ops.end(), id(g, "biased")) == k->ops.end());
-    CHECK(std::find(k->inputs.begin(), k->inputs.end(), id(g, "biased")) != k->inputs.end());
+TEST_CASE("epilogue: only where it cuts traffic", "[planner][epilogue]") {
+  SECTION("a layer norm reads the biased result as it would read the dot's: nothing saved") {
+    ir::Graph g = dotEpilogueGraph(DType::f32, {}, 64, 32, 96, DotConsumers::BiasLayerNorm);
+    FusionPlan p = plan(g, h100(), Policy::AStitch);
+    CHECK(callOf(p).epilogue.empty());
+    CHECK(p.kernelCount() == 1);
+  }
+  SECTION("a kernel and a dot read the result: the dot's write and read for the result's read") {
+    // h = x · w + bias, read by a second dot and by an exp (a kernel)
+    ir::Graph g;
+    auto x = g.parameter("x", {DType::f32, {64, 32}});
+    auto w = g.parameter("w", {DType::f32, {32, 32}});
+    auto bias = g.parameter("bias", {DType::f32, {32}});
+    auto mm = g.dot(x, w, "mm");
+    auto h = g.binary(OpKind::Add, mm, g.broadcastInDim(bias, {64, 32}, {1}), "h");
+    g.setOutputs({g.dot(h, w, "mm2"), g.unary(OpKind::Exp, h, "e")});
+    FusionPlan p = plan(g, h100(), Policy::AStitch);
+    const LibraryCall& call = callOf(p);
+    CHECK(call.result() == id(g, "h"));
+    CHECK(call.epilogue.savedBytes == 64 * 32 * 4);
   }
 }
 
