@@ -3,7 +3,10 @@
 // argument update, timers, copies and teardown. Checked against a fake driver.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <unistd.h>
 
 #include "fake_driver.h"
 #include "runtime/cuda/cuda_device.h"
@@ -280,4 +283,83 @@ TEST_CASE("freed device memory is reused from the cache and given back by a trim
                                                 "bytes live in weft's allocator, cache trimmed)");
     CHECK(fakeDriver().allocations.empty()); // the cached 4 KiB went back to the driver
   }
+}
+
+namespace {
+/// WEFT_CUBIN_CACHE set to a fresh directory for one test, unset again after it.
+struct CubinCacheDir {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("weft-cubin-test-" + std::to_string(::getpid()));
+  CubinCacheDir() {
+    std::filesystem::remove_all(dir);
+    ::setenv("WEFT_CUBIN_CACHE", dir.c_str(), 1);
+  }
+  ~CubinCacheDir() {
+    ::unsetenv("WEFT_CUBIN_CACHE");
+    std::filesystem::remove_all(dir);
+  }
+  size_t files() const {
+    size_t n = 0;
+    if (!std::filesystem::exists(dir)) return n;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      n += e.path().extension() == ".cubin";
+    return n;
+  }
+};
+} // namespace
+
+TEST_CASE("with WEFT_CUBIN_CACHE the PTX is linked to a cubin once, and later loads read it",
+          "[cuda]") {
+  CubinCacheDir cache;
+  auto api = fakeDriverApi();
+  {
+    CudaDevice device(api, 0);
+    fakeDriver().calls.clear();
+    device.getKernel(device.loadModule(".version 8.0 // kernel k"), "k");
+    CHECK(fakeDriver().calls == Calls{"cuLinkCreate", "cuLinkAddData", "cuLinkComplete",
+                                      "cuModuleLoadData", "cuLinkDestroy", "cuModuleGetFunction",
+                                      "cuFuncGetAttribute"});
+    CHECK(fakeDriver().loadedImages == std::vector<std::string>{"cubin of .version 8.0 // kernel k"});
+    CHECK(cache.files() == 1);
+  }
+  // A second process (a fresh device): the cubin from disk, no link.
+  CudaDevice device(api, 0);
+  fakeDriver().calls.clear();
+  fakeDriver().loadedImages.clear();
+  device.getKernel(device.loadModule(".version 8.0 // kernel k"), "k");
+  CHECK(fakeDriver().calls ==
+        Calls{"cuModuleLoadData", "cuModuleGetFunction", "cuFuncGetAttribute"});
+  CHECK(fakeDriver().loadedImages == std::vector<std::string>{"cubin of .version 8.0 // kernel k"});
+  // Other PTX is another entry.
+  device.loadModule(".version 8.0 // kernel k2");
+  CHECK(cache.files() == 2);
+}
+
+TEST_CASE("the cubin cache is keyed by the driver version too", "[cuda]") {
+  CubinCacheDir cache;
+  auto api = fakeDriverApi();
+  {
+    CudaDevice device(api, 0);
+    device.loadModule("ptx");
+  }
+  fakeDriver().driverVersion = 13010; // an updated driver compiles again
+  CudaDevice device(api, 0);
+  fakeDriver().calls.clear();
+  device.loadModule("ptx");
+  CHECK(fakeDriver().calls.front() == "cuLinkCreate");
+  CHECK(cache.files() == 2);
+}
+
+TEST_CASE("a PTX that fails to link through the cubin cache carries the JIT's error log",
+          "[cuda]") {
+  CubinCacheDir cache;
+  auto api = fakeDriverApi();
+  CudaDevice device(api, 0);
+  fakeDriver().failures["cuLinkAddData"] = CUDA_ERROR_INVALID_PTX;
+  fakeDriver().jitErrorLog = "ptxas application ptx input, line 9; error   : Unknown symbol 'x'\n";
+  CHECK_THROWS_WITH(device.loadModule("bad ptx"),
+                    Catch::Contains("cuLinkAddData failed: CUDA_ERROR_INVALID_PTX") &&
+                        Catch::Contains("line 9; error   : Unknown symbol 'x'"));
+  CHECK(callsSince("cuLinkCreate") == Calls{"cuLinkCreate", "cuLinkAddData", "cuLinkDestroy"});
+  CHECK(cache.files() == 0);
 }

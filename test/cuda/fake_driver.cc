@@ -194,6 +194,38 @@ std::shared_ptr<const DriverApi> fakeDriverApi() {
     if (r == CUDA_SUCCESS) *m = handleOf<CUmodule>(state.nextHandle++);
     return r;
   };
+  api->cuModuleLoadData = [](CUmodule* m, const void* image) {
+    CUresult r = record("cuModuleLoadData");
+    state.loadedImages.push_back(static_cast<const char*>(image));
+    if (r == CUDA_SUCCESS) *m = handleOf<CUmodule>(state.nextHandle++);
+    return r;
+  };
+  api->cuLinkCreate = [](unsigned int n, CUjit_option* options, void** values, CUlinkState* l) {
+    for (unsigned i = 0; i < n; ++i) {
+      if (options[i] == CU_JIT_ERROR_LOG_BUFFER) state.linkErrorLog = values[i];
+      if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) state.linkErrorLogBytes = values[i];
+    }
+    *l = handleOf<CUlinkState>(0x11);
+    return record("cuLinkCreate");
+  };
+  api->cuLinkAddData = [](CUlinkState, CUjitInputType type, void* data, size_t, const char*,
+                          unsigned int, CUjit_option*, void**) {
+    CUresult r = record("cuLinkAddData");
+    if (type != CU_JIT_INPUT_PTX) return CUDA_ERROR_INVALID_VALUE;
+    if (r != CUDA_SUCCESS && state.linkErrorLog)
+      writeLog(state.jitErrorLog, state.linkErrorLog, state.linkErrorLogBytes);
+    state.linkedCubin = std::string("cubin of ") + static_cast<const char*>(data);
+    return r;
+  };
+  api->cuLinkComplete = [](CUlinkState, void** cubin, size_t* bytes) {
+    *cubin = state.linkedCubin.data();
+    *bytes = state.linkedCubin.size() + 1;
+    return record("cuLinkComplete");
+  };
+  api->cuLinkDestroy = [](CUlinkState) {
+    state.linkedCubin = "(destroyed)";
+    return record("cuLinkDestroy");
+  };
   api->cuModuleUnload = [](CUmodule) { return record("cuModuleUnload"); };
   api->cuModuleGetFunction = [](CUfunction* f, CUmodule, const char* name) {
     CUresult r = record("cuModuleGetFunction");

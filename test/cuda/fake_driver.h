@@ -49,6 +49,11 @@ struct FakeDriver {
   uint64_t nextHandle = 1;
   CUdeviceptr nextPointer = 0x10000;
   std::vector<std::string> functionNames; // CUfunction handle - 1 → kernel name
+  // the cubin cache's link path: cuLinkComplete's cubin is "cubin of " + the PTX added
+  std::string linkedCubin;                 // alive until cuLinkDestroy
+  void* linkErrorLog = nullptr;            // cuLinkCreate's log buffers
+  void* linkErrorLogBytes = nullptr;
+  std::vector<std::string> loadedImages;   // what cuModuleLoadData loaded
 };
 
 /// The fake's state; reset by fakeDriverApi().

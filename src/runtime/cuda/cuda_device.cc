@@ -2,6 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -97,6 +103,7 @@ CudaDevice::CudaDevice(std::shared_ptr<const DriverApi> api, int ordinal)
   check(api_->cuInit(0), "cuInit");
   int version = 0;
   check(api_->cuDriverGetVersion(&version), "cuDriverGetVersion");
+  driverVersion_ = version;
   if (version < kDriverAbiVersion)
     throw DeviceError(fmt::format(
         "the CUDA driver supports CUDA {}.{}; weft needs a driver for CUDA {}.{} or newer",
@@ -222,8 +229,63 @@ void CudaDevice::memset(DevicePtr dst, uint8_t value, size_t bytes) {
 
 // --- modules and kernels ---
 
+namespace {
+
+/// WEFT_CUBIN_CACHE=DIR keeps the cubins the driver compiles from weft's PTX in DIR, so that
+/// a later process loads them without the PTX JIT (graph_10000's PTX took the driver about a
+/// minute); unset or "off": every load JITs the PTX.
+std::string cubinCacheDir() {
+  const char* dir = std::getenv("WEFT_CUBIN_CACHE");
+  if (!dir || !*dir || std::string(dir) == "off") return "";
+  return dir;
+}
+
+uint64_t fnv1a64(const std::string& text) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::optional<std::string> readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// Best effort, atomically (a reader never sees half a cubin): a cache that cannot be written
+/// is logged and skipped.
+void writeFile(const std::string& path, const void* data, size_t bytes) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  std::string tmp = fmt::format("{}.tmp{}", path, uintptr_t(&ec));
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(static_cast<const char*>(data), std::streamsize(bytes));
+    if (!out) {
+      spdlog::warn("cubin cache: cannot write {}", tmp);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) spdlog::warn("cubin cache: cannot write {}: {}", path, ec.message());
+}
+
+} // namespace
+
+std::string CudaDevice::cubinPath(const std::string& ptx) const {
+  std::string dir = cubinCacheDir();
+  if (dir.empty()) return "";
+  // The key: the PTX, the SM it runs on and the driver that compiled it.
+  return fmt::format("{}/{:016x}-{}b-sm{}-driver{}.cubin", dir, fnv1a64(ptx), ptx.size(),
+                     spec_.computeCapability, driverVersion_);
+}
+
 ModuleHandle CudaDevice::loadModule(const std::string& ptx) {
   makeCurrent();
+  if (std::string path = cubinPath(ptx); !path.empty()) return loadThroughCubinCache(ptx, path);
   constexpr size_t kLogBytes = 64 * 1024;
   std::vector<char> errorLog(kLogBytes, '\0'), infoLog(kLogBytes, '\0');
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
@@ -239,6 +301,45 @@ ModuleHandle CudaDevice::loadModule(const std::string& ptx) {
     std::string log = errorText.empty() ? infoText : errorText;
     check(r, "cuModuleLoadDataEx", log.empty() ? "the PTX JIT left no log" : log);
   }
+  if (!infoText.empty()) spdlog::debug("{}: PTX JIT: {}", name_, infoText);
+  modules_.push_back(module);
+  return ModuleHandle(modules_.size() - 1);
+}
+
+ModuleHandle CudaDevice::loadThroughCubinCache(const std::string& ptx, const std::string& path) {
+  CUmodule module = nullptr;
+  if (std::optional<std::string> image = readFile(path)) {
+    if (api_->cuModuleLoadData(&module, image->data()) == CUDA_SUCCESS) {
+      spdlog::debug("{}: cubin from the cache ({})", name_, path);
+      modules_.push_back(module);
+      return ModuleHandle(modules_.size() - 1);
+    }
+    spdlog::warn("{}: the cached cubin {} does not load; compiling the PTX again", name_, path);
+  }
+  constexpr size_t kLogBytes = 64 * 1024;
+  std::vector<char> errorLog(kLogBytes, '\0'), infoLog(kLogBytes, '\0');
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {errorLog.data(), reinterpret_cast<void*>(uintptr_t(kLogBytes)), infoLog.data(),
+                    reinterpret_cast<void*>(uintptr_t(kLogBytes))};
+  CUlinkState link = nullptr;
+  check(api_->cuLinkCreate(4, options, values, &link), "cuLinkCreate");
+  const char* failed = "cuLinkAddData";
+  CUresult r = api_->cuLinkAddData(link, CU_JIT_INPUT_PTX, const_cast<char*>(ptx.c_str()),
+                                   ptx.size() + 1, "weft.ptx", 0, nullptr, nullptr);
+  void* cubin = nullptr;
+  size_t cubinBytes = 0;
+  if (r == CUDA_SUCCESS) failed = "cuLinkComplete", r = api_->cuLinkComplete(link, &cubin, &cubinBytes);
+  if (r == CUDA_SUCCESS) {
+    writeFile(path, cubin, cubinBytes);
+    failed = "cuModuleLoadData", r = api_->cuModuleLoadData(&module, cubin);
+  }
+  // The logs end at their first NUL (the sizes written back are not relied on here).
+  std::string errorText = logText(errorLog, kLogBytes), infoText = logText(infoLog, kLogBytes);
+  api_->cuLinkDestroy(link); // frees the cubin, which the module no longer needs
+  if (r != CUDA_SUCCESS)
+    check(r, failed, errorText.empty() ? (infoText.empty() ? "the PTX JIT left no log" : infoText)
+                                       : errorText);
   if (!infoText.empty()) spdlog::debug("{}: PTX JIT: {}", name_, infoText);
   modules_.push_back(module);
   return ModuleHandle(modules_.size() - 1);

@@ -35,6 +35,8 @@ public:
   void memset(DevicePtr dst, uint8_t value, size_t bytes) override;
 
   ModuleHandle loadModule(const std::string& ptx) override;
+  /// Where the cubin of `ptx` is cached (WEFT_CUBIN_CACHE), "" when the cache is off.
+  std::string cubinPath(const std::string& ptx) const;
   KernelHandle getKernel(ModuleHandle module, const std::string& name) override;
   void launch(KernelHandle kernel, const LaunchConfig& config,
               const std::vector<KernelArg>& args) override;
@@ -57,6 +59,8 @@ public:
   const CachingAllocator::Stats& memoryStats() const { return allocator_.stats(); }
 
 private:
+  /// A cubin from the cache at `path`, else the driver's link of `ptx` (stored there).
+  ModuleHandle loadThroughCubinCache(const std::string& ptx, const std::string& path);
   struct Kernel {
     CUfunction function = nullptr;
     std::string name;
@@ -96,6 +100,7 @@ private:
   CUstream stream_ = nullptr;
   DeviceSpec spec_;
   std::string name_;
+  int driverVersion_ = 0; // part of the cubin cache's key
   bool cooperativeLaunch_ = false;
   CachingAllocator allocator_;
   std::vector<CUmodule> modules_;

@@ -42,6 +42,11 @@ inline constexpr int kDriverAbiVersion = 12000;
   X(cuMemcpyDtoHAsync)                                                                             \
   X(cuMemsetD8Async)                                                                               \
   X(cuModuleLoadDataEx)                                                                            \
+  X(cuModuleLoadData)                                                                              \
+  X(cuLinkCreate)                                                                                  \
+  X(cuLinkAddData)                                                                                 \
+  X(cuLinkComplete)                                                                                \
+  X(cuLinkDestroy)                                                                                 \
   X(cuModuleUnload)                                                                                \
   X(cuModuleGetFunction)                                                                           \
   X(cuFuncGetAttribute)                                                                            \
