@@ -19,8 +19,12 @@ struct HoistedWeights {
 /// limit embeds tables as before weights were parameters, for comparison (docs/performance.md).
 size_t maxEmbeddedConstantBytes();
 
-/// The rewrite above. Constants that are graph outputs stay (an output is never a second name
-/// for an input); everything else is copied unchanged, names included.
+/// The rewrite above. First, an op computed from constants alone, one of them large, whose
+/// result is no larger than its largest operand (a transpose or reshape of a weight, a dot of
+/// two) is computed here, once, by the interpreter, and its result is the weight, under the
+/// op's name; constants nothing reads any more are dropped. Constants that are graph outputs
+/// stay (an output is never a second name for an input); everything else is copied unchanged,
+/// names included.
 HoistedWeights hoistWeights(const ir::Graph& g, size_t maxBytes = maxEmbeddedConstantBytes());
 
 /// The values of constant `n` as a host tensor of its dtype and (static) shape.

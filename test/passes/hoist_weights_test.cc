@@ -57,3 +57,35 @@ TEST_CASE("hoistWeights makes large constants inputs and keeps the rest", "[pass
   // A lower limit hoists the small table too.
   CHECK(passes::hoistWeights(g, 16).values.size() == 3); // w, b, edge
 }
+
+TEST_CASE("hoistWeights computes ops over weights once, unless they expand", "[passes][weights]") {
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {2, 64}});
+  auto w = g.constant(DType::f32, {8, 64}, ramp(512), "w");
+  auto wt = g.transpose(w, {1, 0}, "w.t");                      // [64, 8]: folded, a weight
+  auto y = g.dot(x, wt, "y");
+  auto bias = g.constant(DType::f32, {64}, ramp(64), "bias");   // 256 bytes: stays a constant
+  auto big = g.constant(DType::f32, {2, 100}, ramp(200), "big");
+  auto wide = g.broadcastInDim(big, {3, 2, 100}, {1, 2}, "wide"); // expands: stays an op
+  g.addOutput(y);
+  g.addOutput(g.binary(OpKind::Add, x, g.broadcastInDim(bias, {2, 64}, {1}), "xb"));
+  g.addOutput(g.reduce(ir::ReduceKind::Sum, wide, {0}, "s"));
+  g.addOutput(g.dot(g.transpose(big, {1, 0}, "big.t"), big, "gram")); // an output: stays an op
+  passes::HoistedWeights h = passes::hoistWeights(g);
+  CHECK(h.values.count("w.t"));
+  CHECK_FALSE(h.values.count("w")); // folded away: nothing reads it any more
+  CHECK_FALSE(h.graph.find("w"));
+  CHECK(h.values.count("big"));
+  CHECK(h.values.count("big.t"));
+  CHECK(h.graph.node(*h.graph.find("wide")).kind == OpKind::BroadcastInDim);
+  CHECK(h.graph.node(*h.graph.find("gram")).kind == OpKind::Dot);
+  HostTensor xv(DType::f32, {2, 64});
+  for (int64_t i = 0; i < xv.numElements(); ++i)
+    xv.set(i, double(i % 5) - 2);
+  std::vector<HostTensor> inputs = {xv};
+  for (size_t i = 1; i < h.graph.inputs().size(); ++i)
+    inputs.push_back(h.values.at(h.graph.node(h.graph.inputs()[i]).name));
+  std::vector<HostTensor> want = ir::interpret(g, {xv}), got = ir::interpret(h.graph, inputs);
+  for (size_t i = 0; i < want.size(); ++i)
+    CHECK(got[i].bytes == want[i].bytes);
+}
