@@ -63,6 +63,9 @@ std::vector<Workload> suiteWorkloads(const std::string& dir) {
   w.push_back(jsonWorkload(dir, "layer_norm_backward", "LayerNorm backward [16384, 768]"));
   w.push_back(jsonWorkload(dir, "log_softmax_nll", "log-softmax + NLL, [512, 30000] vocabulary"));
   w.push_back(jsonWorkload(dir, "bert_ffn_gemm", "BERT-base FFN GEMM [128, 768] x [768, 3072] f32"));
+  w.push_back(jsonWorkload(dir, "mlp_train_step",
+                           "MLP training step (weft grad --sgd): [1024, 128] -> 512, layer norm, "
+                           "GELU -> 64, softmax cross-entropy, backward, update"));
   w.push_back({"cluster_200", "generated cluster of 200 ops on [2048, 768]",
                [] { return elementwiseCluster(200, 2048, 768); }, {}});
   w.push_back({"chain_softmax_64", "64 chained softmaxes on [4, 8] (recompute against store)",

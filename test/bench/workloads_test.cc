@@ -55,7 +55,7 @@ TEST_CASE("generated graphs have exactly the size asked for and are deterministi
 
 TEST_CASE("the suite's workloads load, and unknown names list the suite", "[bench][workloads]") {
   std::vector<Workload> suite = suiteWorkloads(defaultWorkloadsDir());
-  REQUIRE(suite.size() == 15);
+  REQUIRE(suite.size() == 16);
   for (const Workload& w : suite) {
     if (w.name == "graph_10000") continue; // generated, large; its generator is tested above
     INFO(w.name);
