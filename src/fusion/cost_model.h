@@ -23,14 +23,14 @@ struct CostModel {
   double peakDramGBs = 3350;  // the profile's DRAM bandwidth (the bandwidth limit's)
   double dramGBs = 2613;      // what streaming reaches: peak × copy efficiency
   double l2GBs = 7705;        // re-reads that hit in L2
-  double l2Bytes = 38.5e6;    // L2 capacity that holds data across kernels (effective)
+  double l2Bytes = 38e6;      // L2 capacity that holds data across kernels (effective)
   double latencyNs = 450;     // DRAM latency, for Little's law
-  double dependentInstructionNs = 0.66; // per warp instruction between a warp's loads
-  double blockBarrierNs = 615;          // per block barrier a warp waits at between its loads
+  double dependentInstructionNs = 6.0;  // per warp instruction between a warp's loads
+  double blockBarrierNs = 400;          // per block barrier a warp waits at between its loads
   double issueGInstr = 926;   // warp instructions per ns over the device
-  double launchUs = 3.75;     // per kernel launched on a stream, back to back
+  double launchUs = 3.46;     // per kernel launched on a stream, back to back
   double graphLaunchUs = 1.0; // per kernel of a replayed CUDA graph
-  double barrierUs = 2.07;    // one grid barrier ...
+  double barrierUs = 2.54;    // one grid barrier ...
   double barrierPerBlockUs = 0.002; // ... plus this per block it waits for
 };
 
