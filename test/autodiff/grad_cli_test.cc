@@ -196,10 +196,13 @@ TEST_CASE("weft grad's optimizer flags: a bad value or combination is one line, 
       {"--adam --beta2 -0.1", "--beta2 -0.1: must be in [0, 1)"},
       {"--adam --eps 0", "--eps 0: must be a finite number greater than 0"},
       {"--adam --lr 1e-3x", "--lr \"1e-3x\": not a number"},
+      {"--adam", "--adam updates the inputs named by --wrt: give --wrt with the parameters (the "
+                 "default, every float input, includes the data)"},
       {"--adam --wrt dy,gamma", ""}, // fine: dy is a float input
   };
   for (const Case& c : cases) {
-    auto r = runWeft("grad " + kExample + " --loss loss " + c.flags + " -o " + out);
+    std::string wrt = c.flags.find("--wrt") == std::string::npos && c.flags != "--adam" ? " --wrt gamma" : "";
+    auto r = runWeft("grad " + kExample + " --loss loss " + c.flags + wrt + " -o " + out);
     INFO(c.flags << "\n" << r.err);
     if (c.message.empty()) {
       CHECK(r.rc == 0);

@@ -86,6 +86,11 @@ Optimizer optimizerOption(const GradOptions& o) {
 void runGrad(const GradOptions& o) {
   std::optional<DType> amp = ampOption(o.amp);
   Optimizer optimizer = optimizerOption(o); // checked before any file is read
+  // An update of every float input would update the data too (x, targets): name the parameters.
+  if ((optimizer.sgd || optimizer.adam) && o.wrt.empty())
+    throw InputError(fmt::format("{} updates the inputs named by --wrt: give --wrt with the "
+                                 "parameters (the default, every float input, includes the data)",
+                                 optimizer.sgd ? "--sgd" : "--adam"));
   if (!o.output.empty()) checkOutputFile("-o", o.output);
   frontend::ParsedGraph g = loadGraph(o.file);
   std::vector<std::string> wrt = splitNames(o.wrt);
