@@ -3,6 +3,7 @@
 // argument update, timers, copies and teardown. Checked against a fake driver.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include "fake_driver.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_device_impl.h"
+#include "runtime/cuda/ptx_split.h"
 #include "weft/error.h"
 
 using namespace weft;
@@ -362,4 +364,72 @@ TEST_CASE("a PTX that fails to link through the cubin cache carries the JIT's er
                         Catch::Contains("line 9; error   : Unknown symbol 'x'"));
   CHECK(callsSince("cuLinkCreate") == Calls{"cuLinkCreate", "cuLinkAddData", "cuLinkDestroy"});
   CHECK(cache.files() == 0);
+}
+
+namespace {
+/// A module with a helper function and two kernels `a` and `b` of `lines` instructions each.
+std::string twoKernelPtx(size_t lines) {
+  std::string body;
+  for (size_t i = 0; i < lines; ++i)
+    body += "\tmov.u32 \t%r1, 0;\n";
+  std::string ptx = ".version 8.5\n.target sm_90\n.address_size 64\n\n"
+                    ".visible .func helper\n(\n\t.param .b32 helper_param_0\n)\n;\n"
+                    ".extern .shared .align 16 .b8 weft_dynamic_shared[];\n\n"
+                    "// weft: kernel a computes x\n";
+  for (const char* k : {"a", "b"})
+    ptx += std::string(".visible .entry ") + k + "(\n\t.param .u64 " + k +
+           "_param_0\n)\n.maxntid 256, 1, 1\n{\n\t.reg .b32 \t%r<2>;\n" + body + "\tret;\n\n}\n";
+  ptx += ".visible .func helper(\n\t.param .b32 helper_param_0\n)\n{\n\tret;\n\n}\n";
+  return ptx;
+}
+} // namespace
+
+TEST_CASE("a module is split between its kernels, each part a whole module", "[cuda]") {
+  std::string ptx = twoKernelPtx(3);
+  std::vector<PtxPart> one = splitPtxModule(ptx, 1);
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].ptx == ptx);
+  CHECK(one[0].entries == std::vector<std::string>{"a", "b"});
+  std::vector<PtxPart> two = splitPtxModule(ptx, 2);
+  REQUIRE(two.size() == 2);
+  for (size_t p = 0; p < 2; ++p) {
+    const std::string& text = two[p].ptx;
+    CHECK(text.find(".target sm_90") != std::string::npos);
+    CHECK(text.find(".extern .shared .align 16 .b8 weft_dynamic_shared[];") != std::string::npos);
+    CHECK(text.find(")\n;\n") != std::string::npos);          // the helper's prototype
+    CHECK(text.find(")\n{\n\tret;\n\n}\n") != std::string::npos); // and its definition
+    CHECK(text.find("// weft") == std::string::npos);         // top-level comments left out
+  }
+  CHECK(two[0].entries == std::vector<std::string>{"a"});
+  CHECK(two[1].entries == std::vector<std::string>{"b"});
+  CHECK(two[0].ptx.find(".entry b(") == std::string::npos);
+  CHECK(two[1].ptx.find(".entry a(") == std::string::npos);
+  CHECK(splitPtxModule(ptx, 8).size() == 2); // no more parts than kernels
+}
+
+TEST_CASE("a big module is linked in parts on several threads, each part cached on its own",
+          "[cuda]") {
+  CubinCacheDir cache;
+  ::setenv("WEFT_LINK_THREADS", "2", 1);
+  std::string ptx = twoKernelPtx(70'000); // about 1.3 MB a kernel: two parts of 1 MB or more
+  auto api = fakeDriverApi();
+  {
+    CudaDevice device(api, 0);
+    fakeDriver().calls.clear();
+    ModuleHandle m = device.loadModule(ptx);
+    device.getKernel(m, "a");
+    device.getKernel(m, "b");
+    CHECK(std::count(fakeDriver().calls.begin(), fakeDriver().calls.end(), "cuLinkComplete") == 2);
+    REQUIRE(fakeDriver().loadedImages.size() == 2);
+    for (const std::string& image : fakeDriver().loadedImages) // one kernel each
+      CHECK((image.find(".entry a(") == std::string::npos) !=
+            (image.find(".entry b(") == std::string::npos));
+    CHECK(cache.files() == 2);
+  }
+  CudaDevice device(api, 0);
+  fakeDriver().calls.clear();
+  device.getKernel(device.loadModule(ptx), "b");
+  CHECK(std::count(fakeDriver().calls.begin(), fakeDriver().calls.end(), "cuModuleLoadData") == 2);
+  CHECK(std::count(fakeDriver().calls.begin(), fakeDriver().calls.end(), "cuLinkCreate") == 0);
+  ::unsetenv("WEFT_LINK_THREADS");
 }

@@ -3,13 +3,20 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 namespace weft::runtime::cuda::testing {
 namespace {
 
 FakeDriver state;
 
+std::mutex& fakeMutex() { // the cubin cache links a module's parts on several threads
+  static std::mutex m;
+  return m;
+}
+
 CUresult record(const char* call) {
+  std::lock_guard lock(fakeMutex());
   if (std::strcmp(call, "cuCtxSetCurrent") != 0) state.calls.push_back(call);
   auto it = state.failures.find(call);
   return it == state.failures.end() ? CUDA_SUCCESS : it->second;
@@ -196,35 +203,46 @@ std::shared_ptr<const DriverApi> fakeDriverApi() {
   };
   api->cuModuleLoadData = [](CUmodule* m, const void* image) {
     CUresult r = record("cuModuleLoadData");
+    std::lock_guard lock(fakeMutex());
     state.loadedImages.push_back(static_cast<const char*>(image));
     if (r == CUDA_SUCCESS) *m = handleOf<CUmodule>(state.nextHandle++);
     return r;
   };
   api->cuLinkCreate = [](unsigned int n, CUjit_option* options, void** values, CUlinkState* l) {
+    CUresult r = record("cuLinkCreate");
+    std::lock_guard lock(fakeMutex());
+    *l = handleOf<CUlinkState>(state.nextHandle++);
+    FakeLink& link = state.links[valueOf(*l)];
     for (unsigned i = 0; i < n; ++i) {
-      if (options[i] == CU_JIT_ERROR_LOG_BUFFER) state.linkErrorLog = values[i];
-      if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) state.linkErrorLogBytes = values[i];
+      if (options[i] == CU_JIT_ERROR_LOG_BUFFER) link.errorLog = values[i];
+      if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) link.errorLogBytes = values[i];
     }
-    *l = handleOf<CUlinkState>(0x11);
-    return record("cuLinkCreate");
-  };
-  api->cuLinkAddData = [](CUlinkState, CUjitInputType type, void* data, size_t, const char*,
-                          unsigned int, CUjit_option*, void**) {
-    CUresult r = record("cuLinkAddData");
-    if (type != CU_JIT_INPUT_PTX) return CUDA_ERROR_INVALID_VALUE;
-    if (r != CUDA_SUCCESS && state.linkErrorLog)
-      writeLog(state.jitErrorLog, state.linkErrorLog, state.linkErrorLogBytes);
-    state.linkedCubin = std::string("cubin of ") + static_cast<const char*>(data);
     return r;
   };
-  api->cuLinkComplete = [](CUlinkState, void** cubin, size_t* bytes) {
-    *cubin = state.linkedCubin.data();
-    *bytes = state.linkedCubin.size() + 1;
-    return record("cuLinkComplete");
+  api->cuLinkAddData = [](CUlinkState l, CUjitInputType type, void* data, size_t, const char*,
+                          unsigned int, CUjit_option*, void**) {
+    CUresult r = record("cuLinkAddData");
+    std::lock_guard lock(fakeMutex());
+    if (type != CU_JIT_INPUT_PTX) return CUDA_ERROR_INVALID_VALUE;
+    FakeLink& link = state.links.at(valueOf(l));
+    if (r != CUDA_SUCCESS && link.errorLog)
+      writeLog(state.jitErrorLog, link.errorLog, link.errorLogBytes);
+    link.cubin = std::string("cubin of ") + static_cast<const char*>(data);
+    return r;
   };
-  api->cuLinkDestroy = [](CUlinkState) {
-    state.linkedCubin = "(destroyed)";
-    return record("cuLinkDestroy");
+  api->cuLinkComplete = [](CUlinkState l, void** cubin, size_t* bytes) {
+    CUresult r = record("cuLinkComplete");
+    std::lock_guard lock(fakeMutex());
+    std::string& c = state.links.at(valueOf(l)).cubin;
+    *cubin = c.data();
+    *bytes = c.size() + 1;
+    return r;
+  };
+  api->cuLinkDestroy = [](CUlinkState l) {
+    CUresult r = record("cuLinkDestroy");
+    std::lock_guard lock(fakeMutex());
+    state.links.erase(valueOf(l));
+    return r;
   };
   api->cuModuleUnload = [](CUmodule) { return record("cuModuleUnload"); };
   api->cuModuleGetFunction = [](CUfunction* f, CUmodule, const char* name) {

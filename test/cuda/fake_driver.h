@@ -25,6 +25,12 @@ struct FakeNode {
   FakeLaunch launch;
 };
 
+struct FakeLink {
+  std::string cubin;         // alive until cuLinkDestroy
+  void* errorLog = nullptr;  // cuLinkCreate's log buffer
+  void* errorLogBytes = nullptr;
+};
+
 struct FakeDriver {
   std::vector<std::string> calls; // every entry point called, in order (cuCtxSetCurrent left out)
   std::map<std::string, CUresult> failures; // entry point → what it returns instead of success
@@ -50,10 +56,8 @@ struct FakeDriver {
   CUdeviceptr nextPointer = 0x10000;
   std::vector<std::string> functionNames; // CUfunction handle - 1 → kernel name
   // the cubin cache's link path: cuLinkComplete's cubin is "cubin of " + the PTX added
-  std::string linkedCubin;                 // alive until cuLinkDestroy
-  void* linkErrorLog = nullptr;            // cuLinkCreate's log buffers
-  void* linkErrorLogBytes = nullptr;
-  std::vector<std::string> loadedImages;   // what cuModuleLoadData loaded
+  std::map<uint64_t, FakeLink> links;    // live link states
+  std::vector<std::string> loadedImages; // what cuModuleLoadData loaded
 };
 
 /// The fake's state; reset by fakeDriverApi().

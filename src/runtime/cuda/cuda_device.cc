@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
@@ -15,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/cuda/cuda_device_impl.h"
+#include "runtime/cuda/ptx_split.h"
 #include "weft/error.h"
 
 namespace weft::runtime::cuda {
@@ -156,6 +159,9 @@ CudaDevice::~CudaDevice() {
   if (timerStop_) a.cuEventDestroy(timerStop_);
   for (CUmodule m : modules_)
     a.cuModuleUnload(m);
+  for (const auto& [handle, parts] : partModules_)
+    for (size_t p = 1; p < parts.size(); ++p) // the first is in modules_
+      a.cuModuleUnload(parts[p]);
   try {
     allocator_.releaseAll();
   } catch (const std::exception& e) {
@@ -285,7 +291,7 @@ std::string CudaDevice::cubinPath(const std::string& ptx) const {
 
 ModuleHandle CudaDevice::loadModule(const std::string& ptx) {
   makeCurrent();
-  if (std::string path = cubinPath(ptx); !path.empty()) return loadThroughCubinCache(ptx, path);
+  if (!cubinPath(ptx).empty()) return loadThroughCubinCache(ptx);
   constexpr size_t kLogBytes = 64 * 1024;
   std::vector<char> errorLog(kLogBytes, '\0'), infoLog(kLogBytes, '\0');
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
@@ -306,13 +312,62 @@ ModuleHandle CudaDevice::loadModule(const std::string& ptx) {
   return ModuleHandle(modules_.size() - 1);
 }
 
-ModuleHandle CudaDevice::loadThroughCubinCache(const std::string& ptx, const std::string& path) {
+ModuleHandle CudaDevice::loadThroughCubinCache(const std::string& ptx) {
+  // A big module is split so that its parts are compiled on all cores at once, each part
+  // cached on its own (ptx_split.h).
+  std::vector<PtxPart> parts = splitPtxModule(ptx, linkParts(ptx.size()));
+  std::vector<CUmodule> modules(parts.size(), nullptr);
+  std::vector<std::exception_ptr> errors(parts.size());
+  auto link = [&](size_t p) {
+    try {
+      makeCurrent(); // on this thread
+      modules[p] = cubinModule(parts[p].ptx, cubinPath(parts[p].ptx));
+    } catch (...) {
+      errors[p] = std::current_exception();
+    }
+  };
+  if (parts.size() == 1) {
+    link(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t p = 0; p < parts.size(); ++p)
+      threads.emplace_back(link, p);
+    for (std::thread& t : threads)
+      t.join();
+    makeCurrent();
+  }
+  for (size_t p = 0; p < parts.size(); ++p)
+    if (errors[p]) {
+      for (CUmodule m : modules)
+        if (m) api_->cuModuleUnload(m);
+      std::rethrow_exception(errors[p]);
+    }
+  modules_.push_back(modules[0]);
+  ModuleHandle handle(modules_.size() - 1);
+  if (parts.size() > 1) {
+    partModules_[handle] = modules;
+    for (size_t p = 0; p < parts.size(); ++p)
+      for (const std::string& e : parts[p].entries)
+        kernelPart_[handle][e] = p;
+  }
+  return handle;
+}
+
+size_t CudaDevice::linkParts(size_t ptxBytes) const {
+  // Parts of about kLinkPartBytes or more, one per hardware thread at most (WEFT_LINK_THREADS).
+  constexpr size_t kLinkPartBytes = size_t(1) << 20;
+  size_t threads = std::max(1u, std::thread::hardware_concurrency());
+  if (const char* env = std::getenv("WEFT_LINK_THREADS"); env && std::atoi(env) > 0)
+    threads = size_t(std::atoi(env));
+  return std::max<size_t>(1, std::min(threads, ptxBytes / kLinkPartBytes));
+}
+
+CUmodule CudaDevice::cubinModule(const std::string& ptx, const std::string& path) {
   CUmodule module = nullptr;
   if (std::optional<std::string> image = readFile(path)) {
     if (api_->cuModuleLoadData(&module, image->data()) == CUDA_SUCCESS) {
       spdlog::debug("{}: cubin from the cache ({})", name_, path);
-      modules_.push_back(module);
-      return ModuleHandle(modules_.size() - 1);
+      return module;
     }
     spdlog::warn("{}: the cached cubin {} does not load; compiling the PTX again", name_, path);
   }
@@ -341,8 +396,7 @@ ModuleHandle CudaDevice::loadThroughCubinCache(const std::string& ptx, const std
     check(r, failed, errorText.empty() ? (infoText.empty() ? "the PTX JIT left no log" : infoText)
                                        : errorText);
   if (!infoText.empty()) spdlog::debug("{}: PTX JIT: {}", name_, infoText);
-  modules_.push_back(module);
-  return ModuleHandle(modules_.size() - 1);
+  return module;
 }
 
 KernelHandle CudaDevice::getKernel(ModuleHandle module, const std::string& name) {
@@ -351,7 +405,11 @@ KernelHandle CudaDevice::getKernel(ModuleHandle module, const std::string& name)
   makeCurrent();
   Kernel k;
   k.name = name;
-  check(api_->cuModuleGetFunction(&k.function, modules_[size_t(module)], name.c_str()),
+  CUmodule where = modules_[size_t(module)];
+  if (auto split = kernelPart_.find(module); split != kernelPart_.end())
+    if (auto part = split->second.find(name); part != split->second.end())
+      where = partModules_.at(module)[part->second];
+  check(api_->cuModuleGetFunction(&k.function, where, name.c_str()),
         "cuModuleGetFunction", fmt::format("kernel '{}' in module {}", name, module));
   check(api_->cuFuncGetAttribute(&k.staticSharedBytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
                                  k.function),

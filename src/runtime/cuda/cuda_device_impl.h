@@ -1,6 +1,7 @@
 #pragma once
 // CudaDevice: the Device interface implemented on a DriverApi table. makeCudaDevice() builds
 // one on the real driver; tests build one on a table of fakes and check what it calls.
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,8 +60,12 @@ public:
   const CachingAllocator::Stats& memoryStats() const { return allocator_.stats(); }
 
 private:
-  /// A cubin from the cache at `path`, else the driver's link of `ptx` (stored there).
-  ModuleHandle loadThroughCubinCache(const std::string& ptx, const std::string& path);
+  /// `ptx` through the cubin cache, in parts linked in parallel when it is big.
+  ModuleHandle loadThroughCubinCache(const std::string& ptx);
+  /// How many parts a module of `ptxBytes` is linked in.
+  size_t linkParts(size_t ptxBytes) const;
+  /// A cubin from the cache at `path`, else the driver's link of `ptx` (stored there), loaded.
+  CUmodule cubinModule(const std::string& ptx, const std::string& path);
   struct Kernel {
     CUfunction function = nullptr;
     std::string name;
@@ -101,6 +106,10 @@ private:
   DeviceSpec spec_;
   std::string name_;
   int driverVersion_ = 0; // part of the cubin cache's key
+  // Modules loaded in parts (loadThroughCubinCache): every part's CUmodule (the first is also
+  // in modules_) and which part defines each kernel.
+  std::map<ModuleHandle, std::vector<CUmodule>> partModules_;
+  std::map<ModuleHandle, std::map<std::string, size_t>> kernelPart_;
   bool cooperativeLaunch_ = false;
   CachingAllocator allocator_;
   std::vector<CUmodule> modules_;
