@@ -57,7 +57,7 @@ Moved check(const fusion::FusionPlan& plan, double tolerance) {
 }
 
 double toleranceFor(DType t) {
-  return t == DType::f16 || t == DType::bf16 ? 3e-2 : 1e-4;
+  return t == DType::f16 || t == DType::bf16 ? 3e-2 : t == DType::f32 ? 1e-4 : 1e-9;
 }
 
 const char* consumersName(DotConsumers c) {
@@ -84,26 +84,29 @@ DeviceSpec specFor(int sm) {
 
 } // namespace
 
-TEST_CASE("gemm epilogue: bias, GELU, residual, casts match the interpreter on odd sizes",
+TEST_CASE("gemm epilogue: bias, GELU, residual, casts match the interpreter on odd sizes, every "
+          "engine and dtype",
           "[codegen][sim][gemm][epilogue]") {
   DeviceSpec h100 = *deviceSpecProfile("h100");
   struct Case {
     ir::Shape batch;
     int64_t m, k, n;
   };
-  for (DType t : {DType::f32, DType::f16, DType::bf16})
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i32})
     for (DotConsumers consumers : {DotConsumers::Bias, DotConsumers::BiasGelu,
                                    DotConsumers::Residual, DotConsumers::BiasCast})
       for (const Case& c : {Case{{}, 37, 29, 53}, Case{{3}, 70, 96, 130}, Case{{}, 64, 64, 64}}) {
         if (consumers == DotConsumers::BiasCast && t != DType::f32) continue;
+        if (consumers == DotConsumers::BiasGelu && !ir::isFloat(t)) continue;
         ir::Graph g = dotEpilogueGraph(t, c.batch, c.m, c.k, c.n, consumers);
         auto plan = fusion::plan(g, h100, fusion::Policy::AStitch);
         INFO(fmt::format("{} {} [{}] {}x{}x{}: {}", ir::dtypeName(t), consumersName(consumers),
                          ir::shapeStr(c.batch), c.m, c.k, c.n, callOf(plan).gemm.str()));
         REQUIRE_FALSE(callOf(plan).epilogue.empty());
         CHECK(plan.kernelCount() == 0);
-        CHECK(callOf(plan).gemm.engine == (t == DType::f32 ? fusion::GemmPlan::Engine::Fma
-                                                           : fusion::GemmPlan::Engine::TensorCore));
+        bool lowFloat = t == DType::f16 || t == DType::bf16;
+        CHECK(callOf(plan).gemm.engine == (lowFloat ? fusion::GemmPlan::Engine::TensorCore
+                                                    : fusion::GemmPlan::Engine::Fma));
         Moved moved =
             check(plan, toleranceFor(consumers == DotConsumers::BiasCast ? DType::f16 : t));
         CHECK(moved.launches == 1);
