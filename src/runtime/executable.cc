@@ -139,8 +139,15 @@ Executable::Bound& Executable::bind(const Binding& binding) {
       }
       b->barrierState.push_back(state);
     }
-    // The constants the compiler made weights: uploaded once, read in place by every run.
-    if (program->hoistedWeights)
+    // The constants the compiler made weights: uploaded once, read in place by every run. A
+    // generic compile's versions share them: the first version bound uploads (and owns) them.
+    for (const auto& [other, bound] : bound_)
+      if (program->hoistedWeights && other->hoistedWeights == program->hoistedWeights &&
+          bound->hoisted.size() == program->hoistedWeights->size()) {
+        b->hoisted = bound->hoisted;
+        break;
+      }
+    if (program->hoistedWeights && b->hoisted.empty())
       for (const HostTensor& w : *program->hoistedWeights) {
         DevicePtr p = device_.allocate(std::max<size_t>(w.byteSize(), 1));
         b->owned.push_back(p);

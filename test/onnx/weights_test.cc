@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 
 #include "compile.h"
 #include "encoder_model.h"
@@ -247,6 +248,36 @@ TEST_CASE("new weights reach a captured graph's replays and device-buffer runs",
   CHECK(y.bytes == want2[0].bytes);
   device->free(in);
   device->free(out);
+}
+
+TEST_CASE("a generic program's versions share the constants the compiler made weights",
+          "[weights]") {
+  // A column sum of x + c over x [B, 256]: the planner maps few rows and many rows differently.
+  ir::Graph g;
+  ir::Shape shape = {ir::Dim::symbol("B"), 256};
+  auto x = g.parameter("x", {DType::f32, shape});
+  std::vector<double> c(256);
+  for (size_t i = 0; i < c.size(); ++i)
+    c[i] = std::cos(double(i));
+  auto cc = g.broadcastInDim(g.constant(DType::f32, {256}, c, "c"), shape, {1});
+  g.addOutput(g.reduce(ir::ReduceKind::Sum, g.binary(ir::OpKind::Add, x, cc), {0}, "s"));
+  auto compiled = compile(g, options(Policy::AStitch));
+  auto device = makeDevice("sim", compiled->options().device);
+  Executable exe(compiled, *device);
+  std::set<const CompiledProgram*> versions;
+  for (int64_t b : {2, 100, 5000}) {
+    HostTensor xv(DType::f32, {b, 256});
+    for (int64_t i = 0; i < xv.numElements(); ++i)
+      xv.set(i, std::sin(double(i)));
+    std::vector<HostTensor> y = exe.run({xv}, {{"B", b}});
+    versions.insert(&compiledProgram(exe.programFor({{"B", b}})));
+    for (const runtime::TensorCheck& t : runtime::checkOutputs(g, {xv}, {{"B", b}}, y)) {
+      INFO(b << ": " << t.str());
+      CHECK(t.passed);
+    }
+  }
+  REQUIRE(versions.size() > 1);
+  CHECK(exe.stats().weightUploads == 1); // c, once for every version
 }
 
 TEST_CASE("random inputs leave the weights as the weights file gives them", "[weights][cli]") {
