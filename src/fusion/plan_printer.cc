@@ -296,8 +296,11 @@ std::string fusionPlanDot(const FusionPlan& plan) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     if (const auto* call = std::get_if<LibraryCall>(&plan.steps[i])) {
       const ir::Node& n = g.node(call->op);
-      os << "  " << dotId("s" + std::to_string(i) + "/" + n.name)
-         << " [label=" << dotId(n.name + "\\nlibrary " + std::string(ir::opName(n.kind)))
+      std::string label = n.name + "\\nlibrary " + std::string(ir::opName(n.kind));
+      if (!call->epilogue.empty())
+        label += fmt::format("\\n+ epilogue of {} op(s), stores {}", call->epilogue.ops.size(),
+                             g.node(call->epilogue.result).name);
+      os << "  " << dotId("s" + std::to_string(i) + "/" + n.name) << " [label=" << dotId(label)
          << ", shape=box3d];\n";
       continue;
     }

@@ -142,6 +142,7 @@ TEST_CASE("astitch runs a dot's elementwise consumers in the GEMM's epilogue",
              Catch::Matchers::Contains("epilogue: %tanh, %act per result element, stores %act, "
                                        "reads nothing; saves 6291456 B of passes over the "
                                        "dot's result"));
+  CHECK_THAT(fusionPlanDot(p), Catch::Matchers::Contains("+ epilogue of 2 op(s), stores act"));
 }
 
 TEST_CASE(
