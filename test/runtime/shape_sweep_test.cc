@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <set>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "bench/workloads.h"
@@ -99,7 +100,9 @@ size_t cacheEntries(const fs::path& dir) {
 }
 
 fs::path freshCacheDir(const std::string& what) {
-  fs::path dir = fs::temp_directory_path() / ("weft_shape_sweep_" + what);
+  // Per process: two test runs at once must not clear each other's cache entries.
+  fs::path dir = fs::temp_directory_path() /
+                 ("weft_shape_sweep_" + what + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   return dir;
 }
@@ -227,7 +230,8 @@ TEST_CASE("a generic program picks its version by the binding: one compile, one 
   ir::Graph g;
   ir::NodeId dy = g.parameter("dy", {DType::f32, {ir::Dim::symbol("B"), 768}});
   g.addOutput(g.reduce(ir::ReduceKind::Sum, dy, {0}, "dbias"));
-  fs::path cache = fs::temp_directory_path() / "weft_shape_versions_test";
+  fs::path cache =
+      fs::temp_directory_path() / ("weft_shape_versions_test_" + std::to_string(::getpid()));
   fs::remove_all(cache);
   CompileOptions o;
   o.shapes = ShapeMode::Generic;
