@@ -23,12 +23,13 @@ __all__ = ["compile", "Executable", "GraphBuilder", "Compiled", "Value", "Error"
            "DeviceError", "load_graph", "parse_graph_json"]
 
 
-def compile(graph, policy="astitch", device_spec="h100", shapes="specialized", cache_dir="",
+def compile(graph, policy="astitch", device_spec="h100", shapes="generic", cache_dir="",
             amp=None):
     """Compiles `graph`: a path to a weft JSON graph or an ONNX model, or a GraphBuilder.
 
     policy: "astitch" (default), "xla" or "none"; device_spec: "h100", "a100" or "v100";
-    shapes: "specialized" (a program per binding of the symbols) or "generic" (one for all);
+    shapes: "generic" (the default, as in C++: one program for every binding of the symbols)
+            or "specialized" (a program per binding);
     cache_dir: "" for weft's disk cache ($XDG_CACHE_HOME/weft), "off" for none;
     amp: None, "f16" or "bf16" (automatic mixed precision).
     Programs are compiled when a binding is first run (or planned); a graph without symbols

@@ -29,6 +29,20 @@ def test_builder_compile_run_binds_symbols_from_shapes():
         np.testing.assert_array_equal(out["y"], 2 * x)
 
 
+def test_one_generic_program_serves_every_binding_by_default():
+    compiled = weft.compile(scale_graph(), cache_dir="off")
+    exe = weft.Executable(compiled, device="sim")
+    for rows in (1, 3, 17):
+        x = np.ones((rows, 8), dtype=np.float32)
+        np.testing.assert_array_equal(exe.run({"x": x})["y"], 2 * x)
+    assert compiled.program_count() == 1
+    specialized = weft.compile(scale_graph(), shapes="specialized", cache_dir="off")
+    exe = weft.Executable(specialized, device="sim")
+    for rows in (1, 3):
+        exe.run({"x": np.ones((rows, 8), dtype=np.float32)})
+    assert specialized.program_count() == 2
+
+
 def test_json_graph_matches_numpy_layer_norm():
     compiled = weft.compile(LAYER_NORM)
     exe = weft.Executable(compiled, device="sim")
