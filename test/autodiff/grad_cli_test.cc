@@ -107,7 +107,7 @@ TEST_CASE("weft grad errors are one line and exit 2") {
   CHECK(!fs::exists(out));
 }
 
-TEST_CASE("weft grad --amp writes the training step in mixed precision; a bad --amp is exit 2") {
+TEST_CASE("weft grad --amp writes the training step in mixed precision, a bad --amp is exit 2") {
   fs::path out = weft::testing::scratchDir() / "ln_train_f16.json";
   auto r = runWeft("grad " + kExample + " --loss loss --wrt x,gamma,beta --amp f16 -o " + out.string());
   INFO(r.err);

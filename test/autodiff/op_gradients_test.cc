@@ -230,7 +230,7 @@ TEST_CASE("an input the loss does not depend on gets zeros, and graph outputs co
   CHECK(t.inputs().size() == 2);
 }
 
-TEST_CASE("integer ops and compares pass no gradient; an integer wrt is an error") {
+TEST_CASE("integer ops and compares pass no gradient, and an integer wrt is an error") {
   Graph g;
   NodeId x = g.parameter("x", {DType::f32, {4}});
   NodeId i = g.parameter("i", {DType::i32, {4}});

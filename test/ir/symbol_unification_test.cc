@@ -76,7 +76,7 @@ TEST_CASE("an elementwise op on [B, 4] and [S, 4] unifies S with B everywhere",
         std::string::npos);
 }
 
-TEST_CASE("bindings are checked against the equalities; the unified symbol may be left out",
+TEST_CASE("bindings are checked against the equalities, the unified symbol may be left out",
           "[ir][symbols]") {
   Graph g;
   NodeId x = g.parameter("x", {DType::f32, {sym("B"), 4}});

@@ -668,7 +668,7 @@ TEST_CASE("symbols that must be equal are unified: one symbol to bind, a contrad
   CHECK(badK.err.find("binding K=3 contradicts K = 4") != std::string::npos);
 }
 
-TEST_CASE("weft run --bind B=LO..HI declares the sizes a program is planned for; sizes outside are exit 2") {
+TEST_CASE("weft run --bind B=LO..HI declares the sizes a program is planned for, sizes outside are exit 2") {
   std::string g = writeFile("sm_range.json", kSoftmax);
   Result ok = runWeft("run " + g + " --bind B=1..64,B=5 --random --check");
   INFO(ok.err);
