@@ -281,14 +281,7 @@ TEST_CASE("gemm epilogue: every variant assembles on sm_80 and sm_90 without spi
       auto plan = fusion::plan(g, specFor(sm), fusion::Policy::AStitch);
       REQUIRE_FALSE(callOf(plan).epilogue.empty());
       INFO(consumersName(c.consumers) << " " << callOf(plan).gemm.str() << " on sm_" << sm);
-      codegen::CompiledModule m = codegen::compileToPtx(plan);
-      codegen::PtxasReport r = codegen::runPtxas(ptxas, m.ptx, plan.device.smName());
-      INFO(r.log);
-      REQUIRE(r.ok());
-      REQUIRE(r.functions.size() == 1);
-      INFO(r.functions[0].registers << " registers");
-      CHECK(r.functions[0].spillStores == 0);
-      CHECK(r.functions[0].spillLoads == 0);
+      test::checkAssemblesWithoutSpills(ptxas, plan);
     }
 }
 

@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "codegen/compile.h"
 #include "codegen/ptxas.h"
+#include "fusion/fusion_plan.h"
 
 namespace weft::test {
 
@@ -19,6 +21,19 @@ inline std::string ptxasOrSkip() {
     FAIL("WEFT_REQUIRE_PTXAS=1 but no ptxas was found (install a CUDA toolkit or set CUDA_HOME)");
   WARN("skipped: no ptxas (install a CUDA toolkit or set CUDA_HOME)");
   return "";
+}
+
+/// Compiles `plan` (one kernel), assembles it with `ptxas` for the plan's device and checks
+/// that it assembles and spills nothing; the log and register count go to the failure message.
+inline void checkAssemblesWithoutSpills(const std::string& ptxas, const fusion::FusionPlan& plan) {
+  codegen::CompiledModule m = codegen::compileToPtx(plan);
+  codegen::PtxasReport r = codegen::runPtxas(ptxas, m.ptx, plan.device.smName());
+  INFO(r.log);
+  REQUIRE(r.ok());
+  REQUIRE(r.functions.size() == 1);
+  INFO(r.functions[0].registers << " registers");
+  CHECK(r.functions[0].spillStores == 0);
+  CHECK(r.functions[0].spillLoads == 0);
 }
 
 } // namespace weft::test

@@ -32,6 +32,25 @@ std::string logText(const std::vector<char>& buffer, size_t written) {
   return text;
 }
 
+/// The JIT's error and info log buffers, as the four options cuModuleLoadDataEx and
+/// cuLinkCreate take. The size options are passed by value in the pointer and come back as the
+/// bytes written (where the call writes them back).
+struct JitLogs {
+  static constexpr size_t kBytes = 64 * 1024;
+  std::vector<char> error = std::vector<char>(kBytes, '\0'), info = std::vector<char>(kBytes, '\0');
+  CUjit_option options[4] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                             CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void* values[4] = {error.data(), reinterpret_cast<void*>(uintptr_t(kBytes)), info.data(),
+                     reinterpret_cast<void*>(uintptr_t(kBytes))};
+  std::string errorText() const { return logText(error, reinterpret_cast<uintptr_t>(values[1])); }
+  std::string infoText() const { return logText(info, reinterpret_cast<uintptr_t>(values[3])); }
+  /// The error log, else the info log, else a line saying there was none.
+  std::string failureText() const {
+    std::string e = errorText(), i = infoText();
+    return !e.empty() ? e : !i.empty() ? i : "the PTX JIT left no log";
+  }
+};
+
 std::string dim3Text(const Dim3& d) {
   return fmt::format("({}, {}, {})", d.x, d.y, d.z);
 }
@@ -292,22 +311,12 @@ std::string CudaDevice::cubinPath(const std::string& ptx) const {
 ModuleHandle CudaDevice::loadModule(const std::string& ptx) {
   makeCurrent();
   if (!cubinPath(ptx).empty()) return loadThroughCubinCache(ptx);
-  constexpr size_t kLogBytes = 64 * 1024;
-  std::vector<char> errorLog(kLogBytes, '\0'), infoLog(kLogBytes, '\0');
-  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
-  // The size options are passed by value in the pointer and come back as the bytes written.
-  void* values[] = {errorLog.data(), reinterpret_cast<void*>(uintptr_t(kLogBytes)), infoLog.data(),
-                    reinterpret_cast<void*>(uintptr_t(kLogBytes))};
+  JitLogs logs;
   CUmodule module = nullptr;
-  CUresult r = api_->cuModuleLoadDataEx(&module, ptx.c_str(), 4, options, values);
-  std::string errorText = logText(errorLog, reinterpret_cast<uintptr_t>(values[1]));
-  std::string infoText = logText(infoLog, reinterpret_cast<uintptr_t>(values[3]));
-  if (r != CUDA_SUCCESS) {
-    std::string log = errorText.empty() ? infoText : errorText;
-    check(r, "cuModuleLoadDataEx", log.empty() ? "the PTX JIT left no log" : log);
-  }
-  if (!infoText.empty()) spdlog::debug("{}: PTX JIT: {}", name_, infoText);
+  CUresult r = api_->cuModuleLoadDataEx(&module, ptx.c_str(), 4, logs.options, logs.values);
+  if (r != CUDA_SUCCESS) check(r, "cuModuleLoadDataEx", logs.failureText());
+  if (std::string info = logs.infoText(); !info.empty())
+    spdlog::debug("{}: PTX JIT: {}", name_, info);
   modules_.push_back(module);
   return ModuleHandle(modules_.size() - 1);
 }
@@ -371,14 +380,9 @@ CUmodule CudaDevice::cubinModule(const std::string& ptx, const std::string& path
     }
     spdlog::warn("{}: the cached cubin {} does not load; compiling the PTX again", name_, path);
   }
-  constexpr size_t kLogBytes = 64 * 1024;
-  std::vector<char> errorLog(kLogBytes, '\0'), infoLog(kLogBytes, '\0');
-  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
-  void* values[] = {errorLog.data(), reinterpret_cast<void*>(uintptr_t(kLogBytes)), infoLog.data(),
-                    reinterpret_cast<void*>(uintptr_t(kLogBytes))};
+  JitLogs logs;
   CUlinkState link = nullptr;
-  check(api_->cuLinkCreate(4, options, values, &link), "cuLinkCreate");
+  check(api_->cuLinkCreate(4, logs.options, logs.values, &link), "cuLinkCreate");
   const char* failed = "cuLinkAddData";
   CUresult r = api_->cuLinkAddData(link, CU_JIT_INPUT_PTX, const_cast<char*>(ptx.c_str()),
                                    ptx.size() + 1, "weft.ptx", 0, nullptr, nullptr);
@@ -390,12 +394,11 @@ CUmodule CudaDevice::cubinModule(const std::string& ptx, const std::string& path
     failed = "cuModuleLoadData", r = api_->cuModuleLoadData(&module, cubin);
   }
   // The logs end at their first NUL (the sizes written back are not relied on here).
-  std::string errorText = logText(errorLog, kLogBytes), infoText = logText(infoLog, kLogBytes);
+  logs.values[1] = logs.values[3] = reinterpret_cast<void*>(uintptr_t(JitLogs::kBytes));
+  std::string failure = logs.failureText(), info = logs.infoText();
   api_->cuLinkDestroy(link); // frees the cubin, which the module no longer needs
-  if (r != CUDA_SUCCESS)
-    check(r, failed, errorText.empty() ? (infoText.empty() ? "the PTX JIT left no log" : infoText)
-                                       : errorText);
-  if (!infoText.empty()) spdlog::debug("{}: PTX JIT: {}", name_, infoText);
+  if (r != CUDA_SUCCESS) check(r, failed, failure);
+  if (!info.empty()) spdlog::debug("{}: PTX JIT: {}", name_, info);
   return module;
 }
 
