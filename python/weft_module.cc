@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -165,7 +166,7 @@ public:
     std::vector<py::array> arrays = inputArrays(inputs);
     std::vector<weft::HostTensor> hosts;
     const weft::Graph& g = compiled_->graph->graph();
-    std::vector<weft::Value> ins = g.inputs();
+    std::vector<weft::Value> ins = callInputs();
     for (size_t i = 0; i < arrays.size(); ++i) {
       weft::HostTensor t(g.dtype(ins[i]), {arrays[i].shape(), arrays[i].shape() + arrays[i].ndim()});
       std::memcpy(t.bytes.data(), arrays[i].data(), t.bytes.size());
@@ -187,6 +188,27 @@ public:
     return d;
   }
 
+  /// Weights (a dict input name -> array): uploaded once, left out of every later run's
+  /// inputs; a later call replaces the ones it names (Executable::setWeights).
+  void setWeights(const py::dict& weights) {
+    const weft::Graph& g = compiled_->graph->graph();
+    std::map<std::string, weft::HostTensor> tensors;
+    for (auto item : weights) {
+      std::string name = item.first.cast<std::string>();
+      std::optional<weft::Value> v = g.find(name);
+      if (!v) throw weft::InputError("weight \"" + name + "\" is not an input of the graph");
+      py::array a = arrayOf(py::reinterpret_borrow<py::object>(item.second), g.dtype(*v),
+                            "weight \"" + name + "\"");
+      weft::HostTensor t(g.dtype(*v), {a.shape(), a.shape() + a.ndim()});
+      std::memcpy(t.bytes.data(), a.data(), t.bytes.size());
+      tensors.emplace(name, std::move(t));
+    }
+    py::gil_scoped_release unlocked;
+    exe_.setWeights(tensors);
+  }
+
+  std::vector<std::string> callInputNames() const { return exe_.callInputNames(); }
+
   void setGraphMode(const std::string& mode) {
     if (mode == "off") exe_.setGraphMode(weft::GraphMode::Off);
     else if (mode == "on") exe_.setGraphMode(weft::GraphMode::On);
@@ -195,10 +217,40 @@ public:
   }
 
 private:
-  /// The inputs as C-contiguous arrays of each graph input's dtype, in graph input order.
+  /// The graph inputs a run takes: every input but those set_weights bound, in graph order.
+  std::vector<weft::Value> callInputs() const {
+    const weft::Graph& g = compiled_->graph->graph();
+    std::vector<std::string> names = exe_.callInputNames();
+    std::vector<weft::Value> out;
+    for (weft::Value v : g.inputs())
+      if (std::find(names.begin(), names.end(), g.valueName(v)) != names.end()) out.push_back(v);
+    return out;
+  }
+
+  /// A C-contiguous array of `t`'s numpy dtype for `what` (a float array of another precision
+  /// converts; anything else is an InputError naming `what`).
+  static py::array arrayOf(const py::object& given, DType t, const std::string& what) {
+    py::dtype want = numpyDType(t);
+    py::array a = py::array::ensure(given);
+    if (!a) throw weft::InputError(what + " is not an array");
+    if (!a.dtype().equal(want)) {
+      // A float array for a float input converts (as torch's .numpy() of another precision
+      // would); anything else is the caller's mistake.
+      bool floatToFloat = weft::isFloat(t) && t != DType::bf16 && a.dtype().kind() == 'f';
+      if (!floatToFloat)
+        throw weft::InputError(what + ": expected " + std::string(weft::dtypeName(t)) +
+                               " (numpy " + py::str(want).cast<std::string>() + "), got numpy " +
+                               py::str(a.dtype()).cast<std::string>());
+      a = py::array::ensure(a.attr("astype")(want));
+    }
+    // No copy when the array is already C-contiguous.
+    return py::array::ensure(a, py::array::c_style);
+  }
+
+  /// The inputs as C-contiguous arrays of each call input's dtype, in graph input order.
   std::vector<py::array> inputArrays(const py::object& inputs) {
     const weft::Graph& g = compiled_->graph->graph();
-    std::vector<weft::Value> ins = g.inputs();
+    std::vector<weft::Value> ins = callInputs();
     std::vector<py::object> given;
     if (py::isinstance<py::dict>(inputs)) {
       py::dict d = inputs.cast<py::dict>();
@@ -208,10 +260,13 @@ private:
         given.push_back(d[py::str(name)]);
       }
       if (d.size() != ins.size())
-        for (auto item : d)
-          if (!g.find(item.first.cast<std::string>()))
-            throw weft::InputError("\"" + item.first.cast<std::string>() +
-                                   "\" is not an input of the graph");
+        for (auto item : d) {
+          std::string name = item.first.cast<std::string>();
+          if (std::none_of(ins.begin(), ins.end(),
+                           [&](weft::Value v) { return g.valueName(v) == name; }))
+            throw weft::InputError("\"" + name + "\" is not an input of the graph" +
+                                   (g.find(name) ? " a run takes (set_weights bound it)" : ""));
+        }
     } else {
       for (py::handle h : inputs) given.push_back(py::reinterpret_borrow<py::object>(h));
       if (given.size() != ins.size())
@@ -220,23 +275,7 @@ private:
     }
     std::vector<py::array> arrays;
     for (size_t i = 0; i < ins.size(); ++i) {
-      DType t = g.dtype(ins[i]);
-      py::dtype want = numpyDType(t);
-      py::array a = py::array::ensure(given[i]);
-      if (!a) throw weft::InputError("input \"" + g.valueName(ins[i]) + "\" is not an array");
-      if (!a.dtype().equal(want)) {
-        // A float array for a float input converts (as torch's .numpy() of another precision
-        // would); anything else is the caller's mistake.
-        bool floatToFloat = weft::isFloat(t) && t != DType::bf16 && a.dtype().kind() == 'f';
-        if (!floatToFloat)
-          throw weft::InputError("input \"" + g.valueName(ins[i]) + "\": expected " +
-                                 std::string(weft::dtypeName(t)) + " (numpy " +
-                                 py::str(want).cast<std::string>() + "), got numpy " +
-                                 py::str(a.dtype()).cast<std::string>());
-        a = py::array::ensure(a.attr("astype")(want));
-      }
-      // No copy when the array is already C-contiguous.
-      a = py::array::ensure(a, py::array::c_style);
+      py::array a = arrayOf(given[i], g.dtype(ins[i]), "input \"" + g.valueName(ins[i]) + "\"");
       weft::Shape shape = g.shape(ins[i]);
       if (size_t(a.ndim()) != shape.size())
         throw weft::InputError("input \"" + g.valueName(ins[i]) + "\": expected rank " +
@@ -250,7 +289,7 @@ private:
   /// every dim against the binding.
   weft::Binding bindFromShapes(const std::vector<py::array>& arrays, weft::Binding binding) {
     const weft::Graph& g = compiled_->graph->graph();
-    std::vector<weft::Value> ins = g.inputs();
+    std::vector<weft::Value> ins = callInputs();
     for (size_t i = 0; i < ins.size(); ++i) {
       weft::Shape shape = g.shape(ins[i]);
       for (size_t k = 0; k < shape.size(); ++k) {
@@ -435,5 +474,7 @@ PYBIND11_MODULE(_weft, m) {
       .def("counters", &PyExecutable::counters)
       .def("time", &PyExecutable::time, py::arg("inputs"), py::arg("repeats") = 10,
            py::arg("binding") = weft::Binding{})
-      .def("set_graph_mode", &PyExecutable::setGraphMode, py::arg("mode"));
+      .def("set_graph_mode", &PyExecutable::setGraphMode, py::arg("mode"))
+      .def("set_weights", &PyExecutable::setWeights, py::arg("weights"))
+      .def_property_readonly("call_input_names", &PyExecutable::callInputNames);
 }

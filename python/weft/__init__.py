@@ -44,10 +44,12 @@ def compile(graph, policy="astitch", device_spec="h100", shapes="generic", cache
 
 
 class Executable(_Executable):
-    """A compiled graph on a device: run(), time(), counters().
+    """A compiled graph on a device: run(), time(), counters(), set_weights().
 
     run(inputs, binding={}) takes a dict name -> array (or a list in graph input order) and
     returns a dict output name -> numpy array, in graph output order.
+    set_weights({name: array}) uploads a model's parameters once; later runs take only the
+    other inputs (call_input_names), and another set_weights replaces them without a recompile.
     """
 
     def __init__(self, compiled, device="sim"):

@@ -127,3 +127,28 @@ def test_onnx_model_loads(tmp_path):
         pytest.skip("libonnx-testdata is not installed")
     compiled = weft.compile(os.path.join(onnx_dir, "model.onnx"))
     assert compiled.kernel_count() >= 1
+
+
+def test_set_weights_uploads_once_and_runs_take_the_other_inputs():
+    g = weft.GraphBuilder("scaled")
+    x = g.parameter("x", "f32", ["B", 4])
+    w = g.parameter("w", "f32", [4])
+    g.add_output(g.mul(x, g.broadcast_in_dim(w, ["B", 4], [1]), "y"))
+    exe = weft.Executable(weft.compile(g, cache_dir="off"), device="sim")
+    assert exe.call_input_names == ["x", "w"]
+    exe.set_weights({"w": np.array([1, 2, 3, 4], dtype=np.float32)})
+    assert exe.call_input_names == ["x"]
+    x = np.ones((3, 4), dtype=np.float32)
+    np.testing.assert_array_equal(exe.run({"x": x})["y"], np.tile([1, 2, 3, 4], (3, 1)))
+    np.testing.assert_array_equal(exe.run([x])["y"], np.tile([1, 2, 3, 4], (3, 1)))
+    # Replaced in place: the next run sees the new values, nothing is recompiled.
+    exe.set_weights({"w": np.array([0.5, 0, 0, 2], dtype=np.float64)})  # converted to f32
+    np.testing.assert_array_equal(exe.run({"x": x})["y"], np.tile([0.5, 0, 0, 2], (3, 1)))
+    with pytest.raises(weft.InputError, match="set_weights bound it"):
+        exe.run({"x": x, "w": np.zeros(4, dtype=np.float32)})
+    with pytest.raises(weft.InputError, match="not an input"):
+        exe.set_weights({"v": np.zeros(4, dtype=np.float32)})
+    with pytest.raises(weft.InputError):
+        exe.set_weights({"w": np.zeros(5, dtype=np.float32)})
+    with pytest.raises(weft.InputError, match="expected f32"):
+        exe.set_weights({"w": np.zeros(4, dtype=np.int32)})
