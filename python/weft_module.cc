@@ -318,8 +318,15 @@ private:
 
 std::shared_ptr<Compiled> compileGraph(const weft::Graph& graph, const std::string& policy,
                                        const std::string& deviceSpec, const std::string& shapes,
-                                       const std::string& cacheDir, const std::string& amp) {
+                                       const std::string& cacheDir, const std::string& amp,
+                                       const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) {
   weft::CompileOptions o;
+  for (const auto& [symbol, r] : ranges) {
+    if (r.first < 1 || r.first > r.second)
+      throw weft::InputError("ranges[\"" + symbol + "\"] = (" + std::to_string(r.first) + ", " +
+                             std::to_string(r.second) + "): need 1 <= lo <= hi");
+    o.symbolRanges[symbol] = weft::SizeRange{r.first, r.second};
+  }
   auto p = weft::parsePolicy(policy);
   if (!p) throw weft::InputError("policy \"" + policy + "\": expected none, xla or astitch");
   o.policy = *p;
@@ -464,7 +471,7 @@ PYBIND11_MODULE(_weft, m) {
            }, py::arg("binding") = weft::Binding{})
       .def("program_count", [](const Compiled& c) { return c.graph->programCount(); });
   m.def("compile", &compileGraph, py::arg("graph"), py::arg("policy"), py::arg("device_spec"),
-        py::arg("shapes"), py::arg("cache_dir"), py::arg("amp"));
+        py::arg("shapes"), py::arg("cache_dir"), py::arg("amp"), py::arg("ranges"));
 
   py::class_<PyExecutable>(m, "Executable")
       .def(py::init<std::shared_ptr<Compiled>, std::string>(), py::arg("compiled"),

@@ -24,14 +24,16 @@ __all__ = ["compile", "Executable", "GraphBuilder", "Compiled", "Value", "Error"
 
 
 def compile(graph, policy="astitch", device_spec="h100", shapes="generic", cache_dir="",
-            amp=None):
+            amp=None, ranges=None):
     """Compiles `graph`: a path to a weft JSON graph or an ONNX model, or a GraphBuilder.
 
     policy: "astitch" (default), "xla" or "none"; device_spec: "h100", "a100" or "v100";
     shapes: "generic" (the default, as in C++: one program for every binding of the symbols)
             or "specialized" (a program per binding);
     cache_dir: "" for weft's disk cache ($XDG_CACHE_HOME/weft), "off" for none;
-    amp: None, "f16" or "bf16" (automatic mixed precision).
+    amp: None, "f16" or "bf16" (automatic mixed precision);
+    ranges: {"B": (1, 4096)} declares the sizes a symbol takes (the CLI's --bind B=1..4096): the
+            generic program is planned for them only and a size outside is weft.InputError.
     Programs are compiled when a binding is first run (or planned); a graph without symbols
     is compiled at once.
     """
@@ -40,7 +42,8 @@ def compile(graph, policy="astitch", device_spec="h100", shapes="generic", cache
     elif not isinstance(graph, GraphBuilder):
         raise TypeError("weft.compile: graph must be a path (JSON or ONNX) or a weft.GraphBuilder, "
                         f"not {type(graph).__name__}")
-    return _compile(graph, policy, device_spec, shapes, cache_dir, amp or "")
+    return _compile(graph, policy, device_spec, shapes, cache_dir, amp or "",
+                    {k: tuple(v) for k, v in (ranges or {}).items()})
 
 
 class Executable(_Executable):

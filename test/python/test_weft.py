@@ -152,3 +152,14 @@ def test_set_weights_uploads_once_and_runs_take_the_other_inputs():
         exe.set_weights({"w": np.zeros(5, dtype=np.float32)})
     with pytest.raises(weft.InputError, match="expected f32"):
         exe.set_weights({"w": np.zeros(4, dtype=np.int32)})
+
+
+def test_declared_ranges_bound_the_sizes_a_program_runs():
+    compiled = weft.compile(scale_graph(), cache_dir="off", ranges={"B": (1, 16)})
+    exe = weft.Executable(compiled, device="sim")
+    x = np.ones((16, 8), dtype=np.float32)
+    np.testing.assert_array_equal(exe.run({"x": x})["y"], 2 * x)
+    with pytest.raises(weft.InputError, match="outside the range 1..16"):
+        exe.run({"x": np.ones((17, 8), dtype=np.float32)})
+    with pytest.raises(weft.InputError, match="lo <= hi"):
+        weft.compile(scale_graph(), ranges={"B": (9, 3)})
