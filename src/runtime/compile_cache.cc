@@ -15,15 +15,6 @@ namespace weft::runtime {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-uint64_t fnv1a64(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 namespace {
 
 std::string defaultDir() {

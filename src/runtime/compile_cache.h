@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/compile.h"
+#include "runtime/fnv1a64.h"
 
 namespace weft::runtime {
 
@@ -37,7 +38,6 @@ private:
   std::string dir_;
 };
 
-uint64_t fnv1a64(const std::string& text);
 std::string serializeModule(const codegen::CompiledModule& module);
 /// Throws weft::Error on malformed text.
 codegen::CompiledModule deserializeModule(const std::string& text);

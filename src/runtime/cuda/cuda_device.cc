@@ -18,6 +18,7 @@
 
 #include "runtime/cuda/cuda_device_impl.h"
 #include "runtime/cuda/ptx_split.h"
+#include "runtime/fnv1a64.h"
 #include "weft/error.h"
 
 namespace weft::runtime::cuda {
@@ -263,15 +264,6 @@ std::string cubinCacheDir() {
   const char* dir = std::getenv("WEFT_CUBIN_CACHE");
   if (!dir || !*dir || std::string(dir) == "off") return "";
   return dir;
-}
-
-uint64_t fnv1a64(const std::string& text) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 std::optional<std::string> readFile(const std::string& path) {
