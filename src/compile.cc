@@ -51,15 +51,6 @@ std::string cacheKey(const ir::Graph& canonical, const CompileOptions& o) {
       c.useLibdevice, c.libdevicePath, c.optimise, c.keepLlvmIr, ir::fingerprint(canonical));
 }
 
-/// The declared ranges (CompileOptions::symbolRanges) of `g`'s symbols, as the planner takes them.
-ir::SymbolRanges declaredRanges(const ir::Graph& g, const CompileOptions& o) {
-  ir::SymbolRanges out;
-  for (const std::string& s : g.symbols())
-    if (auto it = o.symbolRanges.find(s); it != o.symbolRanges.end())
-      out[s] = ir::SymbolRange{it->second.lo, it->second.hi, 1};
-  return out;
-}
-
 /// A program embedding weft logs at warn unless it configured spdlog itself (a default logger
 /// of its own) or asked through WEFT_LOG; the weft CLI sets its logger up before this runs.
 void defaultLogLevelForEmbedders() {
@@ -98,9 +89,9 @@ ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
   spdlog::debug("canonical graph:\n{}", ir::printGraph(canonical));
 
   // Generic: one plan per size class the planner decides differently on (plan_versions.h).
+  const ir::SymbolRanges declared = ir::declaredRanges(options.symbolRanges, canonical.symbols());
   std::vector<fusion::PlanVersion> plans =
-      generic ? fusion::planVersions(canonical, options.device, options.policy,
-                                     declaredRanges(canonical, options))
+      generic ? fusion::planVersions(canonical, options.device, options.policy, declared)
               : std::vector<fusion::PlanVersion>{
                     {fusion::plan(canonical, options.device, options.policy), {}}};
   const double planMs = msSince(t0);
@@ -115,8 +106,7 @@ ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
   runtime::CompileCache cache(options.cacheDir);
   std::string key = cacheKey(canonical, options);
   if (generic)
-    key += fmt::format("\n{} generic version(s) for {}", plans.size(),
-                       ir::rangesStr(declaredRanges(canonical, options)));
+    key += fmt::format("\n{} generic version(s) for {}", plans.size(), ir::rangesStr(declared));
   std::vector<codegen::CompiledModule> modules;
   bool fromDiskCache = false;
   if (auto cached = cache.loadVersions(key, plans.size())) {

@@ -82,6 +82,15 @@ std::string rangesStr(const SymbolRanges& ranges) {
   return out.empty() ? "any size" : out;
 }
 
+SymbolRanges declaredRanges(const std::map<std::string, SizeRange>& declared,
+                            const std::vector<std::string>& symbols) {
+  SymbolRanges out;
+  for (const std::string& s : symbols)
+    if (auto it = declared.find(s); it != declared.end())
+      out[s] = SymbolRange{it->second.lo, it->second.hi, 1};
+  return out;
+}
+
 std::vector<SymbolRange> sizeClasses() {
   std::vector<SymbolRange> classes;
   int64_t lo = 1;

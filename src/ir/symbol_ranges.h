@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/shape.h"
+#include "weft/compile_options.h"
 
 namespace weft::ir {
 
@@ -30,6 +31,11 @@ struct SymbolRange {
 
 /// Per symbol; a symbol not named is unconstrained ([1, unbounded)).
 using SymbolRanges = std::map<std::string, SymbolRange>;
+
+/// The declared sizes of `symbols` (CompileOptions::symbolRanges, --bind B=1..4096) as the
+/// planner takes them; symbols not declared are left out (any size).
+SymbolRanges declaredRanges(const std::map<std::string, SizeRange>& declared,
+                            const std::vector<std::string>& symbols);
 
 /// The size planning heuristics use for a symbol in `r`: the power of two nearest the geometric
 /// middle of a bounded range (clamped into it); for an unbounded one kLargeSize (or lo, if

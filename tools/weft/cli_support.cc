@@ -263,9 +263,10 @@ std::map<std::string, SizeRange> parseBindRanges(const std::string& text) {
 
 ir::Binding parseBindOption(const std::string& fullText) {
   // Ranges (B=1..4096) are parseBindRanges'; the sizes are the other items.
-  std::string text;
+  std::vector<std::string> sizes;
   for (const std::string& item : bindItems(fullText))
-    if (!isRangeItem(item)) text += (text.empty() ? "" : ",") + item;
+    if (!isRangeItem(item)) sizes.push_back(item);
+  const std::string text = fmt::format("{}", fmt::join(sizes, ","));
   if (text.empty()) return {};
   ir::Binding binding;
   try {
@@ -275,13 +276,10 @@ ir::Binding parseBindOption(const std::string& fullText) {
   }
   // parseBinding keeps the last of B=4,B=5; a symbol given twice is a typo either way.
   std::set<std::string> seen;
-  for (size_t start = 0; start < text.size();) {
-    size_t comma = std::min(text.find(',', start), text.size());
-    std::string name = text.substr(start, comma - start);
-    name = name.substr(0, name.find('='));
+  for (const std::string& item : sizes) {
+    std::string name = item.substr(0, item.find('='));
     if (!seen.insert(name).second)
       throw InputError(fmt::format("--bind {}: \"{}\" is given more than once", text, name));
-    start = comma + 1;
   }
   return binding;
 }
@@ -461,11 +459,9 @@ PlanVersions plansFromOptions(const PlanOptions& o, const frontend::ParsedGraph&
   }
   // The generic program is planned with every symbol symbolic, whatever --bind says; --bind
   // only picks the version that binding runs.
-  ir::SymbolRanges declared;
-  for (const auto& [name, r] : parseBindRanges(o.bind))
-    declared[name] = ir::SymbolRange{r.lo, r.hi, 1};
-  v.plans = fusion::planVersions(passes::hoistWeights(passes::canonicalize(g.graph)).graph,
-                                 spec, policy, declared);
+  ir::Graph canonical = passes::hoistWeights(passes::canonicalize(g.graph)).graph;
+  v.plans = fusion::planVersions(canonical, spec, policy,
+                                 ir::declaredRanges(parseBindRanges(o.bind), canonical.symbols()));
   std::vector<ir::ShapeGuard> guards;
   for (const fusion::PlanVersion& p : v.plans)
     guards.push_back(p.guard);
