@@ -42,14 +42,8 @@ struct Moved {
 /// Runs the plan on the simulator against the interpreter; returns the bytes all its launches
 /// moved.
 Moved check(const fusion::FusionPlan& plan, double tolerance) {
-  codegen::CompiledModule m = codegen::compileToPtx(plan);
-  auto inputs = test::makeInputs(plan.graph);
-  auto want = ir::interpret(plan.graph, inputs);
   std::vector<LaunchCounters> counters;
-  auto got = test::runOnSim(plan, m, inputs, {}, &counters);
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    CHECK(test::maxError(got[i], want[i]) <= tolerance);
+  test::checkOnSim(plan, codegen::compileToPtx(plan), tolerance, &counters);
   Moved r;
   r.launches = counters.size();
   for (const LaunchCounters& c : counters)

@@ -20,19 +20,6 @@ DeviceSpec profile(const char* name) {
   return *deviceSpecProfile(name);
 }
 
-/// Runs `plan` on the simulator and checks every output against ir::interpret.
-void checkOnSim(const fusion::FusionPlan& plan, const codegen::CompiledModule& m,
-                double tolerance = 1e-4) {
-  auto inputs = test::makeInputs(plan.graph);
-  auto want = ir::interpret(plan.graph, inputs);
-  auto got = test::runOnSim(plan, m, inputs);
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("output " << plan.graph.node(plan.graph.outputs()[i]).name << " " << want[i].typeStr());
-    CHECK(test::maxError(got[i], want[i]) <= tolerance);
-  }
-}
-
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
@@ -80,7 +67,7 @@ TEST_CASE("a chain of split softmaxes (a phase per reduce) compiles to code line
   CHECK(double(p32.size()) < 2.5 * double(p16.size()));
   ir::Graph g = bench::chainedSoftmaxes(12, 64, 2048);
   fusion::FusionPlan plan = fusion::plan(g, profile("h100"), fusion::Policy::AStitch);
-  checkOnSim(plan, codegen::compileToPtx(plan));
+  test::checkOnSim(plan, codegen::compileToPtx(plan));
 }
 
 TEST_CASE("64 chained softmaxes on [4, 8] match the interpreter under every policy",
@@ -89,7 +76,7 @@ TEST_CASE("64 chained softmaxes on [4, 8] match the interpreter under every poli
   for (fusion::Policy policy : {fusion::Policy::None, fusion::Policy::Xla, fusion::Policy::AStitch}) {
     INFO("policy " << fusion::policyName(policy));
     fusion::FusionPlan plan = fusion::plan(g, profile("h100"), policy);
-    checkOnSim(plan, codegen::compileToPtx(plan));
+    test::checkOnSim(plan, codegen::compileToPtx(plan));
   }
 }
 
@@ -159,7 +146,7 @@ TEST_CASE("single elements, size-1 dims and empty tensors under every policy and
           fusion::FusionPlan plan = fusion::plan(g, profile(device), policy);
           codegen::CompiledModule m;
           REQUIRE_NOTHROW(m = codegen::compileToPtx(plan));
-          checkOnSim(plan, m);
+          test::checkOnSim(plan, m);
         }
     }
 }
@@ -179,6 +166,6 @@ TEST_CASE("rank-0 scalars compile and match the interpreter", "[codegen][sim][de
       fusion::FusionPlan plan = fusion::plan(g, profile(device), policy);
       codegen::CompiledModule m;
       REQUIRE_NOTHROW(m = codegen::compileToPtx(plan));
-      checkOnSim(plan, m);
+      test::checkOnSim(plan, m);
     }
 }

@@ -1,10 +1,12 @@
 #include "sim_runner.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
 #include <stdexcept>
 
+#include "ir/interpreter.h"
 #include "sim/sim_device.h"
 
 namespace weft::test {
@@ -106,6 +108,18 @@ double maxError(const HostTensor& got, const HostTensor& want) {
     worst = std::max(worst, std::fabs(a - b) / std::max(1.0, std::fabs(b)));
   }
   return worst;
+}
+
+void checkOnSim(const fusion::FusionPlan& plan, const codegen::CompiledModule& module,
+                double tolerance, std::vector<LaunchCounters>* counters) {
+  std::vector<HostTensor> inputs = makeInputs(plan.graph);
+  std::vector<HostTensor> want = ir::interpret(plan.graph, inputs);
+  std::vector<HostTensor> got = runOnSim(plan, module, inputs, {}, counters);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("output " << plan.graph.node(plan.graph.outputs()[i]).name << " " << want[i].typeStr());
+    CHECK(maxError(got[i], want[i]) <= tolerance);
+  }
 }
 
 } // namespace weft::test

@@ -26,4 +26,10 @@ std::vector<HostTensor> makeInputs(const ir::Graph& g, const ir::Binding& bindin
 /// NaN where one is NaN and the other is not.
 double maxError(const HostTensor& got, const HostTensor& want);
 
+/// Runs `module` (compiled from `plan`) on the simulator with makeInputs(plan.graph) and CHECKs
+/// every output against ir::interpret within `tolerance` (maxError); the launches' counters go
+/// to `counters` when given.
+void checkOnSim(const fusion::FusionPlan& plan, const codegen::CompiledModule& module,
+                double tolerance = 1e-4, std::vector<LaunchCounters>* counters = nullptr);
+
 } // namespace weft::test

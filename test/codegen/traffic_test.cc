@@ -46,13 +46,8 @@ int64_t sectorsOf(const ir::Graph& g, ir::NodeId v) {
 LaunchCounters runOne(const fusion::FusionPlan& plan, codegen::CompiledModule* out = nullptr) {
   codegen::CompiledModule m = codegen::compileToPtx(plan);
   REQUIRE(m.kernels.size() == 1);
-  auto inputs = test::makeInputs(plan.graph);
-  auto want = ir::interpret(plan.graph, inputs);
   std::vector<LaunchCounters> counters;
-  auto got = test::runOnSim(plan, m, inputs, {}, &counters);
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    CHECK(test::maxError(got[i], want[i]) <= 1e-4);
+  test::checkOnSim(plan, m, 1e-4, &counters);
   REQUIRE(counters.size() == 1);
   if (out) *out = std::move(m);
   return counters[0];
