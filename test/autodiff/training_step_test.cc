@@ -42,16 +42,10 @@ std::vector<std::string> names(const ir::Graph& g, const std::vector<NodeId>& id
 const std::vector<std::string> kLayerNormParams = {"x", "gamma", "beta"};
 const std::vector<std::string> kMlpParams = {"w1", "b1", "gamma", "beta", "w2", "b2"};
 
-/// Deterministic numbers in [-1, 1) (splitmix64), the same on every platform.
+/// Deterministic numbers in [-1, 1), the same on every platform (frontend::SplitMix64).
 struct Numbers {
-  uint64_t state;
-  double next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return static_cast<double>(z >> 11) / static_cast<double>(1ull << 52) - 1.0;
-  }
+  frontend::SplitMix64 rng;
+  double next() { return rng.unit() * 2.0 - 1.0; }
 };
 
 HostTensor filled(std::vector<int64_t> shape, double scale, Numbers& r) {
