@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <unistd.h>
 
 #include "fake_driver.h"
@@ -335,6 +336,42 @@ TEST_CASE("with WEFT_CUBIN_CACHE the PTX is linked to a cubin once, and later lo
   // Other PTX is another entry.
   device.loadModule(".version 8.0 // kernel k2");
   CHECK(cache.files() == 2);
+}
+
+TEST_CASE("a cubin cache entry compiled from other PTX under the same name is never loaded",
+          "[cuda]") {
+  CubinCacheDir cache;
+  auto api = fakeDriverApi();
+  const std::string ptx = ".version 8.0 // kernel k";
+  {
+    CudaDevice device(api, 0);
+    device.loadModule(ptx);
+  }
+  REQUIRE(cache.files() == 1);
+  std::filesystem::path entry = std::filesystem::directory_iterator(cache.dir)->path();
+  auto rewrite = [&](const std::string& text) {
+    std::ofstream(entry, std::ios::binary | std::ios::trunc) << text;
+  };
+  // What a 64-bit hash collision would leave: an entry of another PTX of the same size.
+  std::string other = ".version 8.0 // kernel X";
+  REQUIRE(other.size() == ptx.size());
+  for (const std::string& text :
+       {"weft-cubin 1\n" + std::to_string(other.size()) + "\n" + other + "cubin of " + other,
+        std::string("weft-cubin 1\n24\n.version 8.0"), // cut short
+        std::string("cubin of ") + ptx}) {               // not an entry at all
+    rewrite(text);
+    CudaDevice device(api, 0);
+    fakeDriver().calls.clear();
+    fakeDriver().loadedImages.clear();
+    device.loadModule(ptx);
+    CHECK(fakeDriver().calls.front() == "cuLinkCreate"); // compiled again, not loaded
+    CHECK(fakeDriver().loadedImages == std::vector<std::string>{"cubin of " + ptx});
+  }
+  // The entry was rewritten by the last link: it loads again.
+  CudaDevice device(api, 0);
+  fakeDriver().calls.clear();
+  device.loadModule(ptx);
+  CHECK(fakeDriver().calls == Calls{"cuModuleLoadData"});
 }
 
 TEST_CASE("the cubin cache is keyed by the driver version too", "[cuda]") {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -290,6 +291,33 @@ void writeFile(const std::string& path, const void* data, size_t bytes) {
   if (ec) spdlog::warn("cubin cache: cannot write {}: {}", path, ec.message());
 }
 
+/// A cache entry holds the PTX it was compiled from before the cubin, and a load compares it
+/// byte for byte with the PTX asked for: the file name's 64-bit hash and size only find the
+/// entry, so two PTX texts that collide on them can never load each other's code.
+///   "weft-cubin 1\n" <PTX bytes, decimal> "\n" <PTX> <cubin>
+constexpr std::string_view kEntryMagic = "weft-cubin 1\n";
+
+std::string cacheEntry(const std::string& ptx, const void* cubin, size_t cubinBytes) {
+  std::string entry = fmt::format("{}{}\n", kEntryMagic, ptx.size());
+  entry += ptx;
+  entry.append(static_cast<const char*>(cubin), cubinBytes);
+  return entry;
+}
+
+/// Where the cubin starts in `entry` when the entry was compiled from exactly `ptx`; npos when
+/// it is not a well-formed entry or holds other PTX.
+size_t cubinOffset(const std::string& entry, const std::string& ptx) {
+  if (entry.compare(0, kEntryMagic.size(), kEntryMagic) != 0) return std::string::npos;
+  size_t sizeEnd = entry.find('\n', kEntryMagic.size());
+  if (sizeEnd == std::string::npos) return std::string::npos;
+  if (entry.substr(kEntryMagic.size(), sizeEnd - kEntryMagic.size()) != std::to_string(ptx.size()))
+    return std::string::npos;
+  size_t start = sizeEnd + 1;
+  if (entry.size() <= start + ptx.size() || entry.compare(start, ptx.size(), ptx) != 0)
+    return std::string::npos;
+  return start + ptx.size();
+}
+
 } // namespace
 
 std::string CudaDevice::cubinPath(const std::string& ptx) const {
@@ -365,12 +393,18 @@ size_t CudaDevice::linkParts(size_t ptxBytes) const {
 
 CUmodule CudaDevice::cubinModule(const std::string& ptx, const std::string& path) {
   CUmodule module = nullptr;
-  if (std::optional<std::string> image = readFile(path)) {
-    if (api_->cuModuleLoadData(&module, image->data()) == CUDA_SUCCESS) {
+  if (std::optional<std::string> entry = readFile(path)) {
+    size_t offset = cubinOffset(*entry, ptx);
+    if (offset == std::string::npos) {
+      spdlog::warn("{}: the cubin cache entry {} was not compiled from this PTX (another PTX "
+                   "with the same hash, or a damaged file); compiling the PTX again",
+                   name_, path);
+    } else if (api_->cuModuleLoadData(&module, entry->data() + offset) == CUDA_SUCCESS) {
       spdlog::debug("{}: cubin from the cache ({})", name_, path);
       return module;
+    } else {
+      spdlog::warn("{}: the cached cubin {} does not load; compiling the PTX again", name_, path);
     }
-    spdlog::warn("{}: the cached cubin {} does not load; compiling the PTX again", name_, path);
   }
   JitLogs logs;
   CUlinkState link = nullptr;
@@ -382,7 +416,8 @@ CUmodule CudaDevice::cubinModule(const std::string& ptx, const std::string& path
   size_t cubinBytes = 0;
   if (r == CUDA_SUCCESS) failed = "cuLinkComplete", r = api_->cuLinkComplete(link, &cubin, &cubinBytes);
   if (r == CUDA_SUCCESS) {
-    writeFile(path, cubin, cubinBytes);
+    std::string entry = cacheEntry(ptx, cubin, cubinBytes);
+    writeFile(path, entry.data(), entry.size());
     failed = "cuModuleLoadData", r = api_->cuModuleLoadData(&module, cubin);
   }
   // The logs end at their first NUL (the sizes written back are not relied on here).
