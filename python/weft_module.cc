@@ -82,6 +82,10 @@ int64_t dimSize(const weft::Dim& d, const weft::Binding& binding) {
 /// The graph plus what it is compiled with; Python's `weft.Compiled`.
 struct Compiled {
   std::shared_ptr<weft::CompiledGraph> graph;
+  /// The weights of the graph file it was compiled from (its "weights_file"): every
+  /// Executable of it starts with them set. Empty for a GraphBuilder's graph or an ONNX model
+  /// (whose initializers the compile makes weights of itself).
+  std::map<std::string, weft::HostTensor> fileWeights = {};
 
   weft::Program program(const weft::Binding& binding) { return graph->program(binding); }
 };
@@ -92,7 +96,9 @@ public:
   PyExecutable(std::shared_ptr<Compiled> compiled, const std::string& device)
       : compiled_(std::move(compiled)),
         device_(weft::makeDevice(device, compiled_->graph->options().device)),
-        exe_(compiled_->graph, *device_) {}
+        exe_(compiled_->graph, *device_) {
+    if (!compiled_->fileWeights.empty()) exe_.setWeights(compiled_->fileWeights);
+  }
 
   std::string deviceName() const { return device_->name(); }
 
@@ -316,10 +322,12 @@ private:
   weft::Executable exe_;
 };
 
+using Ranges = std::map<std::string, std::pair<int64_t, int64_t>>;
+
 std::shared_ptr<Compiled> compileGraph(const weft::Graph& graph, const std::string& policy,
                                        const std::string& deviceSpec, const std::string& shapes,
                                        const std::string& cacheDir, const std::string& amp,
-                                       const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) {
+                                       const Ranges& ranges) {
   weft::CompileOptions o;
   for (const auto& [symbol, r] : ranges) {
     if (r.first < 1 || r.first > r.second)
@@ -346,9 +354,39 @@ std::shared_ptr<Compiled> compileGraph(const weft::Graph& graph, const std::stri
   return std::make_shared<Compiled>(Compiled{std::move(compiled)});
 }
 
+/// A fresh numpy array holding `t` (bf16 as uint16).
+py::array toArray(const weft::HostTensor& t) {
+  py::array a(numpyDType(t.dtype), t.shape);
+  std::memcpy(a.mutable_data(), t.bytes.data(), t.bytes.size());
+  return a;
+}
+
+/// The weights of the graph file at `path` (its "weights_file"), name -> array; {} when it
+/// declares none.
+py::dict loadWeights(const std::string& path) {
+  py::dict out;
+  for (const auto& [name, t] : weft::loadGraphWeights(path)) out[py::str(name)] = toArray(t);
+  return out;
+}
+
 weft::Graph loadGraph(const std::string& path) {
   weft::frontend::ParsedGraph parsed = weft::frontend::loadGraphAnyFormat(path);
   return weft::publicGraph(std::move(parsed.graph), std::move(parsed.name));
+}
+
+/// compileGraph of the graph file at `path`, read once: its weights (a JSON graph's
+/// "weights_file") come with the Compiled, for every Executable of it.
+std::shared_ptr<Compiled> compileFile(const std::string& path, const std::string& policy,
+                                      const std::string& deviceSpec, const std::string& shapes,
+                                      const std::string& cacheDir, const std::string& amp,
+                                      const Ranges& ranges) {
+  weft::frontend::ParsedGraph parsed = weft::frontend::loadGraphAnyFormat(path);
+  std::map<std::string, weft::HostTensor> weights = std::move(parsed.weights);
+  std::shared_ptr<Compiled> c =
+      compileGraph(weft::publicGraph(std::move(parsed.graph), std::move(parsed.name)), policy,
+                   deviceSpec, shapes, cacheDir, amp, ranges);
+  c->fileWeights = std::move(weights);
+  return c;
 }
 
 using Unary = weft::Value (weft::Graph::*)(weft::Value, std::string);
@@ -454,6 +492,8 @@ PYBIND11_MODULE(_weft, m) {
 
   m.def("load_graph", &loadGraph, py::arg("path"),
         "A graph file: ONNX (by content) or weft JSON (docs/graph-format.md)");
+  m.def("load_weights", &loadWeights, py::arg("path"),
+        "The weights of a JSON graph file (its weights_file), name -> array; {} when none");
   m.def("parse_graph_json", &weft::parseGraphJson, py::arg("json"), py::arg("source_name") = "graph.json");
 
   py::class_<Compiled, std::shared_ptr<Compiled>>(m, "Compiled")
@@ -469,8 +509,15 @@ PYBIND11_MODULE(_weft, m) {
       .def("kernel_count", [](Compiled& c, const weft::Binding& b) {
              return c.program(b).plan().kernelCount();
            }, py::arg("binding") = weft::Binding{})
-      .def("program_count", [](const Compiled& c) { return c.graph->programCount(); });
+      .def("program_count", [](const Compiled& c) { return c.graph->programCount(); })
+      .def_property_readonly("weights", [](const Compiled& c) {
+             py::dict out;
+             for (const auto& [name, t] : c.fileWeights) out[py::str(name)] = toArray(t);
+             return out;
+           }, "The graph file's weights (its weights_file) every Executable starts with");
   m.def("compile", &compileGraph, py::arg("graph"), py::arg("policy"), py::arg("device_spec"),
+        py::arg("shapes"), py::arg("cache_dir"), py::arg("amp"), py::arg("ranges"));
+  m.def("compile_file", &compileFile, py::arg("path"), py::arg("policy"), py::arg("device_spec"),
         py::arg("shapes"), py::arg("cache_dir"), py::arg("amp"), py::arg("ranges"));
 
   py::class_<PyExecutable>(m, "Executable")

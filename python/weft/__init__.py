@@ -15,12 +15,13 @@ weft.fx compiles a torch.fx-traceable torch.nn.Module.
 import os as _os
 
 from ._weft import (Compiled, DeviceError, Error, GraphBuilder, InputError, Value,
-                    load_graph, parse_graph_json)
+                    load_graph, load_weights, parse_graph_json)
 from ._weft import Executable as _Executable
 from ._weft import compile as _compile
+from ._weft import compile_file as _compile_file
 
 __all__ = ["compile", "Executable", "GraphBuilder", "Compiled", "Value", "Error", "InputError",
-           "DeviceError", "load_graph", "parse_graph_json"]
+           "DeviceError", "load_graph", "load_weights", "parse_graph_json"]
 
 
 def compile(graph, policy="astitch", device_spec="h100", shapes="generic", cache_dir="",
@@ -35,15 +36,17 @@ def compile(graph, policy="astitch", device_spec="h100", shapes="generic", cache
     ranges: {"B": (1, 4096)} declares the sizes a symbol takes (the CLI's --bind B=1..4096): the
             generic program is planned for them only and a size outside is weft.InputError.
     Programs are compiled when a binding is first run (or planned); a graph without symbols
-    is compiled at once.
+    is compiled at once. A JSON graph file's weights (its "weights_file", docs/graph-format.md)
+    come with it: compiled.weights, set on every Executable of it (runs take the other inputs).
     """
+    ranges = {k: tuple(v) for k, v in (ranges or {}).items()}
     if isinstance(graph, (str, _os.PathLike)):
-        graph = load_graph(_os.fspath(graph))
-    elif not isinstance(graph, GraphBuilder):
+        return _compile_file(_os.fspath(graph), policy, device_spec, shapes, cache_dir,
+                             amp or "", ranges)
+    if not isinstance(graph, GraphBuilder):
         raise TypeError("weft.compile: graph must be a path (JSON or ONNX) or a weft.GraphBuilder, "
                         f"not {type(graph).__name__}")
-    return _compile(graph, policy, device_spec, shapes, cache_dir, amp or "",
-                    {k: tuple(v) for k, v in (ranges or {}).items()})
+    return _compile(graph, policy, device_spec, shapes, cache_dir, amp or "", ranges)
 
 
 class Executable(_Executable):
@@ -51,6 +54,7 @@ class Executable(_Executable):
 
     run(inputs, binding={}) takes a dict name -> array (or a list in graph input order) and
     returns a dict output name -> numpy array, in graph output order.
+    A graph file's weights (compiled.weights) are set when the Executable is made.
     set_weights({name: array}) uploads a model's parameters once; later runs take only the
     other inputs (call_input_names), and another set_weights replaces them without a recompile.
     """

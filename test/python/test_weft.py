@@ -163,3 +163,50 @@ def test_declared_ranges_bound_the_sizes_a_program_runs():
         exe.run({"x": np.ones((17, 8), dtype=np.float32)})
     with pytest.raises(weft.InputError, match="lo <= hi"):
         weft.compile(scale_graph(), ranges={"B": (9, 3)})
+
+
+def write_safetensors(path, tensors):
+    """A safetensors file of float32 arrays (the layout of docs/graph-format.md, "Weights")."""
+    import json
+    import struct
+    header, data = {}, b""
+    for name, a in tensors.items():
+        raw = np.ascontiguousarray(a, dtype=np.float32).tobytes()
+        header[name] = {"dtype": "F32", "shape": list(a.shape),
+                        "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+
+
+def test_a_json_graph_file_brings_its_weights_file(tmp_path):
+    w = np.arange(12, dtype=np.float32).reshape(4, 3) - 5.5
+    b = np.array([0.5, -1, 2], dtype=np.float32)
+    write_safetensors(tmp_path / "lin.safetensors", {"w": w, "b": b})
+    (tmp_path / "lin.json").write_text("""{
+      "name": "lin",
+      "inputs": [{"name": "x", "dtype": "f32", "shape": ["B", 4]}],
+      "weights_file": "lin.safetensors",
+      "weights": [{"name": "w", "dtype": "f32", "shape": [4, 3]},
+                  {"name": "b", "dtype": "f32", "shape": [3]}],
+      "ops": [{"name": "m", "op": "dot", "inputs": ["x", "w"]},
+              {"name": "y", "op": "add", "inputs": ["m", "b"]}],
+      "outputs": ["y"]}""")
+    loaded = weft.load_weights(str(tmp_path / "lin.json"))
+    assert sorted(loaded) == ["b", "w"]
+    np.testing.assert_array_equal(loaded["w"], w)
+    compiled = weft.compile(tmp_path / "lin.json", cache_dir="off")
+    np.testing.assert_array_equal(compiled.weights["b"], b)
+    exe = weft.Executable(compiled, device="sim")
+    assert exe.call_input_names == ["x"]  # the file's weights are already on the device
+    x = np.linspace(-1, 1, 20, dtype=np.float32).reshape(5, 4)
+    np.testing.assert_allclose(exe.run({"x": x})["y"], x @ w + b, rtol=1e-6, atol=1e-6)
+    # Replacing them is set_weights, as for any weights.
+    exe.set_weights({"b": np.zeros(3, dtype=np.float32)})
+    np.testing.assert_allclose(exe.run({"x": x})["y"], x @ w, rtol=1e-6, atol=1e-6)
+    # A graph file without weights has none; a weights file that disagrees is an InputError.
+    assert weft.compile(LAYER_NORM, cache_dir="off").weights == {}
+    write_safetensors(tmp_path / "lin.safetensors", {"w": w[:3], "b": b})
+    with pytest.raises(weft.InputError, match="lin.safetensors"):
+        weft.compile(tmp_path / "lin.json", cache_dir="off")
