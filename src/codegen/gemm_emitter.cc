@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
+#include "codegen/elemental_emitter.h"
+
 namespace weft::codegen {
 namespace {
 
@@ -19,6 +21,16 @@ Value* toCompute(llvm::IRBuilder<>& b, Value* v, ir::DType t) {
   return v;
 }
 
+/// A float compute value → its storage type (f16 and bf16 rounded to nearest even).
+Value* toStorage(llvm::IRBuilder<>& b, Value* v, ir::DType t) {
+  if (t == ir::DType::f16) return b.CreateFPTrunc(v, b.getHalfTy());
+  if (t == ir::DType::bf16) {
+    Value* bits = b.CreateBitCast(roundToDType(b, v, t), b.getInt32Ty());
+    return b.CreateTrunc(b.CreateLShr(bits, 16), b.getInt16Ty());
+  }
+  return v;
+}
+
 class GemmEmitter {
 public:
   GemmEmitter(KernelContext& k, const fusion::GemmPlan& p, ir::DType t,
@@ -29,18 +41,37 @@ public:
   void emit(Value* pa, Value* pb, Value* po);
 
 private:
-  // Where the operands are staged: stage s holds A as [blockK][blockM] (K-major, so that a
-  // thread's rows are contiguous) then B as [blockK][blockN].
-  // Tensor cores stage A row-major instead ([blockM][pitchA()]), for ldmatrix; rows are padded
-  // by the plan's sharedPad.
+  // Where the operands are staged: stage s holds the A tile then the B tile. The FMA path
+  // stages A as [blockK][blockM] (K-major, so that a thread's rows are contiguous) and B as
+  // [blockK][blockN]; tensor cores stage each tile as its operand lies, for ldmatrix (a
+  // row-major A as [blockM][blockK], a column-major B as [blockN][blockK], the others K-major),
+  // rows padded by the plan's sharedPad.
   bool mma() const { return p_.engine == fusion::GemmPlan::Engine::TensorCore; }
-  int pitchA() const { return (mma() ? p_.blockK : p_.blockM) + p_.sharedPad; }
-  int pitchB() const { return p_.blockN + p_.sharedPad; }
-  int64_t aBytes() const { return int64_t(mma() ? p_.blockM : p_.blockK) * pitchA() * e_; }
-  int64_t stageBytes() const { return aBytes() + int64_t(p_.blockK) * pitchB() * e_; }
+  /// One operand's tile: how it lies in global memory and in shared memory.
+  struct Operand {
+    const fusion::GemmOperand* layout;
+    int outer;          // the tile's M (A) or N (B) extent
+    int vector;         // elements per global load, along the dim contiguous in global memory
+    bool kContiguous;   // global memory: K is the contiguous dim
+    bool kRows;         // shared memory: K-major ([blockK][pitch]), else [outer][pitch]
+    int pitch;          // elements per staged row
+    int64_t offset = 0; // bytes from the stage's start
+    Value* arg = nullptr;
+    Value *outerDim = nullptr, *ld = nullptr, *batchStride = nullptr;
+    Value *origin = nullptr, *base = nullptr; // the tile's first row (A) or column (B); batch
+    bool outerExact = false;
+    int64_t bytes(int blockK, int e) const { return int64_t(kRows ? blockK : outer) * pitch * e; }
+    /// The staged element of tile coordinates (o, kk).
+    Value* element(llvm::IRBuilder<>& b, Value* o, Value* kk) const {
+      return kRows ? b.CreateAdd(b.CreateMul(kk, b.getInt32(uint32_t(pitch))), o)
+                   : b.CreateAdd(b.CreateMul(o, b.getInt32(uint32_t(pitch))), kk);
+    }
+  };
+  Operand operandA() const;
+  Operand operandB() const;
+  int64_t stageBytes() const { return aTile_.bytes(p_.blockK, e_) + bTile_.bytes(p_.blockK, e_); }
   /// Columns between the runs of one thread's columns (GemmPlan::columnRun).
   int runStride() const { return p_.lanesN() * p_.columnRun; }
-  int64_t bOffset() const { return aBytes(); }
   /// Pointer to element `elem` (i32) of the array at byte `offset` (i32) of the tiles.
   Value* shared(Value* offset, Value* elem) {
     Value* base = b_.CreateGEP(b_.getInt8Ty(), tiles_, offset);
@@ -65,13 +96,18 @@ private:
   };
   /// With `asyncStage` (GemmPlan::asyncCopy), each vector is copied into that stage with
   /// cp.async instead, and the result is empty.
-  Staged loadA(Value* k0, Value* asyncStage = nullptr);
-  Staged loadB(Value* k0, Value* asyncStage = nullptr);
+  Staged load(const Operand& o, Value* k0, Value* asyncStage = nullptr);
+  /// A loaded vector of the operand's source → the operand's values (GemmOperand::computed),
+  /// zero where `cond` (nullptr: always in range) does not hold.
+  Value* computeOnLoad(const Operand& o, Value* loaded, Value* cond);
+  Staged loadA(Value* k0, Value* asyncStage = nullptr) { return load(aTile_, k0, asyncStage); }
+  Staged loadB(Value* k0, Value* asyncStage = nullptr) { return load(bTile_, k0, asyncStage); }
   /// cp.async of `bytes` from `from` to shared `to` when `inRange` (nullptr: always), else
   /// zeros (src-size 0, from a valid address); only by threads with `active` (nullptr: all).
   void copyAsync(Value* active, Value* inRange, Value* from, Value* base, Value* to, int bytes);
-  void storeA(const Staged& s, Value* stage);
-  void storeB(const Staged& s, Value* stage);
+  void store(const Operand& o, const Staged& s, Value* stage);
+  void storeA(const Staged& s, Value* stage) { store(aTile_, s, stage); }
+  void storeB(const Staged& s, Value* stage) { store(bTile_, s, stage); }
   /// Guard of the K coordinate `kk` of a tile starting at k0 (nullptr: always in range).
   Value* kGuard(Value* k0, Value* kk);
   /// The accumulators += this thread's products over the K tile staged in `stage`.
@@ -98,15 +134,16 @@ private:
   llvm::Type* ct_;
   const GemmResultElement* epi_;
   llvm::GlobalVariable* tiles_ = nullptr;
-  Value *paArg_ = nullptr, *pbArg_ = nullptr;
+  Operand aTile_, bTile_;
   Value *M_ = nullptr, *N_ = nullptr, *K_ = nullptr;
-  Value *m0_ = nullptr, *n0_ = nullptr;                          // the block tile's origin
-  Value* batch_ = nullptr;                                       // the block tile's batch
-  Value *aBase_ = nullptr, *bBase_ = nullptr, *cBase_ = nullptr; // the batch's offsets
+  Value *m0_ = nullptr, *n0_ = nullptr; // the block tile's origin
+  Value* batch_ = nullptr;              // the block tile's batch
+  Value* cBase_ = nullptr;              // the batch's offset in the result
+  Value* cLd_ = nullptr;                // elements between the result's rows (GemmPlan::c)
   // i32, inside the tile: the thread's first row and the first column of its first run
   Value *tid_ = nullptr, *row0_ = nullptr, *col0_ = nullptr;
-  std::vector<llvm::AllocaInst*> acc_;                    // threadM × threadN, row-major
-  std::map<int, Value*> rows_, cols_; // epilogue: the tile's row and column indices
+  std::vector<llvm::AllocaInst*> acc_; // threadM × threadN, row-major
+  std::map<int, Value*> rows_, cols_;  // epilogue: the tile's row and column indices
   bool mExact_ = false, nExact_ = false, kExact_ = false; // dims static multiples of the tile
 };
 
@@ -132,62 +169,78 @@ Value* GemmEmitter::kGuard(Value* k0, Value* kk) {
   return b_.CreateICmpSLT(b_.CreateAdd(k0, k_.toIndex(kk)), K_);
 }
 
-GemmEmitter::Staged GemmEmitter::loadA(Value* k0, Value* asyncStage) {
+GemmEmitter::Operand GemmEmitter::operandA() const {
+  Operand o{&p_.a, p_.blockM, p_.vectorA, p_.a.rowMajor(), !mma() || !p_.a.rowMajor(), 0};
+  o.pitch = (o.kRows ? p_.blockM : p_.blockK) + p_.sharedPad;
+  return o;
+}
+
+GemmEmitter::Operand GemmEmitter::operandB() const {
+  Operand o{&p_.b, p_.blockN, p_.vectorB, !p_.b.rowMajor(), !mma() || p_.b.rowMajor(), 0};
+  o.pitch = (o.kRows ? p_.blockN : p_.blockK) + p_.sharedPad;
+  o.offset = aTile_.bytes(p_.blockK, e_);
+  return o;
+}
+
+GemmEmitter::Staged GemmEmitter::load(const Operand& o, Value* k0, Value* asyncStage) {
+  // Vectors along the dim the operand is contiguous in: consecutive threads read consecutive
+  // vectors of one row (of A's or B's buffer, whichever way the operand lies).
   Staged s;
-  int perRow = p_.blockK / p_.vectorA;
-  int64_t count = int64_t(p_.blockM) * perRow;
+  const int v = o.vector;
+  int perRow = (o.kContiguous ? p_.blockK : o.outer) / v;
+  int64_t count = int64_t(o.outer) * p_.blockK / v;
   for (int64_t first = 0; first < count; first += p_.blockSize) {
-    Value* v = b_.CreateAdd(tid_, i32(first));
-    Value* active = first + p_.blockSize > count ? b_.CreateICmpULT(v, i32(count)) : nullptr;
-    Value* row = b_.CreateUDiv(v, i32(perRow));
-    Value* kk = b_.CreateMul(b_.CreateURem(v, i32(perRow)), i32(p_.vectorA));
-    Value* gRow = b_.CreateAdd(m0_, k_.toIndex(row));
-    Value* inRange = both(mExact_ ? nullptr : b_.CreateICmpSLT(gRow, M_), kGuard(k0, kk));
+    Value* x = b_.CreateAdd(tid_, i32(first));
+    Value* active = first + p_.blockSize > count ? b_.CreateICmpULT(x, i32(count)) : nullptr;
+    Value* along = b_.CreateMul(b_.CreateURem(x, i32(perRow)), i32(v));
+    Value* across = b_.CreateUDiv(x, i32(perRow));
+    Value* outer = o.kContiguous ? across : along;
+    Value* kk = o.kContiguous ? along : across;
+    Value* gOuter = b_.CreateAdd(o.origin, k_.toIndex(outer));
+    Value* inRange =
+        both(o.outerExact ? nullptr : b_.CreateICmpSLT(gOuter, o.outerDim), kGuard(k0, kk));
     Value* cond = both(active, inRange);
-    Value* off = b_.CreateAdd(
-        aBase_, b_.CreateAdd(b_.CreateMul(gRow, K_), b_.CreateAdd(k0, k_.toIndex(kk))));
-    Value* ptr = b_.CreateGEP(mt_, paArg_, off);
+    Value* gK = b_.CreateAdd(k0, k_.toIndex(kk));
+    Value* off = o.kContiguous ? b_.CreateAdd(b_.CreateMul(gOuter, o.ld), gK)
+                               : b_.CreateAdd(b_.CreateMul(gK, o.ld), gOuter);
+    llvm::Type* st = memoryType(k_.ctx(), o.layout->sourceType);
+    const int se = int(ir::dtypeBytes(o.layout->sourceType));
+    Value* ptr = b_.CreateGEP(st, o.arg, b_.CreateAdd(o.base, off));
     if (asyncStage) {
-      Value* elem = b_.CreateAdd(b_.CreateMul(row, i32(pitchA())), kk);
-      copyAsync(active, inRange, ptr, paArg_,
-                shared(b_.CreateMul(asyncStage, i32(stageBytes())), elem), p_.vectorA * e_);
+      // staged as it lies (the planner copies asynchronously only then)
+      Value* at = b_.CreateAdd(b_.CreateMul(asyncStage, i32(stageBytes())), i32(o.offset));
+      copyAsync(active, inRange, ptr, o.arg, shared(at, o.element(b_, outer, kk)), v * e_);
       continue;
     }
-    s.vectors.push_back(guardedLoad(cond, accessType(p_.vectorA), ptr, unsigned(p_.vectorA * e_)));
-    s.rows.push_back(row);
+    llvm::Type* access = v == 1 ? st : llvm::FixedVectorType::get(st, unsigned(v));
+    Value* loaded = guardedLoad(cond, access, ptr, unsigned(v * se));
+    s.vectors.push_back(o.layout->computed() ? computeOnLoad(o, loaded, cond) : loaded);
+    s.rows.push_back(outer);
     s.cols.push_back(kk);
     s.active.push_back(active);
   }
   return s;
 }
 
-GemmEmitter::Staged GemmEmitter::loadB(Value* k0, Value* asyncStage) {
-  Staged s;
-  int perRow = p_.blockN / p_.vectorB;
-  int64_t count = int64_t(p_.blockK) * perRow;
-  for (int64_t first = 0; first < count; first += p_.blockSize) {
-    Value* v = b_.CreateAdd(tid_, i32(first));
-    Value* active = first + p_.blockSize > count ? b_.CreateICmpULT(v, i32(count)) : nullptr;
-    Value* kk = b_.CreateUDiv(v, i32(perRow));
-    Value* col = b_.CreateMul(b_.CreateURem(v, i32(perRow)), i32(p_.vectorB));
-    Value* gCol = b_.CreateAdd(n0_, k_.toIndex(col));
-    Value* inRange = both(nExact_ ? nullptr : b_.CreateICmpSLT(gCol, N_), kGuard(k0, kk));
-    Value* cond = both(active, inRange);
-    Value* off = b_.CreateAdd(
-        bBase_, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(k0, k_.toIndex(kk)), N_), gCol));
-    Value* ptr = b_.CreateGEP(mt_, pbArg_, off);
-    if (asyncStage) {
-      Value* elem = b_.CreateAdd(b_.CreateMul(kk, i32(pitchB())), col);
-      Value* offset = b_.CreateAdd(b_.CreateMul(asyncStage, i32(stageBytes())), i32(bOffset()));
-      copyAsync(active, inRange, ptr, pbArg_, shared(offset, elem), p_.vectorB * e_);
-      continue;
-    }
-    s.vectors.push_back(guardedLoad(cond, accessType(p_.vectorB), ptr, unsigned(p_.vectorB * e_)));
-    s.rows.push_back(kk);
-    s.cols.push_back(col);
-    s.active.push_back(active);
+Value* GemmEmitter::computeOnLoad(const Operand& o, Value* loaded, Value* cond) {
+  // Each element through the graph's ops from the source to the operand (the layout ops among
+  // them only move indices, which the loads already did: their index arithmetic is dead).
+  const fusion::GemmOperand& l = *o.layout;
+  const ir::Shape& shape = k_.graph->node(l.value).type.shape;
+  Index idx(shape.size(), k_.index(0));
+  llvm::Type* ty = accessType(o.vector);
+  Value* out = llvm::UndefValue::get(ty);
+  for (int j = 0; j < o.vector; ++j) {
+    Value* x =
+        toCompute(b_, o.vector == 1 ? loaded : b_.CreateExtractElement(loaded, j), l.sourceType);
+    ElementalEmitter gen(k_);
+    gen.setGenerator(l.source, [x](const Index&) { return x; });
+    Value* y = toStorage(b_, gen.emit(l.value, idx), t_);
+    // past an edge the operand is zero, whatever the ops make of the zero loaded there
+    if (cond) y = b_.CreateSelect(cond, y, llvm::Constant::getNullValue(mt_));
+    out = o.vector == 1 ? y : b_.CreateInsertElement(out, y, j);
   }
-  return s;
+  return out;
 }
 
 void GemmEmitter::copyAsync(Value* active, Value* inRange, Value* from, Value* base, Value* to,
@@ -208,37 +261,23 @@ void GemmEmitter::copyAsync(Value* active, Value* inRange, Value* from, Value* b
     issue();
 }
 
-void GemmEmitter::storeA(const Staged& s, Value* stage) {
-  Value* offset = b_.CreateMul(stage, i32(stageBytes()));
+void GemmEmitter::store(const Operand& o, const Staged& s, Value* stage) {
+  Value* offset = b_.CreateAdd(b_.CreateMul(stage, i32(stageBytes())), i32(o.offset));
+  // Staged as it lies: one vector store; the other way round: one store per element.
+  const bool asItLies = o.kRows != o.kContiguous;
   for (size_t c = 0; c < s.vectors.size(); ++c) {
     auto store = [&] {
-      if (mma()) {
-        Value* elem = b_.CreateAdd(b_.CreateMul(s.rows[c], i32(pitchA())), s.cols[c]);
-        b_.CreateAlignedStore(s.vectors[c], shared(offset, elem),
-                              llvm::Align(unsigned(p_.vectorA * e_)));
+      if (asItLies || o.vector == 1) {
+        b_.CreateAlignedStore(s.vectors[c], shared(offset, o.element(b_, s.rows[c], s.cols[c])),
+                              llvm::Align(unsigned(o.vector * e_)));
         return;
       }
-      for (int j = 0; j < p_.vectorA; ++j) {
-        Value* x = p_.vectorA == 1 ? s.vectors[c] : b_.CreateExtractElement(s.vectors[c], j);
-        Value* kk = b_.CreateAdd(s.cols[c], i32(j));
-        Value* elem = b_.CreateAdd(b_.CreateMul(kk, i32(pitchA())), s.rows[c]);
+      for (int j = 0; j < o.vector; ++j) {
+        Value* x = b_.CreateExtractElement(s.vectors[c], j);
+        Value* elem = o.kContiguous ? o.element(b_, s.rows[c], b_.CreateAdd(s.cols[c], i32(j)))
+                                    : o.element(b_, b_.CreateAdd(s.rows[c], i32(j)), s.cols[c]);
         b_.CreateAlignedStore(x, shared(offset, elem), llvm::Align(e_));
       }
-    };
-    if (s.active[c])
-      k_.ifThen(s.active[c], store);
-    else
-      store();
-  }
-}
-
-void GemmEmitter::storeB(const Staged& s, Value* stage) {
-  Value* offset = b_.CreateAdd(b_.CreateMul(stage, i32(stageBytes())), i32(bOffset()));
-  for (size_t c = 0; c < s.vectors.size(); ++c) {
-    auto store = [&] {
-      Value* elem = b_.CreateAdd(b_.CreateMul(s.rows[c], i32(pitchB())), s.cols[c]);
-      b_.CreateAlignedStore(s.vectors[c], shared(offset, elem),
-                            llvm::Align(unsigned(p_.vectorB * e_)));
     };
     if (s.active[c])
       k_.ifThen(s.active[c], store);
@@ -262,7 +301,7 @@ std::vector<Value*> GemmEmitter::loadRun(Value* offset, Value* first, int count)
 
 void GemmEmitter::multiply(Value* stage) {
   Value* aOff = b_.CreateMul(stage, i32(stageBytes()));
-  Value* bOff = b_.CreateAdd(aOff, i32(bOffset()));
+  Value* bOff = b_.CreateAdd(aOff, i32(bTile_.offset));
   // With tileSums, each K tile's products are summed on their own and then added to the
   // accumulators: the rounding error grows with K / blockK + blockK instead of K.
   std::vector<Value*> acc;
@@ -270,10 +309,10 @@ void GemmEmitter::multiply(Value* stage) {
     acc.push_back(p_.tileSums ? static_cast<Value*>(llvm::Constant::getNullValue(ct_))
                               : b_.CreateLoad(ct_, a));
   for (int kk = 0; kk < p_.blockK; ++kk) {
-    std::vector<Value*> a = loadRun(aOff, b_.CreateAdd(i32(kk * p_.blockM), row0_), p_.threadM);
+    std::vector<Value*> a = loadRun(aOff, b_.CreateAdd(i32(kk * aTile_.pitch), row0_), p_.threadM);
     std::vector<Value*> bv;
     for (int r = 0; r < p_.threadN / p_.columnRun; ++r) {
-      Value* first = b_.CreateAdd(i32(kk * p_.blockN + r * runStride()), col0_);
+      Value* first = b_.CreateAdd(i32(kk * bTile_.pitch + r * runStride()), col0_);
       for (Value* x : loadRun(bOff, first, p_.columnRun))
         bv.push_back(x);
     }
@@ -294,26 +333,40 @@ void GemmEmitter::multiply(Value* stage) {
 
 void GemmEmitter::multiplyMma(Value* stage) {
   Value* aOff = b_.CreateMul(stage, i32(stageBytes()));
-  Value* bOff = b_.CreateAdd(aOff, i32(bOffset()));
+  Value* bOff = b_.CreateAdd(aOff, i32(bTile_.offset));
   const int tilesM = p_.warpM / 16, tilesN = p_.warpN / 8;
   // ldmatrix: lane l names row l % 8 of matrix l / 8. A (x4): matrices (rows 0-7, k 0-7),
   // (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15) are a0a1, a2a3, a4a5, a6a7;
-  // B (x2, .trans): k 0-7 and k 8-15 of eight columns are b0b1 and b2b3.
+  // B (x2): k 0-7 and k 8-15 of eight columns are b0b1 and b2b3. A tile staged K-major is read
+  // with .trans (its memory rows are k; the fragments want rows of A and columns of B), one
+  // staged [outer][k] without.
   Value* lane = b_.CreateAnd(tid_, 31);
   Value* matrix = b_.CreateLShr(lane, 3);
   Value* r = b_.CreateAnd(lane, 7);
-  Value* aRow = b_.CreateAdd(b_.CreateMul(b_.CreateAnd(matrix, 1), i32(8)), r);
-  Value* aCol = b_.CreateMul(b_.CreateLShr(matrix, 1), i32(8));
+  Value* aSubRow = b_.CreateMul(b_.CreateAnd(matrix, 1), i32(8));
+  Value* aSubK = b_.CreateMul(b_.CreateLShr(matrix, 1), i32(8));
+  Value* bSubK = aSubRow; // lanes 0-15 (x2 reads only their addresses)
   // ldmatrix is overloaded on its pointer (shared, here)
   auto declare = [&](llvm::Intrinsic::ID id) {
     if (!llvm::Intrinsic::isOverloaded(id)) return llvm::Intrinsic::getDeclaration(k_.module, id);
     return llvm::Intrinsic::getDeclaration(k_.module, id, {tiles_->getType()});
   };
-  auto* ldA = declare(llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16);
-  auto* ldB = declare(llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16);
+  auto* ldA = declare(aTile_.kRows ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16
+                                   : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16);
+  auto* ldB = declare(bTile_.kRows ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16
+                                   : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16);
   auto* mmaFn = declare(t_ == ir::DType::bf16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16
                                               : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32);
   llvm::FunctionType* mt = mmaFn->getFunctionType();
+  // The row address of this lane in an 8 x 8 matrix at (o, kk) of a staged tile: row r along
+  // whichever dim the tile's memory rows run.
+  auto rowAddress = [&](const Operand& o, Value* off, Value* outer, Value* kk) {
+    if (o.kRows)
+      kk = b_.CreateAdd(kk, r);
+    else
+      outer = b_.CreateAdd(outer, r);
+    return shared(off, o.element(b_, outer, kk));
+  };
   std::vector<Value*> acc;
   for (llvm::AllocaInst* a : acc_)
     acc.push_back(b_.CreateLoad(b_.getFloatTy(), a));
@@ -321,18 +374,16 @@ void GemmEmitter::multiplyMma(Value* stage) {
     std::vector<std::vector<Value*>> a(static_cast<size_t>(tilesM)),
         bf(static_cast<size_t>(tilesN));
     for (int mi = 0; mi < tilesM; ++mi) {
-      Value* row = b_.CreateAdd(row0_, b_.CreateAdd(i32(mi * 16), aRow));
-      Value* elem =
-          b_.CreateAdd(b_.CreateMul(row, i32(pitchA())), b_.CreateAdd(aCol, i32(ks * 16)));
-      Value* frag = b_.CreateCall(ldA, {shared(aOff, elem)});
+      Value* row = b_.CreateAdd(row0_, b_.CreateAdd(i32(mi * 16), aSubRow));
+      Value* kk = b_.CreateAdd(aSubK, i32(ks * 16));
+      Value* frag = b_.CreateCall(ldA, {rowAddress(aTile_, aOff, row, kk)});
       for (unsigned j = 0; j < 4; ++j)
         a[size_t(mi)].push_back(b_.CreateExtractValue(frag, j));
     }
     for (int ni = 0; ni < tilesN; ++ni) {
-      // lanes 0-15 name k rows 0-15 (lanes 16-31 repeat them; x2 reads only the first 16)
-      Value* kk = b_.CreateAdd(aRow, i32(ks * 16));
-      Value* elem = b_.CreateAdd(b_.CreateMul(kk, i32(pitchB())), b_.CreateAdd(col0_, i32(ni * 8)));
-      Value* frag = b_.CreateCall(ldB, {shared(bOff, elem)});
+      Value* col = b_.CreateAdd(col0_, i32(ni * 8));
+      Value* kk = b_.CreateAdd(bSubK, i32(ks * 16));
+      Value* frag = b_.CreateCall(ldB, {rowAddress(bTile_, bOff, col, kk)});
       for (unsigned j = 0; j < 2; ++j)
         bf[size_t(ni)].push_back(b_.CreateExtractValue(frag, j));
     }
@@ -384,7 +435,7 @@ void GemmEmitter::storeMmaResult(Value* po) {
             values = epilogueLanes(mi * 16 + half * 8, gRow, ni * 8 + c, gCol, acc);
           }
           auto store = [&] {
-            Value* flat = b_.CreateAdd(cBase_, b_.CreateAdd(b_.CreateMul(gRow, N_), gCol));
+            Value* flat = b_.CreateAdd(cBase_, b_.CreateAdd(b_.CreateMul(gRow, cLd_), gCol));
             if (epi_) {
               k_.storeVector(po, epi_->dtype, flat, values);
               return;
@@ -413,13 +464,13 @@ std::vector<Value*> GemmEmitter::epilogueLanes(int row, Value* gRow, int col, Va
   const int w = int(acc.size());
   auto [r, freshRow] = rows_.try_emplace(row, nullptr);
   if (freshRow)
-    r->second = mExact_ ? gRow
-                        : b_.CreateSelect(b_.CreateICmpSLT(gRow, M_), gRow,
-                                          b_.CreateSub(M_, k_.index(1)));
+    r->second =
+        mExact_ ? gRow
+                : b_.CreateSelect(b_.CreateICmpSLT(gRow, M_), gRow, b_.CreateSub(M_, k_.index(1)));
   if (!cols_.count(col)) {
-    Value* base = nExact_ ? gCol
-                          : b_.CreateSelect(b_.CreateICmpSLT(gCol, N_), gCol,
-                                            b_.CreateSub(N_, k_.index(w)));
+    Value* base =
+        nExact_ ? gCol
+                : b_.CreateSelect(b_.CreateICmpSLT(gCol, N_), gCol, b_.CreateSub(N_, k_.index(w)));
     for (int j = 0; j < w; ++j)
       cols_[col + j] = j ? b_.CreateAdd(base, k_.index(j), "", true, true) : base;
   }
@@ -457,7 +508,7 @@ void GemmEmitter::storeResult(Value* po) {
         values = epilogueLanes(i, gRow, c, gCol, acc);
       }
       auto store = [&] {
-        Value* flat = b_.CreateAdd(cBase_, b_.CreateAdd(b_.CreateMul(gRow, N_), gCol));
+        Value* flat = b_.CreateAdd(cBase_, b_.CreateAdd(b_.CreateMul(gRow, cLd_), gCol));
         if (epi_) {
           k_.storeVector(po, epi_->dtype, flat, values);
           return;
@@ -476,8 +527,10 @@ void GemmEmitter::storeResult(Value* po) {
 }
 
 void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
-  paArg_ = pa;
-  pbArg_ = pb;
+  aTile_ = operandA();
+  bTile_ = operandB();
+  aTile_.arg = pa;
+  bTile_.arg = pb;
   llvm::Module& m = *k_.module;
   auto* arr = llvm::ArrayType::get(b_.getInt8Ty(), uint64_t(p_.sharedBytes));
   tiles_ = new llvm::GlobalVariable(m, arr, false, llvm::GlobalValue::InternalLinkage,
@@ -488,6 +541,8 @@ void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
   mExact_ = exact(p_.m, p_.blockM);
   nExact_ = exact(p_.n, p_.blockN);
   kExact_ = exact(p_.k, p_.blockK);
+  aTile_.outerExact = mExact_;
+  bTile_.outerExact = nExact_;
   int accumulators = mma() ? p_.warpM * p_.warpN / 32 : p_.threadM * p_.threadN;
   for (int i = 0; i < accumulators; ++i)
     acc_.push_back(k_.entryAlloca(ct_, fmt::format("acc{}", i)));
@@ -495,6 +550,12 @@ void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
   M_ = k_.dim(p_.m);
   N_ = k_.dim(p_.n);
   K_ = k_.dim(p_.k);
+  aTile_.outerDim = M_;
+  bTile_.outerDim = N_;
+  aTile_.ld = k_.dim(p_.a.ld);
+  bTile_.ld = k_.dim(p_.b.ld);
+  aTile_.batchStride = k_.dim(p_.a.batchStride);
+  bTile_.batchStride = k_.dim(p_.b.batchStride);
   auto ceilDiv = [&](Value* x, int d) {
     return b_.CreateUDiv(b_.CreateAdd(x, k_.index(d - 1)), k_.index(d));
   };
@@ -502,6 +563,8 @@ void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
   Value* perBatch = b_.CreateMul(ceilDiv(M_, p_.blockM), tilesN);
   Value* total = b_.CreateMul(k_.dim(p_.batch), perBatch);
   Value* kTiles = ceilDiv(K_, p_.blockK);
+  cLd_ = k_.dim(p_.c.ld);
+  Value* cBatchStride = k_.dim(p_.c.batchStride);
 
   // Thread → register block: warps tile the block tile row-major, lanes tile the warp tile.
   tid_ = k_.threadId();
@@ -532,9 +595,11 @@ void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
     Value* rem = b_.CreateURem(tile, perBatch);
     m0_ = b_.CreateMul(b_.CreateUDiv(rem, tilesN), k_.index(p_.blockM));
     n0_ = b_.CreateMul(b_.CreateURem(rem, tilesN), k_.index(p_.blockN));
-    aBase_ = b_.CreateMul(batch, b_.CreateMul(M_, K_));
-    bBase_ = b_.CreateMul(batch, b_.CreateMul(K_, N_));
-    cBase_ = b_.CreateMul(batch, b_.CreateMul(M_, N_));
+    aTile_.origin = m0_;
+    bTile_.origin = n0_;
+    aTile_.base = b_.CreateMul(batch, aTile_.batchStride);
+    bTile_.base = b_.CreateMul(batch, bTile_.batchStride);
+    cBase_ = b_.CreateMul(batch, cBatchStride);
     for (llvm::AllocaInst* a : acc_)
       b_.CreateStore(llvm::Constant::getNullValue(ct_), a);
     if (p_.asyncCopy) {

@@ -33,9 +33,11 @@ EmittedKernel emitLibraryKernel(llvm::Module& module, const fusion::FusionPlan& 
   k.kernelName = name;
   if (n.kind != ir::OpKind::Dot) k.fail(n.id, "only dot has a library kernel");
 
-  const ir::Node& a = g.node(n.operands[0]);
-  const ir::Node& bm = g.node(n.operands[1]);
   const fusion::GemmEpilogue& epilogue = call.epilogue;
+  // the values loaded for the operands (a prologue's source: its layout is the GemmPlan's)
+  const std::vector<ir::NodeId> operands = epilogue.operands(n.operands);
+  const ir::Node& a = g.node(operands[0]);
+  const ir::Node& bm = g.node(operands[1]);
   // the operands, the stored result, then what the epilogue reads
   std::vector<ir::NodeId> values = {a.id, bm.id, call.result()};
   for (const fusion::EpilogueRead& r : epilogue.reads)

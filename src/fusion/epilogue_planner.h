@@ -14,6 +14,12 @@
 // needs a whole row (a reduce) never qualifies. No path leaves the region and
 // comes back (every value it reads is produced before the dot or independently of it), so the
 // stitch scopes around it stay acyclic.
+//
+// Prologues come first: a layout op (transpose, reshape, broadcast) whose every reader is a dot
+// or another such op is absorbed into the dots' operand reads (GemmEpilogue::a and b), where the
+// GEMM can say where each element lies in the chain's source (fusion::operandLayout: attention's
+// head split and K^T, a transposed weight, Gemm's transA/transB); no kernel computes it, and a
+// value it reads counts as read by a dot (so a bias add before a head split is an epilogue).
 #include <map>
 
 #include "fusion/gemm_epilogue.h"
@@ -21,10 +27,10 @@
 
 namespace weft::fusion {
 
-/// The epilogue of every dot that has one, by dot.
+/// The epilogue and prologues of every dot that has one, by dot.
 std::map<ir::NodeId, GemmEpilogue> planEpilogues(const ir::Graph& g, const Users& users);
 
-/// Ops that belong to an epilogue (by node id): no stitch scope computes them.
+/// Ops that belong to an epilogue or a prologue (by node id): no stitch scope computes them.
 std::vector<bool> epilogueOps(const ir::Graph& g, const std::map<ir::NodeId, GemmEpilogue>& e);
 
 } // namespace weft::fusion

@@ -42,11 +42,12 @@ struct LibraryCall {
   GemmPlan gemm;         // how a dot runs (fusion/gemm_planner.h)
   GemmEpilogue epilogue; // the dot's consumers fused into its kernel (astitch; empty: none)
 
-  /// The value the step writes: the epilogue's result, or the op's own.
-  ir::NodeId result() const { return epilogue.empty() ? op : epilogue.result; }
-  /// The values the step reads from buffers: the op's operands, then the epilogue's reads.
+  /// The value the step writes: the epilogue's (or its store layout's) result, or the op's own.
+  ir::NodeId result() const { return epilogue.stored(op); }
+  /// The values the step reads from buffers: the op's operands (a prologue's source where one
+  /// absorbs the operand's layout ops), then the epilogue's reads.
   std::vector<ir::NodeId> reads(const ir::Graph& g) const {
-    std::vector<ir::NodeId> r = g.node(op).operands;
+    std::vector<ir::NodeId> r = epilogue.operands(g.node(op).operands);
     for (const EpilogueRead& e : epilogue.reads)
       r.push_back(e.value);
     return r;

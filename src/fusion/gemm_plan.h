@@ -15,19 +15,51 @@
 #include <cstdint>
 #include <string>
 
-#include "ir/shape.h"
+#include "ir/graph.h"
 
 namespace weft::fusion {
+
+/// Where a GEMM operand's elements are in its buffer: the matrix of batch b (A [M, K] or
+/// B [K, N]) at b * batchStride, row i and column j at i * rowStride + j * colStride, one of
+/// the two 1 (the dim read contiguously). A dense operand is row-major with rowStride the
+/// column count; a transpose the plan absorbed (B as [N, K] row-major: column-major here) or a
+/// head split of a wider matrix (rowStride the full row) reads the source's buffer in place.
+/// batchStride 0: every batch reads the same matrix (a broadcast along the batch).
+struct GemmOperand {
+  enum class Layout : uint8_t { RowMajor, ColumnMajor };
+  Layout layout = Layout::RowMajor;
+  ir::Dim batchStride = 0;
+  ir::Dim ld = 1; // the stride of the dim read with stride (RowMajor: rows, ColumnMajor: columns)
+  /// A prologue with elementwise ops (GemmPrologue): each element is loaded from `source`
+  /// (of dtype `sourceType`) and becomes `value` (the dot's operand) through the graph's ops
+  /// between them before it is staged; -1: loaded as it is.
+  ir::NodeId value = -1, source = -1;
+  ir::DType sourceType = ir::DType::f32;
+
+  bool rowMajor() const { return layout == Layout::RowMajor; }
+  bool computed() const { return value >= 0; }
+  /// Whether it is how a dense operand of `batch` matrices `rows` × `cols` lies.
+  bool dense(const ir::Dim& batch, const ir::Dim& rows, const ir::Dim& cols) const;
+  std::string str() const; // "column-major (ld 256, batch stride 64)"
+};
 
 struct GemmPlan {
   /// Fma: CUDA cores, one fused multiply-add per element pair (every dtype).
   /// TensorCore: mma.sync.m16n8k16 (sm_80+, f16/bf16 inputs, f32 accumulation): each warp
   /// covers its warpM × warpN tile with (warpM / 16) × (warpN / 8) mma tiles whose A and B
-  /// fragments come from the staged tiles through ldmatrix (A row-major [blockM][blockK],
-  /// B [blockK][blockN] read with .trans); threadM, threadN and columnRun are unused.
+  /// fragments come from the staged tiles through ldmatrix (a row-major A as [blockM][blockK],
+  /// a row-major B as [blockK][blockN] read with .trans; column-major operands staged as they
+  /// lie, the other way round); threadM, threadN and columnRun are unused.
   enum class Engine : uint8_t { Fma, TensorCore };
   Engine engine = Engine::Fma;
-  ir::Dim batch = 1, m = 1, n = 1, k = 1;   // the problem (batch: product of the leading dims)
+  ir::Dim batch = 1, m = 1, n = 1, k = 1; // the problem (batch: product of the leading dims)
+  /// How A ([M, K]) and B ([K, N]) lie in their buffers. Staging follows the layout: a
+  /// vector is loaded along the dim the operand is contiguous in, and the tensor-core path
+  /// stages each tile as its source lies (ldmatrix with or without .trans).
+  GemmOperand a, b;
+  /// Where the result's elements go (row-major; a head merge the plan absorbed stores into the
+  /// wider matrix in place: ld the full row, batch stride one head's columns).
+  GemmOperand c;
   int blockM = 64, blockN = 64, blockK = 8; // block tile
   int warpM = 32, warpN = 16;               // warp tile inside the block tile
   int threadM = 4, threadN = 4;             // register block of one thread inside its warp tile
@@ -35,8 +67,9 @@ struct GemmPlan {
   /// r * lanesN() * columnRun from the first: the lanes of a row then read B from shared memory
   /// and write results to global memory in one contiguous span per instruction.
   int columnRun = 4;
-  /// Elements per global load: of A along K (needs K a static multiple), of B along N and of
-  /// the result's stores along N (need N a static multiple); 1 = scalar accesses.
+  /// Elements per global load: of A and B along the dim each is contiguous in (row-major A:
+  /// K; row-major B: N; needs that dim and the operand's strides static multiples), of the
+  /// result's stores along N (needs N a static multiple); 1 = scalar accesses.
   int vectorA = 1, vectorB = 1, vectorC = 1;
   /// Shared-memory buffers per operand: 2 = double buffering (the next K tile is loaded into
   /// registers while the current one is multiplied, then stored into the other buffer, so a

@@ -1,6 +1,8 @@
 #include "fusion/gemm_planner.h"
 
 #include <algorithm>
+#include <stdexcept>
+
 #include <fmt/format.h>
 
 namespace weft::fusion {
@@ -59,18 +61,204 @@ ir::Dim tilesAlong(const ir::Dim& d, int tile) {
 
 /// Elements per access of at most 16 bytes along a dim of size d, at most `limit`: only when d
 /// is a static multiple of it (so a vector is entirely inside or outside the tensor, and
-/// aligned to its size).
-int vectorAlong(const ir::Dim& d, int elementBytes, int limit) {
+/// aligned to its size) and so are the strides `aligned` (a dim's elements start there).
+int vectorAlong(const ir::Dim& d, int elementBytes, int limit,
+                std::initializer_list<ir::Dim> aligned = {}) {
   int v = std::min(limit, std::max(1, 16 / elementBytes));
   if (!d.isStatic()) return 1;
-  while (v > 1 && d.size() % v != 0)
+  auto fits = [&](int w) {
+    if (d.size() % w != 0) return false;
+    for (const ir::Dim& s : aligned)
+      if (s.factor() % w != 0) return false;
+    return true;
+  };
+  while (v > 1 && !fits(v))
     v /= 2;
   return v;
 }
 
+/// A dense operand of `rows` × `cols` matrices of dtype t.
+GemmOperand dense(const ir::Dim& rows, const ir::Dim& cols, ir::DType t) {
+  GemmOperand o;
+  o.sourceType = t;
+  o.ld = cols;
+  o.batchStride = rows * cols;
+  return o;
+}
+
+bool isOne(const ir::Dim& d) {
+  return d.isStatic() && d.size() == 1;
+}
+
+/// The strides of a reshape's result from its operand's (nullopt: it merges dims that are not
+/// contiguous). Dims are matched in groups of equal products; a group's operand dims must be
+/// contiguous (each stride the next's times its size), and its result dims split that run.
+std::optional<std::vector<ir::Dim>>
+reshapeStrides(const ir::Shape& in, const std::vector<ir::Dim>& inStrides, const ir::Shape& out) {
+  std::vector<size_t> ins;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!isOne(in[i])) ins.push_back(i);
+  std::vector<ir::Dim> strides(out.size(), ir::Dim(0));
+  size_t i = 0, j = 0;
+  while (j < out.size()) {
+    if (isOne(out[j])) {
+      ++j;
+      continue;
+    }
+    if (i >= ins.size()) return std::nullopt;
+    std::vector<size_t> gi{ins[i++]}, gj{j++};
+    ir::Dim inProd = in[gi[0]], outProd = out[gj[0]];
+    while (inProd != outProd) {
+      auto more = outProd.dividedBy(inProd);
+      if (more && !isOne(*more)) {
+        if (i >= ins.size()) return std::nullopt;
+        gi.push_back(ins[i++]);
+        inProd = inProd * in[gi.back()];
+      } else if (auto fewer = inProd.dividedBy(outProd)) {
+        while (j < out.size() && isOne(out[j]))
+          ++j;
+        if (j >= out.size()) return std::nullopt;
+        gj.push_back(j++);
+        outProd = outProd * out[gj.back()];
+      } else {
+        return std::nullopt;
+      }
+    }
+    for (size_t x = 0; x + 1 < gi.size(); ++x)
+      if (inStrides[gi[x]] != in[gi[x + 1]] * inStrides[gi[x + 1]]) return std::nullopt;
+    ir::Dim stride = inStrides[gi.back()];
+    for (size_t x = gj.size(); x-- > 0;) {
+      strides[gj[x]] = stride;
+      stride = stride * out[gj[x]];
+    }
+  }
+  if (i != ins.size()) return std::nullopt;
+  return strides;
+}
+
+/// The operand's (or, without a prologue, its dense) layout, checked against `rows` × `cols`.
+GemmOperand layoutOf(const ir::Graph& g, const GemmPrologue& prologue, const ir::Dim& rows,
+                     const ir::Dim& cols, ir::DType t) {
+  if (prologue.empty()) return dense(rows, cols, t);
+  auto l = operandLayout(g, prologue);
+  if (!l) throw std::logic_error("fusion: a GEMM prologue whose layout has no strides");
+  bool elementwise = std::any_of(prologue.ops.begin(), prologue.ops.end(),
+                                 [&](ir::NodeId op) { return ir::isElementwise(g.node(op).kind); });
+  if (elementwise) {
+    l->value = prologue.ops.front();
+    l->source = prologue.source;
+  }
+  l->sourceType = g.node(prologue.source).type.dtype;
+  return *l;
+}
+
+std::vector<ir::Dim> denseStrides(const ir::Shape& shape) {
+  std::vector<ir::Dim> strides(shape.size(), ir::Dim(1));
+  for (size_t i = shape.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+/// The GemmOperand of a [batch..., rows, cols] tensor whose dims lie at `strides` (nullopt:
+/// neither of the last two has stride 1, or the batch dims do not flatten to one stride).
+std::optional<GemmOperand> withStrides(const ir::Shape& shape, std::vector<ir::Dim> strides) {
+  size_t r = shape.size();
+  if (r < 2) return std::nullopt;
+  // A dim of size 1 is read at index 0 only: any stride serves, 1 included.
+  for (size_t i = 0; i < r; ++i)
+    if (isOne(shape[i])) strides[i] = i + 1 == r ? ir::Dim(1) : ir::Dim(0);
+  GemmOperand o;
+  if (strides[r - 1] == ir::Dim(1)) {
+    o.ld = strides[r - 2];
+  } else if (strides[r - 2] == ir::Dim(1)) {
+    o.layout = GemmOperand::Layout::ColumnMajor;
+    o.ld = strides[r - 1];
+  } else {
+    return std::nullopt;
+  }
+  std::vector<size_t> batch;
+  for (size_t i = 0; i + 2 < r; ++i)
+    if (!isOne(shape[i])) batch.push_back(i);
+  for (size_t x = 0; x + 1 < batch.size(); ++x)
+    if (strides[batch[x]] != shape[batch[x + 1]] * strides[batch[x + 1]]) return std::nullopt;
+  o.batchStride = batch.empty() ? ir::Dim(0) : strides[batch.back()];
+  return o;
+}
+
 } // namespace
 
-GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec) {
+std::optional<GemmOperand> operandLayout(const ir::Graph& g, const GemmPrologue& prologue) {
+  const ir::Shape* shape = &g.node(prologue.source).type.shape;
+  std::vector<ir::Dim> strides = denseStrides(*shape);
+  for (size_t c = prologue.ops.size(); c-- > 0;) {
+    const ir::Node& n = g.node(prologue.ops[c]);
+    const ir::Shape& out = n.type.shape;
+    std::vector<ir::Dim> next(out.size(), ir::Dim(0));
+    switch (n.kind) {
+    case ir::OpKind::Transpose: {
+      const auto& perm = n.attr<ir::TransposeAttrs>().perm;
+      for (size_t i = 0; i < out.size(); ++i)
+        next[i] = strides[size_t(perm[i])];
+      break;
+    }
+    case ir::OpKind::BroadcastInDim: {
+      const auto& dims = n.attr<ir::BroadcastAttrs>().dims;
+      for (size_t i = 0; i < dims.size(); ++i)
+        if ((*shape)[i] == out[size_t(dims[i])]) next[size_t(dims[i])] = strides[i];
+      break;
+    }
+    case ir::OpKind::Reshape: {
+      auto r = reshapeStrides(*shape, strides, out);
+      if (!r) return std::nullopt;
+      next = std::move(*r);
+      break;
+    }
+    default:
+      if (!ir::isElementwise(n.kind)) return std::nullopt;
+      next = strides; // an element becomes the element at its own index
+      break;
+    }
+    strides = std::move(next);
+    shape = &out;
+  }
+  return withStrides(*shape, std::move(strides));
+}
+
+std::optional<GemmOperand> storeLayout(const ir::Graph& g, ir::NodeId from,
+                                       const std::vector<ir::NodeId>& store) {
+  if (store.empty()) return std::nullopt;
+  const ir::Shape* shape = &g.node(store.back()).type.shape;
+  std::vector<ir::Dim> strides = denseStrides(*shape);
+  for (size_t c = store.size(); c-- > 0;) {
+    const ir::Node& n = g.node(store[c]);
+    const ir::Shape& in = g.node(c == 0 ? from : store[c - 1]).type.shape;
+    std::vector<ir::Dim> prev(in.size(), ir::Dim(0));
+    switch (n.kind) {
+    case ir::OpKind::Transpose: {
+      const auto& perm = n.attr<ir::TransposeAttrs>().perm;
+      for (size_t i = 0; i < perm.size(); ++i)
+        prev[size_t(perm[i])] = strides[i];
+      break;
+    }
+    case ir::OpKind::Reshape: {
+      auto r = reshapeStrides(*shape, strides, in);
+      if (!r) return std::nullopt;
+      prev = std::move(*r);
+      break;
+    }
+    default:
+      return std::nullopt;
+    }
+    strides = std::move(prev);
+    shape = &in;
+  }
+  auto o = withStrides(*shape, std::move(strides));
+  if (!o || !o->rowMajor()) return std::nullopt;
+  return o;
+}
+
+GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec,
+                  const GemmEpilogue& fused) {
   const ir::Node& n = g.node(dot);
   const ir::Shape& as = g.node(n.operands[0]).type.shape;
   const ir::Shape& os = n.type.shape;
@@ -81,6 +269,14 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec) {
   p.m = os[r - 2];
   p.n = os[r - 1];
   p.k = as[r - 1];
+  p.a = layoutOf(g, fused.a, p.m, p.k, n.type.dtype);
+  p.b = layoutOf(g, fused.b, p.k, p.n, n.type.dtype);
+  p.c = dense(p.m, p.n, n.type.dtype);
+  if (!fused.store.empty()) {
+    auto c = storeLayout(g, fused.ops.empty() ? dot : fused.result, fused.store);
+    if (!c) throw std::logic_error("fusion: a GEMM's store layout has no strides");
+    p.c = *c;
+  }
   ir::DType t = n.type.dtype;
   int e = int(ir::dtypeBytes(t));
   // Wide accumulators (f64, i64) take twice the registers: no 8 × 8 blocks for them.
@@ -90,7 +286,10 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec) {
   if (mma) p.engine = GemmPlan::Engine::TensorCore;
 
   int64_t B = assumed(p.batch), M = assumed(p.m), N = assumed(p.n), K = assumed(p.k);
-  int64_t aBytes = B * M * K * e, bBytes = B * K * N * e, cBytes = B * M * N * e;
+  // Operands are read in their sources' dtypes (a convert in a prologue: the wider one).
+  int64_t eA = int64_t(ir::dtypeBytes(p.a.sourceType)),
+          eB = int64_t(ir::dtypeBytes(p.b.sourceType));
+  int64_t aBytes = B * M * K * eA, bBytes = B * K * N * eB, cBytes = B * M * N * e;
   int64_t compulsory = aBytes + bBytes + cBytes;
   // Each block tile reads its A rows and B columns once per K step: A is read once per tile
   // column, B once per tile row. Pick the tile with the most blocks among those that read at
@@ -129,15 +328,18 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec) {
   // k-steps of 16 on tensor cores: 64 bytes).
   p.blockK = mma ? 32 : std::max(4, 32 / e);
   p.blockSize = kThreads;
-  p.vectorA = vectorAlong(p.k, e, p.blockK);
-  p.vectorB = vectorAlong(p.n, e, p.blockN);
+  // Along the dim each operand is contiguous in (a transposed one: the other way).
+  p.vectorA = p.a.rowMajor() ? vectorAlong(p.k, int(eA), p.blockK, {p.a.ld, p.a.batchStride})
+                             : vectorAlong(p.m, int(eA), p.blockM, {p.a.ld, p.a.batchStride});
+  p.vectorB = p.b.rowMajor() ? vectorAlong(p.n, int(eB), p.blockN, {p.b.ld, p.b.batchStride})
+                             : vectorAlong(p.k, int(eB), p.blockK, {p.b.ld, p.b.batchStride});
   if (mma) {
     p.columnRun = 2; // an mma accumulator holds two adjacent columns
     p.sharedPad = 8;
   } else {
     p.columnRun = std::min(p.threadN, std::max(1, 16 / e));
   }
-  p.vectorC = vectorAlong(p.n, e, p.columnRun);
+  p.vectorC = vectorAlong(p.n, e, p.columnRun, {p.c.ld, p.c.batchStride});
   // A sequential f32 sum of 768 products already drifts past what the output check allows
   // for the dot's conditioning; two-level sums keep long dots as accurate as short ones.
   p.tileSums = !mma && ir::isFloat(t) && K > kLongK;
@@ -145,15 +347,21 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec) {
   p.stages = K > p.blockK ? 2 : 1;
   // cp.async copies 4, 8 or 16 bytes into a layout equal to global's (tensor cores only; the
   // FMA path transposes A on the way).
-  p.asyncCopy = mma && p.stages == 2 && p.vectorA * e >= 4 && p.vectorB * e >= 4;
+  // A prologue's elementwise ops run between the load and the store: no cp.async then.
+  p.asyncCopy = mma && p.stages == 2 && p.vectorA * e >= 4 && p.vectorB * e >= 4 &&
+                !p.a.computed() && !p.b.computed();
   // Without cp.async, a tensor-core tile's next K tile would wait in registers beside the
   // accumulators and fragments (255 registers and spills at 128 x 128 with scalar loads):
   // one stage instead.
   if (mma && !p.asyncCopy) p.stages = 1;
-  p.sharedBytes = int64_t(p.stages) *
-                  (int64_t(p.blockM) * (p.blockK + p.sharedPad) +
-                   int64_t(p.blockK) * (p.blockN + p.sharedPad)) *
-                  e;
+  // Tensor cores stage each tile as its operand lies (a column-major A as [blockK][blockM], a
+  // column-major B as [blockN][blockK]); the FMA path stages A K-major and B N-major.
+  bool aKRows = !mma || !p.a.rowMajor(), bNRows = mma && !p.b.rowMajor();
+  int64_t aTile = aKRows ? int64_t(p.blockK) * (p.blockM + p.sharedPad)
+                         : int64_t(p.blockM) * (p.blockK + p.sharedPad);
+  int64_t bTile = bNRows ? int64_t(p.blockN) * (p.blockK + p.sharedPad)
+                         : int64_t(p.blockK) * (p.blockN + p.sharedPad);
+  p.sharedBytes = int64_t(p.stages) * (aTile + bTile) * e;
 
   p.tiles = p.batch * tilesAlong(p.m, p.blockM) * tilesAlong(p.n, p.blockN);
   if (!p.tiles.isStatic()) {
@@ -170,6 +378,17 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec) {
   return p;
 }
 
+bool GemmOperand::dense(const ir::Dim& batch, const ir::Dim& rows, const ir::Dim& cols) const {
+  return rowMajor() && ld == cols && (isOne(batch) || batchStride == rows * cols) && !computed();
+}
+
+std::string GemmOperand::str() const {
+  return fmt::format(
+      "{} (ld {}, batch stride {}){}", rowMajor() ? "row-major" : "column-major", ld.str(),
+      batchStride.str(),
+      computed() ? fmt::format(", computed on load from {}", ir::dtypeName(sourceType)) : "");
+}
+
 std::string GemmPlan::str() const {
   std::string inner = engine == Engine::Fma
                           ? fmt::format("thread {}x{} (runs of {})", threadM, threadN, columnRun)
@@ -183,6 +402,10 @@ std::string GemmPlan::str() const {
       asyncCopy ? " (cp.async)" : "", splitK, tileSums ? ", tile sums" : "", blockSize, sharedBytes,
       tiles.str());
   if (maxBlocks > 0) s += fmt::format(" (grid at most {})", maxBlocks);
+  // Operands read in place through a prologue's layout ops (dense ones go unsaid).
+  if (!a.dense(batch, m, k)) s += ", a " + a.str();
+  if (!b.dense(batch, k, n)) s += ", b " + b.str();
+  if (!c.dense(batch, m, n)) s += ", c " + c.str();
   if (compulsoryBytes > 0)
     s += fmt::format(", reads+writes {:.2f}x the operands and result",
                      double(modeledBytes) / double(compulsoryBytes));

@@ -73,9 +73,9 @@ FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy polic
   for (const ir::Node& n : g.nodes())
     if (!ir::isMemoryIntensive(n.kind) && n.kind != ir::OpKind::Parameter) {
       auto e = epilogues.find(n.id);
-      steps.emplace_back(
-          LibraryCall{n.id, n.kind == ir::OpKind::Dot ? planGemm(g, n.id, spec) : GemmPlan{},
-                      e == epilogues.end() ? GemmEpilogue{} : e->second});
+      GemmEpilogue fused = e == epilogues.end() ? GemmEpilogue{} : e->second;
+      GemmPlan gemm = n.kind == ir::OpKind::Dot ? planGemm(g, n.id, spec, fused) : GemmPlan{};
+      steps.emplace_back(LibraryCall{n.id, std::move(gemm), std::move(fused)});
     }
   plan.steps = orderSteps(g, std::move(steps));
 

@@ -48,8 +48,11 @@ StepIndex indexSteps(const FusionPlan& plan) {
     if (const auto* call = std::get_if<LibraryCall>(&plan.steps[s])) {
       idx.names.push_back(fmt::format("library call {}", name(g, call->op)));
       idx.stepsOf[size_t(call->op)].push_back(int(s));
-      for (ir::NodeId op : call->epilogue.ops)
-        idx.stepsOf[size_t(op)].push_back(int(s));
+      for (const auto* ops :
+           {&call->epilogue.ops, &call->epilogue.a.ops, &call->epilogue.b.ops,
+            &call->epilogue.a.leaves, &call->epilogue.b.leaves, &call->epilogue.store})
+        for (ir::NodeId op : *ops)
+          idx.stepsOf[size_t(op)].push_back(int(s));
       idx.producer[size_t(call->result())] = int(s);
       continue;
     }

@@ -111,6 +111,13 @@ std::string epilogueStr(const GemmEpilogue& e, const ir::Graph& g) {
   return s;
 }
 
+/// One line for an operand's prologue: the layout ops the GEMM reads through, and from where.
+std::string prologueStr(const char* operand, const GemmPrologue& p, const GemmOperand& layout,
+                        const ir::Graph& g) {
+  return fmt::format("prologue {}: {} read in place from {}, {}", operand, valueList(g, p.ops),
+                     valueName(g, p.source), layout.str());
+}
+
 } // namespace
 
 std::string storageName(Storage s) {
@@ -273,7 +280,14 @@ std::string printFusionPlan(const FusionPlan& plan) {
       os << "library call " << valueName(g, call->op) << " (" << ir::opName(g.node(call->op).kind)
          << ")\n";
       if (g.node(call->op).kind == ir::OpKind::Dot) os << "  " << call->gemm.str() << "\n";
+      if (!call->epilogue.a.empty())
+        os << "  " << prologueStr("a", call->epilogue.a, call->gemm.a, g) << "\n";
+      if (!call->epilogue.b.empty())
+        os << "  " << prologueStr("b", call->epilogue.b, call->gemm.b, g) << "\n";
       if (!call->epilogue.empty()) os << "  " << epilogueStr(call->epilogue, g) << "\n";
+      if (!call->epilogue.store.empty())
+        os << "  store: through " << valueList(g, call->epilogue.store) << " into "
+           << valueName(g, call->result()) << ", " << call->gemm.c.str() << "\n";
       continue;
     }
     os << printKernelPlan(std::get<KernelPlan>(plan.steps[i]), g);

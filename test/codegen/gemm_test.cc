@@ -9,6 +9,7 @@
 #include "codegen/compile.h"
 #include "codegen/ptxas.h"
 #include "fusion/plan.h"
+#include "fusion/plan_printer.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "ptxas_or_skip.h"
@@ -196,4 +197,271 @@ TEST_CASE("gemm: every variant assembles on sm_80 and sm_90 without spills", "[p
       INFO(gemmOf(plan).str() << " on sm_" << sm);
       test::checkAssemblesWithoutSpills(ptxas, plan);
     }
+}
+
+namespace {
+
+/// How a test operand reaches the dot.
+enum class Feed {
+  Dense,      // a parameter of the operand's shape
+  Transposed, // a parameter of the transposed shape, then a transpose of the last two dims
+  Heads,      // attention's head split: [rows, batch * cols] → reshape → transpose (1, 0, 2)
+  HeadsT,     // K^T: [cols, batch * rows] → reshape → transpose (1, 2, 0)
+};
+
+/// An operand of shape [batch, rows, cols] (or [rows, cols] with batch 0) fed as `f`.
+ir::NodeId feed(ir::Graph& g, const char* name, DType t, int64_t batch, int64_t rows, int64_t cols,
+                Feed f) {
+  auto param = [&](ir::Shape s) { return g.parameter(name, {t, std::move(s)}); };
+  ir::Shape lead = batch ? ir::Shape{batch} : ir::Shape{};
+  switch (f) {
+  case Feed::Dense: {
+    lead.push_back(rows);
+    lead.push_back(cols);
+    return param(lead);
+  }
+  case Feed::Transposed: {
+    ir::Shape s = lead;
+    s.push_back(cols);
+    s.push_back(rows);
+    std::vector<int64_t> perm;
+    for (size_t i = 0; i < lead.size(); ++i)
+      perm.push_back(int64_t(i));
+    perm.push_back(int64_t(lead.size()) + 1);
+    perm.push_back(int64_t(lead.size()));
+    return g.transpose(param(s), perm);
+  }
+  case Feed::Heads: {
+    ir::NodeId x = g.reshape(param({rows, batch * cols}), {rows, batch, cols});
+    return g.transpose(x, {1, 0, 2});
+  }
+  case Feed::HeadsT: {
+    ir::NodeId x = g.reshape(param({cols, batch * rows}), {cols, batch, rows});
+    return g.transpose(x, {1, 2, 0});
+  }
+  }
+  return -1;
+}
+
+ir::Graph layoutGraph(DType t, int64_t batch, int64_t m, int64_t k, int64_t n, Feed a, Feed b) {
+  ir::Graph g;
+  ir::NodeId x = feed(g, "a", t, batch, m, k, a);
+  ir::NodeId y = feed(g, "b", t, batch, k, n, b);
+  g.addOutput(g.dot(x, y, "out"));
+  return g;
+}
+
+const char* feedName(Feed f) {
+  return f == Feed::Dense        ? "dense"
+         : f == Feed::Transposed ? "transposed"
+         : f == Feed::Heads      ? "heads"
+                                 : "heads^T";
+}
+
+const fusion::LibraryCall& callOf(const fusion::FusionPlan& p) {
+  for (const auto& s : p.steps)
+    if (const auto* c = std::get_if<fusion::LibraryCall>(&s)) return *c;
+  FAIL("no library call in the plan");
+  throw 0;
+}
+
+} // namespace
+
+// Issue 20: transposes feeding dots (MatMul with a transposed weight, Gemm's transA/transB,
+// attention's head split and K^T) are read in place by the GEMM, no transpose kernel.
+TEST_CASE("gemm: transposed and head-split operands are read in place, on FMA and tensor cores",
+          "[codegen][sim][gemm]") {
+  using L = fusion::GemmOperand::Layout;
+  struct Case {
+    int64_t batch, m, k, n;
+    Feed a, b;
+    L la, lb;
+  };
+  std::vector<Case> cases = {
+      {0, 37, 29, 53, Feed::Transposed, Feed::Dense, L::ColumnMajor, L::RowMajor},
+      {0, 37, 29, 53, Feed::Dense, Feed::Transposed, L::RowMajor, L::ColumnMajor},
+      {0, 64, 96, 128, Feed::Transposed, Feed::Transposed, L::ColumnMajor, L::ColumnMajor},
+      {3, 33, 40, 17, Feed::Transposed, Feed::Transposed, L::ColumnMajor, L::ColumnMajor},
+      {4, 64, 64, 64, Feed::Heads, Feed::HeadsT, L::RowMajor, L::ColumnMajor},
+      {4, 64, 64, 64, Feed::Dense, Feed::Heads, L::RowMajor, L::RowMajor},
+      {2, 30, 24, 40, Feed::Heads, Feed::HeadsT, L::RowMajor, L::ColumnMajor}};
+  for (DType t : {DType::f32, DType::bf16, DType::f16})
+    for (const Case& c : cases) {
+      ir::Graph g = layoutGraph(t, c.batch, c.m, c.k, c.n, c.a, c.b);
+      auto plan = fusion::plan(g, *deviceSpecProfile("h100"), fusion::Policy::AStitch);
+      INFO(ir::dtypeName(t) << " a " << feedName(c.a) << " b " << feedName(c.b) << ": "
+                            << gemmOf(plan).str());
+      CHECK(plan.kernelCount() == 0); // no transpose kernel
+      CHECK(gemmOf(plan).a.layout == c.la);
+      CHECK(gemmOf(plan).b.layout == c.lb);
+      CHECK(callOf(plan).epilogue.a.empty() == (c.a == Feed::Dense));
+      CHECK(callOf(plan).epilogue.b.empty() == (c.b == Feed::Dense));
+      if (t != DType::f32) {
+        REQUIRE(gemmOf(plan).engine == fusion::GemmPlan::Engine::TensorCore);
+        codegen::CompiledModule mod = codegen::compileToPtx(plan);
+        // a K-major tile is read with .trans: a column-major A, a row-major B
+        CHECK((mod.ptx.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") !=
+               std::string::npos) == (c.la == L::ColumnMajor));
+        CHECK((mod.ptx.find("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16") !=
+               std::string::npos) == (c.lb == L::RowMajor));
+      }
+      check(plan, toleranceFor(t));
+      // xla and none keep the transposes in kernels of their own
+      for (auto policy : {fusion::Policy::Xla, fusion::Policy::None}) {
+        auto other = fusion::plan(g, *deviceSpecProfile("h100"), policy);
+        CHECK(other.kernelCount() > 0);
+        CHECK(gemmOf(other).a.rowMajor());
+        check(other, toleranceFor(t));
+      }
+    }
+}
+
+TEST_CASE("gemm: read in place, a transposed operand moves no more than a dense one",
+          "[codegen][sim][gemm][traffic]") {
+  DeviceSpec h100 = *deviceSpecProfile("h100");
+  for (DType t : {DType::f32, DType::bf16}) {
+    int64_t e = t == DType::f32 ? 4 : 2;
+    for (auto [batch, m, k, n, a, b] :
+         {std::tuple{int64_t(0), int64_t(64), int64_t(256), int64_t(256), Feed::Dense,
+                     Feed::Transposed},
+          {int64_t(0), int64_t(128), int64_t(768), int64_t(768), Feed::Transposed, Feed::Dense},
+          {int64_t(4), int64_t(64), int64_t(64), int64_t(64), Feed::Heads, Feed::HeadsT},
+          {int64_t(12), int64_t(128), int64_t(64), int64_t(128), Feed::Heads, Feed::HeadsT}}) {
+      ir::Graph g = layoutGraph(t, batch, m, k, n, a, b);
+      auto plan = fusion::plan(g, h100, fusion::Policy::AStitch);
+      REQUIRE(plan.kernelCount() == 0);
+      LaunchCounters lc = check(plan, toleranceFor(t));
+      int64_t compulsory = std::max<int64_t>(batch, 1) * (m * k + k * n + m * n) * e;
+      double moved = double(lc.globalSectorsRead + lc.globalSectorsWritten) * 32;
+      INFO(fmt::format("{} {}x{}x{}x{} a {} b {}: {} bytes for {} ({:.2f}x)", ir::dtypeName(t),
+                       batch, m, k, n, feedName(a), feedName(b), moved, compulsory,
+                       moved / double(compulsory)));
+      CHECK(moved <= 3.0 * double(compulsory));
+      CHECK(double(gemmOf(plan).modeledBytes) >= 0.95 * moved);
+    }
+  }
+}
+
+TEST_CASE("gemm: transposed-operand variants assemble on sm_80 and sm_90 without spills",
+          "[ptxas][gemm]") {
+  std::string ptxas = test::ptxasOrSkip();
+  if (ptxas.empty()) return;
+  for (int sm : {80, 90})
+    for (DType t : {DType::f32, DType::bf16})
+      for (auto [batch, m, k, n, a, b] :
+           {std::tuple{int64_t(0), int64_t(128), int64_t(768), int64_t(768), Feed::Transposed,
+                       Feed::Transposed},
+            {int64_t(0), int64_t(128), int64_t(768), int64_t(3072), Feed::Dense, Feed::Transposed},
+            {int64_t(0), int64_t(37), int64_t(29), int64_t(53), Feed::Transposed, Feed::Dense},
+            {int64_t(12), int64_t(128), int64_t(64), int64_t(128), Feed::Heads, Feed::HeadsT}}) {
+        ir::Graph g = layoutGraph(t, batch, m, k, n, a, b);
+        auto plan = fusion::plan(g, specFor(sm), fusion::Policy::AStitch);
+        INFO(gemmOf(plan).str() << " on sm_" << sm);
+        test::checkAssemblesWithoutSpills(ptxas, plan);
+      }
+}
+
+// The encoder's attention as an exporter writes it: projections, head split (reshape and
+// transpose), K^T, scores, context, head merge (transpose and reshape), output projection.
+// Under astitch every layout op is read or stored in place by a GEMM: no kernel at all.
+TEST_CASE("gemm: attention's head split, K^T and head merge run inside the GEMMs",
+          "[codegen][sim][gemm]") {
+  for (DType t : {DType::f32, DType::bf16}) {
+    const int64_t S = 48, H = 128, NH = 4, D = H / NH;
+    ir::Graph g;
+    ir::NodeId x = g.parameter("x", {t, {S, H}});
+    auto heads = [&](const char* name, std::vector<int64_t> perm) {
+      ir::NodeId w = g.parameter(std::string("w") + name, {t, {H, H}});
+      ir::NodeId p = g.dot(x, w, name);
+      return g.transpose(g.reshape(p, {S, NH, D}), perm);
+    };
+    ir::NodeId q = heads("q", {1, 0, 2}), k = heads("k", {1, 2, 0}), v = heads("v", {1, 0, 2});
+    ir::NodeId probs = g.unary(ir::OpKind::Exp, g.dot(q, k, "scores"), "probs");
+    ir::NodeId context = g.dot(probs, v, "context.heads");
+    ir::NodeId merged = g.reshape(g.transpose(context, {1, 0, 2}), {S, H}, "context");
+    g.addOutput(g.dot(merged, g.parameter("wo", {t, {H, H}}), "out"));
+    auto plan = fusion::plan(g, *deviceSpecProfile("h100"), fusion::Policy::AStitch);
+    INFO(ir::dtypeName(t));
+    CHECK(plan.kernelCount() == 0);
+    CHECK(plan.steps.size() == 6);
+    for (const auto& s : plan.steps) {
+      const auto& call = std::get<fusion::LibraryCall>(s);
+      const std::string& name = plan.graph.node(call.op).name;
+      INFO(name << ": " << call.gemm.str());
+      if (name == "scores") {
+        CHECK(call.gemm.a.rowMajor());
+        CHECK_FALSE(call.gemm.b.rowMajor()); // K^T read as [N, K] row-major
+        CHECK(call.gemm.b.ld == ir::Dim(H));
+        CHECK(call.gemm.b.batchStride == ir::Dim(D));
+      }
+      if (name == "context.heads") {
+        REQUIRE(call.epilogue.store.size() >= 1);
+        CHECK(call.gemm.c.ld == ir::Dim(H)); // stored into [S, NH, D] in place
+        CHECK(call.gemm.c.batchStride == ir::Dim(D));
+      }
+    }
+    check(plan, t == DType::f32 ? 1e-4 : 5e-2);
+    auto xla = fusion::plan(g, *deviceSpecProfile("h100"), fusion::Policy::Xla);
+    CHECK(xla.kernelCount() > 0);
+    check(xla, t == DType::f32 ? 1e-4 : 5e-2);
+  }
+}
+
+// Prologue fusion: a convert (mixed precision's f32 weight → bf16) or a scale by a constant that
+// only feeds a dot operand is applied as each element is loaded, before it is staged.
+TEST_CASE("gemm: a cast or a scale feeding an operand runs in the GEMM's loads",
+          "[codegen][sim][gemm]") {
+  for (DType t : {DType::bf16, DType::f16, DType::f32})
+    for (bool transposed : {false, true}) {
+      ir::Graph g;
+      const int64_t M = 70, K = 96, N = 130;
+      ir::NodeId x = g.parameter("x", {t, {M, K}});
+      ir::Shape ws = transposed ? ir::Shape{N, K} : ir::Shape{K, N};
+      ir::NodeId w = g.parameter("w", {DType::f32, ws});
+      if (transposed) w = g.transpose(w, {1, 0});
+      ir::NodeId wt = t == DType::f32 ? w : g.convert(w, t, "w.cast");
+      ir::NodeId half = g.broadcastInDim(g.constant(t, {}, {0.5}), {M, K}, {});
+      ir::NodeId xs = g.binary(ir::OpKind::Mul, x, half, "x.scaled");
+      g.addOutput(g.dot(xs, wt, "out"));
+      auto plan = fusion::plan(g, *deviceSpecProfile("h100"), fusion::Policy::AStitch);
+      INFO(ir::dtypeName(t) << (transposed ? " transposed" : "") << ": " << gemmOf(plan).str());
+      CHECK(plan.kernelCount() == 0); // neither the cast nor the scale is a kernel
+      CHECK(gemmOf(plan).a.computed());
+      CHECK(gemmOf(plan).b.computed() == (t != DType::f32));
+      CHECK(gemmOf(plan).b.sourceType == DType::f32);
+      CHECK(gemmOf(plan).b.rowMajor() == !transposed);
+      CHECK_FALSE(gemmOf(plan).asyncCopy);
+      CHECK_THAT(fusion::printFusionPlan(plan),
+                 Catch::Contains("prologue a: %x.scaled") && Catch::Contains("computed on load"));
+      check(plan, toleranceFor(t));
+      for (auto policy : {fusion::Policy::Xla, fusion::Policy::None}) {
+        auto other = fusion::plan(g, *deviceSpecProfile("h100"), policy);
+        CHECK(other.kernelCount() > 0);
+        CHECK_FALSE(gemmOf(other).a.computed());
+        check(other, toleranceFor(t));
+      }
+    }
+}
+
+TEST_CASE("gemm: operands computed on load assemble on sm_80 and sm_90 without spills",
+          "[ptxas][gemm]") {
+  std::string ptxas = test::ptxasOrSkip();
+  if (ptxas.empty()) return;
+  for (int sm : {80, 90})
+    for (DType t : {DType::bf16, DType::f16})
+      for (auto [m, k, n, transposed] :
+           {std::tuple{int64_t(128), int64_t(768), int64_t(768), false},
+            {int64_t(128), int64_t(768), int64_t(3072), true},
+            {int64_t(37), int64_t(29), int64_t(53), true}}) {
+        ir::Graph g;
+        ir::NodeId x = g.parameter("x", {t, {m, k}});
+        ir::NodeId w =
+            g.parameter("w", {DType::f32, transposed ? ir::Shape{n, k} : ir::Shape{k, n}});
+        if (transposed) w = g.transpose(w, {1, 0});
+        g.addOutput(g.dot(x, g.convert(w, t), "out"));
+        auto plan = fusion::plan(g, specFor(sm), fusion::Policy::AStitch);
+        REQUIRE(gemmOf(plan).b.computed());
+        INFO(gemmOf(plan).str() << " on sm_" << sm);
+        test::checkAssemblesWithoutSpills(ptxas, plan);
+      }
 }
