@@ -25,9 +25,9 @@ void execSetp(const Instr& I, uint32_t m, uint64_t* R);
 /// The data of shfl.sync and vote.sync once every member lane has arrived (warp_ops.cc);
 /// waiting for the members is the scheduler's.
 void execWarpCollective(const Instr& I, uint32_t m, uint64_t* R);
-/// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 over the whole warp (m
-/// must be every lane): D = A·B + C, each element the exact sum of its 16 products and C
-/// rounded once to f32 (tensor_core_ops.cc).
+/// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 (or m16n8k8 with tf32
+/// inputs) over the whole warp (m must be every lane): D = A·B + C, each element the exact sum
+/// of its 16 (8) products and C rounded once to f32 (tensor_core_ops.cc).
 void execMatrixMultiply(const Instr& I, uint32_t m, uint64_t* R);
 
 } // namespace weft::sim

@@ -87,6 +87,7 @@ enum class Op : uint8_t {
   // tensor cores and asynchronous copies (tensor_core_ops.cc)
   Ldmatrix,      // ldmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}.shared.b16; mode 1 = .trans
   Mma,           // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32; ty2 = input
+                 // (F32: m16n8k8.row.col.f32.tf32.tf32.f32)
   CpAsync,       // cp.async.{ca,cg}.shared.global: aux = cp-size, s[1] = src-size when ns == 2
   CpAsyncCommit, // cp.async.commit_group
   CpAsyncWait,   // cp.async.wait_group N (ns == 1) or cp.async.wait_all (ns == 0)

@@ -912,14 +912,22 @@ void Decoder::ldmatrix(Op) {
 
 void Decoder::mma(Op) {
   const auto& t = m_.types;
-  bool ok = m_.has("sync") && m_.has("aligned") && m_.has("m16n8k16") && m_.has("row") &&
-            m_.has("col") && t.size() == 4 && t[0] == Ty::F32 && t[3] == Ty::F32 &&
-            t[1] == t[2] && (t[1] == Ty::F16 || t[1] == Ty::BF16);
-  if (!ok) bad("only mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 is supported");
+  // m16n8k16 with f16/bf16 inputs, or m16n8k8 with tf32 inputs (".tf32" is no scalar type:
+  // it stays among the parts, and the types are the two f32s); both take A in 4 registers,
+  // B in 2, C and D in 4.
+  const bool sync = m_.has("sync") && m_.has("aligned") && m_.has("row") && m_.has("col");
+  const bool half = m_.has("m16n8k16") && t.size() == 4 && t[0] == Ty::F32 && t[3] == Ty::F32 &&
+                    t[1] == t[2] && (t[1] == Ty::F16 || t[1] == Ty::BF16);
+  const bool tf32 = m_.has("m16n8k8") && m_.has("tf32") && t.size() == 2 && t[0] == Ty::F32 &&
+                    t[1] == Ty::F32 &&
+                    std::count(m_.parts.begin(), m_.parts.end(), std::string("tf32")) == 2;
+  if (!sync || !(half || tf32))
+    bad("only mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 and "
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 are supported");
   need(4);
   in_.op = Op::Mma;
   in_.ty = Ty::F32;
-  in_.ty2 = t[1];
+  in_.ty2 = half ? t[1] : Ty::F32; // F32: tf32 inputs, m16n8k8
   auto regs = [&](const POperand& v, size_t n, const char* what) -> const std::vector<POperand>& {
     if (v.kind != POperand::Vec || v.elems.size() != n)
       bad(fmt::format("mma: {} takes a vector of {} registers", what, n));

@@ -1,5 +1,6 @@
 // Tensor-core and asynchronous-copy instructions: mma.sync m16n8k16 (f16/bf16 inputs, f32
-// accumulation), ldmatrix m8n8 (x1/x2/x4, .trans) and cp.async with its groups.
+// accumulation) and m16n8k8 (tf32 inputs), ldmatrix m8n8 (x1/x2/x4, .trans) and cp.async with
+// its groups.
 //
 // Fragment layouts are the PTX ISA's ("Matrix Fragments for mma.m16n8k16 with floating point
 // type", "Warp-level matrix load instruction: ldmatrix"), with groupID = lane >> 2 and
@@ -51,7 +52,46 @@ double f32Value(uint64_t bits) {
 
 } // namespace
 
+namespace {
+
+/// mma.sync.m16n8k8 with tf32 inputs (PTX ISA, "Matrix Fragments for mma.m16n8k8" for .tf32):
+///   A (16 x 8, a0..a3, one .b32 each): row = groupID (+ 8 for a1, a3), col = tig (+ 4 for a2, a3)
+///   B (8 x 8, b0, b1): row = tig (+ 4 for b1), col = groupID
+///   C, D as m16n8k16's.
+/// A tf32 is an f32 whose 13 low significand bits the tensor core ignores; its products are
+/// exact in double (11-bit significands) and so are sums of 8 of them and an f32 unless their
+/// exponents span more than double's precision: each result is rounded once, to f32.
+void execTf32MatrixMultiply(const Instr& I, uint64_t* R) {
+  auto tf32 = [](uint64_t reg) { return f32Value(reg & 0xffffe000u); };
+  double A[16][8], B[8][8], C[16][8];
+  for (int l = 0; l < 32; ++l) {
+    int g = l >> 2, t = l & 3;
+    for (int i = 0; i < 4; ++i)
+      A[g + (i & 1) * 8][t + (i >> 1) * 4] = tf32(src(I.s[i], R)[l]);
+    for (int i = 0; i < 2; ++i)
+      B[t + i * 4][g] = tf32(src(I.s[4 + i], R)[l]);
+    for (int i = 0; i < 4; ++i)
+      C[g + (i >= 2 ? 8 : 0)][t * 2 + (i & 1)] = f32Value(src(I.s[6 + i], R)[l]);
+  }
+  for (int l = 0; l < 32; ++l) {
+    int g = l >> 2, t = l & 3;
+    for (int i = 0; i < 4; ++i) {
+      int row = g + (i >= 2 ? 8 : 0), col = t * 2 + (i & 1);
+      double sum = C[row][col];
+      for (int k = 0; k < 8; ++k)
+        sum += A[row][k] * B[k][col];
+      if (I.d[i].kind == Operand::Reg) R[size_t(I.d[i].reg) * 32 + l] = f32Bits(sum);
+    }
+  }
+}
+
+} // namespace
+
 void execMatrixMultiply(const Instr& I, uint32_t, uint64_t* R) {
+  if (I.ty2 == Ty::F32) {
+    execTf32MatrixMultiply(I, R);
+    return;
+  }
   double A[16][16], B[16][8], C[16][8];
   for (int l = 0; l < 32; ++l) {
     int g = l >> 2, t = l & 3;

@@ -298,3 +298,88 @@ TEST_CASE("cp.async copies 4, 8 and 16 bytes into shared memory, zero-filling pa
   CHECK(c.globalSectorsRead == 16 + 16 + 16 + 16);
   CHECK(c.sharedStores == 4);
 }
+
+// mma.sync.m16n8k8 with tf32 inputs: the fragments laid out on the host by the ISA's formulas
+// for .tf32 (A: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4); B: b0 (t, g), b1
+// (t + 4, g)), values exact in tf32 plus low significand bits the tensor core must ignore.
+TEST_CASE("mma.sync m16n8k8 tf32 x tf32 + f32: D = A B + C, low 13 bits of the inputs ignored",
+          "[sim][tensor]") {
+  double A[16][8], B[8][8], C[16][8];
+  for (int i = 0; i < 16; ++i)
+    for (int k = 0; k < 8; ++k)
+      A[i][k] = valueAt(i, k, 1) * 1.25; // 11 significant bits at most: exact in tf32
+  for (int k = 0; k < 8; ++k)
+    for (int j = 0; j < 8; ++j)
+      B[k][j] = valueAt(k, j, 5);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j)
+      C[i][j] = valueAt(i, j, 2) * 4 + 0x1p-20; // C is f32: its low bits count
+  auto noisy = [](double v) { return uint32_t(fbits(float(v))) | (v != 0 ? 0x1555u : 0u); };
+  std::vector<uint32_t> frags(32 * 12);
+  for (int l = 0; l < 32; ++l) {
+    int g = l >> 2, t = l & 3;
+    for (int i = 0; i < 4; ++i)
+      frags[size_t(l * 12 + i)] = noisy(A[g + (i & 1) * 8][t + (i >> 1) * 4]);
+    for (int i = 0; i < 2; ++i)
+      frags[size_t(l * 12 + 4 + i)] = noisy(B[t + i * 4][g]);
+    for (int i = 0; i < 4; ++i)
+      frags[size_t(l * 12 + 6 + i)] =
+          uint32_t(fbits(float(C[g + (i >= 2 ? 8 : 0)][t * 2 + (i & 1)])));
+  }
+  std::string ptx = std::string(kHeader) + R"(
+.visible .entry t(.param .u64 in, .param .u64 out)
+{
+  .reg .b32 %r<24>;
+  .reg .f32 %f<8>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd0, [in];
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd2, %r0, 48;
+  add.s64 %rd3, %rd0, %rd2;
+  ld.global.v4.u32 {%r1, %r2, %r3, %r4}, [%rd3];
+  ld.global.v2.u32 {%r5, %r6}, [%rd3+16];
+  ld.global.f32 %f0, [%rd3+24];
+  ld.global.f32 %f1, [%rd3+28];
+  ld.global.f32 %f2, [%rd3+32];
+  ld.global.f32 %f3, [%rd3+36];
+  mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f4, %f5, %f6, %f7}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f0, %f1, %f2, %f3};
+  mul.wide.u32 %rd4, %r0, 16;
+  add.s64 %rd5, %rd1, %rd4;
+  st.global.v4.f32 [%rd5], {%f4, %f5, %f6, %f7};
+  ret;
+}
+)";
+  auto dev = makeSimDevice(h100());
+  Buffer<uint32_t> in(*dev, frags);
+  Buffer<float> out(*dev, size_t(32 * 4));
+  auto c = runPtx(*dev, ptx, "t", grid1D(1, 32), {in.arg(), out.arg()});
+  auto d = out.get();
+  for (int l = 0; l < 32; ++l) {
+    int g = l >> 2, t = l & 3;
+    for (int i = 0; i < 4; ++i) {
+      int row = g + (i >= 2 ? 8 : 0), col = t * 2 + (i & 1);
+      double want = C[row][col];
+      for (int k = 0; k < 8; ++k)
+        want += A[row][k] * B[k][col];
+      INFO("lane " << l << " d" << i << " = D[" << row << "][" << col << "]");
+      CHECK(d[size_t(l * 4 + i)] == float(want));
+    }
+  }
+  CHECK(c.warpInstructions == 16);
+}
+
+TEST_CASE("mma.sync: shapes and types outside the supported ones are refused by name",
+          "[sim][tensor]") {
+  for (const char* bad : {"mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32",
+                          "mma.sync.aligned.m16n8k16.row.col.f32.tf32.tf32.f32"}) {
+    std::string ptx = std::string(kHeader) + ".visible .entry t()\n{\n  .reg .b32 %r<8>;\n"
+                      "  .reg .f32 %f<8>;\n  " + bad +
+                      " {%f4, %f5, %f6, %f7}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f0, %f1, %f2, "
+                      "%f3};\n  ret;\n}\n";
+    auto dev = makeSimDevice(h100());
+    INFO(bad);
+    CHECK_THROWS_WITH(runPtx(*dev, ptx, "t", grid1D(1, 32), {}),
+                      Catch::Contains("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"));
+  }
+}
