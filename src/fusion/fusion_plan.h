@@ -64,6 +64,9 @@ struct FusionPlan {
   std::vector<Buffer> buffers;
   std::vector<int> bufferOfValue;   // value id → buffer index, -1 when the value has none
   ir::SymbolRanges symbolRanges;    // what the heuristics assumed of the symbols ({}: nothing)
+  // The planner's changes to the graph it was given (astitch: reduction_split.h,
+  // scope_recompute.h), one line each saying what and why; `weft plan` prints them first.
+  std::vector<std::string> notes;
 
   int kernelCount() const;
 };

@@ -266,6 +266,8 @@ std::string printFusionPlan(const FusionPlan& plan) {
                     plan.steps.size(), plan.kernelCount());
   if (!plan.symbolRanges.empty())
     os << "planned for " << ir::rangesStr(plan.symbolRanges) << "\n";
+  for (const std::string& note : plan.notes)
+    os << "graph: " << note << "\n";
   os << "buffers:\n";
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const Buffer& b = plan.buffers[i];

@@ -30,7 +30,7 @@ FusionPlan planExample(const std::string& file, Policy policy) {
   return plan(ir::bindSymbols(parsed.graph, binding), h100(), policy);
 }
 
-/// y = exp(x) @ w + exp(x): the add needs exp(x) and the dot, the dot needs exp(x). One kernel
+/// y = exp(x) @ w + exp(x)^T: the add needs exp(x) and the dot, the dot needs exp(x). One kernel
 /// holding exp and the add would both feed the dot and wait for it.
 ir::Graph dotBetween() {
   ir::Graph g;
@@ -38,9 +38,10 @@ ir::Graph dotBetween() {
   auto w = g.parameter("w", {DType::f32, {16, 16}});
   auto e = g.unary(ir::OpKind::Exp, x, "e");
   auto d = g.dot(e, w, "mm");
-  // y reads s = sin(e), which only a kernel computes: y cannot run in mm's epilogue (reading s
-  // there would write it), and no kernel can hold e, s and y (e → mm → y)
-  g.setOutputs({g.binary(ir::OpKind::Add, d, g.unary(ir::OpKind::Sin, e, "s"), "y")});
+  // y reads s = e^T, which only a kernel computes: y cannot run in mm's epilogue (reading s
+  // there would write it), and no kernel can hold e, s and y (e → mm → y). A transpose, so
+  // that y's kernel does not recompute s (scope_recompute.h: reading e costs what s does).
+  g.setOutputs({g.binary(ir::OpKind::Add, d, g.transpose(e, {1, 0}, "s"), "y")});
   return g;
 }
 
