@@ -30,6 +30,26 @@ int vectorWidthFor(ir::DType t, int64_t contiguous, int64_t divisor, int64_t lan
   return 4;
 }
 
+/// Loop spaces of at most this many elements (assumed sizes) may trade vector width for code
+/// size (narrowerIsFree).
+constexpr int64_t kSmallLoopElements = 8192;
+
+/// Code size for small loop spaces. A thread computes each of its elements with its own copy of
+/// every op's code (a vector of 4 is 4 scalar copies), so 4-wide vectors that leave lanes idle
+/// make each thread's code larger, not the kernel faster, once the grid cannot fill the
+/// device. Width 1 is taken when the loop space is small (kSmallLoopElements: 32 KB of f32,
+/// a few blocks) and one element per lane still gives every block an SM of its own
+/// (`tilesAtWidth1` at most the SM count): then the bytes in flight that the cost model's
+/// bandwidth sees (fusion/cost_model.h, streamUs: blocks x threads x bytes per thread) total
+/// the same either way, and launch and barrier costs do not depend on the width.
+/// Taken for warp-per-row row reduces (the elementwise groups stitched into their tiles follow
+/// them): graph_10000's [64, 64] clusters, 16 lanes of 4 per row, become 32 lanes of 2, half
+/// the code to compile (modeled 11.0 -> 6.4 ms: twice the blocks); the suite's other tensors
+/// are larger and keep their widths (chain_softmax_64's [4, 8]: 2 lanes of 4 become 8 of 1).
+bool narrowerIsFree(const DeviceSpec& spec, int64_t elements, int64_t tilesAtWidth1) {
+  return elements <= kSmallLoopElements && tilesAtWidth1 <= spec.smCount;
+}
+
 double utilization(const DeviceSpec& spec, int64_t tiles, int64_t bpw, int blockSize,
                    double laneUse) {
   if (bpw == 0) return 0;
@@ -69,11 +89,17 @@ MappingChoice mapRowReduce(const LoopSpace& s, const DeviceSpec& spec, int block
   int64_t len = std::max<int64_t>(1, s.assumedRowLength);
   RowReduceMapping m;
   double laneUse = 1;
+  bool scalar = !s.contiguousRows;
   if (len <= kWarpRowLimit) { // warp (or part of one) per row, rows packed into the block
     m.kind = RowReduceMapping::Kind::WarpPerRow;
     // Lanes for 4-wide vectors when the row holds them (a row of 32 floats: 8 lanes of 4, a
     // quarter of the instructions of 32 lanes of 1), else one element per lane.
     int64_t perLane = s.contiguousRows ? vectorWidthFor(s.dtype, len, s.rowLengthDivisor, 1) : 1;
+    const int scalarLanes = std::min(spec.warpSize, pow2Ceil(len));
+    if (perLane > 1 && scalarLanes > pow2Ceil(ceilDiv(len, perLane)) &&
+        narrowerIsFree(spec, rows * len, ceilDiv(rows, blockSize / scalarLanes)))
+      scalar = true; // more lanes per row, fewer elements (and copies of the code) per lane
+    if (scalar) perLane = 1;
     m.threadsPerRow = std::min(spec.warpSize, pow2Ceil(ceilDiv(len, perLane)));
     m.rowsPerBlock = blockSize / m.threadsPerRow;
     c.tiles = ceilDiv(rows, m.rowsPerBlock);
@@ -90,8 +116,7 @@ MappingChoice mapRowReduce(const LoopSpace& s, const DeviceSpec& spec, int block
     c.tiles = rows * m.splitFactor;
     laneUse = double(ceilDiv(len, m.splitFactor)) / blockSize;
   }
-  m.vectorWidth =
-      s.contiguousRows ? vectorWidthFor(s.dtype, len, s.rowLengthDivisor, m.threadsPerRow) : 1;
+  m.vectorWidth = scalar ? 1 : vectorWidthFor(s.dtype, len, s.rowLengthDivisor, m.threadsPerRow);
   c.rowsPerTile = m.rowsPerBlock;
   c.mapping = m;
   c.waveUtilization = utilization(spec, c.tiles, c.blocksPerWave, blockSize, laneUse);

@@ -154,3 +154,38 @@ TEST_CASE("thread mapping: elementwise is vectorised by 4 when the innermost dim
   CHECK(m.vectorWidth == 4);
   CHECK(c.rowsPerTile == int64_t(c.blockSize) * m.elementsPerThread);
 }
+
+TEST_CASE("thread mapping: rows of a small tensor take more lanes of width 1 (half the code per "
+          "thread); larger ones keep 4-wide vectors",
+          "[planner][mapping][code-size]") {
+  DeviceSpec spec = profile("h100");
+  // graph_10000's clusters: [64, 64]. Width 4 would give 16 lanes of 4 per row; width 1 gives
+  // 32 lanes of 2, and 64 rows still take a handful of blocks, each on an SM of its own.
+  MappingChoice small = mapRowReduce(64, 64, spec);
+  auto m = std::get<RowReduceMapping>(small.mapping);
+  CHECK(m.kind == RowReduceMapping::Kind::WarpPerRow);
+  CHECK(m.threadsPerRow == 32);
+  CHECK(m.vectorWidth == 1);
+  CHECK(small.tiles <= spec.smCount);
+  // Rows of 8 in a tiny tensor: 8 lanes of 1 instead of 2 lanes of 4.
+  auto tiny = std::get<RowReduceMapping>(mapRowReduce(4, 8, spec).mapping);
+  CHECK(tiny.threadsPerRow == 8);
+  CHECK(tiny.vectorWidth == 1);
+  // Over 8192 elements (the suite's smallest rows, MLP's [1024, 64]) nothing changes.
+  auto bigger = std::get<RowReduceMapping>(mapRowReduce(1024, 64, spec).mapping);
+  CHECK(bigger.threadsPerRow == 16);
+  CHECK(bigger.vectorWidth == 4);
+  // Rows already 32 lanes of 4 wide gain nothing from width 1: they keep their vectors.
+  auto wide = std::get<RowReduceMapping>(mapRowReduce(16, 128, spec).mapping);
+  CHECK(wide.threadsPerRow == 32);
+  CHECK(wide.vectorWidth == 4);
+
+  // The stitched kernel's elementwise groups follow the row reduce's tiles: 16 rows of 64 over
+  // 512 threads, 2 elements each, width 1. The plan prints the widths.
+  FusionPlan p = plan(rowReduce(64, 64), spec, Policy::AStitch);
+  auto ks = kernelsOf(p);
+  REQUIRE(ks.size() == 1);
+  auto km = std::get<RowReduceMapping>(ks[0]->groups.at(0).mapping);
+  CHECK(km.vectorWidth == 1);
+  CHECK(km.threadsPerRow == 32);
+}
