@@ -712,11 +712,15 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
     k_.blockBarrier();
     sharedDirty_ = false;
   }
-  // Values materialised by earlier stages are loaded from their storage from now on.
+  // Values materialised by earlier stages are loaded from their storage from now on; a value
+  // stored for later phases (ValuePlacement::stored, by cost) is regenerated in its own phase.
   auto installWritten = [&] {
-    for (ir::NodeId v : written_)
-      if (!gen_->hasGenerator(v))
-        installLoad(v, placement(v).storage == Storage::Shared ? &s : nullptr);
+    for (ir::NodeId v : written_) {
+      const fusion::ValuePlacement& p = placement(v);
+      bool regenerated = p.stored && !p.stored->tooManyOps && phaseWritten_.count(v);
+      if (!gen_->hasGenerator(v) && !regenerated)
+        installLoad(v, p.storage == Storage::Shared ? &s : nullptr);
+    }
   };
   installWritten();
   bool reduceMapped = !std::holds_alternative<fusion::ElementwiseMapping>(g.mapping);
@@ -790,6 +794,7 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
 void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
   llvm::IRBuilder<>& b = b_;
   phase_ = &plan;
+  phaseWritten_.clear();
   std::vector<const fusion::Stage*> phase;
   for (size_t i = 0; i < plan.stageCount; ++i)
     phase.push_back(&kp_.stages.at(plan.firstStage + i));
@@ -844,8 +849,10 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
         }
         for (const fusion::Stage* st : phase) {
           emitStage(s, *st);
-          for (ir::NodeId v : st->materialized)
+          for (ir::NodeId v : st->materialized) {
             written_.insert(v);
+            phaseWritten_.insert(v);
+          }
         }
         if (slotPhase) {
           gen_->endReuse();

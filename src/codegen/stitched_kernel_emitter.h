@@ -111,6 +111,7 @@ private:
   std::unique_ptr<ElementalEmitter> gen_;
   CompiledKernel info_;
   std::set<ir::NodeId> written_; // values materialised by an earlier stage
+  std::set<ir::NodeId> phaseWritten_; // ... of the current phase
   bool sharedDirty_ = false;            // shared memory written since the last block barrier
   std::vector<ir::NodeId> phaseShared_; // shared values written by the current phase
   int64_t dynamicShared_ = 0;

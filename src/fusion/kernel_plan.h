@@ -141,6 +141,19 @@ struct ValuePlacement {
   // barrier or atomics); for a reduce of an acrossTiles group, maxBlocks x (result elements).
   // -1 when the value is neither.
   int partialsBuffer = -1;
+  // Store against recompute (fusion/stitching_scheme.cc), set on a local op the planner chose to
+  // materialise (normally Global scratch) because stages of several phases use it: per element,
+  // what regenerating it costs in each further phase (the loads of its recompute cone plus its
+  // ALU, in DRAM-byte equivalents) against what storing it once and reading it back costs.
+  // Later phases read it back; stages of its own phase regenerate it (their operands are in
+  // registers or shared memory there). With tooManyOps, every later stage reads it back.
+  struct StoreDecision {
+    int phases = 0;            // phases whose stages use the value
+    double recomputeBytes = 0; // per element and further phase
+    double storeBytes = 0;     // per element: one store and (phases - 1) reloads
+    bool tooManyOps = false;   // materialised for code size (kMaxRegeneratedOps), not bytes
+  };
+  std::optional<StoreDecision> stored;
 };
 
 /// A stage whose barrierBefore is Grid starts a new phase. All stages of a phase run in the

@@ -89,6 +89,31 @@ private:
                     const std::function<int(ir::NodeId)>& cost, int budget) const;
   bool accumulatesInSlots(ir::NodeId reduce, const SlotPlan& sp) const;
   bool isAcrossTiles(const Group& g, const Stage& st) const;
+  /// The ops the phase's stages compute, down to inputs and values earlier phases stored (what
+  /// its staging may serve: a broadcast no stage of the phase reads is not staged).
+  std::set<ir::NodeId> reachedBy(const Phase& phase) const {
+    std::set<ir::NodeId> seen;
+    std::vector<ir::NodeId> work;
+    for (size_t i : phase)
+      work.insert(work.end(), stage(i).materialized.begin(), stage(i).materialized.end());
+    while (!work.empty()) {
+      ir::NodeId v = work.back();
+      work.pop_back();
+      if (!seen.insert(v).second || written_.count(v)) continue;
+      auto p = k_.placement.find(v);
+      if (p == k_.placement.end() || p->second.storage == Storage::Input) continue;
+      work.insert(work.end(), node(v).operands.begin(), node(v).operands.end());
+    }
+    return seen;
+  }
+  /// The groups of the phase's stages, in stage order, each once.
+  std::vector<int> phaseGroups(const Phase& phase) const {
+    std::vector<int> groups;
+    for (size_t i : phase)
+      if (std::find(groups.begin(), groups.end(), stage(i).group) == groups.end())
+        groups.push_back(stage(i).group);
+    return groups;
+  }
   std::vector<ir::NodeId> acrossReduces(const Stage& st) const;
   std::vector<StagedInput> stageBroadcasts(const TileSpace& s, const std::vector<int>& groups,
                                            int64_t maxElements, bool outerOnly,
@@ -157,6 +182,7 @@ private:
   KernelPlan& k_;
   const ir::SymbolRanges& ranges_; // a version's guard: upper bounds on the symbols
   std::set<ir::NodeId> written_; // values materialised by an earlier phase
+  std::set<ir::NodeId> phaseReach_; // the current phase's reachedBy
   int64_t sharedUsed_ = 0;       // the plan's shared values and the reduce scratch
   int64_t phaseStaged_ = 0;      // bytes of the arena the current phase uses
   int slotRegisters_ = 0;        // most registers any phase keeps reused values in
@@ -167,6 +193,7 @@ void PhasePlanner::planPhase(const Phase& phase) {
   plan.firstStage = phase.front();
   plan.stageCount = phase.size();
   phaseStaged_ = 0; // the previous phase's staging is dead behind the grid barrier
+  phaseReach_ = reachedBy(phase);
   plan.space = spaceOf(phase);
   const TileSpace& s = plan.space;
   for (size_t i : phase)
@@ -198,7 +225,12 @@ void PhasePlanner::planPhase(const Phase& phase) {
     int64_t rowLength = 1; // a row's elements: what one broadcast over the rows can hold
     for (size_t d = sp.rowDims; d < sp.loop.size(); ++d)
       rowLength *= sp.loop[d].size();
-    plan.staged = stageBroadcasts(s, {sp.group}, rowLength, false, &plan.stagedOffset);
+    // Every group of the phase: an across-tiles stage over the slots' loop broadcasts the
+    // column sums of earlier phases too (cluster_200 read each from global memory per element).
+    std::vector<int> groups = phaseGroups(phase);
+    std::erase(groups, sp.group);
+    groups.insert(groups.begin(), sp.group);
+    plan.staged = stageBroadcasts(s, groups, rowLength, false, &plan.stagedOffset);
   } else if (std::holds_alternative<ElementwiseMapping>(first.mapping) &&
              s.kind != TileSpace::Kind::Columns && manyTilesPerBlock(s)) {
     // A flat elementwise phase whose blocks handle several tiles (bias + GELU over [16384,
@@ -207,11 +239,7 @@ void PhasePlanner::planPhase(const Phase& phase) {
                                   std::numeric_limits<int64_t>::max(), false, &plan.stagedOffset);
   } else if (s.kind == TileSpace::Kind::Rows) {
     // Any other phase over rows: row vectors every row reads, where a block reads each twice.
-    std::vector<int> groups;
-    for (size_t i : phase)
-      if (std::find(groups.begin(), groups.end(), stage(i).group) == groups.end())
-        groups.push_back(stage(i).group);
-    plan.staged = stageBroadcasts(s, groups, std::numeric_limits<int64_t>::max(), true,
+    plan.staged = stageBroadcasts(s, phaseGroups(phase), std::numeric_limits<int64_t>::max(), true,
                                   &plan.stagedOffset);
   }
   if (plan.slots) planTileSlices(s, *plan.slots, plan);
@@ -336,13 +364,17 @@ int PhasePlanner::keptRegisters(const Phase& phase, SlotPlan& sp,
         ir::NodeId v = work.back();
         work.pop_back();
         if (!seen.insert(v).second) continue;
+        auto p = k_.placement.find(v);
+        // Read from memory: inputs, and values earlier stages stored (a candidate stored by
+        // this phase's group is computed where it is first generated).
+        bool loaded = p == k_.placement.end() || p->second.storage == Storage::Input ||
+                      (p->second.storage != Storage::Register && written_.count(v));
         if (isCandidate(v)) {
           live.try_emplace(v, at, at).first->second.second = at;
-          if (!generated.insert(v).second) continue; // kept: read, not regenerated
-        } else {
-          auto p = k_.placement.find(v);
-          bool loaded = p == k_.placement.end() || p->second.storage != Storage::Register;
-          if (loaded || node(v).kind == ir::OpKind::Reduce) continue;
+          if (!generated.insert(v).second || loaded) continue; // kept: read, not regenerated
+        } else if (loaded || p->second.storage != Storage::Register ||
+                   node(v).kind == ir::OpKind::Reduce) {
+          continue;
         }
         for (ir::NodeId o : node(v).operands)
           work.push_back(o);
@@ -353,10 +385,11 @@ int PhasePlanner::keptRegisters(const Phase& phase, SlotPlan& sp,
     std::vector<ir::NodeId> kept;
     for (ir::NodeId v : candidates) {
       if (rejected.count(v)) continue;
-      // A candidate these reads do not reach counts over the whole phase (to be safe).
+      // A candidate these reads do not reach is not read by the phase's slot stages: kept, it
+      // would only take registers from those that are (cluster_200's later phases held x).
       auto it = live.find(v);
-      auto [first, last] =
-          it != live.end() ? it->second : std::pair<int, int>(0, int(load.size()) - 1);
+      if (it == live.end()) continue;
+      auto [first, last] = it->second;
       int most = *std::max_element(load.begin() + first, load.begin() + last + 1);
       if (most + cost(v) > budget) {
         misfit = v;
@@ -458,6 +491,12 @@ std::optional<SlotPlan> PhasePlanner::slotPlanOf(const TileSpace& s, const Phase
   for (size_t i = 0; i + 1 < groupStages.size(); ++i)
     for (ir::NodeId v : stage(groupStages[i]).materialized)
       if (node(v).type.shape == sp.loop) take(v);
+  // Values earlier phases stored over the loop (kept in registers when several stages read
+  // them: a value stored against recompute is read back by every stage that uses it).
+  for (const auto& [v, p] : k_.placement)
+    if ((p.storage == Storage::Global || p.storage == Storage::Output) && written_.count(v) &&
+        p.partialsBuffer < 0 && node(v).type.shape == sp.loop)
+      take(v);
   for (const auto& [v, p] : k_.placement)
     if (p.registerReuse && p.storage == Storage::Register && groupOps.count(v) &&
         node(v).type.shape == sp.loop)
@@ -480,7 +519,8 @@ std::vector<StagedInput> PhasePlanner::stageBroadcasts(const TileSpace& s,
   // Values an earlier phase left in global scratch (Figure 7's power.1 and reduce.2) are staged
   // the same way. In cooperative kernels only what keeps their grid's blocks per SM (the plan
   // sized it). With outerOnly, only sources that the broadcast repeats along its result's
-  // outermost dim (a row vector over many rows, not a per-row value).
+  // outermost dim (a row vector over many rows, not a per-row value); so are those of every
+  // group after the first.
   const LaunchPlan& l = k_.launch;
   // One row per tile and at most one tile per block: every read is already the only one.
   bool oneRowPerBlock = s.unitsPerTile < 2 && l.maxBlocks > 0 && upperBound(l.tiles) <= l.maxBlocks;
@@ -491,10 +531,11 @@ std::vector<StagedInput> PhasePlanner::stageBroadcasts(const TileSpace& s,
   for (int group : groups)
     for (ir::NodeId op : k_.groups.at(size_t(group)).ops) {
       const ir::Node& bc = node(op);
-      if (bc.kind != ir::OpKind::BroadcastInDim) continue;
+      if (bc.kind != ir::OpKind::BroadcastInDim || !phaseReach_.count(op)) continue;
       const auto& dims = bc.attr<ir::BroadcastAttrs>().dims;
-      if (outerOnly && (bc.type.shape.size() < 2 ||
-                        std::find(dims.begin(), dims.end(), 0) != dims.end()))
+      bool outer = group != groups.front() || outerOnly; // others' row vectors only
+      if (outer && (bc.type.shape.size() < 2 ||
+                    std::find(dims.begin(), dims.end(), 0) != dims.end()))
         continue;
       ir::NodeId source = bc.operands[0];
       while (node(source).kind == ir::OpKind::Convert || node(source).kind == ir::OpKind::Reshape)
@@ -508,7 +549,7 @@ std::vector<StagedInput> PhasePlanner::stageBroadcasts(const TileSpace& s,
   for (const auto& [v, p] : k_.placement) {
     ir::Dim n = ir::numElements(node(v).type.shape);
     bool readable = p.storage == Storage::Input ||
-                    (p.storage == Storage::Global && written_.count(v) && p.partialsBuffer < 0);
+                    (p.storage == Storage::Global && written_.count(v));
     if (!readable || !broadcast.count(v) || !n.isStatic() || n.size() > maxElements) continue;
     if (outerOnly && 2 * n.size() > broadcast[v]) continue; // a block reads it less than twice
     int64_t size = align16(n.size() * ir::dtypeBytes(node(v).type.dtype));

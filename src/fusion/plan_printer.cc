@@ -238,6 +238,12 @@ std::string printKernelPlan(const KernelPlan& k, const ir::Graph& g) {
       os << fmt::format(" [offset {}, {} B]", p.sharedOffset, p.sharedBytes);
     if (p.buffer >= 0) os << " b" << p.buffer;
     if (p.registerReuse) os << ", reused in registers";
+    if (p.stored && p.stored->tooManyOps)
+      os << fmt::format(", stored: regenerated in {} phases from too many ops", p.stored->phases);
+    else if (p.stored)
+      os << fmt::format(", stored: used in {} phases, recompute {:.1f} B/element per further "
+                        "phase > store + reloads {:.1f} B/element",
+                        p.stored->phases, p.stored->recomputeBytes, p.stored->storeBytes);
     os << "\n";
   }
   for (size_t i = 0; i < k.stages.size(); ++i) {

@@ -89,8 +89,10 @@ public:
     // kernel planned again.
     for (;;) {
       planOnce();
-      if (!materialiseRegenerated()) return;
+      if (!materialiseRegenerated()) break;
     }
+    for (const auto& [v, d] : decisions_)
+      k_.placement[v].stored = d;
   }
 
 private:
@@ -114,7 +116,9 @@ private:
 
   /// Materialises, in topological order, every local op that stages of two or more phases
   /// regenerate and whose regenerated producers exceed kMaxRegeneratedOps (counting the ops
-  /// materialised before it as boundaries); whether it added any.
+  /// materialised before it as boundaries); when none does, the local ops that are cheaper to
+  /// store once and read back than to regenerate in every phase that uses them (storeCheaper).
+  /// Whether it added any.
   bool materialiseRegenerated() {
     std::map<ir::NodeId, std::set<int>> phasesOf;
     for (size_t s = 0; s < stages_.size(); ++s)
@@ -127,9 +131,113 @@ private:
       if (phases.size() > 1 && !isSource(g_.node(v)) && groupOf_.count(v) &&
           regeneratedOps(v) > kMaxRegeneratedOps) {
         materialised_.insert(v);
+        decisions_[v].phases = static_cast<int>(phases.size());
+        decisions_[v].tooManyOps = true;
         added = true;
       }
+    if (added) return true;
+    // A split reduce's stage is alone in its phase: a value it reads, once stored, would take a
+    // pass and a grid barrier of its own, which its reloads do not pay for here.
+    std::set<ir::NodeId> readBySplit;
+    for (size_t s = 0; s < stages_.size(); ++s)
+      if (splitStage(s))
+        for (ir::NodeId v : stages_[s].values)
+          for (const Touch& t : touches_.at(v))
+            readBySplit.insert(t.value);
+    for (ir::NodeId v : readBySplit)
+      phasesOf.erase(v);
+    return storeCheaper(phasesOf);
+  }
+
+  /// What regenerating a local value costs per element, in DRAM-byte equivalents (cost_model.h's
+  /// H100 constants: one byte of DRAM ~ 11 thread instructions): its cone's loads (inputs and
+  /// materialised values it is computed from: a value with the element count of `v` costs its
+  /// bytes per element, a broadcast one (row values, staged row vectors) a fraction) and its
+  /// ops' ALU; and the local ops of the cone.
+  struct Cone {
+    double bytes = 0;
+    std::set<ir::NodeId> ops;
+  };
+  static constexpr double kBroadcastShare = 0.25; // of a broadcast source's bytes per element
+  static constexpr double kAluBytes = 0.09;       // per simple op and element
+  static constexpr double kTranscendentalBytes = 1.5;
+
+  Cone coneOf(ir::NodeId v) const {
+    Cone c;
+    const ir::Dim elements = ir::numElements(g_.node(v).type.shape);
+    std::set<ir::NodeId> leaves;
+    std::vector<ir::NodeId> work{v};
+    c.ops.insert(v);
+    while (!work.empty()) {
+      ir::NodeId x = work.back();
+      work.pop_back();
+      const ir::Node& n = g_.node(x);
+      c.bytes += ir::opClass(n.kind) == ir::OpClass::ExpensiveElementwise ? kTranscendentalBytes
+                                                                          : kAluBytes;
+      for (ir::NodeId o : n.operands) {
+        const ir::Node& on = g_.node(o);
+        if (on.kind == ir::OpKind::Constant || on.kind == ir::OpKind::Iota) continue;
+        if (!inKernel_.count(o) || materialised_.count(o)) {
+          if (!leaves.insert(o).second) continue;
+          double bytes = ir::dtypeBytes(on.type.dtype);
+          c.bytes += ir::numElements(on.type.shape) == elements ? bytes : kBroadcastShare * bytes;
+          continue;
+        }
+        if (c.ops.insert(o).second) work.push_back(o);
+      }
+    }
+    return c;
+  }
+
+  /// Store against recompute: a local op (Loop or Row of its group) that stages of several phases
+  /// regenerate is materialised when regenerating it in every further phase costs more than one
+  /// store and a reload per further phase (its reads in its own phase keep registers). Latest
+  /// first: a value nearer its readers saves its whole cone, and the ops of a chosen cone wait for
+  /// the next round (their uses change). Whether it chose any.
+  bool storeCheaper(const std::map<ir::NodeId, std::set<int>>& phasesOf) {
+    bool added = false;
+    std::set<ir::NodeId> chosenCones;
+    for (auto it = phasesOf.rbegin(); it != phasesOf.rend(); ++it) {
+      const auto& [v, phases] = *it;
+      const ir::Node& n = g_.node(v);
+      if (phases.size() < 2 || isSource(n) || n.kind == ir::OpKind::Reduce ||
+          !groupOf_.count(v) || chosenCones.count(v) ||
+          spaceOf(g_, groupOfValue(v), v) == OpSpace::Other)
+        continue;
+      Cone c = coneOf(v);
+      double further = static_cast<double>(phases.size() - 1);
+      double store = ir::dtypeBytes(n.type.dtype) * static_cast<double>(phases.size());
+      if (further * c.bytes <= store) continue;
+      materialised_.insert(v);
+      ValuePlacement::StoreDecision& d = decisions_[v];
+      d.phases = static_cast<int>(phases.size());
+      d.recomputeBytes = c.bytes;
+      d.storeBytes = store;
+      chosenCones.insert(c.ops.begin(), c.ops.end());
+      joinFollowedGroup(v);
+      added = true;
+    }
     return added;
+  }
+
+  /// A value of a group that runs in the tiles of another over the same loop (an acrossTiles
+  /// column sum following a row reduce) is stored by that group instead: its stage then computes
+  /// it at the row-reduce group's slots, from the values kept there, instead of loading its cone
+  /// again in the follower's own thread mapping.
+  void joinFollowedGroup(ir::NodeId v) {
+    int from = groupOf_.at(v);
+    Group& follower = k_.groups[static_cast<size_t>(from)];
+    if (follower.follows < 0 || follower.dominant == v) return;
+    Group& to = k_.groups[static_cast<size_t>(follower.follows)];
+    if (to.loopShape != follower.loopShape || to.tileDims != follower.tileDims ||
+        splitFactor(to.mapping) != 1 || spaceOf(g_, to, v) != spaceOf(g_, follower, v))
+      return;
+    std::erase(follower.ops, v);
+    follower.space.erase(v);
+    std::erase(follower.subDominants, v);
+    to.ops.insert(std::lower_bound(to.ops.begin(), to.ops.end(), v), v);
+    to.space[v] = spaceOf(g_, to, v);
+    groupOf_[v] = follower.follows;
   }
 
   void planOnce() {
@@ -540,6 +648,8 @@ private:
   std::unordered_map<ir::NodeId, size_t> local_; // kernel-local numbers of the kernel's ops
   std::vector<bool> demoted_; // by local number: never kept in shared memory
   std::map<ir::NodeId, int> groupOf_;
+  // local ops materialised because several phases regenerate them (materialiseRegenerated)
+  std::map<ir::NodeId, ValuePlacement::StoreDecision> decisions_;
   std::vector<int> stageOf_; // by local number; -1 for values that are not materialised
   // by local number: the materialised values that read it, with their reads of it
   std::vector<std::vector<std::pair<ir::NodeId, const Read*>>> readers_;
