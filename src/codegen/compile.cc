@@ -1,6 +1,7 @@
 // codegen's pipeline, top to bottom: split the plan's steps into chunks, emit each chunk into an
 // LLVM module of its own and link libdevice into it, optimise (O3, new pass manager, NVPTX's own
-// callbacks included), print PTX with the NVPTX backend for the plan's sm_XX, and join the
+// callbacks included; big plans compile for size, compactCode in compile.h), print PTX with the
+// NVPTX backend for the plan's sm_XX, and join the
 // chunks' PTX into one module. Chunks run on a pool of threads, one LLVM context per chunk
 // (contexts are not thread-safe); every chunk finishes a step before any starts the next.
 #include "codegen/compile.h"
@@ -26,6 +27,7 @@
 
 #include "codegen/kernel_emitter.h"
 #include "codegen/libdevice.h"
+#include "codegen/math_emitter.h"
 #include "codegen/parallel_compile.h"
 #include "codegen/ptx_annotate.h"
 #include "codegen/ptx_merge.h"
@@ -53,14 +55,16 @@ void initialiseNvptx() {
 }
 
 /// One per module: a TargetMachine is not shared between threads.
-std::unique_ptr<llvm::TargetMachine> nvptxMachine(const DeviceSpec& device) {
+std::unique_ptr<llvm::TargetMachine> nvptxMachine(const DeviceSpec& device, bool compact) {
   std::string err;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(kTriple, err);
   if (!target) throw Error("LLVM has no NVPTX target: " + err);
   llvm::TargetOptions opts;
   auto* tm =
       target->createTargetMachine(kTriple, device.smName(), kPtxFeature, opts, llvm::Reloc::PIC_,
-                                  std::nullopt, llvm::CodeGenOptLevel::Aggressive);
+                                  std::nullopt,
+                                  compact ? llvm::CodeGenOptLevel::Default
+                                          : llvm::CodeGenOptLevel::Aggressive);
   if (!tm) throw Error("LLVM cannot target " + device.smName());
   return std::unique_ptr<llvm::TargetMachine>(tm);
 }
@@ -86,8 +90,9 @@ struct Chunk {
 
 /// The chunk's steps as the kernels of a verified module, libdevice linked in when `libdevice`
 /// names it.
-void emitChunk(Chunk& c, const fusion::FusionPlan& plan, const std::string& libdevice) {
-  c.tm = nvptxMachine(plan.device);
+void emitChunk(Chunk& c, const fusion::FusionPlan& plan, const std::string& libdevice,
+               bool compact) {
+  c.tm = nvptxMachine(plan.device, compact);
   c.ctx = std::make_unique<llvm::LLVMContext>();
   c.module = std::make_unique<llvm::Module>("weft", *c.ctx);
   llvm::Module& m = *c.module;
@@ -95,6 +100,7 @@ void emitChunk(Chunk& c, const fusion::FusionPlan& plan, const std::string& libd
   m.setDataLayout(c.tm->createDataLayout());
   m.addModuleFlag(llvm::Module::Override, "weft.sm", uint32_t(plan.device.computeCapability));
   bool useLibdevice = !libdevice.empty();
+  if (compact && !useLibdevice) m.addModuleFlag(llvm::Module::Override, kMathCallsFlag, 1u);
   for (int i = c.steps.begin; i < c.steps.end; ++i) {
     EmittedKernel k = std::holds_alternative<fusion::KernelPlan>(plan.steps[size_t(i)])
                           ? emitKernel(m, plan, i, useLibdevice)
@@ -106,24 +112,27 @@ void emitChunk(Chunk& c, const fusion::FusionPlan& plan, const std::string& libd
   if (llvm::verifyModule(m, &bos))
     throw Error("codegen produced invalid LLVM IR (a weft bug): " + broken + "\n" + printModule(m));
   if (useLibdevice)
-    linkLibdevice(m, libdevice);
+    linkLibdevice(m, libdevice, compact);
   else
     m.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
 }
 
-void optimiseChunk(Chunk& c, const CodegenOptions& options) {
+void optimiseChunk(Chunk& c, const CodegenOptions& options, bool compact) {
   if (options.optimise) {
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
     llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(c.tm.get());
+    llvm::PipelineTuningOptions pto;
+    pto.LoopUnrolling = !compact;
+    llvm::PassBuilder pb(c.tm.get(), pto);
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
     pb.registerFunctionAnalyses(fam);
     pb.registerLoopAnalyses(lam);
     pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(
+        compact ? llvm::OptimizationLevel::O2 : llvm::OptimizationLevel::O3);
     mpm.run(*c.module, mam);
   }
 }
@@ -151,6 +160,10 @@ double forEachChunk(std::vector<Chunk>& chunks, int threads,
 
 } // namespace
 
+bool compactCode(const fusion::FusionPlan& plan) {
+  return int64_t(plan.graph.size()) >= kCompactCodeOps;
+}
+
 CompiledModule compileToPtx(const fusion::FusionPlan& plan, const CodegenOptions& options) {
   CompiledModule out;
   initialiseNvptx(); // before the threads start
@@ -169,10 +182,11 @@ CompiledModule compileToPtx(const fusion::FusionPlan& plan, const CodegenOptions
   out.timings.modules = int(chunks.size());
   out.timings.threads = threads;
 
+  const bool compact = compactCode(plan);
   out.timings.llvmIrMs =
-      forEachChunk(chunks, threads, [&](Chunk& c) { emitChunk(c, plan, libdevice); });
+      forEachChunk(chunks, threads, [&](Chunk& c) { emitChunk(c, plan, libdevice, compact); });
   out.timings.optimiseMs =
-      forEachChunk(chunks, threads, [&](Chunk& c) { optimiseChunk(c, options); });
+      forEachChunk(chunks, threads, [&](Chunk& c) { optimiseChunk(c, options, compact); });
 
   auto t0 = std::chrono::steady_clock::now();
   std::vector<llvm::Module*> modules;
@@ -195,10 +209,11 @@ CompiledModule compileToPtx(const fusion::FusionPlan& plan, const CodegenOptions
   out.ptx = annotateKernels(numberCallSequences(mergePtxModules(ptx)), plan);
   out.timings.ptxMs = msSince(t0);
   spdlog::info("codegen: {} kernel(s) for {} as {} module(s) on {} thread(s): LLVM IR {:.1f} ms, "
-               "optimise {:.1f} ms, PTX {:.1f} ms{}",
+               "optimise {:.1f} ms, PTX {:.1f} ms{}{}",
                out.kernels.size(), plan.device.smName(), out.timings.modules, threads,
                out.timings.llvmIrMs, out.timings.optimiseMs, out.timings.ptxMs,
-               libdevice.empty() ? "" : " (libdevice)");
+               libdevice.empty() ? "" : " (libdevice)",
+               compact ? " (compact: math as calls, O2, no unrolling)" : "");
   return out;
 }
 

@@ -54,6 +54,18 @@ struct CompiledModule {
 // Codegen's switches are public (weft/compile_options.h); codegen names them as its own.
 using weft::CodegenOptions;
 
+/// Plans of graphs of at least this many nodes compile for code size (compactCode); the bound
+/// at which planning, too, keeps one version (fusion/plan_versions.h, kMaxVersionedOps).
+inline constexpr int64_t kCompactCodeOps = 2000;
+
+/// Whether a plan is big enough to compile for code size: each math function (libdevice's made
+/// noinline; weft's own exp, log, tanh and erf as internal functions weft_exp_f32, ...) compiled
+/// once per LLVM module and called instead of inlined at every use, the O2 pipeline without
+/// loop unrolling, and NVPTX's default codegen level instead of the aggressive one.
+/// graph_10000: less than half the CPU to PTX for 4% more modeled time from the calls
+/// (docs/performance.md); the suite's other graphs (at most 448 nodes) compile as before.
+bool compactCode(const fusion::FusionPlan& plan);
+
 /// Throws weft::Error (with the kernel and op named) for plans codegen cannot emit, e.g. an
 /// unsupported dtype combination or a shape too large for the chosen mapping: the error of the
 /// first such step, on any number of threads. The emitters run on several threads at once, each

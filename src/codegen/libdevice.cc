@@ -57,7 +57,7 @@ std::string findLibdevice(const std::string& explicitPath) {
   return exists(dflt) ? dflt : "";
 }
 
-void linkLibdevice(llvm::Module& m, const std::string& path) {
+void linkLibdevice(llvm::Module& m, const std::string& path, bool asCalls) {
   m.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
   bool callsLibdevice = false;
   for (const llvm::Function& f : m)
@@ -79,6 +79,13 @@ void linkLibdevice(llvm::Module& m, const std::string& path) {
   llvm::ModuleAnalysisManager mam;
   mam.registerPass([] { return llvm::PassInstrumentationAnalysis(); });
   llvm::GlobalDCEPass().run(m, mam);
+  if (!asCalls) return;
+  // libdevice marks its functions alwaysinline; as calls, each is one function of the module.
+  for (llvm::Function& f : m)
+    if (!f.isDeclaration() && f.getName().starts_with("__nv_")) {
+      f.removeFnAttr(llvm::Attribute::AlwaysInline);
+      f.addFnAttr(llvm::Attribute::NoInline);
+    }
 }
 
 } // namespace weft::codegen

@@ -15,8 +15,10 @@ std::string findLibdevice(const std::string& explicitPath = "");
 
 /// Links the libdevice functions `m` calls (Linker::LinkOnlyNeeded), internalizes everything
 /// but the kernels and weft_grid_barrier, removes what is unused (global DCE) and sets the
-/// module flag nvvm-reflect-ftz = 0 (IEEE denormals) for NVVMReflect. Throws weft::Error when
-/// the file cannot be read or linked.
-void linkLibdevice(llvm::Module& m, const std::string& path);
+/// module flag nvvm-reflect-ftz = 0 (IEEE denormals) for NVVMReflect. `asCalls`
+/// (compactCode, compile.h): the linked functions are noinline instead of libdevice's
+/// alwaysinline, so each is compiled once and called. Throws weft::Error when the file cannot
+/// be read or linked.
+void linkLibdevice(llvm::Module& m, const std::string& path, bool asCalls = false);
 
 } // namespace weft::codegen

@@ -168,10 +168,46 @@ const char* libdeviceName(ir::OpKind kind, bool f64) {
   }
 }
 
+/// weft's own exp, log, tanh or erf of x.
+template <bool D> llvm::Value* ownUnary(IrOps<D>& ops, ir::OpKind kind, llvm::Value* x) {
+  switch (kind) {
+  case ir::OpKind::Exp:
+    return math::exp(ops, x);
+  case ir::OpKind::Log:
+    return math::log(ops, x);
+  case ir::OpKind::Tanh:
+    return math::tanh(ops, x);
+  default:
+    return math::erf(ops, x);
+  }
+}
+
+const char* ownName(ir::OpKind kind) {
+  switch (kind) {
+  case ir::OpKind::Exp:
+    return "exp";
+  case ir::OpKind::Log:
+    return "log";
+  case ir::OpKind::Tanh:
+    return "tanh";
+  default:
+    return "erf";
+  }
+}
+
 template <bool D>
 llvm::Value* own(llvm::IRBuilder<>& b, ir::OpKind kind, llvm::Value* x, llvm::Value* y) {
   llvm::Module& m = *b.GetInsertBlock()->getModule();
   IrOps<D> ops{b, m};
+  bool unary = kind == ir::OpKind::Exp || kind == ir::OpKind::Log || kind == ir::OpKind::Tanh ||
+               kind == ir::OpKind::Erf;
+  if (unary && m.getModuleFlag(kMathCallsFlag)) {
+    std::string name = std::string("weft_") + ownName(kind) + (D ? "_f64" : "_f32");
+    llvm::Function* f = ownFunction<D>(
+        m, name, [&](IrOps<D>& fo, llvm::Value* v) { return ownUnary(fo, kind, v); });
+    f->addFnAttr(llvm::Attribute::NoInline);
+    return b.CreateCall(f, {x});
+  }
   switch (kind) {
   case ir::OpKind::Exp:
     return math::exp(ops, x);

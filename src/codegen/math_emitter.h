@@ -13,6 +13,11 @@ namespace weft::codegen {
 
 struct KernelContext;
 
+/// The module flag that tells emitMath to call weft's own exp, log, tanh and erf as functions
+/// of the module (set by codegen's pipeline when compactCode, compile.h, and weft's own math is
+/// used).
+inline constexpr const char* kMathCallsFlag = "weft.math-calls";
+
 /// `kind` is one of Exp, Log, Tanh, Sqrt, Rsqrt, Erf, Sin, Cos, Pow (y only for Pow);
 /// x (and y) are float or double compute values.
 llvm::Value* emitMath(KernelContext& k, ir::OpKind kind, llvm::Value* x, llvm::Value* y = nullptr);
