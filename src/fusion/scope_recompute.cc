@@ -1,6 +1,7 @@
 #include "fusion/scope_recompute.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -29,16 +30,21 @@ public:
 
   ScopeRecomputation run() {
     for (size_t p = 0; p < scopes_.size(); ++p) {
-      std::vector<ir::NodeId> ops = scopes_[p].ops; // the scope's own, before any is added
-      for (ir::NodeId v : ops) {
+      // The values each later scope reads from this one, in order.
+      std::map<int, std::vector<ir::NodeId>> crossing;
+      for (ir::NodeId v : scopes_[p].ops) {
         if (home(v) != static_cast<int>(p) || isSource(g_.node(v))) continue;
         std::set<int> readers;
         for (ir::NodeId u : users_[static_cast<size_t>(v)])
           for (int c : scopesOf_[static_cast<size_t>(u)])
             if (!in(v, c)) readers.insert(c);
         for (int c : readers)
-          consider(v, static_cast<int>(p), c);
+          crossing[c].push_back(v);
       }
+      for (auto& [c, values] : crossing)
+        if (!together(values, static_cast<int>(p), c))
+          for (ir::NodeId v : values)
+            alone(v, static_cast<int>(p), c);
     }
     for (StitchScope& s : scopes_)
       std::sort(s.ops.begin(), s.ops.end());
@@ -87,52 +93,120 @@ private:
            ir::numElements(n.type.shape) == elements;
   }
 
-  void consider(ir::NodeId v, int p, int c) {
+  struct Chain {
+    std::vector<ir::NodeId> ops, leaves;
+    bool recomputable = false; // within kMaxRecomputedOps, and v itself chainable
+  };
+
+  /// The ops scope c would add to compute v, and the values it would load for them; `added`:
+  /// ops taken as computed by c already (chains of values decided with v).
+  Chain chainOf(ir::NodeId v, int p, int c, const std::set<ir::NodeId>& added) const {
     const ir::Dim elements = ir::numElements(g_.node(v).type.shape);
-    std::vector<ir::NodeId> chain, leaves;
+    Chain chain;
+    if (!chainable(v, p, elements)) return chain;
     std::set<ir::NodeId> seen;
     std::vector<ir::NodeId> work{v};
     while (!work.empty()) {
       ir::NodeId x = work.back();
       work.pop_back();
-      if (!seen.insert(x).second || in(x, c)) continue;
+      if (!seen.insert(x).second || in(x, c) || added.count(x)) continue;
       if (!chainable(x, p, elements)) {
-        leaves.push_back(x);
+        chain.leaves.push_back(x);
         continue;
       }
-      chain.push_back(x);
-      if (chain.size() > kMaxRecomputedOps) return;
+      chain.ops.push_back(x);
+      if (chain.ops.size() > kMaxRecomputedOps) return chain;
       const ir::Node& n = g_.node(x);
       for (ir::NodeId o : n.operands) {
         if (n.kind == ir::OpKind::BroadcastInDim && !(isSource(g_.node(o)) && chainable(o, p, 1)))
-          leaves.push_back(o); // a broadcast's operand is loaded, not recomputed
+          chain.leaves.push_back(o); // a broadcast's operand is loaded, not recomputed
         else
           work.push_back(o);
       }
     }
-    double recompute = 0;
-    std::vector<std::string> loaded;
-    std::set<ir::NodeId> counted;
+    chain.recomputable = true;
+    return chain;
+  }
+
+  /// Bytes scope c would load (and p store) for `leaves` it does not read yet; names them.
+  double loadCost(const std::vector<ir::NodeId>& leaves, int p, int c,
+                  std::set<ir::NodeId>& counted, std::vector<std::string>& loaded) const {
+    double cost = 0;
     for (ir::NodeId l : leaves) {
       if (!counted.insert(l).second || readBy(l, c)) continue;
-      recompute += bytes(l) * (storedBesides(l, c) || !in(l, p) ? 1 : 2);
+      cost += bytes(l) * (storedBesides(l, c) || !in(l, p) ? 1 : 2);
       loaded.push_back("%" + g_.node(l).name);
     }
-    const double store = bytes(v) * (storedBesides(v, c) ? 1 : 2);
-    if (recompute >= store) return;
-    for (ir::NodeId x : chain) {
+    return cost;
+  }
+  double storeCost(ir::NodeId v, int c) const { return bytes(v) * (storedBesides(v, c) ? 1 : 2); }
+
+  void add(const Chain& chain, int c) {
+    for (ir::NodeId x : chain.ops) {
       scopes_[static_cast<size_t>(c)].ops.push_back(x);
       scopesOf_[static_cast<size_t>(x)].push_back(c);
     }
-    std::string from;
-    for (const std::string& name : loaded)
-      from += (from.empty() ? "" : ", ") + name;
+  }
+
+  static std::string list(const std::vector<std::string>& names) {
+    std::string s;
+    for (const std::string& name : names)
+      s += (s.empty() ? "" : ", ") + name;
+    return s;
+  }
+
+  /// Every value c reads from p recomputed at once, when together they load fewer bytes than
+  /// storing and loading them all (each alone may not: the first loads what the rest share).
+  bool together(const std::vector<ir::NodeId>& values, int p, int c) {
+    if (values.size() < 2) return false;
+    std::set<ir::NodeId> added, counted;
+    std::vector<Chain> chains;
+    std::vector<ir::NodeId> taken;
+    std::vector<std::string> loaded;
+    double load = 0, store = 0;
+    size_t ops = 0;
+    for (ir::NodeId v : values) {
+      Chain chain = chainOf(v, p, c, added);
+      if (!chain.recomputable) continue;
+      added.insert(chain.ops.begin(), chain.ops.end());
+      load += loadCost(chain.leaves, p, c, counted, loaded);
+      store += storeCost(v, c);
+      ops += chain.ops.size();
+      chains.push_back(std::move(chain));
+      taken.push_back(v);
+    }
+    if (taken.size() < 2 || load >= store) return false;
+    for (const Chain& chain : chains)
+      add(chain, c);
+    std::vector<std::string> names;
+    for (ir::NodeId v : taken)
+      names.push_back("%" + g_.node(v).name);
+    result_.notes.push_back(fmt::format(
+        "{}: recomputed by stitch{} together ({} op(s)) {} instead of stored by stitch{} and "
+        "loaded ({} at the planned sizes)",
+        list(names), c, ops,
+        loaded.empty() ? std::string("from what it loads already")
+                       : fmt::format("loading {} ({})", list(loaded), megabytes(load)),
+        p, megabytes(store)));
+    return true;
+  }
+
+  /// One value recomputed when that alone loads fewer bytes than storing and loading it.
+  void alone(ir::NodeId v, int p, int c) {
+    Chain chain = chainOf(v, p, c, {});
+    if (!chain.recomputable) return;
+    std::set<ir::NodeId> counted;
+    std::vector<std::string> loaded;
+    const double load = loadCost(chain.leaves, p, c, counted, loaded);
+    const double store = storeCost(v, c);
+    if (load >= store) return;
+    add(chain, c);
     result_.notes.push_back(fmt::format(
         "%{}: recomputed by stitch{} ({} op(s)) {} instead of stored by stitch{} and loaded ({} "
         "at the planned sizes)",
-        g_.node(v).name, c, chain.size(),
+        g_.node(v).name, c, chain.ops.size(),
         loaded.empty() ? std::string("from what it loads already")
-                       : fmt::format("loading {} ({})", from, megabytes(recompute)),
+                       : fmt::format("loading {} ({})", list(loaded), megabytes(load)),
         p, megabytes(store)));
   }
 
