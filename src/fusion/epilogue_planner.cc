@@ -158,8 +158,10 @@ bool dependsOn(const Users& users, ir::NodeId dot, ir::NodeId x) {
 /// How an op of the epilogue reads an operand from outside it.
 struct Leaf {
   bool ok = false;
-  ir::NodeId member = -1; // a broadcast evaluated in the epilogue (-1: none)
-  ir::NodeId read = -1;   // a value loaded from its buffer (-1: none)
+  /// Ops evaluated in the epilogue between the value read and the op reading it: a broadcast,
+  /// casts (mixed precision's convert of a bias or residual), outermost first.
+  std::vector<ir::NodeId> members;
+  ir::NodeId read = -1; // a value loaded from its buffer (-1: none)
   EpilogueRead::Kind kind = EpilogueRead::Kind::Element;
 };
 
@@ -251,15 +253,26 @@ GemmEpilogue EpiloguePlanner::plan(ir::NodeId dot) {
     for (ir::NodeId o : n.operands) {
       if (o == dot || inC.count(o)) continue;
       Leaf l = leaf(dot, o);
-      const ir::Node& on = g_.node(o);
-      if (!l.ok && on.kind == ir::OpKind::BroadcastInDim && on.type.shape == out) {
-        // A broadcast of a source or of a value in memory runs in the epilogue (when the
-        // region holds all its readers).
-        Leaf inner = leaf(dot, on.operands[0], true);
-        if (inner.ok) {
+      if (!l.ok) {
+        // A broadcast or casts of a source or of a value in memory run in the epilogue (when
+        // the region holds all their readers): peel converts and one broadcast.
+        std::vector<ir::NodeId> members;
+        ir::NodeId x = o;
+        bool broadcast = false;
+        for (;;) {
+          const ir::Node& xn = g_.node(x);
+          bool cast = xn.kind == ir::OpKind::Convert;
+          bool bcast = xn.kind == ir::OpKind::BroadcastInDim && !broadcast;
+          if ((!cast && !bcast) || taken_.count(x) || absorbed_[size_t(x)] || g_.isOutput(x)) break;
+          broadcast = broadcast || bcast;
+          members.push_back(x);
+          x = xn.operands[0];
+        }
+        Leaf inner = members.empty() ? Leaf{} : leaf(dot, x, true);
+        if (inner.ok && (broadcast || g_.node(x).type.shape == out)) {
           l = inner;
-          l.member = o;
-          l.kind = EpilogueRead::Kind::Broadcast;
+          l.members = std::move(members);
+          if (broadcast) l.kind = EpilogueRead::Kind::Broadcast;
         }
       }
       if (!l.ok) {
@@ -289,11 +302,15 @@ GemmEpilogue EpiloguePlanner::plan(ir::NodeId dot) {
         if (inC.count(o) && region.insert(o).second) work.push_back(o);
     }
     bool valid = readOnlyIn(dot, region);
+    std::set<ir::NodeId> inside = region; // with the leaves' members
+    for (ir::NodeId v : region)
+      for (const Leaf& l : leavesOf[v])
+        inside.insert(l.members.begin(), l.members.end());
     for (ir::NodeId v : region) {
       if (v != c && (g_.isOutput(v) || !readOnlyIn(v, region))) valid = false;
       for (const Leaf& l : leavesOf[v])
-        if (l.member >= 0 && (g_.isOutput(l.member) || !readOnlyIn(l.member, region)))
-          valid = false;
+        for (ir::NodeId m : l.members)
+          if (g_.isOutput(m) || !readOnlyIn(m, inside)) valid = false;
     }
     if (valid && region.size() >= best.size()) {
       best = std::move(region);
@@ -314,7 +331,7 @@ GemmEpilogue EpiloguePlanner::plan(ir::NodeId dot) {
   std::set<ir::NodeId> read;
   for (ir::NodeId v : best)
     for (const Leaf& l : leavesOf[v]) {
-      if (l.member >= 0) ops.insert(l.member);
+      ops.insert(l.members.begin(), l.members.end());
       if (l.read >= 0 && read.insert(l.read).second) e.reads.push_back({l.read, l.kind});
     }
   e.ops.assign(ops.begin(), ops.end());

@@ -21,8 +21,8 @@
 #include "../fusion/test_graphs.h"
 
 using namespace weft;
-using fusion::testing::dotEpilogueGraph;
 using fusion::testing::DotConsumers;
+using fusion::testing::dotEpilogueGraph;
 using ir::DType;
 
 namespace {
@@ -100,8 +100,8 @@ TEST_CASE("gemm epilogue: bias, GELU, residual, casts match the interpreter on o
         REQUIRE_FALSE(callOf(plan).epilogue.empty());
         CHECK(plan.kernelCount() == 0);
         bool lowFloat = t == DType::f16 || t == DType::bf16;
-        CHECK(callOf(plan).gemm.engine == (lowFloat ? fusion::GemmPlan::Engine::TensorCore
-                                                    : fusion::GemmPlan::Engine::Fma));
+        CHECK(callOf(plan).gemm.engine ==
+              (lowFloat ? fusion::GemmPlan::Engine::TensorCore : fusion::GemmPlan::Engine::Fma));
         Moved moved =
             check(plan, toleranceFor(consumers == DotConsumers::BiasCast ? DType::f16 : t));
         CHECK(moved.launches == 1);
@@ -183,16 +183,16 @@ TEST_CASE("gemm epilogue: random consumer graphs match the interpreter",
     auto other = [&]() -> ir::NodeId {
       switch (pick(7)) {
       case 0:
-        return g.broadcastInDim(param({n}), out, {rank - 1});             // a bias row
+        return g.broadcastInDim(param({n}), out, {rank - 1}); // a bias row
       case 1:
-        return g.broadcastInDim(param({m}), out, {rank - 2});             // a per-row scale
+        return g.broadcastInDim(param({m}), out, {rank - 2}); // a per-row scale
       case 2:
-        return param(out);                                                // a residual
+        return param(out); // a residual
       case 3:
-        return g.constant(DType::f32, out, {double(pick(5)) - 2.5});      // a constant
+        return g.constant(DType::f32, out, {double(pick(5)) - 2.5}); // a constant
       case 4:
-        return g.unary(ir::OpKind::Exp, param(out));                      // a kernel's value
-      case 5: {                                                           // the dot's row sums
+        return g.unary(ir::OpKind::Exp, param(out)); // a kernel's value
+      case 5: {                                      // the dot's row sums
         ir::NodeId v = pool[size_t(pick(int(pool.size())))];
         return g.broadcastInDim(g.reduce(ir::ReduceKind::Sum, v, {rank - 1}), out,
                                 batched ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
@@ -211,10 +211,11 @@ TEST_CASE("gemm epilogue: random consumer graphs match the interpreter",
                                   : g.binary(binaries[pick(4)], x, other()));
     }
     std::vector<ir::NodeId> outputs{pool.back()};
-    if (pick(3) == 0 && pool.size() > 2) outputs.push_back(pool[size_t(pick(int(pool.size()) - 1))]);
+    if (pick(3) == 0 && pool.size() > 2)
+      outputs.push_back(pool[size_t(pick(int(pool.size()) - 1))]);
     g.setOutputs(outputs);
-    INFO("seed " << seed << ": [" << ir::shapeStr(lead) << "] " << m << "x" << k << "x" << n
-                 << ", " << g.size() << " nodes");
+    INFO("seed " << seed << ": [" << ir::shapeStr(lead) << "] " << m << "x" << k << "x" << n << ", "
+                 << g.size() << " nodes");
     for (auto policy : {fusion::Policy::AStitch, fusion::Policy::Xla}) {
       auto plan = fusion::plan(g, h100, policy);
       if (!callOf(plan).epilogue.empty()) ++fusedGraphs;
@@ -262,8 +263,7 @@ TEST_CASE("gemm epilogue: every variant assembles on sm_80 and sm_90 without spi
   };
   std::vector<Case> cases;
   for (DType t : {DType::f32, DType::f16, DType::bf16})
-    for (DotConsumers c :
-         {DotConsumers::Bias, DotConsumers::BiasGelu, DotConsumers::Residual}) {
+    for (DotConsumers c : {DotConsumers::Bias, DotConsumers::BiasGelu, DotConsumers::Residual}) {
       cases.push_back({t, {}, 128, 768, 3072, c});
       cases.push_back({t, {}, 37, 29, 53, c});
       cases.push_back({t, {12}, 128, 64, 128, c});
@@ -299,5 +299,31 @@ TEST_CASE("gemm epilogue: kernels and bytes of a model with and without epilogue
                      path, epilogues ? "with" : "without", plan.kernelCount(),
                      plan.steps.size() - size_t(plan.kernelCount()), moved.launches, fused,
                      moved.bytes));
+  }
+}
+
+// Mixed precision writes a bias add after an f32 dot as add(convert(dot), convert(broadcast(
+// bias))): the casts and the broadcast are members of the epilogue, the bias is read once per
+// column, and no kernel is left.
+TEST_CASE("gemm epilogue: casts of the dot and of a broadcast bias run in the epilogue",
+          "[codegen][sim][gemm][epilogue]") {
+  for (DType t : {DType::bf16, DType::f16}) {
+    ir::Graph g;
+    const int64_t M = 70, K = 96, N = 130;
+    ir::NodeId x = g.parameter("x", {DType::f32, {M, K}});
+    ir::NodeId w = g.parameter("w", {DType::f32, {K, N}});
+    ir::NodeId bias = g.parameter("bias", {DType::f32, {N}});
+    ir::NodeId mm = g.dot(x, w, "mm");
+    ir::NodeId b = g.convert(g.broadcastInDim(bias, {M, N}, {1}), t, "bias.cast");
+    g.addOutput(g.binary(ir::OpKind::Add, g.convert(mm, t, "mm.cast"), b, "y"));
+    auto plan = fusion::plan(g, *deviceSpecProfile("h100"), fusion::Policy::AStitch);
+    INFO(ir::dtypeName(t));
+    CHECK(plan.kernelCount() == 0);
+    const fusion::GemmEpilogue& e = callOf(plan).epilogue;
+    CHECK(e.ops.size() == 4); // the broadcast, both casts, the add
+    REQUIRE(e.reads.size() == 1);
+    CHECK(e.reads[0].value == bias);
+    CHECK(e.reads[0].kind == fusion::EpilogueRead::Kind::Broadcast);
+    check(plan, toleranceFor(t));
   }
 }
