@@ -7,6 +7,7 @@
 #include "codegen/compile.h"
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -88,10 +89,63 @@ struct Chunk {
   std::string ptx;
 };
 
+/// Library kernels whose bodies another library kernel of the plan already has: for each
+/// such step, its kernel (its own parameters and launch) under the name of the first step
+/// with the same body, which alone is emitted. Empty unless `compact`: big graphs repeat their
+/// layers (graph_10000: 199 GEMMs, 90 distinct bodies). Each library step is emitted alone
+/// into a scratch module (a few ms in all) and compared as text with its name left out, so
+/// the result depends on the plan only, not on the chunks or threads.
+std::map<int, CompiledKernel> sharedLibraryKernels(const fusion::FusionPlan& plan,
+                                                   bool useLibdevice, bool compact,
+                                                   int threads) {
+  std::map<int, CompiledKernel> shared;
+  if (!compact) return shared;
+  std::vector<int> library;
+  for (int i = 0; i < int(plan.steps.size()); ++i)
+    if (std::holds_alternative<fusion::LibraryCall>(plan.steps[size_t(i)])) library.push_back(i);
+  if (library.size() < 2) return shared;
+  std::vector<std::string> bodies(library.size());
+  std::vector<CompiledKernel> infos(library.size());
+  const llvm::DataLayout layout = nvptxMachine(plan.device, compact)->createDataLayout();
+  parallelFor(threads, library.size(), [&](size_t j) {
+    llvm::LLVMContext ctx;
+    llvm::Module m("weft", ctx);
+    m.setTargetTriple(kTriple);
+    m.setDataLayout(layout);
+    m.addModuleFlag(llvm::Module::Override, "weft.sm", uint32_t(plan.device.computeCapability));
+    EmittedKernel k = emitLibraryKernel(m, plan, library[j], useLibdevice);
+    // compared without the names of its values (the graph's), blocks and globals
+    for (llvm::Function& f : m) {
+      for (llvm::Argument& a : f.args())
+        a.setName("");
+      for (llvm::BasicBlock& bb : f) {
+        bb.setName("");
+        for (llvm::Instruction& inst : bb)
+          inst.setName("");
+      }
+    }
+    int global = 0;
+    for (llvm::GlobalVariable& v : m.globals())
+      if (v.hasLocalLinkage()) v.setName(fmt::format("weft_global_{}", global++));
+    k.function->setName("weft_library_kernel");
+    bodies[j] = printModule(m);
+    infos[j] = std::move(k.info);
+  });
+  std::map<std::string, size_t> firstWith;
+  for (size_t j = 0; j < library.size(); ++j) {
+    auto [it, fresh] = firstWith.emplace(bodies[j], j);
+    if (fresh) continue;
+    CompiledKernel k = std::move(infos[j]);
+    k.name = infos[it->second].name;
+    shared.emplace(library[j], std::move(k));
+  }
+  return shared;
+}
+
 /// The chunk's steps as the kernels of a verified module, libdevice linked in when `libdevice`
-/// names it.
+/// names it; the steps in `shared` are not emitted, their kernels launch another step's entry.
 void emitChunk(Chunk& c, const fusion::FusionPlan& plan, const std::string& libdevice,
-               bool compact) {
+               bool compact, const std::map<int, CompiledKernel>& shared) {
   c.tm = nvptxMachine(plan.device, compact);
   c.ctx = std::make_unique<llvm::LLVMContext>();
   c.module = std::make_unique<llvm::Module>("weft", *c.ctx);
@@ -102,6 +156,10 @@ void emitChunk(Chunk& c, const fusion::FusionPlan& plan, const std::string& libd
   bool useLibdevice = !libdevice.empty();
   if (compact && !useLibdevice) m.addModuleFlag(llvm::Module::Override, kMathCallsFlag, 1u);
   for (int i = c.steps.begin; i < c.steps.end; ++i) {
+    if (auto it = shared.find(i); it != shared.end()) {
+      c.kernels.push_back(it->second);
+      continue;
+    }
     EmittedKernel k = std::holds_alternative<fusion::KernelPlan>(plan.steps[size_t(i)])
                           ? emitKernel(m, plan, i, useLibdevice)
                           : emitLibraryKernel(m, plan, i, useLibdevice);
@@ -183,12 +241,17 @@ CompiledModule compileToPtx(const fusion::FusionPlan& plan, const CodegenOptions
   out.timings.threads = threads;
 
   const bool compact = compactCode(plan);
+  auto t0 = std::chrono::steady_clock::now();
+  const std::map<int, CompiledKernel> shared =
+      sharedLibraryKernels(plan, !libdevice.empty(), compact, threads);
   out.timings.llvmIrMs =
-      forEachChunk(chunks, threads, [&](Chunk& c) { emitChunk(c, plan, libdevice, compact); });
+      msSince(t0) + forEachChunk(chunks, threads, [&](Chunk& c) {
+        emitChunk(c, plan, libdevice, compact, shared);
+      });
   out.timings.optimiseMs =
       forEachChunk(chunks, threads, [&](Chunk& c) { optimiseChunk(c, options, compact); });
 
-  auto t0 = std::chrono::steady_clock::now();
+  t0 = std::chrono::steady_clock::now();
   std::vector<llvm::Module*> modules;
   for (Chunk& c : chunks)
     modules.push_back(c.module.get());
@@ -213,7 +276,10 @@ CompiledModule compileToPtx(const fusion::FusionPlan& plan, const CodegenOptions
                out.kernels.size(), plan.device.smName(), out.timings.modules, threads,
                out.timings.llvmIrMs, out.timings.optimiseMs, out.timings.ptxMs,
                libdevice.empty() ? "" : " (libdevice)",
-               compact ? " (compact: math as calls, O2, no unrolling)" : "");
+               compact ? fmt::format(" (compact: math as calls, O2, no unrolling; {} library "
+                                     "kernel(s) share another's entry)",
+                                     shared.size())
+                       : "");
   return out;
 }
 

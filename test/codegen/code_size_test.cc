@@ -4,7 +4,9 @@
 // Sizes, counts and values; no timings (those are in docs/performance.md).
 #include <catch2/catch.hpp>
 
+#include <set>
 #include <string>
+#include <variant>
 
 #include "bench/synthetic_graphs.h"
 #include "codegen/compile.h"
@@ -98,4 +100,26 @@ TEST_CASE("graph_10000's [64, 64] clusters run their rows at width 1 and match t
         }
   CHECK(rowReduces > 0);
   test::checkOnSim(plan, compile(plan, true), 1e-3);
+}
+
+TEST_CASE("a big graph's library kernels with identical bodies share one entry",
+          "[codegen][code-size][sim]") {
+  // graph_10000's family at 2,000 nodes: its GEMMs ([64, 64] x [64, 64], with epilogues) repeat.
+  ir::Graph g = bench::clusteredGraph(2000, 64, 64);
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  REQUIRE(codegen::compactCode(plan));
+  codegen::CompiledModule m = compile(plan, true);
+  size_t library = 0;
+  std::set<std::string> names;
+  for (const codegen::CompiledKernel& k : m.kernels) {
+    names.insert(k.name);
+    if (std::holds_alternative<fusion::LibraryCall>(plan.steps[size_t(k.planStep)])) ++library;
+  }
+  REQUIRE(m.kernels.size() == plan.steps.size());
+  CHECK(library > 10);
+  CHECK(names.size() < m.kernels.size()); // some steps launch another step's entry
+  CHECK(count(m.ptx, ".visible .entry") == names.size());
+  for (const std::string& n : names)
+    CHECK(count(m.ptx, ".entry " + n + "(") == 1);
+  test::checkOnSim(plan, m, 1e-3);
 }
