@@ -7,9 +7,10 @@
 // reshapes and broadcasts of its own element count in the producing scope, down to leaves —
 // graph inputs, library results, reductions and broadcast operands (the [B] statistics, a
 // [512] parameter) — that the reading scope then loads. A leaf the producer does not store yet
-// is stored (its bytes count). The reading scope gets the chain's ops as well (an op in two
-// scopes is computed by both; only its home scope stores it). One line per recomputed value
-// says why.
+// is stored (its bytes count). The values one scope reads from another are first decided
+// together (each alone may not pay: the first loads what the rest share), then one by one.
+// The reading scope gets the chain's ops as well (an op in two scopes is computed by both;
+// only its home scope stores it). One plan line per decision says what and why.
 #include <string>
 #include <vector>
 
