@@ -229,10 +229,20 @@ std::string explainPlan(const FusionPlan& plan) {
     if (const auto* call = std::get_if<LibraryCall>(&plan.steps[s])) {
       os << fmt::format("\nstep {}: {} ({}): compute-intensive, run by a library, not stitched\n",
                         s, idx.names[s], ir::opName(g.node(call->op).kind));
-      for (ir::NodeId op : call->epilogue.ops)
+      const GemmEpilogue& e = call->epilogue;
+      for (const auto* p : {&e.a, &e.b})
+        for (const auto* ops : {&p->ops, &p->leaves})
+          for (ir::NodeId op : *ops)
+            os << fmt::format("    {} ({}): in the GEMM's prologue, applied as {} is loaded\n",
+                              name(g, op), ir::opName(g.node(op).kind), name(g, p->source));
+      for (ir::NodeId op : e.ops)
         os << fmt::format("    {} ({}): in the GEMM's epilogue, per result element{}\n",
                           name(g, op), ir::opName(g.node(op).kind),
-                          op == call->epilogue.result ? "; stored by the library call" : "");
+                          op == e.result && e.store.empty() ? "; stored by the library call" : "");
+      for (ir::NodeId op : e.store)
+        os << fmt::format("    {} ({}): the GEMM stores through it{}\n", name(g, op),
+                          ir::opName(g.node(op).kind),
+                          op == e.store.back() ? "; stored by the library call" : "");
       continue;
     }
     const auto& k = std::get<KernelPlan>(plan.steps[s]);
@@ -299,8 +309,15 @@ std::string kernelMapJson(const FusionPlan& plan) {
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     os << (s ? ",\n" : "\n");
     if (const auto* call = std::get_if<LibraryCall>(&plan.steps[s])) {
+      // the dot, then every op its kernel computes or reads through, in graph order
+      const GemmEpilogue& e = call->epilogue;
+      std::vector<ir::NodeId> fused;
+      for (const auto* ops : {&e.a.ops, &e.a.leaves, &e.b.ops, &e.b.leaves, &e.ops, &e.store})
+        fused.insert(fused.end(), ops->begin(), ops->end());
+      std::sort(fused.begin(), fused.end());
+      fused.erase(std::unique(fused.begin(), fused.end()), fused.end());
       std::vector<ir::NodeId> ops{call->op};
-      ops.insert(ops.end(), call->epilogue.ops.begin(), call->epilogue.ops.end());
+      ops.insert(ops.end(), fused.begin(), fused.end());
       os << fmt::format("    {{\"step\": {}, \"library_call\": {}, \"ops\": {}}}", s,
                         jsonString(g.node(call->op).name), list(ops));
       continue;

@@ -4,11 +4,14 @@
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <tuple>
 
 #include "codegen/compile.h"
 #include "codegen/ptxas.h"
 #include "fusion/plan.h"
+#include "fusion/plan_explainer.h"
 #include "fusion/plan_printer.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
@@ -400,6 +403,19 @@ TEST_CASE("gemm: attention's head split, K^T and head merge run inside the GEMMs
         CHECK(call.gemm.c.batchStride == ir::Dim(D));
       }
     }
+    // every op is listed once in the kernel map, prologue and store ops with their GEMM
+    std::map<std::string, int> owners;
+    const nlohmann::json map = nlohmann::json::parse(fusion::kernelMapJson(plan));
+    for (const auto& step : map.at("steps"))
+      for (const auto& op : step.at("ops"))
+        ++owners[op.get<std::string>()];
+    for (const ir::Node& n : plan.graph.nodes()) {
+      INFO(n.name);
+      CHECK(owners[n.name] == (n.kind == ir::OpKind::Parameter ? 0 : 1));
+    }
+    CHECK_THAT(fusion::explainPlan(plan),
+               Catch::Contains("in the GEMM's prologue, applied as %q is loaded") &&
+                   Catch::Contains("the GEMM stores through it; stored by the library call"));
     check(plan, t == DType::f32 ? 1e-4 : 5e-2);
     auto xla = fusion::plan(g, *deviceSpecProfile("h100"), fusion::Policy::Xla);
     CHECK(xla.kernelCount() > 0);
