@@ -305,6 +305,7 @@ void KernelEmitter::emitPartialsCombine(const TileSpace& s, const fusion::Group&
     }
     gen_->setGenerator(reduce, [acc](const Index&) { return acc; });
     for (ir::NodeId v : materialized) {
+      if (v == r.operands[0]) continue; // stored by the reduce's pass (emitReduceStage)
       if (placement(v).storage == Storage::Shared)
         k_.fail(v, "a split reduce's stage cannot keep values in shared memory (they are combined "
                    "across blocks)");

@@ -611,7 +611,8 @@ void KernelEmitter::emitSlotStage(const TileSpace& s, const std::vector<ir::Node
 }
 
 void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
-                                    const std::vector<ir::NodeId>& materialized) {
+                                    const std::vector<ir::NodeId>& materialized,
+                                    const std::vector<ir::NodeId>& operandStores) {
   llvm::IRBuilder<>& b = b_;
   const ir::Node& r = node(reduce);
   ReduceGeometry geo = reduceGeometry(plan_.graph, r);
@@ -700,9 +701,20 @@ void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::No
     emitRowReduce(k_, *gen_, r, *rm, s.u0, s.u1, reducedBegin, reducedEnd, onResult, toGlobal,
                   slots);
     slotsReading_ = false;
-  } else
+  } else {
+    // A split column sum whose stage also stores its operand (fusion: operandStage) stores each
+    // element as it adds it.
+    OperandSink onOperand;
+    if (!operandStores.empty())
+      onOperand = [&](const Index& idx, llvm::Value* v) {
+        const ir::Node& o = node(r.operands[0]);
+        llvm::Value* flat = linearize(k_, o.type.shape, idx);
+        for (ir::NodeId w : operandStores)
+          store(s, w, flat, v);
+      };
     emitColumnReduce(k_, *gen_, r, std::get<fusion::ColumnReduceMapping>(g.mapping), s.u0, s.u1,
-                     reducedBegin, reducedEnd, onResult);
+                     reducedBegin, reducedEnd, onResult, onOperand);
+  }
   gen_->clearCache();
 }
 
@@ -749,7 +761,11 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
     if (placement(g.dominant).partialsBuffer < 0 && !onlyDominant)
       k_.fail(g.dominant,
               "a split reduce combined with atomics may materialise only the reduce itself");
-    emitReduceStage(s, g, g.dominant, {g.dominant});
+    // The stage's values that are the reduce's operand are stored as the reduce reads them.
+    std::vector<ir::NodeId> operandStores;
+    for (ir::NodeId v : st.materialized)
+      if (v == node(g.dominant).operands[0]) operandStores.push_back(v);
+    emitReduceStage(s, g, g.dominant, {g.dominant}, operandStores);
     return;
   }
   bool dominantStage = false;

@@ -119,7 +119,7 @@ Index mergeIndex(const ReduceGeometry& geo, const Index& kept, const Index& red)
 void accumulate(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
                 const ReduceGeometry& geo, llvm::AllocaInst* acc, llvm::Value* kept,
                 llvm::Value* first, llvm::Value* end, int lane0Step, int vector,
-                llvm::Value* laneOffset) {
+                llvm::Value* laneOffset, const OperandSink& onOperand = {}) {
   llvm::IRBuilder<>& b = *k.b;
   ReduceKind kind = reduce.attr<ir::ReduceAttrs>().kind;
   DType t = reduce.type.dtype;
@@ -127,6 +127,7 @@ void accumulate(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
   auto combine = [&](const Index& idx) {
     gen.clearCache();
     llvm::Value* v = gen.emit(reduce.operands[0], idx);
+    if (onOperand) onOperand(idx, v);
     b.CreateStore(reductionCombine(b, kind, t, b.CreateLoad(at, acc), v), acc);
   };
   auto add = [&](llvm::Value* r) { combine(reduceOperandIndex(k, geo, kept, r)); };
@@ -337,7 +338,7 @@ RowSlots makeRowSlots(KernelContext& k, const ir::Shape& loop, size_t rowDims,
 void emitColumnReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
                       const fusion::ColumnReduceMapping& m, llvm::Value* begin, llvm::Value* end,
                       llvm::Value* reducedBegin, llvm::Value* reducedEnd,
-                      const ReduceResult& onResult) {
+                      const ReduceResult& onResult, const OperandSink& onOperand) {
   llvm::IRBuilder<>& b = *k.b;
   int tc = m.tileColumns, tr = m.tileRows;
   if (tc < 1 || tr < 1 || int64_t(tc) * tr != k.blockSize)
@@ -357,7 +358,7 @@ void emitColumnReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& r
   llvm::AllocaInst* acc = k.entryAlloca(at, reduce.name + ".acc");
   b.CreateStore(reductionIdentity(k.ctx(), kind, t), acc);
   accumulate(k, gen, reduce, geo, acc, col, reducedBegin,
-             b.CreateSelect(valid, reducedEnd, reducedBegin), tr, 1, ty);
+             b.CreateSelect(valid, reducedEnd, reducedBegin), tr, 1, ty, onOperand);
   storeSlot(k, tid, b.CreateLoad(at, acc));
   k.blockBarrier();
   k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(ty, k.index(0))), [&] {

@@ -75,11 +75,14 @@ void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& redu
                    const fusion::RowReduceMapping& m, llvm::Value* begin, llvm::Value* end,
                    llvm::Value* reducedBegin, llvm::Value* reducedEnd, const ReduceResult& onResult,
                    bool coalesceResults = false, const RowSlots* slots = nullptr);
+/// Called with each operand element a reduce adds up, once per element: its index and value.
+using OperandSink = std::function<void(const Index& index, llvm::Value* value)>;
+
 /// Column reduce of results [begin, end) (at most tileColumns of them) over reduced elements
-/// [reducedBegin, reducedEnd).
+/// [reducedBegin, reducedEnd). `onOperand`, when set, sees every operand element it adds.
 void emitColumnReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
                       const fusion::ColumnReduceMapping& m, llvm::Value* begin, llvm::Value* end,
                       llvm::Value* reducedBegin, llvm::Value* reducedEnd,
-                      const ReduceResult& onResult);
+                      const ReduceResult& onResult, const OperandSink& onOperand = {});
 
 } // namespace weft::codegen

@@ -78,7 +78,8 @@ private:
   void emitVectorGroup(const TileSpace& s, const std::vector<ir::NodeId>& values,
                        llvm::Value* flat0, int width);
   void emitReduceStage(TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
-                       const std::vector<ir::NodeId>& materialized);
+                       const std::vector<ir::NodeId>& materialized,
+                       const std::vector<ir::NodeId>& operandStores = {});
   /// Whether the current phase's plan lists `st` among its across-tiles stages.
   bool isAcrossTiles(const fusion::Stage& st) const;
   std::vector<ir::NodeId> acrossReduces(const fusion::Stage& st) const;

@@ -442,6 +442,12 @@ private:
       int after = -1;
       for (const Read& r : reads_.at(v))
         after = std::max(after, stageOf(r.value));
+      if (int st = operandStage(v, after); st >= 0) { // the split column sum of its operand
+        stages_[static_cast<size_t>(st)].values.push_back(v);
+        stageOf_[at(v)] = st;
+        std::erase(stagesOf[{group, stages_[static_cast<size_t>(st)].level}], st);
+        continue;
+      }
       int last = -1;
       std::vector<int>& same = stagesOf[{group, levelOf(v)}]; // increasing
       for (auto st = std::upper_bound(same.begin(), same.end(), after); st != same.end(); ++st)
@@ -457,6 +463,27 @@ private:
       stages_[static_cast<size_t>(last)].values.push_back(v);
       stageOf_[at(v)] = last;
     }
+  }
+
+  /// The stage `v` stores its operand in, when `v` is the dominant of a split column-reduce group
+  /// (partials, no atomics) that reads nothing but that operand, a value of its loop that the
+  /// last stage so far stores alone: the reduce then runs in that stage, and its pass over its
+  /// split tiles stores the operand's elements as it adds them up (bias + GELU backward: grad_x
+  /// and its column sum grad_bias in one pass over x and dy, not one pass each). -1 otherwise.
+  int operandStage(ir::NodeId v, int after) const {
+    const ir::Node& n = g_.node(v);
+    const Group& gr = groupOfValue(v);
+    const auto* c = std::get_if<ColumnReduceMapping>(&gr.mapping);
+    if (n.kind != ir::OpKind::Reduce || gr.dominant != v || !c || c->splitFactor <= 1 ||
+        c->useAtomics || after < 0 || after + 1 != static_cast<int>(stages_.size()))
+      return -1;
+    ir::NodeId operand = n.operands[0];
+    const StageInfo& st = stages_[static_cast<size_t>(after)];
+    bool onlyOperand = st.values.size() == 1 && st.values[0] == operand &&
+                       st.group == groupOf_.at(v) && g_.node(operand).type.shape == gr.loopShape;
+    bool readsOperand = std::all_of(reads_.at(v).begin(), reads_.at(v).end(),
+                                    [&](const Read& r) { return r.value == operand; });
+    return onlyOperand && readsOperand ? after : -1;
   }
 
   /// Whether `v` may join `stage`. In a split group the reduces' stage combines partials
