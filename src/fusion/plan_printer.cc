@@ -319,6 +319,10 @@ std::string fusionPlanDot(const FusionPlan& plan) {
     if (const auto* call = std::get_if<LibraryCall>(&plan.steps[i])) {
       const ir::Node& n = g.node(call->op);
       std::string label = n.name + "\\nlibrary " + std::string(ir::opName(n.kind));
+      for (const GemmPrologue* p : {&call->epilogue.a, &call->epilogue.b})
+        if (!p->empty())
+          label += fmt::format("\\n+ prologue of {} op(s) on {}", p->ops.size(),
+                               g.node(p->source).name);
       if (!call->epilogue.empty())
         label += fmt::format("\\n+ epilogue of {} op(s), stores {}", call->epilogue.ops.size(),
                              g.node(call->epilogue.result).name);

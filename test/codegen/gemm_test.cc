@@ -416,6 +416,9 @@ TEST_CASE("gemm: attention's head split, K^T and head merge run inside the GEMMs
     CHECK_THAT(fusion::explainPlan(plan),
                Catch::Contains("in the GEMM's prologue, applied as %q is loaded") &&
                    Catch::Contains("the GEMM stores through it; stored by the library call"));
+    CHECK_THAT(fusion::fusionPlanDot(plan),
+               Catch::Contains("+ prologue of 2 op(s) on q") &&
+                   Catch::Contains("+ stored through 1 layout op(s) as transpose"));
     check(plan, t == DType::f32 ? 1e-4 : 5e-2);
     auto xla = fusion::plan(g, *deviceSpecProfile("h100"), fusion::Policy::Xla);
     CHECK(xla.kernelCount() > 0);
