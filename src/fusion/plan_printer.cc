@@ -326,6 +326,9 @@ std::string fusionPlanDot(const FusionPlan& plan) {
       if (!call->epilogue.empty())
         label += fmt::format("\\n+ epilogue of {} op(s), stores {}", call->epilogue.ops.size(),
                              g.node(call->epilogue.result).name);
+      if (!call->epilogue.store.empty())
+        label += fmt::format("\\n+ stored through {} layout op(s) as {}",
+                             call->epilogue.store.size(), g.node(call->result()).name);
       os << "  " << dotId("s" + std::to_string(i) + "/" + n.name) << " [label=" << dotId(label)
          << ", shape=box3d];\n";
       continue;
