@@ -140,7 +140,7 @@ TEST_CASE("generated training steps move at most 1.10x their compulsory bytes un
   // loop, then a sum of the rows (fusion/reduction_split.h): no pass of its own over x and dy.
   // Measured at B = 4096 (the suite's size; sim counters): layer norm 40.2 / 37.8 MB,
   // softmax 50.4 / 50.3, log-softmax 49.2 / 49.2, RMSNorm 208.0 / 201.4 — before the split
-  // 2.17x, 4.23x, -, 2.09x. bias + GELU is left out: its column sum re-reads its operand.
+  // 2.17x, 4.23x, -, 2.09x. bias + GELU's step is left out: 2.05x (docs/training.md says why).
   std::vector<TrainingCase> cases = trainingCases();
   cases.pop_back(); // bias + GELU
   const Binding binding{{"B", 4096}};
