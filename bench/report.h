@@ -22,11 +22,13 @@ struct TargetCheck {
 
 constexpr double kMaxBytesRatio = 1.10;
 constexpr double kMaxGemmBytesRatio = 3.0; // issue 20: a GEMM moves at most 3x its operands and result
+/// issue 17: the 200-op cluster (31 stages over one [2048, 768] tensor) within 2x.
+constexpr double kMaxClusterBytesRatio = 2.0;
 constexpr double kMinSpeedupOverXla = 1.5;
-constexpr double kMaxCompileMs10k = 10000;
+constexpr double kMaxCompileMs10k = 5000; // issue 17: graph_10000 to PTX in < 5 s on two cores
 
-/// The targets: astitch's bytes ratio on every workload whose rows fit on chip (and the GEMM
-/// workload's, against kMaxGemmBytesRatio); astitch over
+/// The targets: astitch's bytes ratio on every workload whose rows fit on chip (cluster_200's
+/// against kMaxClusterBytesRatio; the GEMM workload's against kMaxGemmBytesRatio); astitch over
 /// xla on h100 for LayerNorm (f32, f16), softmax and LayerNorm backward; the 10,000-node
 /// graph's time to PTX.
 std::vector<TargetCheck> checkTargets(const SuiteResult& r);
