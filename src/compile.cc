@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "codegen/compile.h"
+#include "codegen/parallel_compile.h"
 #include "fusion/plan.h"
 #include "fusion/plan_versions.h"
 #include "fusion/plan_printer.h"
@@ -114,12 +115,17 @@ ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
     fromDiskCache = true;
     spdlog::info("codegen: loaded from the compile cache ({})", cache.pathFor(key));
   } else {
-    for (const fusion::PlanVersion& v : plans) {
-      modules.push_back(codegen::compileToPtx(v.plan, options.codegen));
-      const auto& t = modules.back().timings;
-      spdlog::info("codegen: LLVM IR {:.1f} ms, optimise {:.1f} ms, PTX {:.1f} ms", t.llvmIrMs,
-                   t.optimiseMs, t.ptxMs);
-    }
+    // The versions are independent modules: compiled side by side (a generic program has up to
+    // seven, and most are one kernel, which compileToPtx alone would run on one thread). Each
+    // version's PTX is what a serial compile gives.
+    modules.resize(plans.size());
+    codegen::parallelFor(codegen::compileThreads(options.codegen.threads), plans.size(),
+                         [&](size_t i) {
+                           modules[i] = codegen::compileToPtx(plans[i].plan, options.codegen);
+                         });
+    for (const codegen::CompiledModule& m : modules)
+      spdlog::info("codegen: LLVM IR {:.1f} ms, optimise {:.1f} ms, PTX {:.1f} ms",
+                   m.timings.llvmIrMs, m.timings.optimiseMs, m.timings.ptxMs);
     cache.storeVersions(key, modules);
   }
 
