@@ -1,5 +1,7 @@
 #include "report.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -117,6 +119,30 @@ std::vector<TargetCheck> checkTargets(const SuiteResult& r) {
               : fmt::format("{:.2f} s (over by {:.2f} s)", ms / 1e3, (ms - kMaxCompileMs10k) / 1e3);
   }
   checks.push_back(c);
+
+  std::vector<double> perKernel;
+  for (const WorkloadResult& w : r.workloads)
+    for (const PolicyRun& run : w.runs)
+      if (run.profile == primary && run.compile.runs > 0 && run.compile.kernelsCompiled > 0)
+        perKernel.push_back(run.compile.totalMs / run.compile.kernelsCompiled);
+  TargetCheck k;
+  k.target = fmt::format("median compile per kernel (every workload and policy) ≤ {:g} ms",
+                         kMaxCompileMsPerKernel);
+  k.workload = "suite";
+  k.required = fmt::format("≤ {:.1f} ms", kMaxCompileMsPerKernel);
+  if (perKernel.empty()) {
+    k.applies = false;
+    k.measured = "not run";
+  } else {
+    std::sort(perKernel.begin(), perKernel.end());
+    size_t n = perKernel.size();
+    double m = n % 2 ? perKernel[n / 2] : (perKernel[n / 2 - 1] + perKernel[n / 2]) / 2;
+    k.met = m <= kMaxCompileMsPerKernel;
+    k.measured = fmt::format("{:.1f} ms over {} programs{}", m, n,
+                             k.met ? "" : fmt::format(" (over by {:.1f} ms)",
+                                                      m - kMaxCompileMsPerKernel));
+  }
+  checks.push_back(k);
   return checks;
 }
 

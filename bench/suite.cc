@@ -46,8 +46,12 @@ CompileTime compileTimeOf(const std::vector<CompiledProgram>& programs) {
     ptx.push_back(t.ptxMs);
     total.push_back(p.totalMs);
   }
+  int kernels = 0;
+  if (!programs.empty())
+    kernels = int(programs.front().plan.kernelCount() *
+                  std::max<size_t>(1, programs.front().versionCount));
   return {median(plan), median(llvm), median(ptx), median(total),
-          static_cast<int>(programs.size())};
+          static_cast<int>(programs.size()), kernels};
 }
 
 void report(const SuiteOptions& o, const std::string& line) {

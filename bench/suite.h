@@ -35,6 +35,10 @@ struct SuiteOptions {
 struct CompileTime {
   double planMs = 0, llvmMs = 0, ptxMs = 0, totalMs = 0; // llvm = IR emission + O3
   int runs = 0;
+  /// Kernels one run compiles: the plan's kernels times the program's versions (a generic
+  /// program compiles every version; 0 when unknown). totalMs / kernelsCompiled is the compile
+  /// time per kernel the suite's target bounds.
+  int kernelsCompiled = 0;
 };
 
 /// One workload under one policy on one profile.

@@ -88,6 +88,27 @@ TEST_CASE("targets: met, or missed by how much", "[bench][report]") {
   CHECK_FALSE(compile->met);
   CHECK(compile->target == "10,000-node graph compiles to PTX (astitch) in < 5 s");
   CHECK(compile->measured == "12.50 s (over by 7.50 s)");
+  // No run says how many kernels it compiled: the per-kernel median cannot be taken.
+  const TargetCheck* perKernel = findCheck(checks, "suite", "median compile per kernel");
+  REQUIRE(perKernel);
+  CHECK_FALSE(perKernel->applies);
+  // Every run of the two small workloads compiles 1 kernel in 6 ms; graph_10000's 12.5 s is
+  // 500 kernels (25 ms each): the median is 6 ms.
+  SuiteResult counted = fakeSuite();
+  for (WorkloadResult& w : counted.workloads)
+    for (PolicyRun& run : w.runs)
+      run.compile.kernelsCompiled = w.name == "graph_10000" ? 500 : 1;
+  std::vector<TargetCheck> countedChecks = checkTargets(counted);
+  perKernel = findCheck(countedChecks, "suite", "median compile per kernel");
+  REQUIRE(perKernel);
+  CHECK(perKernel->met);
+  CHECK(perKernel->measured == "6.0 ms over 7 programs");
+  for (PolicyRun& run : counted.workloads[0].runs)
+    run.compile.totalMs = 30; // 3 runs at 30, 3 at 6, one at 25: median 25
+  std::vector<TargetCheck> slower = checkTargets(counted);
+  perKernel = findCheck(slower, "suite", "median compile per kernel");
+  CHECK_FALSE(perKernel->met);
+  CHECK(perKernel->measured == "25.0 ms over 7 programs (over by 5.0 ms)");
   // cluster_200 carries issue 17's 2x, every other workload 1.10x.
   SuiteResult withCluster = fakeSuite();
   WorkloadResult cluster = withCluster.workloads[0];
@@ -135,7 +156,7 @@ TEST_CASE("json and csv carry every run", "[bench][report]") {
   CHECK(run["bytes"] == 1060000);
   CHECK(run["modeledUs"]["total"].get<double>() == Approx(25));
   CHECK(run["compileMs"]["runs"] == 3);
-  CHECK(j["targets"].size() == 5);
+  CHECK(j["targets"].size() == 6); // 5 and the suite's compile time per kernel
   CHECK(j["scaling"]["exponent"].get<double>() == Approx(1.0));
 
   std::string csv = formatCsv(fakeSuite());
