@@ -201,7 +201,8 @@ llvm::Value* own(llvm::IRBuilder<>& b, ir::OpKind kind, llvm::Value* x, llvm::Va
   IrOps<D> ops{b, m};
   bool unary = kind == ir::OpKind::Exp || kind == ir::OpKind::Log || kind == ir::OpKind::Tanh ||
                kind == ir::OpKind::Erf;
-  if (unary && m.getModuleFlag(kMathCallsFlag)) {
+  if (unary) {
+    if (!m.getModuleFlag(kMathCallsFlag)) return ownUnary(ops, kind, x);
     std::string name = std::string("weft_") + ownName(kind) + (D ? "_f64" : "_f32");
     llvm::Function* f = ownFunction<D>(
         m, name, [&](IrOps<D>& fo, llvm::Value* v) { return ownUnary(fo, kind, v); });
@@ -209,14 +210,6 @@ llvm::Value* own(llvm::IRBuilder<>& b, ir::OpKind kind, llvm::Value* x, llvm::Va
     return b.CreateCall(f, {x});
   }
   switch (kind) {
-  case ir::OpKind::Exp:
-    return math::exp(ops, x);
-  case ir::OpKind::Log:
-    return math::log(ops, x);
-  case ir::OpKind::Tanh:
-    return math::tanh(ops, x);
-  case ir::OpKind::Erf:
-    return math::erf(ops, x);
   case ir::OpKind::Sin:
   case ir::OpKind::Cos: {
     bool cosine = kind == ir::OpKind::Cos;

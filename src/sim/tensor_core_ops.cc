@@ -61,28 +61,38 @@ namespace {
 /// A tf32 is an f32 whose 13 low significand bits the tensor core ignores; its products are
 /// exact in double (11-bit significands) and so are sums of 8 of them and an f32 unless their
 /// exponents span more than double's precision: each result is rounded once, to f32.
+/// D = A B + C for A [16][K] and B [K][8] already gathered: C read from, and D written to, the
+/// m16n8 accumulator fragments (lane g*4+t holds rows g and g+8, columns 2t and 2t+1), each
+/// element summed in double and rounded once to f32.
+template <int K>
+void accumulate(const Instr& I, uint64_t* R, const double (&A)[16][K], const double (&B)[K][8]) {
+  double C[16][8];
+  for (int l = 0; l < 32; ++l)
+    for (int i = 0; i < 4; ++i)
+      C[(l >> 2) + (i >= 2 ? 8 : 0)][(l & 3) * 2 + (i & 1)] = f32Value(src(I.s[6 + i], R)[l]);
+  for (int l = 0; l < 32; ++l) {
+    int g = l >> 2, t = l & 3;
+    for (int i = 0; i < 4; ++i) {
+      int row = g + (i >= 2 ? 8 : 0), col = t * 2 + (i & 1);
+      double sum = C[row][col];
+      for (int k = 0; k < K; ++k)
+        sum += A[row][k] * B[k][col];
+      if (I.d[i].kind == Operand::Reg) R[size_t(I.d[i].reg) * 32 + l] = f32Bits(sum);
+    }
+  }
+}
+
 void execTf32MatrixMultiply(const Instr& I, uint64_t* R) {
   auto tf32 = [](uint64_t reg) { return f32Value(reg & 0xffffe000u); };
-  double A[16][8], B[8][8], C[16][8];
+  double A[16][8], B[8][8];
   for (int l = 0; l < 32; ++l) {
     int g = l >> 2, t = l & 3;
     for (int i = 0; i < 4; ++i)
       A[g + (i & 1) * 8][t + (i >> 1) * 4] = tf32(src(I.s[i], R)[l]);
     for (int i = 0; i < 2; ++i)
       B[t + i * 4][g] = tf32(src(I.s[4 + i], R)[l]);
-    for (int i = 0; i < 4; ++i)
-      C[g + (i >= 2 ? 8 : 0)][t * 2 + (i & 1)] = f32Value(src(I.s[6 + i], R)[l]);
   }
-  for (int l = 0; l < 32; ++l) {
-    int g = l >> 2, t = l & 3;
-    for (int i = 0; i < 4; ++i) {
-      int row = g + (i >= 2 ? 8 : 0), col = t * 2 + (i & 1);
-      double sum = C[row][col];
-      for (int k = 0; k < 8; ++k)
-        sum += A[row][k] * B[k][col];
-      if (I.d[i].kind == Operand::Reg) R[size_t(I.d[i].reg) * 32 + l] = f32Bits(sum);
-    }
-  }
+  accumulate(I, R, A, B);
 }
 
 } // namespace
@@ -92,7 +102,7 @@ void execMatrixMultiply(const Instr& I, uint32_t, uint64_t* R) {
     execTf32MatrixMultiply(I, R);
     return;
   }
-  double A[16][16], B[16][8], C[16][8];
+  double A[16][16], B[16][8];
   for (int l = 0; l < 32; ++l) {
     int g = l >> 2, t = l & 3;
     for (int i = 0; i < 8; ++i) {
@@ -105,22 +115,11 @@ void execMatrixMultiply(const Instr& I, uint32_t, uint64_t* R) {
       uint64_t reg = src(I.s[4 + i / 2], R)[l];
       B[t * 2 + (i & 1) + (i >= 2 ? 8 : 0)][g] = element(half(reg, i), I.ty2);
     }
-    for (int i = 0; i < 4; ++i)
-      C[g + (i >= 2 ? 8 : 0)][t * 2 + (i & 1)] = f32Value(src(I.s[6 + i], R)[l]);
   }
   // Products of two f16 or bf16 values are exact in double, and so are sums of 16 of them
   // and an f32 unless their exponents span more than double's precision: each result is
   // rounded once, to f32, at least as accurate as the hardware's accumulation.
-  for (int l = 0; l < 32; ++l) {
-    int g = l >> 2, t = l & 3;
-    for (int i = 0; i < 4; ++i) {
-      int row = g + (i >= 2 ? 8 : 0), col = t * 2 + (i & 1);
-      double sum = C[row][col];
-      for (int k = 0; k < 16; ++k)
-        sum += A[row][k] * B[k][col];
-      if (I.d[i].kind == Operand::Reg) R[size_t(I.d[i].reg) * 32 + l] = f32Bits(sum);
-    }
-  }
+  accumulate(I, R, A, B);
 }
 
 void Executor::execTensorCore(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* R) {
