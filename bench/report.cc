@@ -1,7 +1,5 @@
 #include "report.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -134,11 +132,9 @@ std::vector<TargetCheck> checkTargets(const SuiteResult& r) {
     k.applies = false;
     k.measured = "not run";
   } else {
-    std::sort(perKernel.begin(), perKernel.end());
-    size_t n = perKernel.size();
-    double m = n % 2 ? perKernel[n / 2] : (perKernel[n / 2 - 1] + perKernel[n / 2]) / 2;
+    const double m = median(perKernel);
     k.met = m <= kMaxCompileMsPerKernel;
-    k.measured = fmt::format("{:.1f} ms over {} programs{}", m, n,
+    k.measured = fmt::format("{:.1f} ms over {} programs{}", m, perKernel.size(),
                              k.met ? "" : fmt::format(" (over by {:.1f} ms)",
                                                       m - kMaxCompileMsPerKernel));
   }

@@ -11,7 +11,6 @@
 #include "synthetic_graphs.h"
 
 namespace weft::bench {
-namespace {
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -19,6 +18,8 @@ double median(std::vector<double> v) {
   size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
+
+namespace {
 
 DeviceSpec specOf(const std::string& profile) {
   std::optional<DeviceSpec> spec = deviceSpecProfile(profile);

@@ -32,6 +32,9 @@ struct SuiteOptions {
 };
 
 /// Medians over SuiteOptions::compileRuns runs, in ms.
+/// The median of `v` (the mean of the middle two for an even count); 0 when empty.
+double median(std::vector<double> v);
+
 struct CompileTime {
   double planMs = 0, llvmMs = 0, ptxMs = 0, totalMs = 0; // llvm = IR emission + O3
   int runs = 0;
