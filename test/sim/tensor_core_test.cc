@@ -27,8 +27,58 @@ uint16_t encode(double v, bool bf16) {
   return bf16 ? sim::toBF16(v) : sim::toHalf(v);
 }
 
+/// One warp runs `instruction` (an mma.sync with f32 accumulators, m16n8), each lane loading
+/// its fragments from `frags` (12 words per lane: a0..a3, b0..b1, c0..c3, two of padding) and
+/// storing d0..d3; CHECKs every element of D against the exact A B + C, gathered by the
+/// accumulator formulas.
+template <int K>
+void runMma(const std::string& instruction, const std::vector<uint32_t>& frags,
+            const double (&A)[16][K], const double (&B)[K][8], const double (&C)[16][8]) {
+  std::string ptx = std::string(kHeader) + R"(
+.visible .entry t(.param .u64 in, .param .u64 out)
+{
+  .reg .b32 %r<24>;
+  .reg .f32 %f<8>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd0, [in];
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd2, %r0, 48;
+  add.s64 %rd3, %rd0, %rd2;
+  ld.global.v4.u32 {%r1, %r2, %r3, %r4}, [%rd3];
+  ld.global.v2.u32 {%r5, %r6}, [%rd3+16];
+  ld.global.f32 %f0, [%rd3+24];
+  ld.global.f32 %f1, [%rd3+28];
+  ld.global.f32 %f2, [%rd3+32];
+  ld.global.f32 %f3, [%rd3+36];
+  )" + instruction + R"( {%f4, %f5, %f6, %f7}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f0, %f1, %f2, %f3};
+  mul.wide.u32 %rd4, %r0, 16;
+  add.s64 %rd5, %rd1, %rd4;
+  st.global.v4.f32 [%rd5], {%f4, %f5, %f6, %f7};
+  ret;
+}
+)";
+  auto dev = makeSimDevice(h100());
+  Buffer<uint32_t> in(*dev, frags);
+  Buffer<float> out(*dev, size_t(32 * 4));
+  auto c = runPtx(*dev, ptx, "t", grid1D(1, 32), {in.arg(), out.arg()});
+  auto d = out.get();
+  for (int l = 0; l < 32; ++l) {
+    int g = l >> 2, t = l & 3;
+    for (int i = 0; i < 4; ++i) {
+      int row = g + (i >= 2 ? 8 : 0), col = t * 2 + (i & 1);
+      double want = C[row][col];
+      for (int k = 0; k < K; ++k)
+        want += A[row][k] * B[k][col];
+      INFO("lane " << l << " d" << i << " = D[" << row << "][" << col << "]");
+      CHECK(d[size_t(l * 4 + i)] == float(want));
+    }
+  }
+  CHECK(c.warpInstructions == 16); // 15 around it, one mma for the warp
+}
+
 /// Runs one mma.sync.m16n8k16 whose lanes load their fragments from arrays the host laid out
-/// by the PTX ISA's fragment formulas, and returns D[16][8] gathered by the same formulas.
+/// by the PTX ISA's fragment formulas, and checks D (runMma).
 void checkMma(bool bf16) {
   double A[16][16], B[16][8], C[16][8];
   for (int i = 0; i < 16; ++i)
@@ -57,48 +107,7 @@ void checkMma(bool bf16) {
       frags[size_t(l * 12 + 6 + i)] = uint32_t(fbits(float(C[g + (i >= 2 ? 8 : 0)][t * 2 + (i & 1)])));
   }
   std::string type = bf16 ? "bf16" : "f16";
-  std::string ptx = std::string(kHeader) + R"(
-.visible .entry t(.param .u64 in, .param .u64 out)
-{
-  .reg .b32 %r<24>;
-  .reg .f32 %f<8>;
-  .reg .b64 %rd<8>;
-  ld.param.u64 %rd0, [in];
-  ld.param.u64 %rd1, [out];
-  mov.u32 %r0, %tid.x;
-  mul.wide.u32 %rd2, %r0, 48;
-  add.s64 %rd3, %rd0, %rd2;
-  ld.global.v4.u32 {%r1, %r2, %r3, %r4}, [%rd3];
-  ld.global.v2.u32 {%r5, %r6}, [%rd3+16];
-  ld.global.f32 %f0, [%rd3+24];
-  ld.global.f32 %f1, [%rd3+28];
-  ld.global.f32 %f2, [%rd3+32];
-  ld.global.f32 %f3, [%rd3+36];
-  mma.sync.aligned.m16n8k16.row.col.f32.)" +
-                    type + "." + type + R"(.f32 {%f4, %f5, %f6, %f7}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f0, %f1, %f2, %f3};
-  mul.wide.u32 %rd4, %r0, 16;
-  add.s64 %rd5, %rd1, %rd4;
-  st.global.v4.f32 [%rd5], {%f4, %f5, %f6, %f7};
-  ret;
-}
-)";
-  auto dev = makeSimDevice(h100());
-  Buffer<uint32_t> in(*dev, frags);
-  Buffer<float> out(*dev, size_t(32 * 4));
-  auto c = runPtx(*dev, ptx, "t", grid1D(1, 32), {in.arg(), out.arg()});
-  auto d = out.get();
-  for (int l = 0; l < 32; ++l) {
-    int g = l >> 2, t = l & 3;
-    for (int i = 0; i < 4; ++i) {
-      int row = g + (i >= 2 ? 8 : 0), col = t * 2 + (i & 1);
-      double want = C[row][col];
-      for (int k = 0; k < 16; ++k)
-        want += A[row][k] * B[k][col];
-      INFO("lane " << l << " d" << i << " = D[" << row << "][" << col << "]");
-      CHECK(d[size_t(l * 4 + i)] == float(want));
-    }
-  }
-  CHECK(c.warpInstructions == 16); // 15 around it, one mma for the warp
+  runMma("mma.sync.aligned.m16n8k16.row.col.f32." + type + "." + type + ".f32", frags, A, B, C);
 }
 
 } // namespace
@@ -326,47 +335,7 @@ TEST_CASE("mma.sync m16n8k8 tf32 x tf32 + f32: D = A B + C, low 13 bits of the i
       frags[size_t(l * 12 + 6 + i)] =
           uint32_t(fbits(float(C[g + (i >= 2 ? 8 : 0)][t * 2 + (i & 1)])));
   }
-  std::string ptx = std::string(kHeader) + R"(
-.visible .entry t(.param .u64 in, .param .u64 out)
-{
-  .reg .b32 %r<24>;
-  .reg .f32 %f<8>;
-  .reg .b64 %rd<8>;
-  ld.param.u64 %rd0, [in];
-  ld.param.u64 %rd1, [out];
-  mov.u32 %r0, %tid.x;
-  mul.wide.u32 %rd2, %r0, 48;
-  add.s64 %rd3, %rd0, %rd2;
-  ld.global.v4.u32 {%r1, %r2, %r3, %r4}, [%rd3];
-  ld.global.v2.u32 {%r5, %r6}, [%rd3+16];
-  ld.global.f32 %f0, [%rd3+24];
-  ld.global.f32 %f1, [%rd3+28];
-  ld.global.f32 %f2, [%rd3+32];
-  ld.global.f32 %f3, [%rd3+36];
-  mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f4, %f5, %f6, %f7}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f0, %f1, %f2, %f3};
-  mul.wide.u32 %rd4, %r0, 16;
-  add.s64 %rd5, %rd1, %rd4;
-  st.global.v4.f32 [%rd5], {%f4, %f5, %f6, %f7};
-  ret;
-}
-)";
-  auto dev = makeSimDevice(h100());
-  Buffer<uint32_t> in(*dev, frags);
-  Buffer<float> out(*dev, size_t(32 * 4));
-  auto c = runPtx(*dev, ptx, "t", grid1D(1, 32), {in.arg(), out.arg()});
-  auto d = out.get();
-  for (int l = 0; l < 32; ++l) {
-    int g = l >> 2, t = l & 3;
-    for (int i = 0; i < 4; ++i) {
-      int row = g + (i >= 2 ? 8 : 0), col = t * 2 + (i & 1);
-      double want = C[row][col];
-      for (int k = 0; k < 8; ++k)
-        want += A[row][k] * B[k][col];
-      INFO("lane " << l << " d" << i << " = D[" << row << "][" << col << "]");
-      CHECK(d[size_t(l * 4 + i)] == float(want));
-    }
-  }
-  CHECK(c.warpInstructions == 16);
+  runMma("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", frags, A, B, C);
 }
 
 TEST_CASE("mma.sync: shapes and types outside the supported ones are refused by name",
