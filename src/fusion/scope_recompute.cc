@@ -5,12 +5,19 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace weft::fusion {
 namespace {
 
 std::string megabytes(double bytes) {
   return bytes >= 1e5 ? fmt::format("{:.1f} MB", bytes / 1e6) : fmt::format("{:.1f} KB", bytes / 1e3);
+}
+
+/// What a recomputing kernel loads for it, for the plan's note.
+std::string loadText(const std::vector<std::string>& loaded, double bytes) {
+  if (loaded.empty()) return "from what it loads already";
+  return fmt::format("loading {} ({})", fmt::join(loaded, ", "), megabytes(bytes));
 }
 
 class Recomputer {
@@ -148,13 +155,6 @@ private:
     }
   }
 
-  static std::string list(const std::vector<std::string>& names) {
-    std::string s;
-    for (const std::string& name : names)
-      s += (s.empty() ? "" : ", ") + name;
-    return s;
-  }
-
   /// Every value c reads from p recomputed at once, when together they load fewer bytes than
   /// storing and loading them all (each alone may not: the first loads what the rest share).
   bool together(const std::vector<ir::NodeId>& values, int p, int c) {
@@ -184,9 +184,8 @@ private:
     result_.notes.push_back(fmt::format(
         "{}: recomputed by stitch{} together ({} op(s)) {} instead of stored by stitch{} and "
         "loaded ({} at the planned sizes)",
-        list(names), c, ops,
-        loaded.empty() ? std::string("from what it loads already")
-                       : fmt::format("loading {} ({})", list(loaded), megabytes(load)),
+        fmt::join(names, ", "), c, ops,
+        loadText(loaded, load),
         p, megabytes(store)));
     return true;
   }
@@ -205,8 +204,7 @@ private:
         "%{}: recomputed by stitch{} ({} op(s)) {} instead of stored by stitch{} and loaded ({} "
         "at the planned sizes)",
         g_.node(v).name, c, chain.ops.size(),
-        loaded.empty() ? std::string("from what it loads already")
-                       : fmt::format("loading {} ({})", list(loaded), megabytes(load)),
+        loadText(loaded, load),
         p, megabytes(store)));
   }
 
