@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "compile.h"
+#include "runtime/cuda/cublaslt_steps.h"
 #include "runtime/shape_binding.h"
 
 namespace weft {
@@ -39,6 +40,10 @@ struct Executable::Bound {
   std::vector<LaunchConfig> lastConfigs;
   std::vector<double> plainMs, graphMs;
   int autoDecision = -1; // -1 undecided, 0 plain, 1 graph
+  // GEMM steps cuBLASLt may run (cuda only, runtime/cuda/cublaslt_steps.h; null: weft's
+  // kernels run every step), and what the captured graph's cuBLASLt nodes were captured with.
+  std::unique_ptr<runtime::cuda::LibraryGemms> gemms;
+  std::string gemmCaptureKey;
 };
 
 namespace {
@@ -139,6 +144,10 @@ Executable::Bound& Executable::bind(const Binding& binding) {
       }
       b->barrierState.push_back(state);
     }
+#ifdef WEFT_HAVE_CUDA_DEVICE
+    b->gemms = runtime::cuda::LibraryGemms::make(device_, program->plan, module.kernels,
+                                                 /*tf32=*/false);
+#endif
     // The constants the compiler made weights: uploaded once, read in place by every run. A
     // generic compile's versions share them: the first version bound uploads (and owns) them.
     for (const auto& [other, bound] : bound_)
@@ -259,30 +268,43 @@ void Executable::launchAll(Bound& b, const std::vector<DevicePtr>& inputs,
                            const std::vector<DevicePtr>& outputs) {
   const auto& kernels = b.program->module.kernels;
   std::vector<std::vector<KernelArg>> args = kernelArgs(b, inputs, outputs);
+  const Binding& binding = b.shapes.binding;
+  auto launch = [&](size_t k) {
+    auto weft = [&] { device_.launch(b.kernels[k], b.configs[k], args[k]); };
+    b.gemms ? b.gemms->launch(k, weft, b.bufferPtr, binding) : weft();
+  };
 
   bool useGraph =
       graphMode_ == GraphMode::On || (graphMode_ == GraphMode::Auto && b.autoDecision == 1);
   bool measuring = graphMode_ == GraphMode::Auto && b.autoDecision < 0;
   constexpr size_t kTrials = 3;
   if (measuring) useGraph = b.plainMs.size() >= kTrials; // plain trials first, then graph trials
+  if (b.gemms && !b.gemms->decided(binding)) // GEMM providers are timed on a plain run
+    useGraph = measuring = false;
+  // cuBLASLt's nodes cannot be updated in place: a graph whose were captured for other
+  // pointers or shapes is captured again
+  if (b.captured && b.gemms && b.gemms->captureKey(b.bufferPtr, binding) != b.gemmCaptureKey)
+    b.captured = false;
   auto t0 = std::chrono::steady_clock::now();
 
   if (!useGraph) {
     for (size_t k = 0; k < kernels.size(); ++k)
-      device_.launch(b.kernels[k], b.configs[k], args[k]);
+      launch(k);
     ++stats_.plainRuns;
   } else {
     if (!b.captured) {
       device_.beginCapture();
       for (size_t k = 0; k < kernels.size(); ++k)
-        device_.launch(b.kernels[k], b.configs[k], args[k]);
+        launch(k);
       b.graph = device_.endCapture();
       b.captured = true;
+      if (b.gemms) b.gemmCaptureKey = b.gemms->captureKey(b.bufferPtr, binding);
       b.lastArgs = args;
       b.lastConfigs = b.configs;
       ++stats_.captures;
     } else {
       for (size_t k = 0; k < kernels.size(); ++k) {
+        if (b.gemms && b.gemms->serves(k, binding)) continue; // as captured (captureKey)
         bool sameArgs =
             args[k].size() == b.lastArgs[k].size() &&
             std::equal(args[k].begin(), args[k].end(), b.lastArgs[k].begin(),
@@ -417,15 +439,20 @@ Executable::Timing Executable::time(const std::vector<HostTensor>& inputs, int r
   const auto& kernels = b.program->module.kernels;
   std::vector<std::vector<double>> perKernel(kernels.size());
   std::vector<double> total;
+  auto launch = [&](size_t k) { // as launchAll does: weft's kernel or the GEMM provider chosen
+    auto weft = [&] { device_.launch(b.kernels[k], b.configs[k], args[k]); };
+    b.gemms ? b.gemms->launch(k, weft, b.bufferPtr, b.shapes.binding) : weft();
+  };
   for (int r = 0; r < repeats; ++r) {
     for (size_t k = 0; k < kernels.size(); ++k)
-      perKernel[k].push_back(
-          timeRegion([&] { device_.launch(b.kernels[k], b.configs[k], args[k]); }, &t.deviceClock));
+      perKernel[k].push_back(timeRegion([&] { launch(k); }, &t.deviceClock));
     total.push_back(timeRegion([&] { launchAll(b, inputPtrs, b.hostOutputs); }, &t.deviceClock));
   }
   device_.takeCounters(); // the timed launches' counters are not the caller's
   for (size_t k = 0; k < kernels.size(); ++k)
-    t.kernels.push_back({kernels[k].name, median(perKernel[k])});
+    t.kernels.push_back({b.gemms ? b.gemms->timedName(k, kernels[k].name, b.shapes.binding)
+                                 : kernels[k].name,
+                         median(perKernel[k])});
   t.totalMs = median(total);
   t.runs = repeats;
   return t;

@@ -500,7 +500,7 @@ void CudaDevice::launch(KernelHandle kernel, const LaunchConfig& c,
           "cuLaunchKernel", describeLaunch(k, c));
   }
   if (capture_) {
-    CapturedLaunch l{kernel, {}, c.cooperative};
+    CapturedLaunch l{kernel, {}, c.cooperative, {}};
     for (const KernelArg& a : args)
       l.argSizes.push_back(a.bytes.size());
     capture_->push_back(std::move(l));
@@ -563,13 +563,18 @@ GraphHandle CudaDevice::endCapture() {
   check(api_->cuStreamEndCapture(stream_, &g.graph), "cuStreamEndCapture");
   try {
     g.kernelNodes = kernelNodesOf(g.graph);
-    if (g.kernelNodes.size() != launches.size())
+    bool libraryCalls = std::any_of(launches.begin(), launches.end(),
+                                    [](const CapturedLaunch& l) { return !l.library.empty(); });
+    if (libraryCalls)
+      g.kernelNodes = launchNodes(g.kernelNodes, launches);
+    else if (g.kernelNodes.size() != launches.size())
       throw DeviceError(
           fmt::format("endCapture: the captured graph has {} kernel node(s) but {} launch(es) were "
                       "captured",
                       g.kernelNodes.size(), launches.size()));
     g.params.resize(g.kernelNodes.size());
     for (size_t i = 0; i < g.kernelNodes.size(); ++i) {
+      if (!g.kernelNodes[i]) continue; // a library call's: its nodes are the library's
       check(api_->cuGraphKernelNodeGetParams(g.kernelNodes[i], &g.params[i]),
             "cuGraphKernelNodeGetParams");
       // updateGraphKernelArgs addresses nodes by capture order: make sure that is the order we hold
@@ -588,6 +593,30 @@ GraphHandle CudaDevice::endCapture() {
   }
   graphs_.push_back(std::move(g));
   return GraphHandle(graphs_.size() - 1);
+}
+
+std::vector<CUgraphNode> CudaDevice::launchNodes(const std::vector<CUgraphNode>& nodes,
+                                                 const std::vector<CapturedLaunch>& launches) {
+  std::vector<CUgraphNode> out(launches.size(), nullptr);
+  size_t next = 0; // the launch the next node of weft's may be
+  auto skipLibraryCalls = [&] {
+    while (next < launches.size() && !launches[next].library.empty()) ++next;
+  };
+  skipLibraryCalls();
+  for (CUgraphNode n : nodes) {
+    if (next == launches.size()) break;
+    CUDA_KERNEL_NODE_PARAMS p{};
+    check(api_->cuGraphKernelNodeGetParams(n, &p), "cuGraphKernelNodeGetParams");
+    if (p.func != kernels_[size_t(launches[next].kernel)].function) continue; // a library's
+    out[next++] = n;
+    skipLibraryCalls();
+  }
+  if (next != launches.size())
+    throw DeviceError(fmt::format(
+        "endCapture: no kernel node of the captured graph is launch {} (kernel '{}') after the "
+        "library calls' nodes",
+        next, kernels_[size_t(launches[next].kernel)].name));
+  return out;
 }
 
 CudaDevice::Graph& CudaDevice::graphOf(GraphHandle graph) {
@@ -619,6 +648,10 @@ void CudaDevice::setGraphNode(const char* what, GraphHandle graph, size_t node,
     throw DeviceError(fmt::format("{}: graph {} has {} nodes, no node {}", what, graph,
                                   g.kernelNodes.size(), node));
   const CapturedLaunch& captured = g.launches[node];
+  if (!captured.library.empty())
+    throw DeviceError(fmt::format("{}: node {} of graph {} is a library call ({}); capture the "
+                                  "graph again to change it",
+                                  what, node, graph, captured.library));
   std::vector<size_t> sizes;
   for (const KernelArg& a : args)
     sizes.push_back(a.bytes.size());
@@ -662,6 +695,15 @@ void CudaDevice::setGraphNode(const char* what, GraphHandle graph, size_t node,
     g.params[node].blockDimZ = p.blockDimZ;
     g.params[node].sharedMemBytes = p.sharedMemBytes;
   }
+}
+
+// --- library calls ---
+
+void CudaDevice::runLibraryCall(const std::string& what,
+                                const std::function<void(CUstream)>& call) {
+  makeCurrent();
+  call(stream_);
+  if (capture_) capture_->push_back(CapturedLaunch{-1, {}, false, what});
 }
 
 // --- timing ---

@@ -1,6 +1,7 @@
 #pragma once
 // CudaDevice: the Device interface implemented on a DriverApi table. makeCudaDevice() builds
 // one on the real driver; tests build one on a table of fakes and check what it calls.
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -55,6 +56,12 @@ public:
   void startTimer() override;
   std::optional<double> stopTimer() override;
 
+  /// Runs `call` on the device's stream: a library's own launches (cuBLASLt's GEMMs). During a
+  /// capture they become nodes of the graph, and the launch counts as one launch in capture
+  /// order with no node updateGraphKernel* can address (`what` names it in that error).
+  void runLibraryCall(const std::string& what, const std::function<void(CUstream)>& call);
+  bool capturing() const { return capture_.has_value(); }
+
   /// Cached free blocks back to the driver (after synchronising); the bytes released.
   size_t trimMemoryCache();
   const CachingAllocator::Stats& memoryStats() const { return allocator_.stats(); }
@@ -76,6 +83,7 @@ private:
     KernelHandle kernel;
     std::vector<size_t> argSizes;
     bool cooperative = false;
+    std::string library; // a runLibraryCall (its `what`; kernel -1): no node of its own
   };
   void setGraphNode(const char* what, GraphHandle graph, size_t node, const LaunchConfig* config,
                     const std::vector<KernelArg>& args);
@@ -97,6 +105,10 @@ private:
   void allowDynamicShared(Kernel& kernel, size_t dynamicBytes);
   std::string describeLaunch(const Kernel& kernel, const LaunchConfig& config) const;
   std::vector<CUgraphNode> kernelNodesOf(CUgraph graph);
+  /// The kernel node of each of `launches` among a captured graph's `nodes` (null for a library
+  /// call), found by kernel function where library calls added nodes of their own.
+  std::vector<CUgraphNode> launchNodes(const std::vector<CUgraphNode>& nodes,
+                                       const std::vector<CapturedLaunch>& launches);
 
   std::shared_ptr<const DriverApi> api_;
   int ordinal_ = 0;
