@@ -133,6 +133,7 @@ WorkloadResult runWorkload(const Workload& w, const SuiteOptions& o) {
       CompileOptions options = compileOptions(policy, spec);
       options.shapes = o.shapes;
       options.amp = o.amp;
+      options.tf32 = o.tf32;
       const int runs = timed ? std::max(1, o.compileRuns) : 1;
       report(o, fmt::format("{}: compiling ({}x)", what, runs));
       // The first run is the program the simulator executes; the others only time.

@@ -27,6 +27,7 @@ struct SuiteOptions {
   /// at the production binding; compile time is the generic program's.
   ShapeMode shapes = ShapeMode::Specialized;
   std::optional<DType> amp; // CompileOptions::amp: mixed precision (passes/amp.h)
+  bool tf32 = false;        // CompileOptions::tf32: f32 dots on TF32 tensor cores
   std::vector<int> scalingNodes = {100, 1000, 10000}; // empty: no scaling section
   std::function<void(const std::string&)> progress;   // one line per step
 };

@@ -12,6 +12,7 @@
 
 #include "codegen/compile.h"
 #include "codegen/parallel_compile.h"
+#include "fusion/gemm_planner.h"
 #include "fusion/plan.h"
 #include "fusion/plan_versions.h"
 #include "fusion/plan_printer.h"
@@ -44,12 +45,13 @@ std::string cacheKey(const ir::Graph& canonical, const CompileOptions& o) {
       "weft {} ({})\npolicy {}\n"
       "device {} sm_{} sms={} warp={} threads={}/{} blocks={} regs={}/{} smem={}/{}/{} "
       "bw={:a} clock={:a} schedulers={}\n"
-      "libdevice={} path={} optimise={} keepLlvmIr={}\n{}",
+      "libdevice={} path={} optimise={} keepLlvmIr={}\ntf32={}\n{}",
       WEFT_VERSION, WEFT_SOURCE_HASH, fusion::policyName(o.policy), d.name, d.computeCapability,
       d.smCount, d.warpSize, d.maxThreadsPerBlock, d.maxThreadsPerSM, d.maxBlocksPerSM,
       d.registersPerSM, d.maxRegistersPerThread, d.sharedMemoryPerBlock, d.sharedMemoryPerSM,
       d.sharedMemoryPerBlockDefault, d.memoryBandwidthGBs, d.clockGHz, d.warpSchedulersPerSM,
-      c.useLibdevice, c.libdevicePath, c.optimise, c.keepLlvmIr, ir::fingerprint(canonical));
+      c.useLibdevice, c.libdevicePath, c.optimise, c.keepLlvmIr, o.tf32,
+      ir::fingerprint(canonical));
 }
 
 /// A program embedding weft logs at warn unless it configured spdlog itself (a default logger
@@ -95,6 +97,10 @@ ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
       generic ? fusion::planVersions(canonical, options.device, options.policy, declared)
               : std::vector<fusion::PlanVersion>{
                     {fusion::plan(canonical, options.device, options.policy), {}}};
+  // The policies plan dots for exact arithmetic; --tf32 lets f32 dots take tensor cores.
+  if (options.tf32)
+    for (fusion::PlanVersion& v : plans)
+      fusion::replanGemms(v.plan, {.tf32 = true});
   const double planMs = msSince(t0);
   spdlog::info("plan: {} kernel(s) under policy {}, {} version(s), in {:.1f} ms",
                plans.back().plan.kernelCount(), fusion::policyName(options.policy), plans.size(),

@@ -69,6 +69,10 @@ struct CompileOptions {
   /// that precision, reductions, exp/log and statistics kept in f32; inputs and outputs keep
   /// their dtypes. Unset: the graph as written.
   std::optional<DType> amp;
+  /// TF32 tensor cores for f32 dots (sm_80+, `--tf32`): each operand element is rounded to a
+  /// 10-bit significand (as cvt.rna.tf32.f32) and the products accumulated in f32 on
+  /// mma.sync m16n8k8. Off: f32 dots are exact f32 FMA. Part of the cache key.
+  bool tf32 = false;
   /// Disk cache directory: "" = $XDG_CACHE_HOME/weft (or ~/.cache/weft); "off" = no disk cache.
   std::string cacheDir;
 };

@@ -114,6 +114,13 @@ private:
   void multiply(Value* stage);
   /// The same on tensor cores: per 16-wide K step, ldmatrix fragments and mma.sync per tile.
   void multiplyMma(Value* stage);
+  /// The same with tf32 inputs (GemmPlan::tf32): per 8-wide K step, each warp's fragments of
+  /// f32 elements (ldmatrix or ld.shared), rounded to tf32, and mma.sync m16n8k8 per tile.
+  void multiplyTf32(Value* stage);
+  /// An f32's bits (i32) rounded to tf32 as cvt.rna.tf32.f32 does: the 13 low significand
+  /// bits dropped, to nearest with ties away from zero; NaN kept as it is (the integer add
+  /// would carry a NaN with a full significand into the sign).
+  Value* roundToTf32(Value* bits);
   void storeMmaResult(Value* po);
   void storeResult(Value* po);
   /// The epilogue's value of each of a store's lanes: accumulators acc at row gRow and
@@ -332,6 +339,10 @@ void GemmEmitter::multiply(Value* stage) {
 }
 
 void GemmEmitter::multiplyMma(Value* stage) {
+  if (p_.tf32) {
+    multiplyTf32(stage);
+    return;
+  }
   Value* aOff = b_.CreateMul(stage, i32(stageBytes()));
   Value* bOff = b_.CreateAdd(aOff, i32(bTile_.offset));
   const int tilesM = p_.warpM / 16, tilesN = p_.warpN / 8;
@@ -392,6 +403,106 @@ void GemmEmitter::multiplyMma(Value* stage) {
         std::vector<Value*> args;
         for (Value* x : a[size_t(mi)])
           args.push_back(x);
+        for (Value* x : bf[size_t(ni)])
+          args.push_back(x);
+        size_t first = size_t((mi * tilesN + ni) * 4);
+        for (size_t i = 0; i < 4; ++i)
+          args.push_back(acc[first + i]);
+        for (size_t i = 0; i < args.size(); ++i)
+          if (args[i]->getType() != mt->getParamType(unsigned(i)))
+            args[i] = b_.CreateBitCast(args[i], mt->getParamType(unsigned(i)));
+        Value* d = b_.CreateCall(mmaFn, args);
+        for (unsigned i = 0; i < 4; ++i)
+          acc[first + i] = b_.CreateExtractValue(d, i);
+      }
+  }
+  for (size_t i = 0; i < acc_.size(); ++i)
+    b_.CreateStore(acc[i], acc_[i]);
+}
+
+Value* GemmEmitter::roundToTf32(Value* bits) {
+  Value* rounded = b_.CreateAnd(b_.CreateAdd(bits, i32(0x1000)), i32(int64_t(0xffffe000u)));
+  Value* x = b_.CreateBitCast(bits, b_.getFloatTy());
+  return b_.CreateSelect(b_.CreateFCmpUNO(x, x), bits, rounded);
+}
+
+void GemmEmitter::multiplyTf32(Value* stage) {
+  Value* aOff = b_.CreateMul(stage, i32(stageBytes()));
+  Value* bOff = b_.CreateAdd(aOff, i32(bTile_.offset));
+  const int tilesM = p_.warpM / 16, tilesN = p_.warpN / 8;
+  // m16n8k8 tf32 fragments (PTX ISA), g = lane / 4, t = lane % 4: A a0..a3 at row g (+ 8 for
+  // a1, a3), k t (+ 4 for a2, a3); B b0, b1 at k t (+ 4 for b1), column g. ldmatrix (b16) gives
+  // lane l the 32 bits at row l / 4, halves 2 (l % 4) and 2 (l % 4) + 1 of each 8 x 8 matrix:
+  // of f32 rows, element l % 4 of row l / 4, which is a fragment register of a tile staged
+  // [outer][k]. A (x4): matrices (rows 0-7, k 0-3), (rows 8-15, k 0-3), (rows 0-7, k 4-7),
+  // (rows 8-15, k 4-7) are a0..a3; B (x2): k 0-3 and k 4-7 of eight columns are b0, b1.
+  // K-major tiles: one ld.shared per register.
+  Value* lane = b_.CreateAnd(tid_, 31);
+  Value* matrix = b_.CreateLShr(lane, 3);
+  Value* r = b_.CreateAnd(lane, 7);
+  Value* g = b_.CreateLShr(lane, 2);
+  Value* t = b_.CreateAnd(lane, 3);
+  Value* aSubRow = b_.CreateMul(b_.CreateAnd(matrix, 1), i32(8));
+  Value* aSubK = b_.CreateMul(b_.CreateLShr(matrix, 1), i32(4));
+  Value* bSubK = b_.CreateMul(b_.CreateAnd(matrix, 1), i32(4)); // lanes 0-15 name addresses
+  auto declare = [&](llvm::Intrinsic::ID id) {
+    if (!llvm::Intrinsic::isOverloaded(id)) return llvm::Intrinsic::getDeclaration(k_.module, id);
+    return llvm::Intrinsic::getDeclaration(k_.module, id, {tiles_->getType()});
+  };
+  auto* mmaFn = declare(llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32);
+  llvm::FunctionType* mt = mmaFn->getFunctionType();
+  // One staged element's bits, (o, kk) in tile coordinates.
+  auto scalar = [&](const Operand& o, Value* off, Value* outer, Value* kk) {
+    return b_.CreateAlignedLoad(b_.getInt32Ty(), shared(off, o.element(b_, outer, kk)),
+                                llvm::Align(4));
+  };
+  std::vector<Value*> acc;
+  for (llvm::AllocaInst* a : acc_)
+    acc.push_back(b_.CreateLoad(b_.getFloatTy(), a));
+  for (int ks = 0; ks < p_.blockK / 8; ++ks) {
+    std::vector<std::vector<Value*>> a(static_cast<size_t>(tilesM)),
+        bf(static_cast<size_t>(tilesN));
+    for (int mi = 0; mi < tilesM; ++mi) {
+      std::vector<Value*>& frag = a[size_t(mi)];
+      if (!aTile_.kRows) {
+        Value* row = b_.CreateAdd(row0_, b_.CreateAdd(i32(mi * 16), b_.CreateAdd(aSubRow, r)));
+        Value* kk = b_.CreateAdd(aSubK, i32(ks * 8));
+        Value* x = b_.CreateCall(declare(llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16),
+                                 {shared(aOff, aTile_.element(b_, row, kk))});
+        for (unsigned j = 0; j < 4; ++j)
+          frag.push_back(b_.CreateExtractValue(x, j));
+      } else {
+        for (int i = 0; i < 4; ++i) {
+          Value* row = b_.CreateAdd(row0_, b_.CreateAdd(g, i32(mi * 16 + (i & 1) * 8)));
+          Value* kk = b_.CreateAdd(t, i32(ks * 8 + (i >> 1) * 4));
+          frag.push_back(scalar(aTile_, aOff, row, kk));
+        }
+      }
+    }
+    for (int ni = 0; ni < tilesN; ++ni) {
+      std::vector<Value*>& frag = bf[size_t(ni)];
+      if (!bTile_.kRows) {
+        Value* col = b_.CreateAdd(col0_, b_.CreateAdd(i32(ni * 8), r));
+        Value* kk = b_.CreateAdd(bSubK, i32(ks * 8));
+        Value* x = b_.CreateCall(declare(llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16),
+                                 {shared(bOff, bTile_.element(b_, col, kk))});
+        for (unsigned j = 0; j < 2; ++j)
+          frag.push_back(b_.CreateExtractValue(x, j));
+      } else {
+        for (int i = 0; i < 2; ++i) {
+          Value* col = b_.CreateAdd(col0_, b_.CreateAdd(g, i32(ni * 8)));
+          Value* kk = b_.CreateAdd(t, i32(ks * 8 + i * 4));
+          frag.push_back(scalar(bTile_, bOff, col, kk));
+        }
+      }
+    }
+    for (auto* fragments : {&a, &bf})
+      for (std::vector<Value*>& frag : *fragments)
+        for (Value*& x : frag)
+          x = roundToTf32(x);
+    for (int mi = 0; mi < tilesM; ++mi)
+      for (int ni = 0; ni < tilesN; ++ni) {
+        std::vector<Value*> args(a[size_t(mi)]);
         for (Value* x : bf[size_t(ni)])
           args.push_back(x);
         size_t first = size_t((mi * tilesN + ni) * 4);

@@ -52,6 +52,18 @@ struct GemmPlan {
   /// lie, the other way round); threadM, threadN and columnRun are unused.
   enum class Engine : uint8_t { Fma, TensorCore };
   Engine engine = Engine::Fma;
+  /// TensorCore on f32 operands (CompileOptions::tf32, sm_80+): mma.sync.m16n8k8 with tf32
+  /// inputs, k-steps of 8. The tiles are staged in f32 as they lie (cp.async as for f16); each
+  /// fragment element is rounded to tf32 (10-bit significand, nearest with ties away from zero,
+  /// as cvt.rna.tf32.f32) when it is read from shared memory. An 8 × 8 b16 ldmatrix matrix is
+  /// an 8 × 4 f32 one, so tiles staged [outer][k] (a row-major A, a column-major B) are read
+  /// with ldmatrix without .trans; K-major tiles (which .trans, moving 16-bit halves, cannot
+  /// transpose) with one ld.shared per fragment register. Accumulation and the result's
+  /// fragment are m16n8k16's.
+  bool tf32 = false;
+  /// Why the engine is not the one the compile asked for ("": it is), e.g. tf32 asked for on a
+  /// device without tensor-core tf32; printed by str().
+  std::string engineNote;
   ir::Dim batch = 1, m = 1, n = 1, k = 1; // the problem (batch: product of the leading dims)
   /// How A ([M, K]) and B ([K, N]) lie in their buffers. Staging follows the layout: a
   /// vector is loaded along the dim the operand is contiguous in, and the tensor-core path
@@ -79,8 +91,8 @@ struct GemmPlan {
   /// global → shared with no register round trip; edges copy zeros (src-size 0).
   bool asyncCopy = false;
   int splitK = 1; // K split across blocks (1: none)
-  /// Elements of padding after each staged row (TensorCore: 8, so that the eight 16-byte rows
-  /// one ldmatrix reads fall in different banks; Fma: 0).
+  /// Elements of padding after each staged row (TensorCore: 8 f16/bf16 or 4 f32 elements, so
+  /// that the eight 16-byte rows one ldmatrix reads fall in different banks; Fma: 0).
   int sharedPad = 0;
   /// Float sums of long K: each K tile's products are summed apart and then added to the
   /// accumulators (two-level summation: error ~ K / blockK + blockK roundings, not K), at the
@@ -94,6 +106,8 @@ struct GemmPlan {
   /// read once, result written once); static shapes only (0 otherwise).
   int64_t modeledBytes = 0, compulsoryBytes = 0;
 
+  /// K of one mma instruction (m16n8k16, or m16n8k8 for tf32).
+  int mmaK() const { return tf32 ? 8 : 16; }
   int warpsM() const { return blockM / warpM; }
   int warpsN() const { return blockN / warpN; }
   int lanesN() const { return warpN / threadN; } // lanes of a warp across its tile's columns

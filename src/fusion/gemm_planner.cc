@@ -258,7 +258,7 @@ std::optional<GemmOperand> storeLayout(const ir::Graph& g, ir::NodeId from,
 }
 
 GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec,
-                  const GemmEpilogue& fused) {
+                  const GemmEpilogue& fused, const GemmOptions& options) {
   const ir::Node& n = g.node(dot);
   const ir::Shape& as = g.node(n.operands[0]).type.shape;
   const ir::Shape& os = n.type.shape;
@@ -281,9 +281,17 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec,
   int e = int(ir::dtypeBytes(t));
   // Wide accumulators (f64, i64) take twice the registers: no 8 × 8 blocks for them.
   bool wide = e == 8;
-  // f16 and bf16 run on tensor cores where the device has mma.sync m16n8k16 (sm_80+).
-  bool mma = spec.computeCapability >= 80 && (t == ir::DType::f16 || t == ir::DType::bf16);
+  // f16 and bf16 run on tensor cores where the device has mma.sync m16n8k16 (sm_80+); f32
+  // does with tf32 inputs (m16n8k8) only when the compile asks for it: it rounds every operand
+  // element to a 10-bit significand, which exact f32 arithmetic does not.
+  const bool tensorCores = spec.computeCapability >= 80;
+  const bool tf32 = options.tf32 && t == ir::DType::f32;
+  bool mma = tensorCores && (t == ir::DType::f16 || t == ir::DType::bf16 || tf32);
   if (mma) p.engine = GemmPlan::Engine::TensorCore;
+  p.tf32 = mma && tf32;
+  if (tf32 && !tensorCores)
+    p.engineNote = fmt::format("tf32 asked for, but sm_{} has no tf32 tensor cores (sm_80+)",
+                               spec.computeCapability);
 
   int64_t B = assumed(p.batch), M = assumed(p.m), N = assumed(p.n), K = assumed(p.k);
   // Operands are read in their sources' dtypes (a convert in a prologue: the wider one).
@@ -325,8 +333,9 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec,
   p.threadM = best->threadM;
   p.threadN = best->threadN;
   // One K step reads 32 bytes of each A row: a whole sector per row and request (two mma
-  // k-steps of 16 on tensor cores: 64 bytes).
-  p.blockK = mma ? 32 : std::max(4, 32 / e);
+  // k-steps of 16 on tensor cores: 64 bytes; tf32: two k-steps of 8, 64 bytes of f32, which
+  // keeps 128 x 128 double-buffered tiles within 48 KB of static shared memory).
+  p.blockK = p.tf32 ? 16 : mma ? 32 : std::max(4, 32 / e);
   p.blockSize = kThreads;
   // Along the dim each operand is contiguous in (a transposed one: the other way).
   p.vectorA = p.a.rowMajor() ? vectorAlong(p.k, int(eA), p.blockK, {p.a.ld, p.a.batchStride})
@@ -335,7 +344,9 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec,
                              : vectorAlong(p.k, int(eB), p.blockK, {p.b.ld, p.b.batchStride});
   if (mma) {
     p.columnRun = 2; // an mma accumulator holds two adjacent columns
-    p.sharedPad = 8;
+    // 16 bytes: a staged row's pitch is then an odd multiple of 16 bytes (f32: 16 + 4
+    // elements, 80 bytes), so the eight rows one ldmatrix reads fall in different banks
+    p.sharedPad = 16 / e;
   } else {
     p.columnRun = std::min(p.threadN, std::max(1, 16 / e));
   }
@@ -378,6 +389,13 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec,
   return p;
 }
 
+void replanGemms(FusionPlan& plan, const GemmOptions& options) {
+  for (Step& step : plan.steps)
+    if (auto* call = std::get_if<LibraryCall>(&step);
+        call && plan.graph.node(call->op).kind == ir::OpKind::Dot)
+      call->gemm = planGemm(plan.graph, call->op, plan.device, call->epilogue, options);
+}
+
 bool GemmOperand::dense(const ir::Dim& batch, const ir::Dim& rows, const ir::Dim& cols) const {
   return rowMajor() && ld == cols && (isOne(batch) || batchStride == rows * cols) && !computed();
 }
@@ -390,10 +408,17 @@ std::string GemmOperand::str() const {
 }
 
 std::string GemmPlan::str() const {
-  std::string inner = engine == Engine::Fma
-                          ? fmt::format("thread {}x{} (runs of {})", threadM, threadN, columnRun)
-                          : fmt::format("{}x{} mma m16n8k16 per warp, ldmatrix, pad {}", warpM / 16,
-                                        warpN / 8, sharedPad);
+  // tf32 fragments: ldmatrix from tiles staged [outer][k], ld.shared from K-major ones
+  auto fragments = [&] {
+    if (!tf32) return std::string("ldmatrix");
+    auto how = [](bool ldmatrix) { return ldmatrix ? "ldmatrix" : "ld.shared"; };
+    return fmt::format("a by {}, b by {}", how(a.rowMajor()), how(!b.rowMajor()));
+  };
+  std::string inner =
+      engine == Engine::Fma
+          ? fmt::format("thread {}x{} (runs of {})", threadM, threadN, columnRun)
+          : fmt::format("{}x{} mma m16n8k{}{} per warp, {}, pad {}", warpM / 16, warpN / 8, mmaK(),
+                        tf32 ? " (tensor cores tf32)" : "", fragments(), sharedPad);
   std::string s = fmt::format(
       "gemm {} batch {} M {} N {} K {}: block {}x{}x{}, warp {}x{}, {}, "
       "vector a{} b{} c{}, stages {}{}, split-k {}{}, {} threads, shared {} B, tiles {}",
@@ -402,6 +427,8 @@ std::string GemmPlan::str() const {
       asyncCopy ? " (cp.async)" : "", splitK, tileSums ? ", tile sums" : "", blockSize, sharedBytes,
       tiles.str());
   if (maxBlocks > 0) s += fmt::format(" (grid at most {})", maxBlocks);
+  if (!engineNote.empty())
+    s += fmt::format(", {} ({})", engine == Engine::Fma ? "fma" : "mma", engineNote);
   // Operands read in place through a prologue's layout ops (dense ones go unsaid).
   if (!a.dense(batch, m, k)) s += ", a " + a.str();
   if (!b.dense(batch, k, n)) s += ", b " + b.str();

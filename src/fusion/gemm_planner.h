@@ -4,6 +4,7 @@
 // emitter reads the GemmPlan and decides nothing.
 #include <optional>
 
+#include "fusion/fusion_plan.h"
 #include "fusion/gemm_epilogue.h"
 #include "fusion/gemm_plan.h"
 #include "ir/graph.h"
@@ -11,10 +12,21 @@
 
 namespace weft::fusion {
 
+/// What a compile allows its GEMMs beyond exact arithmetic in the dot's dtype.
+struct GemmOptions {
+  /// f32 dots on tensor cores with tf32 inputs (CompileOptions::tf32): each operand element
+  /// rounded to a 10-bit significand, products accumulated in f32.
+  bool tf32 = false;
+};
+
 /// The plan of dot `dot` of `g` (operands [..., M, K] and [..., K, N]); `fused` names the
 /// prologues its operands are read through (their layouts come from operandLayout).
 GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec,
-                  const GemmEpilogue& fused = {});
+                  const GemmEpilogue& fused = {}, const GemmOptions& options = {});
+
+/// Plans every dot of `plan` again under `options` (the policies plan them with the defaults;
+/// the compile applies its CompileOptions::tf32 through this, to each version's plan).
+void replanGemms(FusionPlan& plan, const GemmOptions& options);
 
 /// Where the elements of the dot operand that `prologue` leads to lie in its source's buffer
 /// (its ops, dot side first, composed as strides); nullopt when they do not lie as a

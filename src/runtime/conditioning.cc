@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <iterator>
+#include <string>
 
 #include "ir/interpreter.h"
 #include "weft/error.h"
@@ -42,14 +43,31 @@ int mantissaBits(ir::DType t) {
   }
 }
 
+/// The device's error may exceed one perturbation's effect: the spread is this many times the
+/// largest effect.
+constexpr double kMargin = 4;
+/// A dot's operands rounded to tf32 (relative errors of at most 2^-11 each) move its result by
+/// at most (2 * 2^-11 + 2^-22) sum_k |a_k b_k|, and its f32 sums (one rounding per k-step of
+/// 8, each at most 2^-24 of that sum) by at most K / 8 * 2^-24 of it: 2^-10 + 2^-16 bounds
+/// both up to K = 2048. A rigorous bound, which the margin above does not widen.
+constexpr double kTf32Bound = 0x1.04p-10;
+
 /// `g` with every rounded float value multiplied by a new input (same shape), and those inputs:
 /// 1 + e * `ulps` units in the last place of the value's dtype, e = +1 for every element
-/// (sign > 0), -1 (sign < 0), or uniform in [-1, 1) (sign == 0).
+/// (sign > 0), -1 (sign < 0), or uniform in [-1, 1) (sign == 0). With `tf32Dots`, each f32
+/// dot's result also gets e' * kTf32Bound / kMargin * dot(|a|, |b|) added, e' a new input of the
+/// same kind.
 std::pair<ir::Graph, std::vector<HostTensor>> withRoundingNoise(const ir::Graph& g,
                                                                 const ir::Binding& binding,
-                                                                uint64_t seed, int ulps, int sign) {
+                                                                uint64_t seed, int ulps, int sign,
+                                                                bool tf32Dots) {
   ir::Graph noisy;
   std::vector<ir::NodeId> at(g.size(), -1);
+  struct Noise {
+    double step; // the size of e's unit
+    bool term;   // added to the value (tf32 dots), else a factor
+  };
+  std::vector<Noise> noises; // per noise input
   for (ir::NodeId in : g.inputs())
     at[size_t(in)] = noisy.parameter(g.node(in).name, g.node(in).type);
   for (const ir::Node& n : g.nodes()) {
@@ -61,7 +79,20 @@ std::pair<ir::Graph, std::vector<HostTensor>> withRoundingNoise(const ir::Graph&
     }
     if (!rounds(n)) continue;
     ir::NodeId noise = noisy.parameter("noise." + n.name, n.type);
+    noises.push_back({ulps * std::ldexp(1.0, -mantissaBits(n.type.dtype)), false});
     at[size_t(n.id)] = noisy.binary(ir::OpKind::Mul, at[size_t(n.id)], noise, "noisy." + n.name);
+    if (tf32Dots && n.kind == ir::OpKind::Dot && n.type.dtype == ir::DType::f32) {
+      std::vector<ir::NodeId> magnitudes;
+      for (size_t i = 0; i < n.operands.size(); ++i)
+        magnitudes.push_back(noisy.unary(ir::OpKind::Abs, at[size_t(n.operands[i])],
+                                         "tf32.abs" + std::to_string(i) + "." + n.name));
+      ir::NodeId bound = noisy.add(n.kind, magnitudes, n.attrs, n.type, "tf32.bound." + n.name);
+      ir::NodeId e = noisy.parameter("tf32.noise." + n.name, n.type);
+      noises.push_back({kTf32Bound / kMargin, true});
+      ir::NodeId moved = noisy.binary(ir::OpKind::Mul, bound, e, "tf32.moved." + n.name);
+      at[size_t(n.id)] =
+          noisy.binary(ir::OpKind::Add, at[size_t(n.id)], moved, "tf32.noisy." + n.name);
+    }
   }
   std::vector<ir::NodeId> outputs;
   for (ir::NodeId o : g.outputs())
@@ -70,11 +101,11 @@ std::pair<ir::Graph, std::vector<HostTensor>> withRoundingNoise(const ir::Graph&
   std::vector<HostTensor> noise;
   for (size_t i = g.inputs().size(); i < noisy.inputs().size(); ++i) {
     const ir::Node& n = noisy.node(noisy.inputs()[i]);
-    double step = ulps * std::ldexp(1.0, -mantissaBits(n.type.dtype));
+    const Noise& kind = noises[i - g.inputs().size()];
     HostTensor t(n.type.dtype, ir::evaluate(n.type.shape, binding));
     for (int64_t e = 0; e < t.numElements(); ++e) {
       double unit = double(mix(seed * 1000003 + i * 7919 + uint64_t(e)) >> 11) * 0x1p-52 - 1.0;
-      t.set(e, 1 + step * (sign > 0 ? 1.0 : sign < 0 ? -1.0 : unit));
+      t.set(e, (kind.term ? 0 : 1) + kind.step * (sign > 0 ? 1.0 : sign < 0 ? -1.0 : unit));
     }
     noise.push_back(std::move(t));
   }
@@ -86,17 +117,18 @@ std::pair<ir::Graph, std::vector<HostTensor>> withRoundingNoise(const ir::Graph&
 std::vector<std::vector<double>> conditioningSpread(const ir::Graph& g,
                                                     const std::vector<HostTensor>& inputs,
                                                     const std::vector<HostTensor>& expected,
-                                                    const ir::Binding& binding, uint64_t seed) {
+                                                    const ir::Binding& binding, uint64_t seed,
+                                                    bool tf32Dots) {
   // All up, all down (an error that grows along a chain), then random directions (an error
   // that cancels: a - b with a ~ b); the largest effect counts.
   constexpr int kSigns[] = {1, -1, 0, 0, 0, 0};
   constexpr int kUlps = 2;
-  constexpr double kMargin = 4; // the device's error may exceed one perturbation's effect
   std::vector<std::vector<double>> spread;
   for (const HostTensor& e : expected)
     spread.emplace_back(size_t(e.numElements()), 0.0);
   for (size_t run = 0; run < std::size(kSigns); ++run) {
-    auto [noisy, noise] = withRoundingNoise(g, binding, seed * 8 + run, kUlps, kSigns[run]);
+    auto [noisy, noise] =
+        withRoundingNoise(g, binding, seed * 8 + run, kUlps, kSigns[run], tf32Dots);
     std::vector<HostTensor> all = inputs;
     all.insert(all.end(), noise.begin(), noise.end());
     std::vector<HostTensor> moved;

@@ -87,9 +87,11 @@ TensorCheck checkTensor(const std::string& name, const HostTensor& expected, con
 
 std::vector<TensorCheck> checkOutputs(const ir::Graph& g, const std::vector<HostTensor>& inputs,
                                       const ir::Binding& binding,
-                                      const std::vector<HostTensor>& actual) {
+                                      const std::vector<HostTensor>& actual,
+                                      const CheckOptions& options) {
   std::vector<HostTensor> expected = ir::interpret(g, inputs, binding);
-  std::vector<std::vector<double>> spread = conditioningSpread(g, inputs, expected, binding);
+  std::vector<std::vector<double>> spread =
+      conditioningSpread(g, inputs, expected, binding, 0, options.tf32Dots);
   std::vector<TensorCheck> checks;
   for (size_t k = 0; k < expected.size(); ++k) {
     const std::string& name = g.node(g.outputs()[k]).name;

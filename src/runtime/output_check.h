@@ -24,6 +24,15 @@ struct Tolerance {
 };
 Tolerance toleranceFor(ir::DType t);
 
+/// What the compile allowed beyond exact arithmetic, which the check allows for too.
+struct CheckOptions {
+  /// CompileOptions::tf32: f32 dots may round their operands to tf32. Each f32 dot's result
+  /// then also moves, in the conditioning guard, by (2^-10 + 2^-16) sum_k |a_k b_k| (both
+  /// operands rounded to 10-bit significands: a relative error of at most 2^-11 each; f32 sums
+  /// per k-step of 8), not just by ulps of its own result (runtime/conditioning.h).
+  bool tf32Dots = false;
+};
+
 struct TensorCheck {
   std::string name;
   bool passed = true;
@@ -44,6 +53,7 @@ TensorCheck checkTensor(const std::string& name, const HostTensor& expected, con
 /// interpreter (an integer division by zero) propagates.
 std::vector<TensorCheck> checkOutputs(const ir::Graph& g, const std::vector<HostTensor>& inputs,
                                       const ir::Binding& binding,
-                                      const std::vector<HostTensor>& actual);
+                                      const std::vector<HostTensor>& actual,
+                                      const CheckOptions& options = {});
 
 } // namespace weft::runtime

@@ -13,6 +13,7 @@
 #include "fusion/plan.h"
 #include "fusion/plan_explainer.h"
 #include "fusion/plan_printer.h"
+#include "gemm_layouts.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "ptxas_or_skip.h"
@@ -204,62 +205,9 @@ TEST_CASE("gemm: every variant assembles on sm_80 and sm_90 without spills", "[p
 
 namespace {
 
-/// How a test operand reaches the dot.
-enum class Feed {
-  Dense,      // a parameter of the operand's shape
-  Transposed, // a parameter of the transposed shape, then a transpose of the last two dims
-  Heads,      // attention's head split: [rows, batch * cols] → reshape → transpose (1, 0, 2)
-  HeadsT,     // K^T: [cols, batch * rows] → reshape → transpose (1, 2, 0)
-};
-
-/// An operand of shape [batch, rows, cols] (or [rows, cols] with batch 0) fed as `f`.
-ir::NodeId feed(ir::Graph& g, const char* name, DType t, int64_t batch, int64_t rows, int64_t cols,
-                Feed f) {
-  auto param = [&](ir::Shape s) { return g.parameter(name, {t, std::move(s)}); };
-  ir::Shape lead = batch ? ir::Shape{batch} : ir::Shape{};
-  switch (f) {
-  case Feed::Dense: {
-    lead.push_back(rows);
-    lead.push_back(cols);
-    return param(lead);
-  }
-  case Feed::Transposed: {
-    ir::Shape s = lead;
-    s.push_back(cols);
-    s.push_back(rows);
-    std::vector<int64_t> perm;
-    for (size_t i = 0; i < lead.size(); ++i)
-      perm.push_back(int64_t(i));
-    perm.push_back(int64_t(lead.size()) + 1);
-    perm.push_back(int64_t(lead.size()));
-    return g.transpose(param(s), perm);
-  }
-  case Feed::Heads: {
-    ir::NodeId x = g.reshape(param({rows, batch * cols}), {rows, batch, cols});
-    return g.transpose(x, {1, 0, 2});
-  }
-  case Feed::HeadsT: {
-    ir::NodeId x = g.reshape(param({cols, batch * rows}), {cols, batch, rows});
-    return g.transpose(x, {1, 2, 0});
-  }
-  }
-  return -1;
-}
-
-ir::Graph layoutGraph(DType t, int64_t batch, int64_t m, int64_t k, int64_t n, Feed a, Feed b) {
-  ir::Graph g;
-  ir::NodeId x = feed(g, "a", t, batch, m, k, a);
-  ir::NodeId y = feed(g, "b", t, batch, k, n, b);
-  g.addOutput(g.dot(x, y, "out"));
-  return g;
-}
-
-const char* feedName(Feed f) {
-  return f == Feed::Dense        ? "dense"
-         : f == Feed::Transposed ? "transposed"
-         : f == Feed::Heads      ? "heads"
-                                 : "heads^T";
-}
+using test::Feed;
+using test::feedName;
+using test::layoutGraph;
 
 const fusion::LibraryCall& callOf(const fusion::FusionPlan& p) {
   for (const auto& s : p.steps)

@@ -1,5 +1,5 @@
 // weft bench [WORKLOADS...] [--policy all|none|xla|astitch] [--device-spec h100,a100,v100]
-// [--format md|json|csv] [-o FILE] [--csv FILE] [--shapes specialized|generic] [--amp f16|bf16]: the benchmark
+// [--format md|json|csv] [-o FILE] [--csv FILE] [--shapes specialized|generic] [--amp f16|bf16] [--tf32]: the benchmark
 // suite (bench/); generic compiles each workload once with its leading dim symbolic and runs
 // it at the production size. Each workload is
 // compiled under each policy for each device profile, run once on the sim device, and reported with
@@ -38,6 +38,7 @@ struct BenchArgs {
   std::string bind;
   std::string shapes = "generic";
   std::string amp; // --amp f16|bf16
+  bool tf32 = false; // --tf32
   int compileRuns = 3;
   uint64_t sampleBlocks = 0;
   std::string scaling = "auto";
@@ -103,6 +104,7 @@ void runBench(const BenchArgs& a) {
   o.profiles = parseProfiles(a.deviceSpec);
   o.shapes = shapeModeOption(a.shapes);
   o.amp = ampOption(a.amp);
+  o.tf32 = a.tf32;
   o.compileRuns = a.compileRuns;
   o.sampleBlocks = a.sampleBlocks;
   ir::Binding binding = parseBindOption(a.bind);
@@ -168,6 +170,7 @@ void addBenchCommand(CLI::App& app) {
   cmd->add_option("--bind", a->bind, "Symbol sizes for graph-file workloads, e.g. B=64");
   addShapesOption(cmd, a->shapes);
   addAmpOption(cmd, a->amp);
+  addTf32Option(cmd, a->tf32);
   cmd->add_option("--compile-runs", a->compileRuns, "Compile time = median of this many runs")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();

@@ -17,6 +17,7 @@
 #include "frontend/onnx/load_graph.h"
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/random_inputs.h"
+#include "fusion/gemm_planner.h"
 #include "fusion/plan.h"
 #include "fusion/plan_versions.h"
 #include "passes/hoist_weights.h"
@@ -417,6 +418,13 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o) {
       ->capture_default_str();
   cmd->add_option("--bind", o.bind, "Symbol sizes, e.g. B=64,S=128 (unbound symbols stay symbolic)");
   addShapesOption(cmd, o.shapes);
+  addTf32Option(cmd, o.tf32);
+}
+
+void addTf32Option(CLI::App* cmd, bool& tf32) {
+  cmd->add_flag("--tf32", tf32,
+                "f32 dots on TF32 tensor cores (sm_80+): operands rounded to 10-bit significands, "
+                "sums in f32; off: exact f32");
 }
 
 void addAmpOption(CLI::App* cmd, std::string& amp) {
@@ -453,8 +461,14 @@ PlanVersions plansFromOptions(const PlanOptions& o, const frontend::ParsedGraph&
   ir::Binding binding = parseBindOption(o.bind);
   checkBoundSizes(g.graph, o.file, binding, o.bind, 0);
   PlanVersions v;
+  auto withTf32 = [&] { // as weft::compile applies --tf32
+    if (o.tf32)
+      for (fusion::PlanVersion& p : v.plans)
+        fusion::replanGemms(p.plan, {.tf32 = true});
+  };
   if (shapeModeOption(o.shapes) == ShapeMode::Specialized || g.graph.symbols().empty()) {
     v.plans.push_back({planGraphFile(g, o.bind, spec, policy), {}});
+    withTf32();
     return v;
   }
   // The generic program is planned with every symbol symbolic, whatever --bind says; --bind
@@ -467,6 +481,7 @@ PlanVersions plansFromOptions(const PlanOptions& o, const frontend::ParsedGraph&
     guards.push_back(p.guard);
   v.selected = fusion::versionFor(guards, binding);
   v.bound = !binding.empty();
+  withTf32();
   return v;
 }
 

@@ -50,6 +50,7 @@ struct PlanOptions {
   std::string deviceSpec = "h100";
   std::string bind;
   std::string shapes = "generic"; // --shapes: generic plans with every symbol symbolic
+  bool tf32 = false;              // --tf32 (CompileOptions::tf32)
 };
 void addPlanOptions(CLI::App* cmd, PlanOptions& o);
 /// --shapes specialized|generic (CompileOptions::shapes), and its check: InputError naming
@@ -59,6 +60,8 @@ ShapeMode shapeModeOption(const std::string& name);
 /// --amp f16|bf16: automatic mixed precision (CompileOptions::amp, passes/amp.h); "" is off.
 /// ampOption checks it: InputError naming the allowed values.
 void addAmpOption(CLI::App* cmd, std::string& amp);
+/// --tf32: f32 dots on TF32 tensor cores (CompileOptions::tf32).
+void addTf32Option(CLI::App* cmd, bool& tf32);
 std::optional<DType> ampOption(const std::string& text);
 /// The plans the options ask for: one (specialized, or no symbols), or a generic program's
 /// versions (fusion/plan_versions.h) with the one --bind selects (the last without --bind).

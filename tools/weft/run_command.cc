@@ -1,6 +1,6 @@
 // weft run G.json|M.onnx [--device sim|cuda|auto] [--policy P] [--device-spec S] [--bind ...]
 // [--inputs DIR | --random --seed N] [--check] [--counters] [--graph on|off|auto] [--time N]
-// [--save-outputs DIR] [--amp f16|bf16] [--sweep S=V1,V2,... [--max-bind S=N]]: weft's main job. Compiles the graph (weft::compile), runs it on a
+// [--save-outputs DIR] [--amp f16|bf16] [--tf32] [--sweep S=V1,V2,... [--max-bind S=N]]: weft's main job. Compiles the graph (weft::compile), runs it on a
 // device through an Executable, prints each output's summary and, on request, compares every
 // output with the reference interpreter (exit 1 on a mismatch), prints what the simulator
 // counted per kernel, and times the kernels. --sweep runs one binding after another in one
@@ -34,7 +34,8 @@ struct RunArgs {
   bool check = false, counters = false, noLibdevice = false;
   int timeRuns = 0;
   std::string sweep, maxBind;
-  std::string amp; // --amp f16|bf16 (passes/amp.h)
+  std::string amp;   // --amp f16|bf16 (passes/amp.h)
+  bool tf32 = false; // --tf32 (CompileOptions::tf32)
 };
 
 /// --sweep S=V1,V2,...: the symbol and its sizes, in order (InputError naming what is wrong).
@@ -66,10 +67,10 @@ GraphMode graphModeOption(const std::string& text) {
 /// Compares every output with ir::interpret under the rules of runtime::checkOutputs; prints one
 /// line per output. True when all pass.
 bool checkOutputs(const frontend::ParsedGraph& g, const GraphInputs& in,
-                  const std::vector<HostTensor>& actual) {
+                  const std::vector<HostTensor>& actual, const runtime::CheckOptions& options) {
   bool allPassed = true;
   fmt::print("check against the reference interpreter:\n");
-  for (const runtime::TensorCheck& c : runtime::checkOutputs(g.graph, in.inputs, in.binding, actual)) {
+  for (const runtime::TensorCheck& c : runtime::checkOutputs(g.graph, in.inputs, in.binding, actual, options)) {
     fmt::print("  {}\n", c.str());
     allPassed = allPassed && c.passed;
   }
@@ -171,7 +172,8 @@ void runSweep(const RunArgs& a, const frontend::ParsedGraph& g, Executable& exe,
     if (a.check) {
       bool passed = true;
       for (const runtime::TensorCheck& c :
-           runtime::checkOutputs(g.graph, inputs.inputs, inputs.binding, outputs))
+           runtime::checkOutputs(g.graph, inputs.inputs, inputs.binding, outputs,
+                                 {.tf32Dots = a.tf32}))
         passed = passed && c.passed;
       verdict = passed ? ": outputs match" : ": MISMATCH";
       allPassed = allPassed && passed;
@@ -225,6 +227,7 @@ void runGraph(const RunArgs& a) {
   options.symbolRanges = parseBindRanges(a.in.bind);
   options.device = device->spec(); // the real device's attributes on cuda, the profile on sim
   options.codegen.useLibdevice = !a.noLibdevice;
+  options.tf32 = a.tf32;
   std::shared_ptr<CompiledGraph> compiled = compile(g.graph, options);
   Executable exe(compiled, *device);
   exe.setGraphMode(mode);
@@ -278,7 +281,7 @@ void runGraph(const RunArgs& a) {
                 bench::programShape(compiledProgram(program), in.binding), device->spec(), copy,
                 compulsoryBytes(in.inputs, outputs));
   }
-  if (a.check && !checkOutputs(g, in, outputs)) throw ExitCode{1};
+  if (a.check && !checkOutputs(g, in, outputs, {.tf32Dots = a.tf32})) throw ExitCode{1};
 }
 
 } // namespace
@@ -293,6 +296,7 @@ void addRunCommand(CLI::App& app) {
       ->capture_default_str();
   addShapesOption(cmd, a->shapes);
   addAmpOption(cmd, a->amp);
+  addTf32Option(cmd, a->tf32);
   cmd->add_option("--policy", a->policy, "Fusion policy: none, xla, astitch")
       ->capture_default_str();
   cmd->add_option("--device-spec", a->deviceSpec,
