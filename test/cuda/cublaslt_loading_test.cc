@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "fake_cublaslt.h"
 #include "runtime/cuda/cublaslt_api.h"
 #include "weft/error.h"
 
@@ -17,7 +18,7 @@ namespace {
 int fakeCalls(const std::string& library) {
   void* h = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
   REQUIRE(h);
-  int calls = *static_cast<int*>(dlsym(h, "fakeCublasLtCalls"));
+  int calls = static_cast<FakeCublasLt*>(dlsym(h, "fakeCublasLt"))->calls;
   dlclose(h);
   return calls;
 }

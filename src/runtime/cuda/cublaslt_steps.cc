@@ -121,7 +121,7 @@ public:
     if (!p || !p->choice) return name;
     std::string choice = p->choice->str();
     // the choice's text without its "name: "
-    return fmt::format("{} ({})", name, choice.substr(choice.find(": ") + 2));
+    return fmt::format("{} [{}]", name, choice.substr(choice.find(": ") + 2));
   }
 
 private:

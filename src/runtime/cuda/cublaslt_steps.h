@@ -46,7 +46,7 @@ public:
   virtual std::string captureKey(const std::vector<DevicePtr>& buffers,
                                  const Binding& binding) const = 0;
   /// The name Executable::time shows for launch `kernel`: its own, and where a choice was
-  /// made, the choice ("lib3_q0 (cublasLt 41.2 us vs weft 55.0 us → cublasLt)").
+  /// made, the choice ("lib3_q0 [cublasLt 41.2 us vs weft 55.0 us → cublasLt]").
   virtual std::string timedName(size_t kernel, const std::string& name,
                                 const Binding& binding) const = 0;
 };
