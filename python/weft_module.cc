@@ -327,8 +327,9 @@ using Ranges = std::map<std::string, std::pair<int64_t, int64_t>>;
 std::shared_ptr<Compiled> compileGraph(const weft::Graph& graph, const std::string& policy,
                                        const std::string& deviceSpec, const std::string& shapes,
                                        const std::string& cacheDir, const std::string& amp,
-                                       const Ranges& ranges) {
+                                       const Ranges& ranges, bool tf32) {
   weft::CompileOptions o;
+  o.tf32 = tf32;
   for (const auto& [symbol, r] : ranges) {
     if (r.first < 1 || r.first > r.second)
       throw weft::InputError("ranges[\"" + symbol + "\"] = (" + std::to_string(r.first) + ", " +
@@ -379,12 +380,12 @@ weft::Graph loadGraph(const std::string& path) {
 std::shared_ptr<Compiled> compileFile(const std::string& path, const std::string& policy,
                                       const std::string& deviceSpec, const std::string& shapes,
                                       const std::string& cacheDir, const std::string& amp,
-                                      const Ranges& ranges) {
+                                      const Ranges& ranges, bool tf32) {
   weft::frontend::ParsedGraph parsed = weft::frontend::loadGraphAnyFormat(path);
   std::map<std::string, weft::HostTensor> weights = std::move(parsed.weights);
   std::shared_ptr<Compiled> c =
       compileGraph(weft::publicGraph(std::move(parsed.graph), std::move(parsed.name)), policy,
-                   deviceSpec, shapes, cacheDir, amp, ranges);
+                   deviceSpec, shapes, cacheDir, amp, ranges, tf32);
   c->fileWeights = std::move(weights);
   return c;
 }
@@ -516,9 +517,11 @@ PYBIND11_MODULE(_weft, m) {
              return out;
            }, "The graph file's weights (its weights_file) every Executable starts with");
   m.def("compile", &compileGraph, py::arg("graph"), py::arg("policy"), py::arg("device_spec"),
-        py::arg("shapes"), py::arg("cache_dir"), py::arg("amp"), py::arg("ranges"));
+        py::arg("shapes"), py::arg("cache_dir"), py::arg("amp"), py::arg("ranges"),
+        py::arg("tf32") = false);
   m.def("compile_file", &compileFile, py::arg("path"), py::arg("policy"), py::arg("device_spec"),
-        py::arg("shapes"), py::arg("cache_dir"), py::arg("amp"), py::arg("ranges"));
+        py::arg("shapes"), py::arg("cache_dir"), py::arg("amp"), py::arg("ranges"),
+        py::arg("tf32") = false);
 
   py::class_<PyExecutable>(m, "Executable")
       .def(py::init<std::shared_ptr<Compiled>, std::string>(), py::arg("compiled"),

@@ -25,7 +25,7 @@ __all__ = ["compile", "Executable", "GraphBuilder", "Compiled", "Value", "Error"
 
 
 def compile(graph, policy="astitch", device_spec="h100", shapes="generic", cache_dir="",
-            amp=None, ranges=None):
+            amp=None, ranges=None, tf32=False):
     """Compiles `graph`: a path to a weft JSON graph or an ONNX model, or a GraphBuilder.
 
     policy: "astitch" (default), "xla" or "none"; device_spec: "h100", "a100" or "v100";
@@ -33,6 +33,8 @@ def compile(graph, policy="astitch", device_spec="h100", shapes="generic", cache
             or "specialized" (a program per binding);
     cache_dir: "" for weft's disk cache ($XDG_CACHE_HOME/weft), "off" for none;
     amp: None, "f16" or "bf16" (automatic mixed precision);
+    tf32: True runs f32 dots on TF32 tensor cores (sm_80+; operands rounded to 10-bit
+          significands, sums in f32); False (default): exact f32;
     ranges: {"B": (1, 4096)} declares the sizes a symbol takes (the CLI's --bind B=1..4096): the
             generic program is planned for them only and a size outside is weft.InputError.
     Programs are compiled when a binding is first run (or planned); a graph without symbols
@@ -42,11 +44,11 @@ def compile(graph, policy="astitch", device_spec="h100", shapes="generic", cache
     ranges = {k: tuple(v) for k, v in (ranges or {}).items()}
     if isinstance(graph, (str, _os.PathLike)):
         return _compile_file(_os.fspath(graph), policy, device_spec, shapes, cache_dir,
-                             amp or "", ranges)
+                             amp or "", ranges, tf32)
     if not isinstance(graph, GraphBuilder):
         raise TypeError("weft.compile: graph must be a path (JSON or ONNX) or a weft.GraphBuilder, "
                         f"not {type(graph).__name__}")
-    return _compile(graph, policy, device_spec, shapes, cache_dir, amp or "", ranges)
+    return _compile(graph, policy, device_spec, shapes, cache_dir, amp or "", ranges, tf32)
 
 
 class Executable(_Executable):

@@ -210,3 +210,22 @@ def test_a_json_graph_file_brings_its_weights_file(tmp_path):
     write_safetensors(tmp_path / "lin.safetensors", {"w": w[:3], "b": b})
     with pytest.raises(weft.InputError, match="lin.safetensors"):
         weft.compile(tmp_path / "lin.json", cache_dir="off")
+
+
+def test_tf32_runs_f32_dots_on_tensor_cores_only_when_asked():
+    g = weft.GraphBuilder("mm")
+    a = g.parameter("a", "f32", [37, 64])
+    b = g.parameter("b", "f32", [64, 20])
+    g.add_output(g.dot(a, b, "c"))
+    exact = weft.compile(g, cache_dir="off")
+    tf32 = weft.compile(g, cache_dir="off", tf32=True)
+    assert "tensor cores tf32" not in exact.plan()
+    assert "mma m16n8k8 (tensor cores tf32)" in tf32.plan()
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-2, 2, (37, 64)).astype(np.float32)
+    y = rng.uniform(-2, 2, (64, 20)).astype(np.float32)
+    want = x.astype(np.float64) @ y.astype(np.float64)
+    got = weft.Executable(tf32, device="sim").run({"a": x, "b": y})["c"]
+    bound = 2.0**-10 * (np.abs(x).astype(np.float64) @ np.abs(y).astype(np.float64))
+    assert np.all(np.abs(got - want) <= bound)  # tf32's rounding, no more
+    assert np.max(np.abs(got - want) / bound) > 0.01  # and not exact f32
