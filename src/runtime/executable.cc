@@ -44,6 +44,7 @@ struct Executable::Bound {
   // kernels run every step), and what the captured graph's cuBLASLt nodes were captured with.
   std::unique_ptr<runtime::cuda::LibraryGemms> gemms;
   std::string gemmCaptureKey;
+  int gemmRecaptures = 0;
 };
 
 namespace {
@@ -146,7 +147,7 @@ Executable::Bound& Executable::bind(const Binding& binding) {
     }
 #ifdef WEFT_HAVE_CUDA_DEVICE
     b->gemms = runtime::cuda::LibraryGemms::make(device_, program->plan, module.kernels,
-                                                 /*tf32=*/false);
+                                                 compiled_->options().tf32);
 #endif
     // The constants the compiler made weights: uploaded once, read in place by every run. A
     // generic compile's versions share them: the first version bound uploads (and owns) them.
@@ -282,9 +283,17 @@ void Executable::launchAll(Bound& b, const std::vector<DevicePtr>& inputs,
   if (b.gemms && !b.gemms->decided(binding)) // GEMM providers are timed on a plain run
     useGraph = measuring = false;
   // cuBLASLt's nodes cannot be updated in place: a graph whose were captured for other
-  // pointers or shapes is captured again
-  if (b.captured && b.gemms && b.gemms->captureKey(b.bufferPtr, binding) != b.gemmCaptureKey)
+  // pointers or shapes is captured again, once; when they change again, weft's kernels (whose
+  // nodes are updated in place) run the GEMMs from then on
+  if (useGraph && b.captured && b.gemms &&
+      b.gemms->captureKey(b.bufferPtr, binding) != b.gemmCaptureKey) {
     b.captured = false;
+    if (++b.gemmRecaptures > 1) {
+      b.gemms.reset();
+      spdlog::info("graph mode: the GEMMs' pointers or shapes keep changing, which cuBLASLt's "
+                   "captured nodes cannot follow; weft's kernels run them from now on");
+    }
+  }
   auto t0 = std::chrono::steady_clock::now();
 
   if (!useGraph) {
