@@ -45,7 +45,7 @@ private:
   // stages A as [blockK][blockM] (K-major, so that a thread's rows are contiguous) and B as
   // [blockK][blockN]; tensor cores stage each tile as its operand lies, for ldmatrix (a
   // row-major A as [blockM][blockK], a column-major B as [blockN][blockK], the others K-major),
-  // rows padded by the plan's sharedPad.
+  // rows padded by the plan's rowPad.
   bool mma() const { return p_.engine == fusion::GemmPlan::Engine::TensorCore; }
   /// One operand's tile: how it lies in global memory and in shared memory.
   struct Operand {
@@ -178,13 +178,13 @@ Value* GemmEmitter::kGuard(Value* k0, Value* kk) {
 
 GemmEmitter::Operand GemmEmitter::operandA() const {
   Operand o{&p_.a, p_.blockM, p_.vectorA, p_.a.rowMajor(), !mma() || !p_.a.rowMajor(), 0};
-  o.pitch = (o.kRows ? p_.blockM : p_.blockK) + p_.sharedPad;
+  o.pitch = (o.kRows ? p_.blockM : p_.blockK) + p_.rowPad(o.kRows);
   return o;
 }
 
 GemmEmitter::Operand GemmEmitter::operandB() const {
   Operand o{&p_.b, p_.blockN, p_.vectorB, !p_.b.rowMajor(), !mma() || p_.b.rowMajor(), 0};
-  o.pitch = (o.kRows ? p_.blockN : p_.blockK) + p_.sharedPad;
+  o.pitch = (o.kRows ? p_.blockN : p_.blockK) + p_.rowPad(o.kRows);
   o.offset = aTile_.bytes(p_.blockK, e_);
   return o;
 }

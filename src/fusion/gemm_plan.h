@@ -94,6 +94,10 @@ struct GemmPlan {
   /// Elements of padding after each staged row (TensorCore: 8 f16/bf16 or 4 f32 elements, so
   /// that the eight 16-byte rows one ldmatrix reads fall in different banks; Fma: 0).
   int sharedPad = 0;
+  /// The padding of a staged tile's rows: sharedPad, but twice that for a K-major tile on the
+  /// tf32 path, whose fragments are read with ld.shared (lanes g + 8 t of a warp read column g
+  /// of row t: a pitch of 8 mod 32 words puts them in 32 different banks; 4 would pair them).
+  int rowPad(bool kMajor) const { return tf32 && kMajor ? 2 * sharedPad : sharedPad; }
   /// Float sums of long K: each K tile's products are summed apart and then added to the
   /// accumulators (two-level summation: error ~ K / blockK + blockK roundings, not K), at the
   /// cost of a second register block.

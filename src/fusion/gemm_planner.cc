@@ -368,10 +368,10 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec,
   // Tensor cores stage each tile as its operand lies (a column-major A as [blockK][blockM], a
   // column-major B as [blockN][blockK]); the FMA path stages A K-major and B N-major.
   bool aKRows = !mma || !p.a.rowMajor(), bNRows = mma && !p.b.rowMajor();
-  int64_t aTile = aKRows ? int64_t(p.blockK) * (p.blockM + p.sharedPad)
-                         : int64_t(p.blockM) * (p.blockK + p.sharedPad);
-  int64_t bTile = bNRows ? int64_t(p.blockN) * (p.blockK + p.sharedPad)
-                         : int64_t(p.blockK) * (p.blockN + p.sharedPad);
+  int64_t aTile = aKRows ? int64_t(p.blockK) * (p.blockM + p.rowPad(true))
+                         : int64_t(p.blockM) * (p.blockK + p.rowPad(false));
+  int64_t bTile = bNRows ? int64_t(p.blockN) * (p.blockK + p.rowPad(false))
+                         : int64_t(p.blockK) * (p.blockN + p.rowPad(true));
   p.sharedBytes = int64_t(p.stages) * (aTile + bTile) * e;
 
   p.tiles = p.batch * tilesAlong(p.m, p.blockM) * tilesAlong(p.n, p.blockN);
@@ -418,7 +418,9 @@ std::string GemmPlan::str() const {
       engine == Engine::Fma
           ? fmt::format("thread {}x{} (runs of {})", threadM, threadN, columnRun)
           : fmt::format("{}x{} mma m16n8k{}{} per warp, {}, pad {}", warpM / 16, warpN / 8, mmaK(),
-                        tf32 ? " (tensor cores tf32)" : "", fragments(), sharedPad);
+                        tf32 ? " (tensor cores tf32)" : "", fragments(),
+                        tf32 ? fmt::format("{} ({} K-major)", sharedPad, rowPad(true))
+                             : std::to_string(sharedPad));
   std::string s = fmt::format(
       "gemm {} batch {} M {} N {} K {}: block {}x{}x{}, warp {}x{}, {}, "
       "vector a{} b{} c{}, stages {}{}, split-k {}{}, {} threads, shared {} B, tiles {}",
