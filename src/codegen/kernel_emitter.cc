@@ -287,6 +287,18 @@ llvm::Value* KernelEmitter::localIndex(const TileSpace& s, ir::NodeId value, llv
   return nullptr;
 }
 
+llvm::Value* KernelEmitter::sharedIndex(const TileSpace& s, ir::NodeId value, llvm::Value* flat) {
+  llvm::Value* local = localIndex(s, value, flat);
+  if (!placement(value).resident) return local;
+  if (!s.ordinal || !s.sameTiles(kp_.residentSpace))
+    k_.fail(value, "is kept in shared memory across grid barriers, but this phase cuts its tiles "
+                   "differently from the plan's resident space");
+  ir::Dim inner = innerOf(s, value);
+  if (!inner.isStatic())
+    k_.fail(value, "is kept in shared memory across grid barriers with a symbolic tile size");
+  return b_.CreateAdd(b_.CreateMul(s.ordinal, k_.index(s.unitsPerTile * inner.size())), local);
+}
+
 void KernelEmitter::installLoad(ir::NodeId value, const TileSpace* space) {
   const fusion::ValuePlacement& p = placement(value);
   const ir::Node& n = node(value);
@@ -296,7 +308,7 @@ void KernelEmitter::installLoad(ir::NodeId value, const TileSpace* space) {
         k_.fail(value,
                 "is read from shared memory outside the phase that wrote it; use global storage");
       llvm::Value* flat = linearize(k_, n.type.shape, idx);
-      return k_.loadElement(k_.sharedPointer(off), n.type.dtype, localIndex(*space, value, flat));
+      return k_.loadElement(k_.sharedPointer(off), n.type.dtype, sharedIndex(*space, value, flat));
     });
     return;
   }
@@ -315,7 +327,8 @@ void KernelEmitter::store(const TileSpace& s, ir::NodeId value, llvm::Value* fla
   case Storage::Input:
     k_.fail(value, "is an input of the kernel but a stage materialises it");
   case Storage::Shared: {
-    k_.storeElement(k_.sharedPointer(p.sharedOffset), n.type.dtype, localIndex(s, value, flat), v);
+    k_.storeElement(k_.sharedPointer(p.sharedOffset), n.type.dtype, sharedIndex(s, value, flat),
+                    v);
     sharedDirty_ = true;
     return;
   }
@@ -825,7 +838,9 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
   phaseShared.clear();
   for (const fusion::Stage* st : phase)
     for (ir::NodeId v : st->materialized)
-      if (placement(v).storage == Storage::Shared) phaseShared.push_back(v);
+      if (placement(v).storage == Storage::Shared && !placement(v).resident)
+        phaseShared.push_back(v);
+  bool residentTiles = kp_.residentTiles > 0 && s.sameTiles(kp_.residentSpace);
   std::vector<const fusion::Stage*> across; // across-tiles reduce stages of this phase
   for (size_t i : plan.acrossStages)
     across.push_back(&kp_.stages.at(i));
@@ -856,6 +871,14 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
         s.u0 = b.CreateMul(unitTile, k_.index(s.unitsPerTile));
         s.u1 = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin,
                                        b.CreateAdd(s.u0, k_.index(s.unitsPerTile)), units);
+        if (residentTiles) {
+          // Resident values keep residentTiles slots per block: a grid smaller than the plan's
+          // would give a block more tiles than it has slots for. Trap, never overwrite.
+          s.ordinal = b.CreateUDiv(b.CreateSub(tile, k_.toIndex(k_.blockId())),
+                                   k_.toIndex(k_.gridSize()));
+          k_.ifThen(b.CreateICmpUGE(s.ordinal, k_.index(kp_.residentTiles)),
+                    [&] { b.CreateIntrinsic(llvm::Intrinsic::trap, {}, {}); });
+        }
         if (slotPhase) {
           slots_ =
               makeRowSlots(k_, slotPhase->loop, slotPhase->rowDims, slotPhase->mapping, s.u0, s.u1);
@@ -900,6 +923,10 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
     for (ir::NodeId v : phase.front()->materialized)
       written_.insert(v);
   }
+  // Resident values are read again in later phases, through their own tiles: their loads are
+  // installed again there (these captured this phase's `s`).
+  for (const auto& [v, p] : kp_.placement)
+    if (p.resident && gen_->hasGenerator(v)) gen_->clearGenerator(v);
   // Later phases cannot read this phase's shared values (their generators captured `s`).
   for (ir::NodeId v : phaseShared)
     gen_->setGenerator(v, [this, v](const Index&) -> llvm::Value* {

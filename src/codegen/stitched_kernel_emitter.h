@@ -31,6 +31,7 @@ struct TileSpace : fusion::TileSpace {
   llvm::Value* u1 = nullptr;
   llvm::Value* part = nullptr;
   llvm::Value* firstTile = nullptr; // i1: this is the block's first tile of the phase
+  llvm::Value* ordinal = nullptr;   // which of the block's tiles this is (resident values' slot)
 };
 
 /// The function builder for one KernelPlan.
@@ -58,6 +59,9 @@ private:
   void declareFunction();
   ir::Dim innerOf(const TileSpace& s, ir::NodeId value) const; // elements per unit
   llvm::Value* localIndex(const TileSpace& s, ir::NodeId value, llvm::Value* flat);
+  /// The element of a Shared value's array that holds `flat`: its tile-local index, in the slot
+  /// of the block's current tile for a resident value.
+  llvm::Value* sharedIndex(const TileSpace& s, ir::NodeId value, llvm::Value* flat);
   void installLoad(ir::NodeId value, const TileSpace* space);
   void store(const TileSpace& s, ir::NodeId value, llvm::Value* flat, llvm::Value* v);
   void emitPhase(const fusion::PhasePlan& phase);

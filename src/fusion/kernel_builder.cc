@@ -5,6 +5,7 @@
 
 #include "fusion/graph_queries.h"
 #include "fusion/launch_config.h"
+#include "fusion/resident_values.h"
 #include "fusion/schedule.h"
 #include "fusion/stitching_scheme.h"
 #include "fusion/thread_mapping.h"
@@ -217,6 +218,7 @@ KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops,
                 blocksPerSM(spec, blockSize, wanted, planned.launch.sharedBytes) > 0;
     if (fits || !planned.launch.cooperative || blockSize / 2 < kMinRemapBlockSize) break;
   }
+  planResidentValues(g, spec, planned, ranges);
   return planned;
 }
 

@@ -15,7 +15,9 @@
 // packing). Inside one tile iteration the stages run in order, separated by block barriers,
 // and a Shared value written by one stage is read by a later stage of the same tile
 // (regional stitching). Values read across phases live in Global scratch or Output buffers
-// (global stitching) and are visible after the grid barrier.
+// (global stitching) and are visible after the grid barrier, or, when every later reader reads
+// them at its own rows in the same tiles, stay in shared memory across the barrier (resident:
+// each block keeps its tiles' elements, fusion/resident_values.h).
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -154,6 +156,20 @@ struct ValuePlacement {
     bool tooManyOps = false;   // materialised for code size (kMaxRegeneratedOps), not bytes
   };
   std::optional<StoreDecision> stored;
+  // Every read of the value is block-local but for its phase: each reader reads it at its own
+  // rows, in tiles like its producer's (stitching_scheme.cc). A Global value with it set could
+  // stay on chip across grid barriers (fusion/resident_values.h).
+  bool readAtOwnRows = false;
+  // Resident (fusion/resident_values.h): a Shared value that stays on chip across grid barriers
+  // for the later phases that read it. Tile t of every phase goes to the same block, as that
+  // block's i-th tile (t = blockIdx + i * gridDim), so the block keeps one copy of its tile's
+  // elements per tile it handles: KernelPlan::residentTiles slots of sharedBytes /
+  // residentTiles bytes, slot i for its i-th tile. `resident` says what it saves.
+  struct ResidentDecision {
+    int firstPhase = 0, lastPhase = 0; // the phase that writes it and the last that reads it
+    int64_t savedBytes = 0;            // global traffic saved: its store and one load per reader
+  };
+  std::optional<ResidentDecision> resident;
 };
 
 /// A stage whose barrierBefore is Grid starts a new phase. All stages of a phase run in the
@@ -206,6 +222,13 @@ struct TileSpace {
   int64_t unitsPerTile = 1;
   int split = 1;
   ir::NodeId anchor = -1; // the dominant the space comes from
+
+  /// Whether tile t of this space and of `o` cover the same units, unsplit: the block that
+  /// handles one handles the other, as the same one of its tiles (resident values rely on it).
+  bool sameTiles(const TileSpace& o) const {
+    return kind == o.kind && units == o.units && unitsPerTile == o.unitsPerTile && split == 1 &&
+           o.split == 1;
+  }
 };
 
 /// A phase whose row-reduce group runs as slots: every stage of the group has each thread visit
@@ -290,6 +313,11 @@ struct KernelPlan {
   int64_t reduceScratchBytes = 0;   // static shared memory of the reduce emitters' scratch
   int64_t stagingBytes = 0;         // static shared memory of the staging arena (largest phase)
   int registerLimit = 0;            // .maxnreg (0: none, .maxntid bounds the registers)
+  // Resident values (ValuePlacement::resident) live in phases that cut residentSpace into the
+  // same tiles, of which each block handles at most residentTiles (0: the kernel has none).
+  // Codegen checks every such phase against residentSpace and traps past residentTiles.
+  int64_t residentTiles = 0;
+  TileSpace residentSpace;
 
   bool hasGridBarrier() const;
   const Group& groupOf(ir::NodeId op) const; // throws std::out_of_range if not in the kernel

@@ -492,10 +492,11 @@ std::optional<SlotPlan> PhasePlanner::slotPlanOf(const TileSpace& s, const Phase
     for (ir::NodeId v : stage(groupStages[i]).materialized)
       if (node(v).type.shape == sp.loop) take(v);
   // Values earlier phases stored over the loop (kept in registers when several stages read
-  // them: a value stored against recompute is read back by every stage that uses it).
+  // them: a value stored against recompute is read back by every stage that uses it), in
+  // memory or resident in shared memory.
   for (const auto& [v, p] : k_.placement)
-    if ((p.storage == Storage::Global || p.storage == Storage::Output) && written_.count(v) &&
-        p.partialsBuffer < 0 && node(v).type.shape == sp.loop)
+    if ((p.storage == Storage::Global || p.storage == Storage::Output || p.resident) &&
+        written_.count(v) && p.partialsBuffer < 0 && node(v).type.shape == sp.loop)
       take(v);
   for (const auto& [v, p] : k_.placement)
     if (p.registerReuse && p.storage == Storage::Register && groupOps.count(v) &&

@@ -96,6 +96,13 @@ std::string storageReason(const KernelPlan& k, ir::NodeId v, const ValuePlacemen
                 : why;
   }
   case Storage::Shared:
+    if (p.resident)
+      return fmt::format(
+          "shared memory [{} B at {}], resident: phases {} to {} read it at their own rows in the "
+          "same tiles, so each block keeps its {} tile(s) of it across the grid barriers instead "
+          "of a store and reloads through global memory ({} B saved)",
+          p.sharedBytes, p.sharedOffset, p.resident->firstPhase, p.resident->lastPhase,
+          k.residentTiles, p.resident->savedBytes);
     return fmt::format("shared memory [{} B at {}]: read by a later stage of the same tile "
                        "(regional stitching)",
                        p.sharedBytes, p.sharedOffset);

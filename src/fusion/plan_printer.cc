@@ -236,6 +236,11 @@ std::string printKernelPlan(const KernelPlan& k, const ir::Graph& g) {
     os << "    " << valueName(g, id) << ": " << storageName(p.storage);
     if (p.storage == Storage::Shared)
       os << fmt::format(" [offset {}, {} B]", p.sharedOffset, p.sharedBytes);
+    if (p.resident)
+      os << fmt::format(", resident across grid barriers: {} tile(s) per block, phases {}-{}, "
+                        "saves {} B of global traffic",
+                        k.residentTiles, p.resident->firstPhase, p.resident->lastPhase,
+                        p.resident->savedBytes);
     if (p.buffer >= 0) os << " b" << p.buffer;
     if (p.registerReuse) os << ", reused in registers";
     if (p.stored && p.stored->tooManyOps)

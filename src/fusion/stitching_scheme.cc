@@ -565,24 +565,28 @@ private:
       k_.placement[in].storage = Storage::Input;
     for (ir::NodeId op : k_.ops)
       k_.placement[op].storage = Storage::Register;
-    std::map<ir::NodeId, bool> allLocalSamePhase;
+    std::map<ir::NodeId, bool> allLocalSamePhase, allLocal;
     for (ir::NodeId u : materialised_)
-      allLocalSamePhase[u] = true;
+      allLocalSamePhase[u] = allLocal[u] = true;
     for (size_t s = 0; s < stages_.size(); ++s) {
       for (ir::NodeId v : stages_[s].values)
-        for (const Read& r : reads_.at(v))
+        for (const Read& r : reads_.at(v)) {
+          if (!r.local) allLocal[r.value] = false;
           if (!r.local ||
               phaseOfStage_[static_cast<size_t>(stageOf(r.value))] != phaseOfStage_[s])
             allLocalSamePhase[r.value] = false;
+        }
     }
     for (ir::NodeId u : materialised_) {
       ValuePlacement& p = k_.placement[u];
-      if (outputs_.count(u))
+      if (outputs_.count(u)) {
         p.storage = Storage::Output;
-      else if (allLocalSamePhase[u] && !demoted(u))
+      } else if (allLocalSamePhase[u] && !demoted(u)) {
         p.storage = Storage::Shared, p.sharedBytes = sharedBytesOf(u);
-      else
+      } else {
         p.storage = Storage::Global;
+        p.readAtOwnRows = allLocal[u] && sharedBytesOf(u) < kNotShareable;
+      }
     }
   }
 

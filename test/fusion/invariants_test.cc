@@ -54,7 +54,8 @@ void checkKernel(const FusionPlan& p, const KernelPlan& k, const std::set<ir::No
     CHECK(k.placement.at(out).storage == Storage::Output);
     CHECK(k.placement.at(out).buffer >= 0);
   }
-  // A Shared value is read only in its own phase; a Global one has a scratch buffer.
+  // A Shared value is read only in its own phase (a resident one up to its last phase, in the
+  // same tiles); a Global one has a scratch buffer.
   for (auto& [v, pl] : k.placement) {
     if (pl.storage == Storage::Global)
       CHECK(p.buffers.at(static_cast<size_t>(pl.buffer)).kind == Buffer::Kind::Scratch);
@@ -75,7 +76,16 @@ void checkKernel(const FusionPlan& p, const KernelPlan& k, const std::set<ir::No
         if (!ops.count(o) || !seen.insert(o).second) continue;
         if (stageOf.count(o)) {
           CHECK(stageOf.at(o) < s);
-          if (k.placement.at(o).storage == Storage::Shared) CHECK(phase[stageOf.at(o)] == phase[s]);
+          const ValuePlacement& po = k.placement.at(o);
+          if (po.storage == Storage::Shared && !po.resident)
+            CHECK(phase[stageOf.at(o)] == phase[s]);
+          if (po.resident) { // kept across grid barriers: every phase of it cuts the same tiles
+            CHECK(phase[stageOf.at(o)] <= phase[s]);
+            CHECK(phase[s] <= po.resident->lastPhase);
+            CHECK(k.residentTiles > 0);
+            CHECK(k.phases.at(size_t(phase[s])).space.sameTiles(k.residentSpace));
+            CHECK(k.phases.at(size_t(phase[stageOf.at(o)])).space.sameTiles(k.residentSpace));
+          }
           continue;
         }
         work.push_back(o);

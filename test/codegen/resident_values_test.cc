@@ -1,0 +1,155 @@
+// Resident values (fusion/resident_values.h): a value later phases read at their own rows in the
+// same tiles stays in shared memory across the grid barriers, each block keeping its tiles of
+// it; no store and no reloads through global memory. Outputs match the interpreter, byte counts
+// are the simulator's, and a grid smaller than the plan's traps instead of overwriting.
+#include <catch2/catch.hpp>
+
+#include "codegen/compile.h"
+#include "fusion/launch_config.h"
+#include "fusion/plan.h"
+#include "fusion/plan_printer.h"
+#include "ir/graph.h"
+#include "sim_runner.h"
+
+using namespace weft;
+using ir::DType;
+using ir::OpKind;
+
+namespace {
+
+DeviceSpec h100() {
+  return *deviceSpecProfile("h100");
+}
+
+int64_t bytesOf(const ir::Graph& g, ir::NodeId v) {
+  const ir::Node& n = g.node(v);
+  return ir::numElements(n.type.shape).size() * ir::dtypeBytes(n.type.dtype);
+}
+
+/// w = tanh(x + y) * z - max over its row, read by a later phase at its own rows:
+/// out = w * colsum(w) (the column sum needs every row first, behind a grid barrier).
+struct TwoPhase {
+  ir::Graph g;
+  ir::NodeId x, y, z, w, out;
+  explicit TwoPhase(int64_t rows, int64_t cols) {
+    ir::Shape shape = {rows, cols};
+    x = g.parameter("x", {DType::f32, shape});
+    y = g.parameter("y", {DType::f32, shape});
+    z = g.parameter("z", {DType::f32, shape});
+    auto v = g.binary(OpKind::Mul, g.unary(OpKind::Tanh, g.binary(OpKind::Add, x, y)), z, "v");
+    auto row = g.reduce(ir::ReduceKind::Max, v, {1}, "row");
+    w = g.binary(OpKind::Sub, v, g.broadcastInDim(row, shape, {0}), "w");
+    auto col = g.reduce(ir::ReduceKind::Sum, w, {0}, "col");
+    out = g.binary(OpKind::Mul, w, g.broadcastInDim(col, shape, {1}), "out");
+    g.setOutputs({out});
+  }
+};
+
+const fusion::KernelPlan& onlyKernel(const fusion::FusionPlan& plan) {
+  REQUIRE(plan.steps.size() == 1);
+  return std::get<fusion::KernelPlan>(plan.steps[0]);
+}
+
+} // namespace
+
+TEST_CASE("a value the next phase reads at its own rows stays in shared memory across the grid "
+          "barrier",
+          "[codegen][traffic][sim]") {
+  // 4096 rows: more tiles than one wave of blocks, so each block keeps several tiles of w.
+  TwoPhase t(4096, 256);
+  fusion::FusionPlan plan = fusion::plan(t.g, h100(), fusion::Policy::AStitch);
+  const fusion::KernelPlan& k = onlyKernel(plan);
+  REQUIRE(k.hasGridBarrier());
+  const fusion::ValuePlacement& p = k.placement.at(t.w);
+  REQUIRE(p.resident);
+  CHECK(p.storage == fusion::Storage::Shared);
+  CHECK(p.buffer < 0);
+  CHECK(p.resident->lastPhase > p.resident->firstPhase);
+  CHECK(p.resident->savedBytes == 2 * bytesOf(t.g, t.w)); // a store and one reload
+  int64_t tiles = k.launch.tiles.size();
+  CHECK(k.residentTiles == (tiles + k.launch.maxBlocks - 1) / k.launch.maxBlocks);
+  CHECK(k.residentTiles >= 2);
+  // Its slots: one tile of w per tile the block handles.
+  CHECK(p.sharedBytes >= k.residentTiles * k.residentSpace.unitsPerTile * 256 * 4);
+  CHECK(k.launch.sharedBytes >= p.sharedOffset + p.sharedBytes);
+  // The launch keeps its blocks: the grid is still one wave with the room taken.
+  CHECK(k.launch.maxBlocks == fusion::blocksPerWave(plan.device, k.launch.blockSize,
+                                            k.launch.maxRegisters,
+                                            k.launch.sharedBytes + k.stagingBytes +
+                                                k.reduceScratchBytes));
+  std::string text = fusion::printFusionPlan(plan);
+  CHECK(text.find("resident across grid barriers") != std::string::npos);
+
+  codegen::CompiledModule m = codegen::compileToPtx(plan);
+  std::vector<LaunchCounters> counters;
+  test::checkOnSim(plan, m, 1e-3, &counters); // out scales by sums of 4096 rows
+  REQUIRE(counters.size() == 1);
+  // x, y and z read once, out written once; the column sum's partials and its staged copies are
+  // the rest (under a quarter of w, which no longer goes through global memory at all).
+  int64_t reads = bytesOf(t.g, t.x) + bytesOf(t.g, t.y) + bytesOf(t.g, t.z);
+  int64_t writes = bytesOf(t.g, t.out);
+  int64_t read = int64_t(counters[0].globalSectorsRead) * 32;
+  int64_t written = int64_t(counters[0].globalSectorsWritten) * 32;
+  CHECK(read >= reads);
+  CHECK(read <= reads + bytesOf(t.g, t.w) / 4);
+  CHECK(written >= writes);
+  CHECK(written <= writes + bytesOf(t.g, t.w) / 4);
+}
+
+TEST_CASE("without room in shared memory the value goes through global scratch, still correct",
+          "[codegen][traffic][sim]") {
+  // A device whose SMs hold little shared memory: keeping w's tiles would cost blocks per SM,
+  // so w is stored once in global scratch and read back behind the barrier.
+  TwoPhase t(4096, 256);
+  DeviceSpec small = h100();
+  small.sharedMemoryPerSM = 20 * 1024;
+  small.sharedMemoryPerBlock = 20 * 1024;
+  fusion::FusionPlan plan = fusion::plan(t.g, small, fusion::Policy::AStitch);
+  const fusion::KernelPlan& k = onlyKernel(plan);
+  const fusion::ValuePlacement& p = k.placement.at(t.w);
+  CHECK(!p.resident);
+  CHECK(p.storage == fusion::Storage::Global);
+  CHECK(k.residentTiles == 0);
+  codegen::CompiledModule m = codegen::compileToPtx(plan);
+  std::vector<LaunchCounters> counters;
+  test::checkOnSim(plan, m, 1e-3, &counters);
+  REQUIRE(counters.size() == 1);
+  int64_t reads = bytesOf(t.g, t.x) + bytesOf(t.g, t.y) + bytesOf(t.g, t.z) + bytesOf(t.g, t.w);
+  CHECK(int64_t(counters[0].globalSectorsRead) * 32 >= reads);
+  CHECK(int64_t(counters[0].globalSectorsWritten) * 32 >= bytesOf(t.g, t.w) + bytesOf(t.g, t.out));
+}
+
+TEST_CASE("a grid smaller than the plan's traps instead of overwriting a resident value",
+          "[codegen][sim]") {
+  // Each block has residentTiles slots: with half the planned blocks it would get more tiles
+  // than slots. The kernel must stop with a trap, never write past its slots.
+  TwoPhase t(4096, 256);
+  fusion::FusionPlan plan = fusion::plan(t.g, h100(), fusion::Policy::AStitch);
+  REQUIRE(onlyKernel(plan).residentTiles > 0);
+  codegen::CompiledModule m = codegen::compileToPtx(plan);
+  CHECK(m.ptx.find("trap;") != std::string::npos);
+  codegen::CompiledModule halved = m;
+  halved.kernels.at(0).launch.maxBlocks /= 2;
+  std::vector<HostTensor> inputs = test::makeInputs(t.g);
+  CHECK_THROWS_WITH(test::runOnSim(plan, halved, inputs),
+                    Catch::Matchers::Contains("trap executed"));
+}
+
+TEST_CASE("resident values keep symbolic and non-cooperative kernels as they were", "[planner]") {
+  // Tiles per block have no static bound with a symbolic row count: global scratch.
+  ir::Graph g;
+  ir::Shape shape = {ir::Dim::symbol("B"), 256};
+  auto x = g.parameter("x", {DType::f32, shape});
+  auto v = g.unary(OpKind::Tanh, g.unary(OpKind::Exp, g.unary(OpKind::Tanh, x)), "v");
+  auto row = g.reduce(ir::ReduceKind::Max, v, {1}, "row");
+  auto w = g.binary(OpKind::Sub, v, g.broadcastInDim(row, shape, {0}), "w");
+  auto col = g.reduce(ir::ReduceKind::Sum, w, {0}, "col");
+  g.setOutputs({g.binary(OpKind::Mul, w, g.broadcastInDim(col, shape, {1}), "out")});
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  for (const fusion::Step& step : plan.steps)
+    if (const auto* k = std::get_if<fusion::KernelPlan>(&step)) {
+      CHECK(k->residentTiles == 0);
+      for (const auto& [id, p] : k->placement)
+        CHECK(!p.resident);
+    }
+}
