@@ -364,3 +364,30 @@ TEST_CASE("tf32: the output check allows tf32's rounding only when asked, and no
   got[0].set(5, got[0].get(5) + 0.02 * std::fabs(got[0].get(5)) + 0.5);
   CHECK_FALSE(runtime::checkOutputs(plan.graph, inputs, {}, got, {.tf32Dots = true})[0].passed);
 }
+
+// Rounding to tf32 is integer arithmetic on the bits: a NaN whose significand is all ones (the
+// GPU's canonical 0x7fffffff) must stay a NaN, not carry into the sign; an infinity stays one,
+// and the largest f32 rounds to +inf, as cvt.rna.tf32.f32 rounds it.
+TEST_CASE("tf32: NaN and infinity survive the rounding to tf32", "[codegen][sim][gemm][tf32]") {
+  ir::Graph g = fusion::testing::dotGraph(DType::f32, {}, 37, 29, 53);
+  auto plan = tf32Plan(g);
+  auto inputs = test::makeInputs(plan.graph);
+  auto setBits = [](HostTensor& t, int64_t i, uint32_t bits) {
+    std::memcpy(t.bytes.data() + i * 4, &bits, 4);
+  };
+  setBits(inputs[0], 3 * 29 + 5, 0x7fffffffu);  // a[3][5]: NaN, every significand bit set
+  setBits(inputs[0], 9 * 29 + 1, 0xffffffffu);  // a[9][1]: a negative one
+  setBits(inputs[1], 7 * 53 + 2, 0x7f800000u);  // b[7][2]: +inf
+  setBits(inputs[1], 11 * 53 + 4, 0x7f7fffffu); // b[11][4]: the largest f32, rounds to +inf
+  auto got = test::runOnSim(plan, codegen::compileToPtx(plan), inputs);
+  for (int64_t n = 0; n < 53; ++n) {
+    CHECK(std::isnan(got[0].get(3 * 53 + n)));
+    CHECK(std::isnan(got[0].get(9 * 53 + n)));
+  }
+  for (int64_t m : {0, 1, 2, 20, 36}) {
+    INFO("row " << m);
+    CHECK(std::isinf(got[0].get(m * 53 + 2)));
+    CHECK(std::isinf(got[0].get(m * 53 + 4))); // tf32(FLT_MAX) = +inf
+    CHECK(std::isfinite(got[0].get(m * 53 + 3)));
+  }
+}
