@@ -51,6 +51,10 @@ TEST_CASE("weft plan and compile --tf32: f32 dots on TF32 tensor cores, only whe
   CHECK(v100.out.find("gemm fma") != std::string::npos);
   CHECK(v100.out.find("fma (tf32 asked for, but sm_70 has no tf32 tensor cores (sm_80+))") !=
         std::string::npos);
+  for (const char* cmd : {"run", "plan", "compile", "bench"}) {
+    INFO(cmd);
+    CHECK(runWeft(std::string(cmd) + " --help").out.find("--tf32") != std::string::npos);
+  }
   Result ptx = runWeft("compile " + g + " --tf32 --emit ptx");
   REQUIRE(ptx.rc == 0);
   CHECK(ptx.out.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") != std::string::npos);
