@@ -4,7 +4,8 @@
 // and sub-dominants, thread mappings, where each value lives (register, shared, global, output),
 // the stages with the barrier before each, the phases (slots, staging, tile slices), the launch
 // configuration and shared memory; or the same as Graphviz DOT; or, with --explain, why: each
-// op's kernel, group and storage, and why each value crossing steps was not stitched.
+// op's kernel, group and storage, and why each value crossing steps was not stitched, then
+// whether cuBLASLt may run each GEMM on the cuda device.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "commands.h"
 #include "fusion/plan_explainer.h"
 #include "fusion/plan_printer.h"
+#include "runtime/cuda/cublaslt_gemm.h"
 
 namespace weft::tools {
 namespace {
@@ -24,9 +26,11 @@ struct PlanArgs {
 };
 
 std::string printed(const PlanArgs& a, const fusion::FusionPlan& plan) {
-  return a.dot       ? fusion::fusionPlanDot(plan)
-         : a.explain ? fusion::explainPlan(plan)
-                     : fusion::printFusionPlan(plan);
+  if (a.explain) { // and who may run each GEMM on the cuda device
+    std::string providers = runtime::cuda::lt::explainProviders(plan);
+    return fusion::explainPlan(plan) + (providers.empty() ? "" : "\n" + providers);
+  }
+  return a.dot ? fusion::fusionPlanDot(plan) : fusion::printFusionPlan(plan);
 }
 
 /// A generic program prints every version under its guard, or with --bind the one version

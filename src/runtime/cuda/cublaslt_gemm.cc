@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "weft/error.h"
+
 namespace weft::runtime::cuda::lt {
 namespace {
 
@@ -160,6 +162,34 @@ Described describe(const fusion::FusionPlan& plan, const fusion::LibraryCall& ca
   }
   out.matmul = mm;
   return out;
+}
+
+std::string explainProviders(const fusion::FusionPlan& plan) {
+  std::string lines;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const auto* call = std::get_if<fusion::LibraryCall>(&plan.steps[i]);
+    if (!call) continue;
+    const ir::Node& op = plan.graph.node(call->op);
+    std::string what;
+    if (std::string why = whyNotEligible(plan, *call); !why.empty()) {
+      what = "weft's kernel only: " + why;
+    } else {
+      std::optional<Described> d;
+      try {
+        d = describe(plan, *call, {}, call->gemm.tf32);
+      } catch (const InputError&) { // symbolic dims: the call is made per binding
+      }
+      what = !d ? std::string("cuBLASLt may run it (its call is made for each binding)")
+             : d->matmul ? "cuBLASLt may run it: " + d->matmul->str()
+                         : "weft's kernel only: " + d->whyNot;
+    }
+    lines += fmt::format("  step {} ({} %{}): {}\n", i, ir::opName(op.kind), op.name, what);
+  }
+  if (lines.empty()) return "";
+  return "GEMM providers on the cuda device (cuBLASLt where its library is installed: the faster "
+         "of it and weft's kernel is kept at a step's first run; WEFT_GEMM_PROVIDER=weft|cublaslt "
+         "forces one):\n" +
+         lines;
 }
 
 std::string Matmul::str() const {

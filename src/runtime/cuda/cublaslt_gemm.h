@@ -60,4 +60,9 @@ struct Described {
 Described describe(const fusion::FusionPlan& plan, const fusion::LibraryCall& call,
                    const ir::Binding& binding, bool tf32);
 
+/// For `weft plan --explain`: a paragraph with one line per GEMM step of `plan`, whether cuBLASLt
+/// may run it on the cuda device and as which call, or why not ("" without GEMM steps). A
+/// step's f32 call is described with TF32 when its GemmPlan took tf32.
+std::string explainProviders(const fusion::FusionPlan& plan);
+
 } // namespace weft::runtime::cuda::lt
