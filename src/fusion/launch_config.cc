@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <set>
 
 #include "fusion/graph_queries.h"
 
@@ -11,11 +12,95 @@ namespace {
 int warpsOf(const DeviceSpec& spec, int blockSize) {
   return (blockSize + spec.warpSize - 1) / spec.warpSize;
 }
+// RegisterEstimate's constants, fitted to what ptxas 13 allocates without spilling for every
+// kernel of examples/graphs and bench/workloads (three policies, sm_80 and sm_90, symbolic and
+// bound shapes; test/codegen/ptxas_test.cc holds the kernels to it).
+constexpr int kBaseRegisters = 16;
+/// A row loop of at most this many static steps per thread is unrolled whole (every step's loads
+/// in flight); a longer or symbolic one runs about two steps at a time.
+constexpr int64_t kUnrolledSteps = 6;
+constexpr int64_t kRolledSteps = 2;
+/// A column reduce's thread walks its column with loads in flight for a few rows at once.
+constexpr int kColumnRegistersPerWord = 3;
+/// ptxas keeps at most this many registers of a split combine's loads in flight (measured: 88 in
+/// all for 216 to 528 parts with symbolic sizes).
+constexpr int kMaxCombineRegisters = 64;
+
 int roundUp(int x, int m) {
   return (x + m - 1) / m * m;
 }
 
+int wordsOf(const ir::Graph& g, ir::NodeId v) {
+  return (ir::dtypeBytes(g.node(v).type.dtype) + 3) / 4;
+}
+
+bool symbolicSizes(const ir::Graph& g, const KernelPlan& kernel) {
+  for (const auto& [v, p] : kernel.placement)
+    for (const ir::Dim& d : g.node(v).type.shape)
+      if (!d.isStatic()) return true;
+  return false;
+}
+
+/// The values `group`'s ops read from memory, each once: operands produced outside the group
+/// that some buffer or shared memory holds, reached through the register values the group
+/// regenerates inline (other groups' local ops).
+std::set<ir::NodeId> loadedBy(const ir::Graph& g, const KernelPlan& kernel, const Group& group) {
+  std::set<ir::NodeId> own(group.ops.begin(), group.ops.end()), loaded, seen;
+  std::vector<ir::NodeId> work;
+  for (ir::NodeId op : group.ops)
+    work.insert(work.end(), g.node(op).operands.begin(), g.node(op).operands.end());
+  while (!work.empty()) {
+    ir::NodeId v = work.back();
+    work.pop_back();
+    if (own.count(v) || !seen.insert(v).second) continue;
+    auto p = kernel.placement.find(v);
+    if (p != kernel.placement.end() && p->second.storage == Storage::Register) {
+      work.insert(work.end(), g.node(v).operands.begin(), g.node(v).operands.end());
+      continue;
+    }
+    if (!g.node(v).operands.empty() || g.node(v).kind == ir::OpKind::Parameter) loaded.insert(v);
+  }
+  return loaded;
+}
+
 } // namespace
+
+RegisterEstimate estimateRegisters(const ir::Graph& g, const KernelPlan& kernel) {
+  RegisterEstimate e;
+  e.base = kBaseRegisters;
+  const bool wide = symbolicSizes(g, kernel);
+  for (const auto& [v, p] : kernel.placement)
+    if (p.storage == Storage::Input || p.storage == Storage::Output || p.storage == Storage::Global)
+      ++e.pointers;
+  for (const Group& group : kernel.groups) {
+    int words = 0;
+    for (ir::NodeId v : loadedBy(g, kernel, group))
+      words += wordsOf(g, v);
+    int64_t stream = 0;
+    if (const auto* m = std::get_if<RowReduceMapping>(&group.mapping)) {
+      int64_t vector = std::max(1, m->vectorWidth);
+      int64_t lanes = m->kind == RowReduceMapping::Kind::WarpPerRow ? m->threadsPerRow
+                                                                    : kernel.launch.blockSize;
+      int64_t steps = group.rowLength.isStatic()
+                          ? (group.rowLength.size() + lanes * vector - 1) / (lanes * vector)
+                          : kRolledSteps;
+      stream = words * vector * (steps <= kUnrolledSteps ? steps : kRolledSteps) / 2;
+    } else if (const auto* m = std::get_if<ElementwiseMapping>(&group.mapping)) {
+      stream = words * std::max(1, m->vectorWidth) / 2;
+    } else {
+      stream = kColumnRegistersPerWord * words;
+    }
+    e.stream = std::max<int>(e.stream, int(stream));
+    bool atomics = std::holds_alternative<ColumnReduceMapping>(group.mapping) &&
+                   std::get<ColumnReduceMapping>(group.mapping).useAtomics;
+    int split = splitFactor(group.mapping);
+    if (split > 1 && !atomics)
+      e.combine = std::max(e.combine, std::min(kMaxCombineRegisters,
+                                               wide ? (3 * split + 7) / 8 : (split + 7) / 8));
+  }
+  e.slots = slotRegisters(g, kernel);
+  return e;
+}
 
 int slotRegisters(const ir::Graph& g, const KernelPlan& kernel) {
   int most = 0;
@@ -46,18 +131,22 @@ int slotRegisters(const ir::Graph& g, const KernelPlan& kernel) {
 }
 
 int assumedRegisters(const ir::Graph& g, const KernelPlan& kernel) {
+  // What the kernel's code keeps live, from its plan: the bound codegen gives ptxas (.maxnreg)
+  // and, for a cooperative kernel, what sizes its grid, so it must cover it.
+  int estimated = std::max(kAssumedRegisters, roundUp(estimateRegisters(g, kernel).total(), 8));
   bool reuse = std::any_of(kernel.placement.begin(), kernel.placement.end(),
                            [](const auto& p) { return p.second.registerReuse; });
   bool acrossTiles = std::any_of(kernel.groups.begin(), kernel.groups.end(),
                                  [](const Group& g) { return g.acrossTiles; });
-  if (!reuse && !acrossTiles) return kAssumedRegisters;
-  // A cooperative kernel's grid is sized by this bound, so it must hold what the kernel keeps in
-  // registers; other kernels get every register their block allows (codegen drops .maxnreg).
+  if (!reuse && !acrossTiles) return estimated;
+  // Kernels that keep values in registers across stages get every register their block allows
+  // (codegen drops .maxnreg; .maxntid bounds them), planned as kRegisterHeavy.
   if (!isCooperative(kernel)) return kRegisterHeavy;
-  // Addresses, indices and the recomputed values of a thread's row elements need room beside
-  // what slots keep: layer norm backward spilled 132-164 bytes with 32 + slotRegisters.
+  // A cooperative one keeps within its bound: room for the across-tiles combine loops beside
+  // what slots keep (layer norm backward spilled 132-164 bytes with 32 + slotRegisters;
+  // Figure 7's across-tiles kernel needs 40-56 registers).
   int slots = slotRegisters(g, kernel);
-  return slots > 0 ? roundUp(kRegisterHeavy + slots, 8) : kRegisterHeavy;
+  return std::max(estimated, slots > 0 ? roundUp(kRegisterHeavy + slots, 8) : kRegisterHeavy);
 }
 
 bool isCooperative(const KernelPlan& kernel) {
@@ -92,7 +181,13 @@ void configureLaunch(const ir::Graph& g, KernelPlan& kernel, const DeviceSpec& s
   LaunchPlan& launch = kernel.launch;
   assert(launch.blockSize > 0 &&
          "the thread mapping sets the block size before launch configuration");
-  int assumed = std::min(assumedRegisters(g, kernel), spec.maxRegistersPerThread / 8 * 8);
+  // At most what one thread of a resident block can have: a kernel whose estimate exceeds it is
+  // remapped with smaller blocks when it is cooperative (kernel_builder.cc); otherwise ptxas
+  // gets the most its block allows.
+  int perBlock = std::min<int64_t>(spec.maxRegistersPerThread,
+                                   spec.registersPerSM / (warpsOf(spec, launch.blockSize) *
+                                                          int64_t(spec.warpSize)));
+  int assumed = std::min(assumedRegisters(g, kernel), std::max(kAssumedRegisters, perBlock / 8 * 8));
   RegisterBound bound = relaxRegisterBound(spec, launch.blockSize, launch.sharedBytes, assumed);
   launch.maxRegisters = bound.maxRegisters;
   launch.maxBlocks = int64_t(spec.smCount) * bound.blocksPerSM;

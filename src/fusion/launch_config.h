@@ -1,7 +1,7 @@
 #pragma once
 // Step 7 of the AStitch planner (AStitch §4.5): resource-aware launch configuration by
-// assume-relax-apply. Assume a register bound (32 per thread; 64 when the kernel keeps values in
-// registers across stages or accumulates across tiles), compute how many blocks one SM holds with
+// assume-relax-apply. Assume a register bound (what the plan says the kernel's code keeps live,
+// at least 32: estimateRegisters), compute how many blocks one SM holds with
 // the kernel's block size and planned shared memory, relax the register bound as far as that block
 // count still fits, and apply it (LaunchPlan::maxRegisters → .maxnreg). Guarantees: a kernel with a
 // grid barrier (or a split or acrossTiles reduce) is cooperative and its grid never exceeds one
@@ -29,9 +29,39 @@ inline constexpr int kRegisterHeavy = 64;
 /// what is left. The most of any group.
 int slotRegisters(const ir::Graph& g, const KernelPlan& kernel);
 
-/// The register bound the assume step starts from for `kernel`: 32; 64 when it keeps values in
-/// registers across stages or accumulates across tiles; for a cooperative kernel (whose grid
-/// this bound sizes) 64 + slotRegisters.
+/// What one thread of a kernel keeps live, in 32-bit registers, estimated from its plan (groups,
+/// mappings, vector widths, elements per thread, the values each loop loads and their dtypes,
+/// split factors, symbolic sizes): the launch sizes a cooperative grid by it and bounds ptxas
+/// with the bound it relaxes to (.maxnreg), so it must cover what ptxas allocates without
+/// spilling. Its constants are fitted to ptxas's register counts on sm_80 and sm_90
+/// (test/codegen/ptxas_test.cc checks every example kernel against the bound).
+struct RegisterEstimate {
+  /// Thread and block ids, the tile and row loops' counters and bounds, accumulators, shuffles.
+  int base = 0;
+  /// One per buffer the kernel reads or writes (ptxas keeps about half of the 64-bit bases live,
+  /// reloading the rest from the parameter space).
+  int pointers = 0;
+  /// The hottest loop's values in flight: per step, the words of every value a group's ops load
+  /// (inputs, values other kernels or stages stored, staged rows) at its vector width; a row
+  /// reduce of up to 6 static steps per thread is unrolled whole (half of its loads live at
+  /// once), a longer or symbolic row about two steps at a time; an elementwise step keeps half
+  /// its loads, a column reduce a few rows of its column.
+  int stream = 0;
+  /// A split reduce's combine after its grid barrier: one thread folds every split part of a
+  /// result, loaded together; with symbolic sizes each part has its own 64-bit address (3/8 of
+  /// a register per part measured), with static sizes the loads are vectorised (1/8); ptxas
+  /// keeps at most 64 registers of them in flight.
+  int combine = 0;
+  /// Values kept in registers across stages (slotRegisters).
+  int slots = 0;
+  int total() const { return base + pointers + std::max(stream, combine) + slots; }
+};
+RegisterEstimate estimateRegisters(const ir::Graph& g, const KernelPlan& kernel);
+
+/// The register bound the assume step starts from for `kernel`: estimateRegisters rounded up to
+/// a multiple of 8, at least 32. Kernels that keep values in registers across stages or
+/// accumulate across tiles: kRegisterHeavy when not cooperative (they get no .maxnreg); when
+/// cooperative at least kRegisterHeavy + slotRegisters.
 int assumedRegisters(const ir::Graph& g, const KernelPlan& kernel);
 
 /// Whether the kernel needs a cooperative launch: a grid barrier between stages, or a split or
