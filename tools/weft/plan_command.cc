@@ -61,7 +61,8 @@ void addPlanCommand(CLI::App& app) {
   addPlanOptions(cmd, a->plan);
   auto* dot = cmd->add_flag("--dot", a->dot, "Print Graphviz DOT instead of text");
   cmd->add_flag("--explain", a->explain,
-                "Say why: each op's kernel, group and storage, and why values cross kernels")
+                "Say why: each op's kernel, group and storage, why values cross kernels, and "
+                "which GEMMs cuBLASLt may run on the cuda device")
       ->excludes(dot);
   cmd->callback([a] { printPlan(*a); });
 }
