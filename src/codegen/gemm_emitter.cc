@@ -117,9 +117,8 @@ private:
   /// The same with tf32 inputs (GemmPlan::tf32): per 8-wide K step, each warp's fragments of
   /// f32 elements (ldmatrix or ld.shared), rounded to tf32, and mma.sync m16n8k8 per tile.
   void multiplyTf32(Value* stage);
-  /// An f32's bits (i32) rounded to tf32 as cvt.rna.tf32.f32 does: the 13 low significand
-  /// bits dropped, to nearest with ties away from zero; NaN kept as it is (the integer add
-  /// would carry a NaN with a full significand into the sign).
+  /// An f32's bits (i32) rounded to tf32 by cvt.rna.tf32.f32: the 13 low significand bits
+  /// dropped, to nearest with ties away from zero.
   Value* roundToTf32(Value* bits);
   void storeMmaResult(Value* po);
   void storeResult(Value* po);
@@ -421,9 +420,8 @@ void GemmEmitter::multiplyMma(Value* stage) {
 }
 
 Value* GemmEmitter::roundToTf32(Value* bits) {
-  Value* rounded = b_.CreateAnd(b_.CreateAdd(bits, i32(0x1000)), i32(int64_t(0xffffe000u)));
-  Value* x = b_.CreateBitCast(bits, b_.getFloatTy());
-  return b_.CreateSelect(b_.CreateFCmpUNO(x, x), bits, rounded);
+  auto* cvt = llvm::Intrinsic::getDeclaration(k_.module, llvm::Intrinsic::nvvm_f2tf32_rna);
+  return b_.CreateCall(cvt, {b_.CreateBitCast(bits, b_.getFloatTy())});
 }
 
 void GemmEmitter::multiplyTf32(Value* stage) {

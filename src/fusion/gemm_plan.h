@@ -55,7 +55,7 @@ struct GemmPlan {
   /// TensorCore on f32 operands (CompileOptions::tf32, sm_80+): mma.sync.m16n8k8 with tf32
   /// inputs, k-steps of 8. The tiles are staged in f32 as they lie (cp.async as for f16); each
   /// fragment element is rounded to tf32 (10-bit significand, nearest with ties away from zero,
-  /// as cvt.rna.tf32.f32) when it is read from shared memory. An 8 × 8 b16 ldmatrix matrix is
+  /// by cvt.rna.tf32.f32) when it is read from shared memory. An 8 × 8 b16 ldmatrix matrix is
   /// an 8 × 4 f32 one, so tiles staged [outer][k] (a row-major A, a column-major B) are read
   /// with ldmatrix without .trans; K-major tiles (which .trans, moving 16-bit halves, cannot
   /// transpose) with one ld.shared per fragment register. Accumulation and the result's

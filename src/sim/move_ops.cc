@@ -64,6 +64,17 @@ inline double intToDoubleRoundToOdd(__int128 v) {
 void execCvt(const Instr& I, uint32_t m, uint64_t* R) {
   uint64_t* d = R + size_t(I.d[0].reg) * 32;
   Src a = src(I.s[0], R);
+  if (I.round == Round::Rna) {
+    // cvt.rna.tf32.f32 (the decoder takes .rna for nothing else): the 13 low significand bits
+    // dropped, to nearest with ties away from zero (on the magnitude, which the bits hold apart
+    // from the sign: an integer add); past the largest tf32, infinity; a NaN stays a NaN.
+    forLanes(m, [&](int l) {
+      const uint32_t b = uint32_t(a[l]);
+      const bool nan = (b & 0x7f800000u) == 0x7f800000u && (b & 0x007fffffu) != 0;
+      d[l] = nan ? 0x7fffffffu : (b + 0x1000u) & 0xffffe000u;
+    });
+    return;
+  }
   const Ty dt = I.ty, st = I.ty2;
   const bool sat = I.flags & kSat, ftz = I.flags & kFtz;
   const bool dF = tyIsFloat(dt), sF = tyIsFloat(st);

@@ -143,7 +143,8 @@ inline bool tyIsPackedInt(Ty t) {
 const char* tyName(Ty t);
 
 enum class Space : uint8_t { Generic, Global, Shared, Local, Param, Const };
-enum class Round : uint8_t { None, Rn, Rz, Rm, Rp, Rni, Rzi, Rmi, Rpi };
+/// Rna: to nearest, ties away from zero (cvt.rna.tf32.f32 only).
+enum class Round : uint8_t { None, Rn, Rz, Rm, Rp, Rni, Rzi, Rmi, Rpi, Rna };
 enum class Cmp : uint8_t {
   Eq,
   Ne,

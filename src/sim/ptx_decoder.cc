@@ -234,6 +234,8 @@ void Decoder::readModifiers() {
       in_.round = Round::Rmi;
     else if (part == "rpi")
       in_.round = Round::Rpi;
+    else if (part == "rna")
+      in_.round = Round::Rna;
     else if (part == "global")
       in_.space = Space::Global;
     else if (part == "shared" || part == "shared::cta")
@@ -682,6 +684,21 @@ void Decoder::setp(Op) {
 }
 
 void Decoder::cvt(Op) {
+  if (m_.has("tf32") || in_.round == Round::Rna) {
+    // cvt.rna.tf32.f32 d, a: a rounded to tf32 into a .b32 (".tf32" is no scalar type: the one
+    // type read is the source's)
+    need(2);
+    if (!m_.has("tf32") || in_.round != Round::Rna || m_.types.size() != 1 ||
+        m_.types[0] != Ty::F32 || m_.has("satfinite") || m_.has("relu"))
+      bad("of the conversions to tf32 only cvt.rna.tf32.f32 is supported");
+    in_.op = Op::Cvt;
+    in_.ty = Ty::B32;
+    in_.ty2 = Ty::F32;
+    in_.nd = in_.ns = 1;
+    in_.d[0] = dst(p_.ops[0]);
+    in_.s[0] = src(p_.ops[1], Ty::F32);
+    return;
+  }
   if (m_.types.size() == 2 && (m_.types[0] == Ty::F16x2 || m_.types[0] == Ty::BF16x2) &&
       m_.types[1] == Ty::F32) {
     // cvt.rn.f16x2.f32 d, a, b: d = {cvt(a) in the upper half, cvt(b) in the lower}

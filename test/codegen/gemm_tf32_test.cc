@@ -106,6 +106,7 @@ Tf32Result checkTf32(const fusion::FusionPlan& plan, const ir::Binding& binding 
   REQUIRE(gemmOf(plan).tf32);
   codegen::CompiledModule m = codegen::compileToPtx(plan);
   CHECK(m.ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") != std::string::npos);
+  CHECK(m.ptx.find("cvt.rna.tf32.f32") != std::string::npos); // fragments rounded, not cut
   auto inputs = test::makeInputs(plan.graph, binding);
   auto rounded = mapInputs(plan.graph, inputs, roundTf32, operands);
   auto want = ir::interpret(plan.graph, rounded, binding);

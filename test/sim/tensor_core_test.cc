@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <fmt/format.h>
 
 #include "sim/float_convert.h"
 #include "sim_test_util.h"
@@ -350,5 +351,64 @@ TEST_CASE("mma.sync: shapes and types outside the supported ones are refused by 
     INFO(bad);
     CHECK_THROWS_WITH(runPtx(*dev, ptx, "t", grid1D(1, 32), {}),
                       Catch::Contains("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"));
+  }
+}
+
+// What the f32 GEMM on tf32 tensor cores converts its fragments with.
+TEST_CASE("cvt.rna.tf32.f32: nearest with ties away from zero, NaN and infinity kept",
+          "[sim][tensor]") {
+  std::string ptx = std::string(kHeader) + R"(
+.visible .entry t(.param .u64 in, .param .u64 out)
+{
+  .reg .b32 %r<4>;
+  .reg .f32 %f<2>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd0, [in];
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd3, %rd0, %rd2;
+  ld.global.f32 %f0, [%rd3];
+  cvt.rna.tf32.f32 %r1, %f0;
+  add.s64 %rd4, %rd1, %rd2;
+  st.global.b32 [%rd4], %r1;
+  ret;
+}
+)";
+  // input bits -> tf32 bits
+  const std::vector<std::pair<uint32_t, uint32_t>> cases = {
+      {0x3f800000u, 0x3f800000u}, // 1
+      {0x3f801000u, 0x3f802000u}, // 1 + 2^-11: a tie, away from zero
+      {0xbf801000u, 0xbf802000u}, // and its negative
+      {0x3f800fffu, 0x3f800000u}, // just below the tie
+      {0x3f803fffu, 0x3f804000u}, // above it
+      {0x7f800000u, 0x7f800000u}, // +inf
+      {0xff800000u, 0xff800000u}, // -inf
+      {0x7f7fffffu, 0x7f800000u}, // the largest f32: past the largest tf32
+      {0x00001000u, 0x00002000u}, // a subnormal tie
+      {0x80000fffu, 0x80000000u}, // a negative subnormal, to -0
+      {0x7fffffffu, 0x7fffffffu}, // NaN with every significand bit set: still NaN
+      {0xffffffffu, 0x7fffffffu}, // and its negative
+      {0x7fc00000u, 0x7fffffffu}, // a quiet NaN
+  };
+  std::vector<uint32_t> in;
+  for (auto [x, want] : cases)
+    in.push_back(x);
+  in.resize(32, 0);
+  auto dev = makeSimDevice(h100());
+  Buffer<uint32_t> inBuf(*dev, in);
+  Buffer<uint32_t> out(*dev, size_t(32));
+  runPtx(*dev, ptx, "t", grid1D(1, 32), {inBuf.arg(), out.arg()});
+  auto got = out.get();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    INFO(fmt::format("{:#010x}", cases[i].first));
+    CHECK(got[i] == cases[i].second);
+  }
+  for (const char* other : {"cvt.rn.tf32.f32", "cvt.rna.satfinite.tf32.f32", "cvt.rna.f32.f32"}) {
+    std::string bad = std::string(kHeader) + ".visible .entry t()\n{\n  .reg .b32 %r<2>;\n"
+                      "  .reg .f32 %f<2>;\n  " + other + " %r1, %f0;\n  ret;\n}\n";
+    INFO(other);
+    CHECK_THROWS_WITH(runPtx(*dev, bad, "t", grid1D(1, 32), {}),
+                      Catch::Contains("only cvt.rna.tf32.f32 is supported"));
   }
 }
