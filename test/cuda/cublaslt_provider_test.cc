@@ -179,6 +179,18 @@ TEST_CASE("a step cuBLASLt has no algorithm for, or whose call fails, stays weft
     CHECK(gemms->timedName(0, "lib0_y", {}) ==
           "lib0_y [weft (cublasLtMatmulAlgoGetHeuristic failed: CUBLAS_STATUS_NOT_SUPPORTED)]");
   }
+  SECTION("an operand in no buffer, even when cuBLASLt is forced") {
+    env.set("WEFT_GEMM_PROVIDER", "cublaslt");
+    lt.hasAlgorithm = true;
+    p.plan.bufferOfValue[size_t(*p.plan.graph.find("w"))] = -1; // as a constant compiled in
+    auto gemms = LibraryGemms::make(device, p.plan, p.kernels, false);
+    REQUIRE(gemms);
+    gemms->launch(0, [&] { ++weftRuns; }, p.buffers, {});
+    CHECK(weftRuns == 1);
+    CHECK(lt.matmuls == 0);
+    CHECK(gemms->timedName(0, "lib0_y", {}) ==
+          "lib0_y [weft (%w is in no buffer (a constant compiled into the code))]");
+  }
   SECTION("the call fails") {
     lt.hasAlgorithm = true;
     lt.matmulStatus = 13;

@@ -179,6 +179,12 @@ private:
     if (!p.described.matmul) return p;
     const lt::Matmul& m = *p.described.matmul;
     const lt::Api& a = *api_;
+    for (ir::NodeId v : {m.aValue, m.bValue, m.dValue, m.biasValue})
+      if (v >= 0 && plan_.bufferOfValue.at(size_t(v)) < 0) {
+        p.noAlgo = fmt::format("%{} is in no buffer (a constant compiled into the code)",
+                               plan_.graph.node(v).name);
+        return p;
+      }
     try {
       lt::check(a, a.cublasLtMatmulDescCreate(&p.desc, m.computeType, m.scaleType),
                 "cublasLtMatmulDescCreate");
