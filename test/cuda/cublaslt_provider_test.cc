@@ -318,6 +318,7 @@ TEST_CASE("in a capture the chosen provider is recorded, and nothing is timed", 
     device.endCapture();
     CHECK(lt.matmuls == 0);
     CHECK_FALSE(gemms->decided({}));
+    CHECK(gemms->captureKey(p.buffers, {}).empty()); // nothing of cuBLASLt's in the graph
   }
   SECTION("decided on a plain run: cuBLASLt's kernels are captured") {
     gemms->launch(0, weft, p.buffers, {});

@@ -102,9 +102,7 @@ public:
 
   std::string captureKey(const std::vector<DevicePtr>& buffers,
                          const Binding& binding) const override {
-    std::string key;
-    for (const auto& [symbol, value] : binding)
-      key += fmt::format("{}={};", symbol, value);
+    std::string key; // "" when cuBLASLt serves no step: the graph is weft's kernels alone
     for (const Step& s : steps_)
       if (serves(s.kernel, binding)) {
         const lt::Matmul& m = *s.at.at(binding)->described.matmul;
@@ -112,6 +110,9 @@ public:
         for (ir::NodeId v : {m.aValue, m.bValue, m.dValue, m.biasValue})
           key += fmt::format("{:x},", v < 0 ? 0 : pointerOf(v, buffers));
       }
+    if (key.empty()) return key;
+    for (const auto& [symbol, value] : binding) // the calls' shapes
+      key += fmt::format("{}={};", symbol, value);
     return key;
   }
 

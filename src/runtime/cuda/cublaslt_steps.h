@@ -41,8 +41,9 @@ public:
   /// Whether cuBLASLt runs launch `kernel` under `binding` (it has no node of weft's kernel in
   /// a captured graph).
   virtual bool serves(size_t kernel, const Binding& binding) const = 0;
-  /// What a captured graph's cuBLASLt nodes hold (the binding, and each served step's
-  /// pointers): a graph captured under another key must be captured again.
+  /// What a captured graph's cuBLASLt nodes hold (each served step's pointers, and the
+  /// binding; "" when cuBLASLt serves no step): a graph captured under another key must be
+  /// captured again.
   virtual std::string captureKey(const std::vector<DevicePtr>& buffers,
                                  const Binding& binding) const = 0;
   /// The name Executable::time shows for launch `kernel`: its own, and where a choice was
