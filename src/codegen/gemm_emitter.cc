@@ -117,6 +117,12 @@ private:
   /// The same with tf32 inputs (GemmPlan::tf32): per 8-wide K step, each warp's fragments of
   /// f32 elements (ldmatrix or ld.shared), rounded to tf32, and mma.sync m16n8k8 per tile.
   void multiplyTf32(Value* stage);
+  /// The declaration of intrinsic `id`; ldmatrix's is overloaded on its (shared) pointer.
+  llvm::Function* declare(llvm::Intrinsic::ID id);
+  /// acc (tilesM × tilesN m16n8 accumulator fragments, 4 each, row-major) += the mma `mmaFn`
+  /// of A fragments a[mi] and B fragments bf[ni] for each tile.
+  void mmaTiles(llvm::Function* mmaFn, const std::vector<std::vector<Value*>>& a,
+                const std::vector<std::vector<Value*>>& bf, std::vector<Value*>& acc);
   /// An f32's bits (i32) rounded to tf32 by cvt.rna.tf32.f32: the 13 low significand bits
   /// dropped, to nearest with ties away from zero.
   Value* roundToTf32(Value* bits);
@@ -356,18 +362,12 @@ void GemmEmitter::multiplyMma(Value* stage) {
   Value* aSubRow = b_.CreateMul(b_.CreateAnd(matrix, 1), i32(8));
   Value* aSubK = b_.CreateMul(b_.CreateLShr(matrix, 1), i32(8));
   Value* bSubK = aSubRow; // lanes 0-15 (x2 reads only their addresses)
-  // ldmatrix is overloaded on its pointer (shared, here)
-  auto declare = [&](llvm::Intrinsic::ID id) {
-    if (!llvm::Intrinsic::isOverloaded(id)) return llvm::Intrinsic::getDeclaration(k_.module, id);
-    return llvm::Intrinsic::getDeclaration(k_.module, id, {tiles_->getType()});
-  };
   auto* ldA = declare(aTile_.kRows ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16
                                    : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16);
   auto* ldB = declare(bTile_.kRows ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16
                                    : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16);
   auto* mmaFn = declare(t_ == ir::DType::bf16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16
                                               : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32);
-  llvm::FunctionType* mt = mmaFn->getFunctionType();
   // The row address of this lane in an 8 x 8 matrix at (o, kk) of a staged tile: row r along
   // whichever dim the tile's memory rows run.
   auto rowAddress = [&](const Operand& o, Value* off, Value* outer, Value* kk) {
@@ -397,31 +397,39 @@ void GemmEmitter::multiplyMma(Value* stage) {
       for (unsigned j = 0; j < 2; ++j)
         bf[size_t(ni)].push_back(b_.CreateExtractValue(frag, j));
     }
-    for (int mi = 0; mi < tilesM; ++mi)
-      for (int ni = 0; ni < tilesN; ++ni) {
-        std::vector<Value*> args;
-        for (Value* x : a[size_t(mi)])
-          args.push_back(x);
-        for (Value* x : bf[size_t(ni)])
-          args.push_back(x);
-        size_t first = size_t((mi * tilesN + ni) * 4);
-        for (size_t i = 0; i < 4; ++i)
-          args.push_back(acc[first + i]);
-        for (size_t i = 0; i < args.size(); ++i)
-          if (args[i]->getType() != mt->getParamType(unsigned(i)))
-            args[i] = b_.CreateBitCast(args[i], mt->getParamType(unsigned(i)));
-        Value* d = b_.CreateCall(mmaFn, args);
-        for (unsigned i = 0; i < 4; ++i)
-          acc[first + i] = b_.CreateExtractValue(d, i);
-      }
+    mmaTiles(mmaFn, a, bf, acc);
   }
   for (size_t i = 0; i < acc_.size(); ++i)
     b_.CreateStore(acc[i], acc_[i]);
 }
 
+llvm::Function* GemmEmitter::declare(llvm::Intrinsic::ID id) {
+  if (!llvm::Intrinsic::isOverloaded(id)) return llvm::Intrinsic::getDeclaration(k_.module, id);
+  return llvm::Intrinsic::getDeclaration(k_.module, id, {tiles_->getType()});
+}
+
+void GemmEmitter::mmaTiles(llvm::Function* mmaFn, const std::vector<std::vector<Value*>>& a,
+                           const std::vector<std::vector<Value*>>& bf, std::vector<Value*>& acc) {
+  llvm::FunctionType* mt = mmaFn->getFunctionType();
+  for (size_t mi = 0; mi < a.size(); ++mi)
+    for (size_t ni = 0; ni < bf.size(); ++ni) {
+      std::vector<Value*> args(a[mi]);
+      args.insert(args.end(), bf[ni].begin(), bf[ni].end());
+      size_t first = (mi * bf.size() + ni) * 4;
+      for (size_t i = 0; i < 4; ++i)
+        args.push_back(acc[first + i]);
+      for (size_t i = 0; i < args.size(); ++i)
+        if (args[i]->getType() != mt->getParamType(unsigned(i)))
+          args[i] = b_.CreateBitCast(args[i], mt->getParamType(unsigned(i)));
+      Value* d = b_.CreateCall(mmaFn, args);
+      for (unsigned i = 0; i < 4; ++i)
+        acc[first + i] = b_.CreateExtractValue(d, i);
+    }
+}
+
 Value* GemmEmitter::roundToTf32(Value* bits) {
-  auto* cvt = llvm::Intrinsic::getDeclaration(k_.module, llvm::Intrinsic::nvvm_f2tf32_rna);
-  return b_.CreateCall(cvt, {b_.CreateBitCast(bits, b_.getFloatTy())});
+  return b_.CreateCall(declare(llvm::Intrinsic::nvvm_f2tf32_rna),
+                       {b_.CreateBitCast(bits, b_.getFloatTy())});
 }
 
 void GemmEmitter::multiplyTf32(Value* stage) {
@@ -443,12 +451,7 @@ void GemmEmitter::multiplyTf32(Value* stage) {
   Value* aSubRow = b_.CreateMul(b_.CreateAnd(matrix, 1), i32(8));
   Value* aSubK = b_.CreateMul(b_.CreateLShr(matrix, 1), i32(4));
   Value* bSubK = b_.CreateMul(b_.CreateAnd(matrix, 1), i32(4)); // lanes 0-15 name addresses
-  auto declare = [&](llvm::Intrinsic::ID id) {
-    if (!llvm::Intrinsic::isOverloaded(id)) return llvm::Intrinsic::getDeclaration(k_.module, id);
-    return llvm::Intrinsic::getDeclaration(k_.module, id, {tiles_->getType()});
-  };
   auto* mmaFn = declare(llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32);
-  llvm::FunctionType* mt = mmaFn->getFunctionType();
   // One staged element's bits, (o, kk) in tile coordinates.
   auto scalar = [&](const Operand& o, Value* off, Value* outer, Value* kk) {
     return b_.CreateAlignedLoad(b_.getInt32Ty(), shared(off, o.element(b_, outer, kk)),
@@ -498,21 +501,7 @@ void GemmEmitter::multiplyTf32(Value* stage) {
       for (std::vector<Value*>& frag : *fragments)
         for (Value*& x : frag)
           x = roundToTf32(x);
-    for (int mi = 0; mi < tilesM; ++mi)
-      for (int ni = 0; ni < tilesN; ++ni) {
-        std::vector<Value*> args(a[size_t(mi)]);
-        for (Value* x : bf[size_t(ni)])
-          args.push_back(x);
-        size_t first = size_t((mi * tilesN + ni) * 4);
-        for (size_t i = 0; i < 4; ++i)
-          args.push_back(acc[first + i]);
-        for (size_t i = 0; i < args.size(); ++i)
-          if (args[i]->getType() != mt->getParamType(unsigned(i)))
-            args[i] = b_.CreateBitCast(args[i], mt->getParamType(unsigned(i)));
-        Value* d = b_.CreateCall(mmaFn, args);
-        for (unsigned i = 0; i < 4; ++i)
-          acc[first + i] = b_.CreateExtractValue(d, i);
-      }
+    mmaTiles(mmaFn, a, bf, acc);
   }
   for (size_t i = 0; i < acc_.size(); ++i)
     b_.CreateStore(acc[i], acc_[i]);
