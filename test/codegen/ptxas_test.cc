@@ -153,6 +153,27 @@ TEST_CASE("every example graph's kernels assemble with ptxas without spills with
     }
 }
 
+TEST_CASE("every suite workload's kernels assemble with ptxas without spills within their "
+          "register bound",
+          "[ptxas]") {
+  // bench/workloads (static shapes): the sizes the suite reports modeled times for.
+  std::string ptxas = test::ptxasOrSkip();
+  if (ptxas.empty()) return;
+  std::filesystem::path dir = std::filesystem::path(WEFT_SOURCE_DIR) / "bench" / "workloads";
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 12);
+  for (int sm : {80, 90})
+    for (const auto& f : files) {
+      ir::Graph g = passes::canonicalize(frontend::readGraphFile(f.string()).graph);
+      for (fusion::Policy p : {fusion::Policy::None, fusion::Policy::Xla, fusion::Policy::AStitch})
+        assembleWithinBound(f.filename().string() + " under " + std::string(fusion::policyName(p)),
+                            fusion::plan(g, specFor(sm), p), ptxas);
+    }
+}
+
 TEST_CASE("the register estimate counts a split scalar reduce's combine", "[fusion]") {
   // layer_norm_loss under none: the loss is a scalar sum over [B, 768], split across a wave of
   // blocks whose partials one thread combines behind the grid barrier. With B symbolic each part
