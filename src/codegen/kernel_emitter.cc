@@ -217,7 +217,7 @@ void KernelEmitter::declareFunction() {
 
   // Shared memory: the plan's values in one dynamic array, reduction scratch static.
   for (const auto& [id, p] : kp_.placement)
-    if (p.storage == Storage::Shared) {
+    if (p.storage == Storage::Shared || p.resident) {
       if (p.sharedOffset < 0 || p.sharedOffset % ir::dtypeBytes(node(id).type.dtype) != 0)
         k_.fail(id, fmt::format("shared offset {} is not aligned for its dtype", p.sharedOffset));
       dynamicShared_ = std::max(dynamicShared_, p.sharedOffset + p.sharedBytes);
@@ -302,7 +302,8 @@ llvm::Value* KernelEmitter::sharedIndex(const TileSpace& s, ir::NodeId value, ll
 void KernelEmitter::installLoad(ir::NodeId value, const TileSpace* space) {
   const fusion::ValuePlacement& p = placement(value);
   const ir::Node& n = node(value);
-  if (p.storage == Storage::Shared) {
+  // A resident input is read from its slots in the phases that keep it (they pass their space).
+  if (p.storage == Storage::Shared || (p.resident && space)) {
     gen_->setGenerator(value, [this, value, space, off = p.sharedOffset, &n](const Index& idx) {
       if (!space)
         k_.fail(value,
@@ -582,6 +583,31 @@ void KernelEmitter::copyTileSlices(const TileSpace& s, const fusion::SlotPlan& s
   k_.blockBarrier();
 }
 
+void KernelEmitter::loadResidentInputs(const TileSpace& s, const std::vector<ir::NodeId>& inputs) {
+  // The tile's elements of each input, from global memory into the block's slot for this tile
+  // (consecutive threads, consecutive elements); every phase that keeps it reads it there.
+  llvm::IRBuilder<>& b = b_;
+  for (ir::NodeId v : inputs) {
+    const ir::Node& n = node(v);
+    const fusion::ValuePlacement& p = placement(v);
+    if (s.kind == TileSpace::Kind::Columns)
+      k_.fail(v, "is kept in shared memory across grid barriers in column tiles");
+    llvm::Value* inner = k_.dim(innerOf(s, v));
+    llvm::Value* base = s.kind == TileSpace::Kind::Rows ? b.CreateMul(s.u0, inner) : s.u0;
+    llvm::Value* count = b.CreateMul(b.CreateSub(s.u1, s.u0), inner);
+    if (s.kind == TileSpace::Kind::Flat) count = b.CreateSub(s.u1, s.u0);
+    llvm::Value* global = k_.bufferPointer(p.buffer, v);
+    llvm::Value* shared = k_.sharedPointer(p.sharedOffset);
+    k_.loop(n.name + ".resident", k_.toIndex(k_.threadId()), count, k_.index(k_.blockSize),
+            [&](llvm::Value* l) {
+              llvm::Value* flat = b.CreateAdd(base, l);
+              k_.storeElement(shared, n.type.dtype, sharedIndex(s, v, flat),
+                              k_.loadElement(global, n.type.dtype, flat));
+            });
+  }
+  k_.blockBarrier();
+}
+
 bool KernelEmitter::inSlots(const fusion::Group& g) const {
   return slots_ && slotGroup_ >= 0 && &g == &kp_.groups.at(size_t(slotGroup_));
 }
@@ -841,6 +867,16 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
       if (placement(v).storage == Storage::Shared && !placement(v).resident)
         phaseShared.push_back(v);
   bool residentTiles = kp_.residentTiles > 0 && s.sameTiles(kp_.residentSpace);
+  // Resident inputs this phase reads from shared memory; the first phase of each loads it there.
+  int phaseIndex = static_cast<int>(&plan - kp_.phases.data());
+  std::vector<ir::NodeId> residentInputs, loadedHere;
+  for (const auto& [v, p] : kp_.placement)
+    if (p.resident && p.storage == Storage::Input && p.resident->firstPhase <= phaseIndex &&
+        phaseIndex <= p.resident->lastPhase) {
+      residentInputs.push_back(v);
+      if (p.resident->firstPhase == phaseIndex) loadedHere.push_back(v);
+      installLoad(v, &s);
+    }
   std::vector<const fusion::Stage*> across; // across-tiles reduce stages of this phase
   for (size_t i : plan.acrossStages)
     across.push_back(&kp_.stages.at(i));
@@ -879,6 +915,7 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
           k_.ifThen(b.CreateICmpUGE(s.ordinal, k_.index(kp_.residentTiles)),
                     [&] { b.CreateIntrinsic(llvm::Intrinsic::trap, {}, {}); });
         }
+        if (!loadedHere.empty()) loadResidentInputs(s, loadedHere);
         if (slotPhase) {
           slots_ =
               makeRowSlots(k_, slotPhase->loop, slotPhase->rowDims, slotPhase->mapping, s.u0, s.u1);
@@ -903,6 +940,8 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
         sharedDirty_ = false;
       });
   slotPhase_ = nullptr;
+  for (ir::NodeId v : residentInputs)
+    installLoad(v, nullptr); // its reads here captured this phase's `s`
   for (const fusion::StagedInput& in : plan.staged)
     installLoad(in.input, nullptr); // later phases read the input from global memory again
   for (const TileSlice& t : tileSlices_)

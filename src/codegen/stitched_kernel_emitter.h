@@ -69,6 +69,8 @@ private:
   void emitStagedInputs(const fusion::PhasePlan& phase);
   void installTileSlices(const fusion::PhasePlan& phase);
   void copyTileSlices(const TileSpace& s, const fusion::SlotPlan& sp);
+  /// Loads the current tile of each resident input into its slot (its first phase).
+  void loadResidentInputs(const TileSpace& s, const std::vector<ir::NodeId>& inputs);
   /// The staging arena (the kernel's static shared memory for inputs staged per block or tile,
   /// across-tiles partials and the slot combine) at the plan's byte `offset`: every phase lays
   /// its arrays out from 0 (the previous phase's are dead behind the grid barrier).

@@ -157,11 +157,13 @@ struct ValuePlacement {
   };
   std::optional<StoreDecision> stored;
   // Every read of the value is block-local but for its phase: each reader reads it at its own
-  // rows, in tiles like its producer's (stitching_scheme.cc). A Global value with it set could
+  // rows, in tiles like its producer's (an input: like every other reader's;
+  // stitching_scheme.cc). A Global value with it set could
   // stay on chip across grid barriers (fusion/resident_values.h).
   bool readAtOwnRows = false;
   // Resident (fusion/resident_values.h): a Shared value that stays on chip across grid barriers
-  // for the later phases that read it. Tile t of every phase goes to the same block, as that
+  // for the later phases that read it, or an Input that its first reading phase loads into
+  // shared memory [sharedOffset, + sharedBytes) for the later ones. Tile t of every phase goes to the same block, as that
   // block's i-th tile (t = blockIdx + i * gridDim), so the block keeps one copy of its tile's
   // elements per tile it handles: KernelPlan::residentTiles slots of sharedBytes /
   // residentTiles bytes, slot i for its i-th tile. `resident` says what it saves.

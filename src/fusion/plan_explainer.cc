@@ -114,6 +114,12 @@ std::string storageReason(const KernelPlan& k, ir::NodeId v, const ValuePlacemen
   case Storage::Output:
     return "output buffer: a graph output, or read by a later step";
   case Storage::Input:
+    if (p.resident)
+      return fmt::format("input, resident: phase {} loads it into shared memory [{} B at {}] and "
+                         "phases up to {} read it there at their own rows, not from global "
+                         "memory again ({} B saved)",
+                         p.resident->firstPhase, p.sharedBytes, p.sharedOffset,
+                         p.resident->lastPhase, p.resident->savedBytes);
     return "input: produced before this kernel";
   }
   return "?";
@@ -283,6 +289,9 @@ std::string explainPlan(const FusionPlan& plan) {
                           where);
       }
     }
+    for (ir::NodeId in : k.inputs) // inputs are in no group: only where they are kept says more
+      if (const ValuePlacement& p = k.placement.at(in); p.resident)
+        os << fmt::format("  {}: {}\n", name(g, in), storageReason(k, in, p));
   }
   // Boundaries: every value one step reads from another.
   std::set<std::tuple<int, int, ir::NodeId>> crossings;

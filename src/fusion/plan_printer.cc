@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "fusion/launch_config.h"
 #include "ir/op.h"
 
 namespace weft::fusion {
@@ -234,7 +235,7 @@ std::string printKernelPlan(const KernelPlan& k, const ir::Graph& g) {
   os << "  storage:\n";
   for (const auto& [id, p] : k.placement) {
     os << "    " << valueName(g, id) << ": " << storageName(p.storage);
-    if (p.storage == Storage::Shared)
+    if (p.storage == Storage::Shared || p.resident)
       os << fmt::format(" [offset {}, {} B]", p.sharedOffset, p.sharedBytes);
     if (p.resident)
       os << fmt::format(", resident across grid barriers: {} tile(s) per block, phases {}-{}, "
@@ -263,6 +264,10 @@ std::string printKernelPlan(const KernelPlan& k, const ir::Graph& g) {
                     "cooperative {}\n",
                     l.blockSize, l.tiles.str(), l.maxBlocks, l.sharedBytes, l.maxRegisters,
                     l.cooperative ? "yes" : "no");
+  const RegisterEstimate r = estimateRegisters(g, k);
+  os << fmt::format("  registers: estimated {} = base {} + {} buffer(s) + max(loop {}, combine {}) "
+                    "+ slots {}\n",
+                    r.total(), r.base, r.pointers, r.stream, r.combine, r.slots);
   os << fmt::format("  emission: reduce scratch {} B, staging arena {} B, .maxnreg {}\n",
                     k.reduceScratchBytes, k.stagingBytes,
                     k.registerLimit > 0 ? std::to_string(k.registerLimit) : "none");

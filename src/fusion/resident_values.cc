@@ -17,13 +17,13 @@ int64_t align16(int64_t bytes) {
   return (bytes + kAlign - 1) / kAlign * kAlign;
 }
 
-/// A Global value that could stay on chip: the phase that writes it, the phases that read it,
-/// and what it would take and save.
+/// A Global value or an input that could stay on chip: the phase that writes it (an input's
+/// first reader, which loads it), the last that reads it, and what it would take and save.
 struct Candidate {
   ir::NodeId value = -1;
   int firstPhase = 0, lastPhase = 0;
   int64_t bytes = 0; // per block: residentTiles tiles, 16-byte aligned
-  int64_t saved = 0; // global bytes: its store and one load per reading phase
+  int64_t saved = 0; // global bytes: its store and one load per later phase that reads it
   int64_t offset = 0;
 };
 
@@ -93,7 +93,8 @@ void planResidentValues(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& 
                         const ir::SymbolRanges& ranges) {
   LaunchPlan& launch = k.launch;
   bool any = std::any_of(k.placement.begin(), k.placement.end(), [](const auto& p) {
-    return p.second.storage == Storage::Global && p.second.readAtOwnRows;
+    return p.second.readAtOwnRows &&
+           (p.second.storage == Storage::Global || p.second.storage == Storage::Input);
   });
   if (!any || !launch.cooperative || launch.maxBlocks <= 0) return;
 
@@ -112,13 +113,20 @@ void planResidentValues(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& 
   TileSpace space;
   int64_t tilesPerBlock = 0;
   for (const auto& [v, p] : k.placement) {
-    int first = producer[static_cast<size_t>(v)];
-    if (p.storage != Storage::Global || !p.readAtOwnRows || p.partialsBuffer >= 0 || first < 0)
+    // A stored value from the phase that writes it; an input from the first phase that reads it
+    // (which loads it once for the later ones).
+    bool input = p.storage == Storage::Input;
+    if (!p.readAtOwnRows || p.partialsBuffer >= 0 || (p.storage != Storage::Global && !input))
       continue;
+    int first = producer[static_cast<size_t>(v)];
+    if (input)
+      for (size_t q = 0; q < reads.size() && first < 0; ++q)
+        if (reads[q].count(v)) first = static_cast<int>(q);
+    if (first < 0) continue;
     const TileSpace& s = k.phases[static_cast<size_t>(first)].space;
     Candidate c;
     c.value = v, c.firstPhase = c.lastPhase = first;
-    int readers = 0;
+    int readers = 0; // phases after the first that read it
     bool sameTiles = s.split == 1 && s.kind != TileSpace::Kind::Columns;
     for (size_t q = static_cast<size_t>(first) + 1; q < reads.size(); ++q) {
       if (!reads[q].count(v)) continue;
@@ -136,7 +144,7 @@ void planResidentValues(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& 
     int64_t perBlock = (tiles + launch.maxBlocks - 1) / launch.maxBlocks;
     int64_t dtype = ir::dtypeBytes(g.node(v).type.dtype);
     c.bytes = align16(perBlock * s.unitsPerTile * perUnit->size() * dtype);
-    c.saved = elements.size() * dtype * (1 + readers);
+    c.saved = elements.size() * dtype * (input ? readers : 1 + readers);
     if (candidates.empty() || c.saved > candidates.front().saved) {
       // The kernel's resident space is the best value's: keep candidates in it only.
       std::erase_if(candidates, [&](const Candidate& o) {
@@ -178,8 +186,10 @@ void planResidentValues(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& 
   if (chosen.empty()) return;
   for (const Candidate& c : chosen) {
     ValuePlacement& p = k.placement[c.value];
-    p.storage = Storage::Shared;
-    p.buffer = -1;
+    if (p.storage == Storage::Global) { // an input keeps its buffer: its first phase loads it
+      p.storage = Storage::Shared;
+      p.buffer = -1;
+    }
     p.sharedOffset = c.offset;
     p.sharedBytes = c.bytes;
     p.resident = ValuePlacement::ResidentDecision{c.firstPhase, c.lastPhase, c.saved};

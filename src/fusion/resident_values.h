@@ -7,7 +7,8 @@
 // producer's (ValuePlacement::readAtOwnRows), and every phase involved cuts the same index space
 // into the same tiles, tile t of each of those phases runs on the same block as that block's
 // i-th tile. The block can then keep the value's elements of its tiles in shared memory from
-// the phase that writes them to the last phase that reads them: no store, no loads.
+// the phase that writes them to the last phase that reads them: no store, no loads. An input
+// read that way by several phases is loaded once, by the first, into the block's slots.
 //
 // The room is what shared memory allows without fewer blocks per SM than the cooperative launch
 // planned (its grid is one wave), after the phases' own staging. Values are chosen by global
@@ -20,7 +21,8 @@
 
 namespace weft::fusion {
 
-/// Turns the kernel's qualifying Global values into resident Shared values (their placement,
+/// Turns the kernel's qualifying Global values into resident Shared values, and marks qualifying
+/// inputs resident (their placement,
 /// KernelPlan::residentTiles, launch.sharedBytes) when it saves global traffic. Run on a kernel
 /// whose stitching and launch are planned (buildKernel does); leaves kernel.phases empty for
 /// planPhases to fill again.

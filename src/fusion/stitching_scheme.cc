@@ -563,6 +563,7 @@ private:
     k_.placement.clear();
     for (ir::NodeId in : k_.inputs)
       k_.placement[in].storage = Storage::Input;
+    markInputsReadAtOwnRows();
     for (ir::NodeId op : k_.ops)
       k_.placement[op].storage = Storage::Register;
     std::map<ir::NodeId, bool> allLocalSamePhase, allLocal;
@@ -588,6 +589,27 @@ private:
         p.readAtOwnRows = allLocal[u] && sharedBytesOf(u) < kNotShareable;
       }
     }
+  }
+
+  /// An input every stage reads at its own loop element, in tiles like every other reader's
+  /// (ValuePlacement::readAtOwnRows): it could be loaded once and kept on chip for later phases.
+  void markInputsReadAtOwnRows() {
+    std::map<ir::NodeId, const Group*> firstReader;
+    std::set<ir::NodeId> elsewhere;
+    for (const auto& [v, touches] : touches_) {
+      const Group& reader = groupOfValue(v);
+      for (const Touch& t : touches) {
+        auto p = k_.placement.find(t.value);
+        if (p == k_.placement.end() || p->second.storage != Storage::Input) continue;
+        const Group*& first = firstReader.try_emplace(t.value, &reader).first->second;
+        bool own = t.aligned && t.frame == OpSpace::Loop &&
+                   g_.node(t.value).type.shape == reader.loopShape && contiguousTiles(reader) &&
+                   splitFactor(reader.mapping) == 1 && tileCompatible(*first, reader);
+        if (!own) elsewhere.insert(t.value);
+      }
+    }
+    for (const auto& [in, reader] : firstReader)
+      k_.placement[in].readAtOwnRows = !elsewhere.count(in) && reader->rowLength.isStatic();
   }
 
   /// Offsets per phase after the reductions' own scratch; returns the kernel's shared bytes.

@@ -7,6 +7,7 @@
 #include "codegen/compile.h"
 #include "fusion/launch_config.h"
 #include "fusion/plan.h"
+#include "fusion/plan_explainer.h"
 #include "fusion/plan_printer.h"
 #include "ir/graph.h"
 #include "sim_runner.h"
@@ -94,6 +95,39 @@ TEST_CASE("a value the next phase reads at its own rows stays in shared memory a
   CHECK(read <= reads + bytesOf(t.g, t.w) / 4);
   CHECK(written >= writes);
   CHECK(written <= writes + bytesOf(t.g, t.w) / 4);
+}
+
+TEST_CASE("an input two phases read at their own rows is loaded once and kept on chip",
+          "[codegen][traffic][sim]") {
+  // out = x * colsum(x - rowmax(x)): the row max and the column sum read x in the first phase
+  // and out reads it again behind the grid barrier (x - rowmax(x) is cheaper to regenerate than
+  // to store). The first phase loads each of its tiles of x into the block's slots; the second
+  // reads them there.
+  constexpr int64_t kRows = 4096, kCols = 256;
+  ir::Graph g;
+  ir::Shape shape = {kRows, kCols};
+  auto x = g.parameter("x", {DType::f32, shape});
+  auto row = g.reduce(ir::ReduceKind::Max, x, {1}, "row");
+  auto w = g.binary(OpKind::Sub, x, g.broadcastInDim(row, shape, {0}), "w");
+  auto col = g.reduce(ir::ReduceKind::Sum, w, {0}, "col");
+  auto out = g.binary(OpKind::Mul, x, g.broadcastInDim(col, shape, {1}), "out");
+  g.setOutputs({out});
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  const fusion::KernelPlan& k = onlyKernel(plan);
+  const fusion::ValuePlacement& p = k.placement.at(x);
+  REQUIRE(p.resident);
+  CHECK(p.storage == fusion::Storage::Input);
+  CHECK(p.buffer >= 0); // its first phase loads it from there
+  CHECK(p.resident->savedBytes == bytesOf(g, x));
+  CHECK(fusion::explainPlan(plan).find("input, resident") != std::string::npos);
+  codegen::CompiledModule m = codegen::compileToPtx(plan);
+  std::vector<LaunchCounters> counters;
+  test::checkOnSim(plan, m, 1e-3, &counters);
+  REQUIRE(counters.size() == 1);
+  int64_t read = int64_t(counters[0].globalSectorsRead) * 32;
+  CHECK(read >= bytesOf(g, x));
+  CHECK(read <= bytesOf(g, x) + bytesOf(g, x) / 4); // not twice: the partials and sums are left
+  CHECK(int64_t(counters[0].globalSectorsWritten) * 32 <= bytesOf(g, out) + bytesOf(g, x) / 4);
 }
 
 TEST_CASE("without room in shared memory the value goes through global scratch, still correct",

@@ -106,8 +106,9 @@ TEST_CASE("cluster_200 stores what its phases share instead of regenerating it",
   // values from x with all their loads; stored values, staging of the column sums later phases
   // broadcast, and registers for what several stages of a phase read left 12.6x (each phase
   // read one [2048, 768] value and stored the one the next phase needs). The values phases
-  // hand on now stay in shared memory across the grid barriers (resident): about 4.1x, x read
-  // in several phases and the column sums' partials being what is left.
+  // hand on, and x, now stay in shared memory across the grid barriers (resident): about 3.6x.
+  // What is left is each block's copy of the 13 bias rows and 9 column sums (264 blocks x 3 KB
+  // each) and the column sums' block partials.
   ir::Graph g = bench::elementwiseCluster(200, 2048, 768);
   fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
   const fusion::KernelPlan& k = onlyKernel(plan);
@@ -117,14 +118,14 @@ TEST_CASE("cluster_200 stores what its phases share instead of regenerating it",
     resident += p.resident ? 1 : 0;
   }
   CHECK(stored >= 4);
-  CHECK(resident >= 8);
+  CHECK(resident >= 9);
   LaunchCounters c = runOne(plan);
   int64_t compulsory = bytesOf(g, g.inputs().at(0)) + bytesOf(g, g.outputs().at(0));
   for (size_t i = 1; i < g.inputs().size(); ++i)
     compulsory += bytesOf(g, g.inputs()[i]);
   double ratio = double(c.globalSectorsRead + c.globalSectorsWritten) * 32 / double(compulsory);
   INFO("moved / compulsory = " << ratio);
-  CHECK(ratio <= 4.5);
+  CHECK(ratio <= 3.8);
 }
 
 TEST_CASE("bias + GELU backward: grad_x is stored by the pass that sums its columns",
