@@ -108,7 +108,12 @@ void planResidentValues(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& 
       producer[static_cast<size_t>(v)] = phaseOf[i];
 
   // Candidates in the tile space of the value that saves the most, each block's tiles bounded.
+  // The grid is min(launch.tiles, maxBlocks) (runtime/shape_binding.cc): launch.tiles counts the
+  // first stage's group only, which may have fewer tiles than the resident space (random graph
+  // 411: 1 block for 7 tiles). Symbolic, it may be as small as one block.
   constexpr int64_t kUnknown = std::numeric_limits<int64_t>::max();
+  int64_t grid =
+      launch.tiles.isStatic() ? std::clamp<int64_t>(launch.tiles.size(), 1, launch.maxBlocks) : 1;
   std::vector<Candidate> candidates;
   TileSpace space;
   int64_t tilesPerBlock = 0;
@@ -141,7 +146,7 @@ void planResidentValues(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& 
         !elements.isStatic())
       continue;
     int64_t tiles = (units + s.unitsPerTile - 1) / s.unitsPerTile;
-    int64_t perBlock = (tiles + launch.maxBlocks - 1) / launch.maxBlocks;
+    int64_t perBlock = (tiles + grid - 1) / grid;
     int64_t dtype = ir::dtypeBytes(g.node(v).type.dtype);
     c.bytes = align16(perBlock * s.unitsPerTile * perUnit->size() * dtype);
     c.saved = elements.size() * dtype * (input ? readers : 1 + readers);

@@ -187,3 +187,40 @@ TEST_CASE("resident values keep symbolic and non-cooperative kernels as they wer
         CHECK(!p.resident);
     }
 }
+
+TEST_CASE("resident slots are counted for the grid the kernel launches, not its block cap",
+          "[codegen][sim]") {
+  // Random graph 411: the launch's grid is min(tiles of the first stage's group, maxBlocks).
+  // The first group (a row sum in warp-per-row tiles of 16 rows) has 3 tiles, the resident space
+  // (a block-per-row max over 40 rows) 40: 3 blocks take 14 tiles each. Slots counted for
+  // maxBlocks (one per block) trapped on every run.
+  constexpr int64_t kRows = 40, kCols = 1000;
+  ir::Graph g;
+  ir::Shape shape = {kRows, kCols}, wide = {kRows, 2 * kCols};
+  auto x = g.parameter("x", {DType::f32, shape});
+  auto sum = g.reduce(ir::ReduceKind::Sum, x, {1}, "sum");
+  auto one = g.broadcastInDim(g.scalar(DType::f32, 1.0), shape, {});
+  auto d = g.binary(OpKind::Div, x,
+                    g.binary(OpKind::Add, g.unary(OpKind::Abs, g.broadcastInDim(sum, shape, {0})),
+                             one),
+                    "d");
+  auto c = g.concatenate({g.unary(OpKind::Neg, d), x}, 1, "c");
+  auto rmax = g.reduce(ir::ReduceKind::Max, c, {1}, "rmax");
+  auto a = g.binary(OpKind::Add, c, g.broadcastInDim(rmax, wide, {0}), "a");
+  auto cmax = g.reduce(ir::ReduceKind::Max, a, {0}, "cmax");
+  auto m = g.binary(OpKind::Max, a, g.broadcastInDim(cmax, wide, {1}), "m");
+  g.setOutputs({d, m});
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  const fusion::KernelPlan& k = onlyKernel(plan);
+  REQUIRE(k.placement.at(rmax).resident);
+  // Every block the launch has holds a slot for each of its tiles of the resident space.
+  const fusion::TileSpace& s = k.residentSpace;
+  REQUIRE(s.units.isStatic());
+  REQUIRE(k.launch.tiles.isStatic());
+  int64_t tiles = (s.units.size() + s.unitsPerTile - 1) / s.unitsPerTile;
+  int64_t grid = std::min(k.launch.tiles.size(), k.launch.maxBlocks);
+  CHECK(grid < tiles);
+  CHECK(k.residentTiles * grid >= tiles);
+  codegen::CompiledModule module = codegen::compileToPtx(plan);
+  test::checkOnSim(plan, module, 1e-4);
+}
