@@ -4,12 +4,15 @@
 // are the simulator's, and a grid smaller than the plan's traps instead of overwriting.
 #include <catch2/catch.hpp>
 
+#include "bench/synthetic_graphs.h"
 #include "codegen/compile.h"
+#include "codegen/ptxas.h"
 #include "fusion/launch_config.h"
 #include "fusion/plan.h"
 #include "fusion/plan_explainer.h"
 #include "fusion/plan_printer.h"
 #include "ir/graph.h"
+#include "ptxas_or_skip.h"
 #include "sim_runner.h"
 
 using namespace weft;
@@ -32,11 +35,11 @@ int64_t bytesOf(const ir::Graph& g, ir::NodeId v) {
 struct TwoPhase {
   ir::Graph g;
   ir::NodeId x, y, z, w, out;
-  explicit TwoPhase(int64_t rows, int64_t cols) {
+  explicit TwoPhase(int64_t rows, int64_t cols, DType dtype = DType::f32) {
     ir::Shape shape = {rows, cols};
-    x = g.parameter("x", {DType::f32, shape});
-    y = g.parameter("y", {DType::f32, shape});
-    z = g.parameter("z", {DType::f32, shape});
+    x = g.parameter("x", {dtype, shape});
+    y = g.parameter("y", {dtype, shape});
+    z = g.parameter("z", {dtype, shape});
     auto v = g.binary(OpKind::Mul, g.unary(OpKind::Tanh, g.binary(OpKind::Add, x, y)), z, "v");
     auto row = g.reduce(ir::ReduceKind::Max, v, {1}, "row");
     w = g.binary(OpKind::Sub, v, g.broadcastInDim(row, shape, {0}), "w");
@@ -223,4 +226,73 @@ TEST_CASE("resident slots are counted for the grid the kernel launches, not its 
   CHECK(k.residentTiles * grid >= tiles);
   codegen::CompiledModule module = codegen::compileToPtx(plan);
   test::checkOnSim(plan, module, 1e-4);
+}
+
+TEST_CASE("resident values of 2-byte dtypes keep their slots apart and match the interpreter",
+          "[codegen][sim]") {
+  // f16 and bf16 slots: element indices into 16-byte aligned arrays; an odd number of columns
+  // makes each tile's slot an odd number of elements (slot i starts at i * 37 * rowsPerTile).
+  for (DType dtype : {DType::f16, DType::bf16}) {
+    INFO(ir::dtypeName(dtype));
+    TwoPhase t(4096, 37, dtype);
+    fusion::FusionPlan plan = fusion::plan(t.g, h100(), fusion::Policy::AStitch);
+    const fusion::KernelPlan& k = onlyKernel(plan);
+    int resident = 0;
+    for (const auto& [v, p] : k.placement)
+      if (p.resident) {
+        ++resident;
+        CHECK(p.sharedOffset % 16 == 0);
+        CHECK(p.sharedBytes >= k.residentTiles * k.residentSpace.unitsPerTile * 37 * 2);
+      }
+    REQUIRE(resident > 0);
+    CHECK(k.residentTiles >= 2);
+    codegen::CompiledModule m = codegen::compileToPtx(plan);
+    test::checkOnSim(plan, m, 5e-2);
+  }
+}
+
+TEST_CASE("kernels with resident values assemble with ptxas without spills, their grid "
+          "co-resident",
+          "[ptxas]") {
+  std::string ptxas = test::ptxasOrSkip();
+  if (ptxas.empty()) return;
+  std::vector<std::pair<std::string, ir::Graph>> graphs;
+  graphs.emplace_back("cluster_200", bench::elementwiseCluster(200, 2048, 768));
+  graphs.emplace_back("two phases f32", TwoPhase(4096, 256).g);
+  graphs.emplace_back("two phases f16", TwoPhase(4096, 37, DType::f16).g);
+  for (int sm : {80, 90})
+    for (auto& [name, g] : graphs) {
+      DeviceSpec d = *deviceSpecProfile(sm == 80 ? "a100" : "h100");
+      fusion::FusionPlan plan = fusion::plan(g, d, fusion::Policy::AStitch);
+      INFO(name << " on sm_" << sm);
+      int withResident = 0;
+      for (const fusion::Step& step : plan.steps)
+        if (const auto* k = std::get_if<fusion::KernelPlan>(&step))
+          withResident += k->residentTiles > 0;
+      CHECK(withResident > 0);
+      codegen::CompiledModule m = codegen::compileToPtx(plan);
+      codegen::PtxasReport r = codegen::runPtxas(ptxas, m.ptx, plan.device.smName());
+      INFO(r.log);
+      REQUIRE(r.ok());
+      for (const codegen::CompiledKernel& ck : m.kernels) {
+        const auto* k = std::get_if<fusion::KernelPlan>(&plan.steps.at(size_t(ck.planStep)));
+        if (!k) continue;
+        auto f = std::find_if(r.functions.begin(), r.functions.end(),
+                              [&](const codegen::PtxasFunctionReport& x) { return x.name == ck.name; });
+        REQUIRE(f != r.functions.end());
+        INFO(ck.name << ": " << f->registers << " registers, " << ck.dynamicSharedBytes
+                     << " B dynamic shared, " << k->stagingBytes << " B staging, "
+                     << k->reduceScratchBytes << " B reduce scratch");
+        CHECK(f->spillStores == 0);
+        CHECK(f->spillLoads == 0);
+        CHECK(f->registers <= k->launch.maxRegisters);
+        if (k->launch.cooperative) {
+          // All of the block's shared memory (resident slots, staging, reduce scratch) still
+          // lets the planned grid be resident at once.
+          int64_t shared = int64_t(ck.dynamicSharedBytes) + k->stagingBytes + k->reduceScratchBytes;
+          CHECK(blocksPerSM(d, k->launch.blockSize, f->registers, shared) * int64_t(d.smCount) >=
+                k->launch.maxBlocks);
+        }
+      }
+    }
 }
