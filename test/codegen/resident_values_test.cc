@@ -296,3 +296,35 @@ TEST_CASE("kernels with resident values assemble with ptxas without spills, thei
       }
     }
 }
+
+TEST_CASE("resident bool and i8 inputs of an odd row length match the interpreter",
+          "[codegen][sim]") {
+  // b (a 1-byte bool, or i8 compared with 0) and x are read at their own rows by the first
+  // phase (the row max and the column sum) and by the second (out): both are loaded once into
+  // each block's slots. 37 columns: slots of an odd number of 1-byte elements.
+  for (DType mask : {DType::boolean, DType::i8}) {
+    INFO(ir::dtypeName(mask));
+    constexpr int64_t kRows = 4096, kCols = 37;
+    ir::Graph g;
+    ir::Shape shape = {kRows, kCols};
+    auto x = g.parameter("x", {DType::f32, shape});
+    auto b = g.parameter("b", {mask, shape});
+    auto zero = g.broadcastInDim(g.scalar(DType::f32, 0.0), shape, {});
+    auto pred = mask == DType::boolean
+                    ? b
+                    : g.compare(ir::CompareDir::GT, b,
+                                g.broadcastInDim(g.scalar(mask, 0.0), shape, {}), "pred");
+    auto row = g.reduce(ir::ReduceKind::Max, x, {1}, "row");
+    auto w = g.binary(OpKind::Sub, g.select(pred, x, zero), g.broadcastInDim(row, shape, {0}), "w");
+    auto col = g.reduce(ir::ReduceKind::Sum, w, {0}, "col");
+    auto out = g.select(pred, g.binary(OpKind::Mul, x, g.broadcastInDim(col, shape, {1})), x, "out");
+    g.setOutputs({out});
+    fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+    const fusion::KernelPlan& k = onlyKernel(plan);
+    REQUIRE(k.placement.at(b).resident);
+    CHECK(k.placement.at(b).sharedOffset % 16 == 0);
+    CHECK(k.residentTiles >= 2);
+    codegen::CompiledModule m = codegen::compileToPtx(plan);
+    test::checkOnSim(plan, m, 1e-2);
+  }
+}
