@@ -12,14 +12,20 @@ namespace {
 
 /// Whether the op's float result is rounded (so a device, computing in another order or
 /// precision, may round it differently): parameters count, since the device reads what the
-/// producer of a real input rounded.
+/// producer of a real input rounded. A max or min reduction is not: it is one of its operands
+/// exactly, on every device (perturbing it apart from them made max(v) - v negative where it
+/// is exactly 0, and a log of that NaN: cluster_200's check allowed anything everywhere).
 bool rounds(const ir::Node& n) {
   using K = ir::OpKind;
   switch (n.kind) {
+  case K::Reduce: {
+    ir::ReduceKind kind = n.attr<ir::ReduceAttrs>().kind;
+    return ir::isFloat(n.type.dtype) &&
+           (kind == ir::ReduceKind::Sum || kind == ir::ReduceKind::Prod);
+  }
   case K::Parameter: case K::Exp: case K::Log: case K::Tanh: case K::Sqrt: case K::Rsqrt:
   case K::Erf: case K::Sigmoid: case K::Sin: case K::Cos: case K::Reciprocal: case K::Convert:
-  case K::Add: case K::Sub: case K::Mul: case K::Div: case K::Pow: case K::Rem: case K::Reduce:
-  case K::Dot:
+  case K::Add: case K::Sub: case K::Mul: case K::Div: case K::Pow: case K::Rem: case K::Dot:
     return ir::isFloat(n.type.dtype);
   default:
     return false;

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ir/graph.h"
+#include "ir/interpreter.h"
 #include "runtime/output_check.h"
 
 using namespace weft;
@@ -79,4 +80,45 @@ TEST_CASE("output check: a graph that yields NaN legitimately passes end to end"
   CHECK(checks[0].passed);
   HostTensor wrong = f32({0, -kInf, 0});
   CHECK_FALSE(runtime::checkOutputs(g, {in}, {}, {wrong})[0].passed);
+}
+
+TEST_CASE("output check: an exact max or min is not perturbed apart from its operands",
+          "[runtime][check]") {
+  // sqrt(rowmax(x) - x) is exactly 0 at each row's maximum, on every device. Perturbing the
+  // max's result by 2 ulps on its own made that difference negative and its sqrt NaN, which a
+  // column sum then spread to every output: every element was unchecked and any result passed
+  // (cluster_200). A max or min reduction rounds nothing; only its operands' roundings count.
+  constexpr int64_t kRows = 8, kCols = 16;
+  ir::Graph g;
+  ir::Shape shape = {kRows, kCols};
+  auto x = g.parameter("x", {DType::f32, shape});
+  auto m = g.reduce(ir::ReduceKind::Max, x, {1}, "m");
+  auto d = g.unary(ir::OpKind::Sqrt, g.binary(ir::OpKind::Sub, g.broadcastInDim(m, shape, {0}), x));
+  auto col = g.reduce(ir::ReduceKind::Sum, d, {0}, "col");
+  g.addOutput(g.binary(ir::OpKind::Mul, x, g.broadcastInDim(col, shape, {1}), "y"));
+  HostTensor in(DType::f32, {kRows, kCols});
+  for (int64_t i = 0; i < in.numElements(); ++i)
+    in.set(i, std::sin(double(i) * 0.37) * 2);
+  std::vector<HostTensor> expected = ir::interpret(g, {in});
+  auto checks = runtime::checkOutputs(g, {in}, {}, expected);
+  REQUIRE(checks.size() == 1);
+  CHECK(checks[0].passed);
+  CHECK(checks[0].unchecked == 0);
+  HostTensor wrong = expected[0];
+  wrong.set(5, wrong.get(5) * 1.01 + 0.01);
+  auto bad = runtime::checkOutputs(g, {in}, {}, {wrong});
+  CHECK_FALSE(bad[0].passed);
+  CHECK(bad[0].mismatches == 1);
+}
+
+TEST_CASE("output check: elements held to no bound are counted and said", "[runtime][check]") {
+  std::vector<double> spread{kInf, 0.0, kInf};
+  HostTensor e = f32({1, 2, 3}), a = f32({7, 2, -9});
+  runtime::TensorCheck c = runtime::checkTensor("y", e, a, &spread);
+  CHECK(c.passed);
+  CHECK(c.unchecked == 2);
+  CHECK(c.worstIndex == 1); // the worst of the checked ones, not an unchecked one
+  CHECK(c.str().find("2 of 3 element(s) unchecked") != std::string::npos);
+  HostTensor b = f32({1, 2.5, 3});
+  CHECK_FALSE(runtime::checkTensor("y", e, b, &spread).passed);
 }
