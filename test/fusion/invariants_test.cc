@@ -184,3 +184,48 @@ TEST_CASE("a split reduce's stage is the only stage of its phase", "[planner][in
     }
   }
 }
+
+TEST_CASE("resident values have a slot for every tile each launched block takes, apart from "
+          "every other shared value live with them",
+          "[planner][invariants]") {
+  // The grid is min(launch.tiles, maxBlocks) (runtime/shape_binding.cc); each block of it takes
+  // ceil(tiles / grid) tiles of the resident space (random graph 411 had one block for 7 tiles
+  // and one slot). Resident slots overlap neither the phases' own shared values nor a resident
+  // value live in one of the same phases.
+  int kernels = 0, several = 0;
+  for (uint64_t seed = 0; seed < 3000; ++seed) {
+    ir::Graph g = weft::testing::randomGraph(seed);
+    for (std::string dev : {"v100", "h100"}) {
+      FusionPlan p = plan(g, *deviceSpecProfile(dev), Policy::AStitch);
+      for (const KernelPlan* k : weft::fusion::testing::kernelsOf(p)) {
+        if (k->residentTiles == 0) continue;
+        INFO("seed " << seed << " on " << dev << ", kernel " << k->name);
+        ++kernels;
+        several += k->residentTiles > 1;
+        const TileSpace& s = k->residentSpace;
+        REQUIRE(s.units.isStatic());
+        int64_t tiles = (s.units.size() + s.unitsPerTile - 1) / s.unitsPerTile;
+        int64_t grid = k->launch.tiles.isStatic()
+                           ? std::min(k->launch.tiles.size(), k->launch.maxBlocks)
+                           : 1;
+        CHECK(k->residentTiles * grid >= tiles);
+        for (const auto& [v, a] : k->placement) {
+          if (!a.resident) continue;
+          CHECK(a.sharedOffset % 16 == 0);
+          CHECK(k->launch.sharedBytes >= a.sharedOffset + a.sharedBytes);
+          for (const auto& [u, b] : k->placement) {
+            if (u == v || (b.storage != Storage::Shared && !b.resident)) continue;
+            bool apart = a.sharedOffset + a.sharedBytes <= b.sharedOffset ||
+                         b.sharedOffset + b.sharedBytes <= a.sharedOffset;
+            bool live = !b.resident || (a.resident->firstPhase <= b.resident->lastPhase &&
+                                        b.resident->firstPhase <= a.resident->lastPhase);
+            if (live) CHECK(apart);
+          }
+        }
+      }
+    }
+  }
+  INFO(kernels << " kernels with resident values, " << several << " with several tiles a block");
+  CHECK(kernels >= 100);
+  CHECK(several >= 1);
+}
