@@ -13,6 +13,7 @@
 #include "fusion/plan.h"
 #include "ir/graph.h"
 #include "sim_runner.h"
+#include "device_profiles.h"
 
 using namespace weft;
 using ir::DType;
@@ -20,9 +21,7 @@ using ir::OpKind;
 
 namespace {
 
-DeviceSpec h100() {
-  return *deviceSpecProfile("h100");
-}
+using test::h100;
 
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;

@@ -14,6 +14,7 @@
 #include "ir/interpreter.h"
 #include "sim_runner.h"
 #include "weft/error.h"
+#include "device_profiles.h"
 
 using namespace weft;
 using ir::DType;
@@ -21,9 +22,7 @@ using ir::OpKind;
 
 namespace {
 
-DeviceSpec h100() {
-  return *deviceSpecProfile("h100");
-}
+using test::h100;
 
 /// Compiles `plan`, runs it on the simulator and checks every output against ir::interpret.
 void checkAgainstInterpreter(const fusion::FusionPlan& plan, double tolerance,

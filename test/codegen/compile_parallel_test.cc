@@ -21,6 +21,7 @@
 #include "ir/interpreter.h"
 #include "sim_runner.h"
 #include "weft/error.h"
+#include "device_profiles.h"
 
 using namespace weft;
 using Catch::Matchers::Contains;
@@ -29,9 +30,7 @@ using ir::OpKind;
 
 namespace {
 
-DeviceSpec h100() {
-  return *deviceSpecProfile("h100");
-}
+using test::h100;
 
 codegen::CompiledModule compileOn(const fusion::FusionPlan& plan, int threads,
                                   bool keepLlvmIr = false) {

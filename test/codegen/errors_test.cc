@@ -7,15 +7,14 @@
 #include "hand_plans.h"
 #include "ir/graph.h"
 #include "weft/error.h"
+#include "device_profiles.h"
 
 using namespace weft;
 using Catch::Matchers::Contains;
 using ir::DType;
 
 namespace {
-DeviceSpec h100() {
-  return *deviceSpecProfile("h100");
-}
+using test::h100;
 fusion::KernelPlan& kernel0(fusion::FusionPlan& p) {
   return std::get<fusion::KernelPlan>(p.steps[0]);
 }

@@ -16,6 +16,7 @@
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "sim_runner.h"
+#include "device_profiles.h"
 
 using namespace weft;
 using ir::DType;
@@ -23,9 +24,7 @@ using ir::OpKind;
 
 namespace {
 
-DeviceSpec h100() {
-  return *deviceSpecProfile("h100");
-}
+using test::h100;
 
 /// Significand bits and smallest normal exponent of a float dtype.
 void format(DType t, int& mant, int& minExp) {

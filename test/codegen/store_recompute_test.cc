@@ -9,6 +9,7 @@
 #include "fusion/plan.h"
 #include "ir/graph.h"
 #include "sim_runner.h"
+#include "device_profiles.h"
 
 using namespace weft;
 using ir::DType;
@@ -16,9 +17,7 @@ using ir::OpKind;
 
 namespace {
 
-DeviceSpec h100() {
-  return *deviceSpecProfile("h100");
-}
+using test::h100;
 
 const fusion::KernelPlan& onlyKernel(const fusion::FusionPlan& plan) {
   REQUIRE(plan.steps.size() == 1);

@@ -14,6 +14,7 @@
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "sim_runner.h"
+#include "device_profiles.h"
 
 using namespace weft;
 using ir::DType;
@@ -21,9 +22,7 @@ using ir::OpKind;
 
 namespace {
 
-DeviceSpec h100() {
-  return *deviceSpecProfile("h100");
-}
+using test::h100;
 
 ir::Graph example(const std::string& name, int64_t rows) {
   std::filesystem::path f =

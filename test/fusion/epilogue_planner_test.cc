@@ -7,6 +7,7 @@
 #include "fusion/plan_printer.h"
 #include "plan_queries.h"
 #include "test_graphs.h"
+#include "device_profiles.h"
 
 using namespace weft;
 using namespace weft::fusion;
@@ -23,9 +24,7 @@ const LibraryCall& callOf(const FusionPlan& p) {
   throw 0;
 }
 
-DeviceSpec h100() {
-  return *deviceSpecProfile("h100");
-}
+using test::h100;
 
 } // namespace
 

@@ -9,6 +9,7 @@
 #include "fusion/thread_mapping.h"
 #include "ir/graph.h"
 #include "weft/error.h"
+#include "device_profiles.h"
 
 using namespace weft;
 using namespace weft::fusion;
@@ -16,9 +17,7 @@ using ir::DType;
 
 namespace {
 
-DeviceSpec h100() {
-  return *deviceSpecProfile("h100");
-}
+using test::h100;
 
 const KernelPlan& kernelAt(const FusionPlan& p, size_t i) {
   return std::get<KernelPlan>(p.steps.at(i));

@@ -9,6 +9,7 @@
 #include "fusion/plan.h"
 #include "fusion/plan_explainer.h"
 #include "test_graphs.h"
+#include "device_profiles.h"
 
 using namespace weft;
 using namespace weft::fusion;
@@ -17,9 +18,7 @@ using ir::DType;
 
 namespace {
 
-DeviceSpec h100() {
-  return *deviceSpecProfile("h100");
-}
+using test::h100;
 
 FusionPlan planExample(const std::string& file, Policy policy) {
   auto parsed =
