@@ -51,6 +51,11 @@ double achievedBandwidthGBs(const CostModel& m, double activeSMs, double bytesIn
   return std::min(m.dramGBs, sms * bytesInFlightPerSM / (latencyNs > 0 ? latencyNs : m.latencyNs));
 }
 
+double dramBytesPerThreadInstruction(const CostModel& m) {
+  constexpr double kLanes = 32;
+  return m.dramGBs / (m.issueGInstr * kLanes);
+}
+
 double gridBarrierUs(const CostModel& m, uint64_t blocks) {
   return m.barrierUs + m.barrierPerBlockUs * double(blocks);
 }

@@ -41,6 +41,12 @@ CostModel costModel(const DeviceSpec& spec);
 double achievedBandwidthGBs(const CostModel& m, double activeSMs, double bytesInFlightPerSM,
                             double latencyNs = 0);
 
+/// What one thread instruction costs in DRAM bytes on a device that is bandwidth-bound: the
+/// bytes it streams in the time it issues one warp instruction, per lane
+/// (dramGBs / (issueGInstr × 32); h100: 0.088). Store against recompute weighs regenerating a
+/// value (its instructions) against storing it (its bytes) with it.
+double dramBytesPerThreadInstruction(const CostModel& m);
+
 /// µs of one grid barrier across `blocks` blocks.
 double gridBarrierUs(const CostModel& m, uint64_t blocks);
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "fusion/cost_model.h"
 #include "fusion/graph_queries.h"
 #include "fusion/launch_config.h"
 #include "fusion/schedule.h"
@@ -54,7 +55,8 @@ class Planner {
 public:
   Planner(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& k,
           const ir::SymbolRanges& ranges)
-      : g_(g), spec_(spec), k_(k), ranges_(ranges) {
+      : g_(g), spec_(spec), k_(k), ranges_(ranges),
+        instructionBytes_(dramBytesPerThreadInstruction(costModel(spec))) {
     for (ir::NodeId op : k.ops) {
       inKernel_.insert(op);
       local_.emplace(op, local_.size());
@@ -149,18 +151,18 @@ private:
     return storeCheaper(phasesOf);
   }
 
-  /// What regenerating a local value costs per element, in DRAM-byte equivalents (cost_model.h's
-  /// H100 constants: one byte of DRAM ~ 11 thread instructions): its cone's loads (inputs and
-  /// materialised values it is computed from: a value with the element count of `v` costs its
-  /// bytes per element, a broadcast one (row values, staged row vectors) a fraction) and its
-  /// ops' ALU; and the local ops of the cone.
+  /// What regenerating a local value costs per element, in DRAM-byte equivalents (the device's
+  /// cost model: one thread instruction is dramBytesPerThreadInstruction bytes, 0.088 on the
+  /// H100): its cone's loads (inputs and materialised values it is computed from: a value with
+  /// the element count of `v` costs its bytes per element, a broadcast one (row values, staged
+  /// row vectors) a fraction) and its ops' instructions; and the local ops of the cone.
   struct Cone {
     double bytes = 0;
     std::set<ir::NodeId> ops;
   };
   static constexpr double kBroadcastShare = 0.25; // of a broadcast source's bytes per element
-  static constexpr double kAluBytes = 0.09;       // per simple op and element
-  static constexpr double kTranscendentalBytes = 1.5;
+  static constexpr double kSimpleInstructions = 1;          // per simple op and element
+  static constexpr double kTranscendentalInstructions = 17; // exp, tanh, erf, ... (libdevice)
 
   Cone coneOf(ir::NodeId v) const {
     Cone c;
@@ -172,8 +174,9 @@ private:
       ir::NodeId x = work.back();
       work.pop_back();
       const ir::Node& n = g_.node(x);
-      c.bytes += ir::opClass(n.kind) == ir::OpClass::ExpensiveElementwise ? kTranscendentalBytes
-                                                                          : kAluBytes;
+      c.bytes += instructionBytes_ * (ir::opClass(n.kind) == ir::OpClass::ExpensiveElementwise
+                                           ? kTranscendentalInstructions
+                                           : kSimpleInstructions);
       for (ir::NodeId o : n.operands) {
         const ir::Node& on = g_.node(o);
         if (on.kind == ir::OpKind::Constant || on.kind == ir::OpKind::Iota) continue;
@@ -697,6 +700,7 @@ private:
   const DeviceSpec& spec_;
   KernelPlan& k_;
   const ir::SymbolRanges& ranges_; // a version's guard: upper bounds on the symbols
+  const double instructionBytes_;  // DRAM bytes one thread instruction costs (cost_model.h)
   std::set<ir::NodeId> inKernel_, materialised_, outputs_;
   std::unordered_map<ir::NodeId, size_t> local_; // kernel-local numbers of the kernel's ops
   std::vector<bool> demoted_; // by local number: never kept in shared memory
