@@ -206,10 +206,13 @@ TEST_CASE("random graphs with seeds 250 to 299 match the interpreter under every
 // across tiles whose loop does not run over contiguous rows); 1678 and 2065 (ill-conditioned:
 // a float converted to an integer at a rounding boundary, an f16 sum amplified by sin) and
 // 9176 (an f32 sum of 257 terms, 2 ulps off in any order, amplified by sin); they
-// pass by the conditioning guard, spreadOf).
+// pass by the conditioning guard, spreadOf). 58159 (silently wrong: a loop value of one row,
+// as many elements as the acrossTiles sums, joined their combine's stage and was never
+// stored), 39640 and 54176 (the same, read from shared memory after its tile loop: invalid
+// LLVM IR).
 TEST_CASE("random graphs that once failed match the interpreter under every policy",
           "[differential]") {
-  for (uint64_t seed : {582, 958, 2271, 7388, 1678, 2065, 9176})
+  for (uint64_t seed : {582, 958, 2271, 7388, 1678, 2065, 9176, 58159, 39640, 54176})
     checkSeed(seed);
 }
 
