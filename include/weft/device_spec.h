@@ -22,6 +22,7 @@ struct DeviceSpec {
   int64_t sharedMemoryPerSM = 228 * 1024;
   int64_t sharedMemoryPerBlock = 227 * 1024; // opt-in maximum for dynamic shared memory
   int64_t sharedMemoryPerBlockDefault = 48 * 1024; // without the opt-in attribute
+  int64_t sharedMemoryReservedPerBlock = 1024; // the driver's, from the SM's (sm_80+; 0 before)
   double memoryBandwidthGBs = 3350;   // DRAM bandwidth, GB/s
   double clockGHz = 1.755;            // boost clock, for modeled instruction time
   int warpSchedulersPerSM = 4;        // warp instructions issued per cycle per SM
@@ -34,8 +35,9 @@ struct DeviceSpec {
 /// The occupancy rule, one for the planner and the simulator: how many blocks of `blockSize`
 /// threads, each thread holding `registersPerThread` registers (rounded up to 8, allocated per
 /// warp in units of 256) and each block `sharedBytes` of shared memory, fit on one SM at once.
-/// Threads are allocated in whole warps. 0 when one block does not fit (too many threads or
-/// too much shared memory for a block, or too many registers for the SM).
+/// Threads are allocated in whole warps, and each block also takes the driver's reserved shared
+/// memory from the SM's. 0 when one block does not fit (too many threads or too much shared
+/// memory for a block, or too many registers for the SM).
 inline int blocksPerSM(const DeviceSpec& spec, int blockSize, int registersPerThread,
                        int64_t sharedBytes) {
   if (blockSize <= 0 || blockSize > spec.maxThreadsPerBlock ||
@@ -46,7 +48,8 @@ inline int blocksPerSM(const DeviceSpec& spec, int blockSize, int registersPerTh
   int byThreads = spec.maxThreadsPerSM / (warps * spec.warpSize);
   int regsPerWarp = roundUp(roundUp(registersPerThread < 1 ? 1 : registersPerThread, 8) * spec.warpSize, 256);
   int byRegisters = spec.registersPerSM / (regsPerWarp * warps);
-  int64_t bySmem = sharedBytes > 0 ? spec.sharedMemoryPerSM / sharedBytes : spec.maxBlocksPerSM;
+  int64_t perBlock = sharedBytes + spec.sharedMemoryReservedPerBlock;
+  int64_t bySmem = perBlock > 0 ? spec.sharedMemoryPerSM / perBlock : spec.maxBlocksPerSM;
   int64_t n = spec.maxBlocksPerSM;
   for (int64_t limit : {int64_t(byThreads), int64_t(byRegisters), bySmem})
     n = limit < n ? limit : n;

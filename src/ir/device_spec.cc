@@ -12,6 +12,7 @@ std::optional<DeviceSpec> deviceSpecProfile(const std::string& name) {
     s.maxBlocksPerSM = 32;
     s.sharedMemoryPerSM = 96 * 1024;
     s.sharedMemoryPerBlock = 96 * 1024;
+    s.sharedMemoryReservedPerBlock = 0;
     s.memoryBandwidthGBs = 900;
     s.clockGHz = 1.53;
     return s;

@@ -93,6 +93,8 @@ DeviceSpec readDeviceSpec(const DriverApi& api, CUdevice device) {
                                      "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN");
   s.sharedMemoryPerBlockDefault =
       attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, "MAX_SHARED_MEMORY_PER_BLOCK");
+  s.sharedMemoryReservedPerBlock = attribute(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+                                             "RESERVED_SHARED_MEMORY_PER_BLOCK");
   int clockKHz = attribute(CU_DEVICE_ATTRIBUTE_CLOCK_RATE, "CLOCK_RATE");
   if (clockKHz > 0) s.clockGHz = clockKHz / 1e6;
   int busBits = attribute(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, "GLOBAL_MEMORY_BUS_WIDTH");
