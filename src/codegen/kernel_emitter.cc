@@ -965,7 +965,8 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
   // Resident values are read again in later phases, through their own tiles: their loads are
   // installed again there (these captured this phase's `s`).
   for (const auto& [v, p] : kp_.placement)
-    if (p.resident && gen_->hasGenerator(v)) gen_->clearGenerator(v);
+    if (p.resident && p.storage == Storage::Shared && gen_->hasGenerator(v))
+      gen_->clearGenerator(v);
   // Later phases cannot read this phase's shared values (their generators captured `s`).
   for (ir::NodeId v : phaseShared)
     gen_->setGenerator(v, [this, v](const Index&) -> llvm::Value* {

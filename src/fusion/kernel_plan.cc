@@ -11,6 +11,14 @@ bool KernelPlan::hasGridBarrier() const {
                      [](const Stage& s) { return s.barrierBefore == Barrier::Grid; });
 }
 
+int64_t KernelPlan::sharedValuesEnd() const {
+  int64_t end = 0;
+  for (const auto& [v, p] : placement)
+    if (p.storage == Storage::Shared || p.resident)
+      end = std::max(end, p.sharedOffset + p.sharedBytes);
+  return end;
+}
+
 const Group& KernelPlan::groupOf(ir::NodeId op) const {
   for (const Group& g : groups)
     if (std::find(g.ops.begin(), g.ops.end(), op) != g.ops.end()) return g;

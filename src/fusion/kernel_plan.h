@@ -322,6 +322,9 @@ struct KernelPlan {
   TileSpace residentSpace;
 
   bool hasGridBarrier() const;
+  /// The end of the highest value kept in the dynamic shared array (Shared values and resident
+  /// inputs; 0 with none): the dynamic shared bytes codegen allocates.
+  int64_t sharedValuesEnd() const;
   const Group& groupOf(ir::NodeId op) const; // throws std::out_of_range if not in the kernel
 };
 

@@ -40,10 +40,7 @@ public:
 
   void run() {
     k_.phases.clear();
-    int64_t dynamicShared = 0;
-    for (const auto& [id, p] : k_.placement)
-      if (p.storage == Storage::Shared)
-        dynamicShared = std::max(dynamicShared, p.sharedOffset + p.sharedBytes);
+    int64_t dynamicShared = k_.sharedValuesEnd(); // resident inputs' slots included
     k_.reduceScratchBytes = 0;
     for (const Group& group : k_.groups)
       k_.reduceScratchBytes = std::max(

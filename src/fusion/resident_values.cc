@@ -27,11 +27,12 @@ struct Candidate {
   int64_t offset = 0;
 };
 
-/// The phase of each stage: stages split at grid barriers.
+/// The phase of each stage, as the phase planner cut them.
 std::vector<int> phaseOfStages(const KernelPlan& k) {
   std::vector<int> phase(k.stages.size(), 0);
-  for (size_t i = 1; i < k.stages.size(); ++i)
-    phase[i] = phase[i - 1] + (k.stages[i].barrierBefore == Barrier::Grid ? 1 : 0);
+  for (size_t p = 0; p < k.phases.size(); ++p)
+    for (size_t i = 0; i < k.phases[p].stageCount; ++i)
+      phase[k.phases[p].firstStage + i] = static_cast<int>(p);
   return phase;
 }
 
@@ -61,14 +62,6 @@ std::vector<std::set<ir::NodeId>> memoryReadsByPhase(const ir::Graph& g, const K
     }
   }
   return reads;
-}
-
-/// The end of the highest Shared value (0 with none): where resident values may start.
-int64_t sharedValuesEnd(const KernelPlan& k) {
-  int64_t end = 0;
-  for (const auto& [v, p] : k.placement)
-    if (p.storage == Storage::Shared) end = std::max(end, p.sharedOffset + p.sharedBytes);
-  return end;
 }
 
 /// First fit: the lowest offset from `base` where `c` overlaps no placed value that is live in
@@ -168,7 +161,7 @@ void planResidentValues(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& 
 
   // The room: shared memory per block that still holds the planned blocks per SM.
   int64_t need = (launch.maxBlocks + spec.smCount - 1) / spec.smCount;
-  int64_t base = align16(sharedValuesEnd(k));
+  int64_t base = align16(k.sharedValuesEnd()); // where resident values may start
   int64_t inUse = base + k.reduceScratchBytes + k.stagingBytes;
   int64_t cap = std::min(spec.sharedMemoryPerBlock, spec.sharedMemoryPerSM / need);
   while (cap > inUse && blocksPerSM(spec, launch.blockSize, launch.maxRegisters, cap) < need)

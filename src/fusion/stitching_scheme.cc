@@ -269,7 +269,7 @@ private:
       assignStorage();
       int64_t bytes = layoutShared();
       if (bytes <= spec_.sharedMemoryPerBlock &&
-          sharedValuesEnd() + emitterScratch <= spec_.sharedMemoryPerBlock)
+          k_.sharedValuesEnd() + emitterScratch <= spec_.sharedMemoryPerBlock)
         break;
       ir::NodeId largest = -1;
       for (auto& [v, p] : k_.placement)
@@ -639,15 +639,6 @@ private:
     }
     k_.launch.sharedBytes = total;
     return total;
-  }
-
-  /// The end of the highest Shared value (0 with none): the dynamic shared bytes codegen
-  /// allocates.
-  int64_t sharedValuesEnd() const {
-    int64_t end = 0;
-    for (const auto& [v, p] : k_.placement)
-      if (p.storage == Storage::Shared) end = std::max(end, p.sharedOffset + p.sharedBytes);
-    return end;
   }
 
   void markRegisterReuse() {
