@@ -13,48 +13,18 @@
 #include "fusion/plan_printer.h"
 #include "ir/graph.h"
 #include "ptxas_or_skip.h"
+#include "device_profiles.h"
 #include "sim_runner.h"
+#include "two_phase_graph.h"
 
 using namespace weft;
 using ir::DType;
 using ir::OpKind;
 
-namespace {
-
-DeviceSpec h100() {
-  return *deviceSpecProfile("h100");
-}
-
-int64_t bytesOf(const ir::Graph& g, ir::NodeId v) {
-  const ir::Node& n = g.node(v);
-  return ir::numElements(n.type.shape).size() * ir::dtypeBytes(n.type.dtype);
-}
-
-/// w = tanh(x + y) * z - max over its row, read by a later phase at its own rows:
-/// out = w * colsum(w) (the column sum needs every row first, behind a grid barrier).
-struct TwoPhase {
-  ir::Graph g;
-  ir::NodeId x, y, z, w, out;
-  explicit TwoPhase(int64_t rows, int64_t cols, DType dtype = DType::f32) {
-    ir::Shape shape = {rows, cols};
-    x = g.parameter("x", {dtype, shape});
-    y = g.parameter("y", {dtype, shape});
-    z = g.parameter("z", {dtype, shape});
-    auto v = g.binary(OpKind::Mul, g.unary(OpKind::Tanh, g.binary(OpKind::Add, x, y)), z, "v");
-    auto row = g.reduce(ir::ReduceKind::Max, v, {1}, "row");
-    w = g.binary(OpKind::Sub, v, g.broadcastInDim(row, shape, {0}), "w");
-    auto col = g.reduce(ir::ReduceKind::Sum, w, {0}, "col");
-    out = g.binary(OpKind::Mul, w, g.broadcastInDim(col, shape, {1}), "out");
-    g.setOutputs({out});
-  }
-};
-
-const fusion::KernelPlan& onlyKernel(const fusion::FusionPlan& plan) {
-  REQUIRE(plan.steps.size() == 1);
-  return std::get<fusion::KernelPlan>(plan.steps[0]);
-}
-
-} // namespace
+using test::bytesOf;
+using test::h100;
+using test::onlyKernel;
+using test::TwoPhase;
 
 TEST_CASE("a value the next phase reads at its own rows stays in shared memory across the grid "
           "barrier",

@@ -8,8 +8,9 @@
 #include "codegen/compile.h"
 #include "fusion/plan.h"
 #include "ir/graph.h"
-#include "sim_runner.h"
 #include "device_profiles.h"
+#include "sim_runner.h"
+#include "two_phase_graph.h"
 
 using namespace weft;
 using ir::DType;
@@ -17,17 +18,9 @@ using ir::OpKind;
 
 namespace {
 
+using test::bytesOf;
 using test::h100;
-
-const fusion::KernelPlan& onlyKernel(const fusion::FusionPlan& plan) {
-  REQUIRE(plan.steps.size() == 1);
-  return std::get<fusion::KernelPlan>(plan.steps[0]);
-}
-
-int64_t bytesOf(const ir::Graph& g, ir::NodeId v) {
-  const ir::Node& n = g.node(v);
-  return ir::numElements(n.type.shape).size() * ir::dtypeBytes(n.type.dtype);
-}
+using test::onlyKernel;
 
 /// Runs the plan's single kernel on the simulator, checks every output against the
 /// interpreter and returns its counters.
@@ -48,18 +41,9 @@ TEST_CASE("a value two phases use is stored once, not regenerated from its three
   // phase, which also sums w's columns; out = w * colsum(w) needs that sum, behind a grid
   // barrier. Regenerating w there loads x, y and z again (12 bytes an element); storing it
   // costs a store and a load (8).
-  constexpr int64_t kRows = 2048, kCols = 256;
-  ir::Graph g;
-  ir::Shape shape = {kRows, kCols};
-  auto x = g.parameter("x", {DType::f32, shape});
-  auto y = g.parameter("y", {DType::f32, shape});
-  auto z = g.parameter("z", {DType::f32, shape});
-  auto v = g.binary(OpKind::Mul, g.unary(OpKind::Tanh, g.binary(OpKind::Add, x, y)), z, "v");
-  auto row = g.reduce(ir::ReduceKind::Max, v, {1}, "row");
-  auto w = g.binary(OpKind::Sub, v, g.broadcastInDim(row, shape, {0}), "w");
-  auto col = g.reduce(ir::ReduceKind::Sum, w, {0}, "col");
-  auto out = g.binary(OpKind::Mul, w, g.broadcastInDim(col, shape, {1}), "out");
-  g.setOutputs({out});
+  test::TwoPhase t(2048, 256);
+  const ir::Graph& g = t.g;
+  ir::NodeId x = t.x, y = t.y, z = t.z, w = t.w, out = t.out;
   fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
   const fusion::KernelPlan& k = onlyKernel(plan);
   const fusion::ValuePlacement& p = k.placement.at(w);
