@@ -40,6 +40,10 @@ struct LaunchConfig {
   Dim3 block;
   uint32_t dynamicSharedBytes = 0;
   bool cooperative = false; // all blocks resident at once; required by grid barriers
+  // Thread-block clusters (sm_90+): consecutive blocks along x, clusterSize of them, run at
+  // once on one GPC and read each other's shared memory (ld.shared::cluster, barrier.cluster).
+  // 1: no clusters (each block is a cluster of one). Must divide grid.x.
+  uint32_t clusterSize = 1;
 };
 
 /// What one launch did, as counted by the simulator (the cuda device leaves these zero).
@@ -59,6 +63,8 @@ struct LaunchCounters {
   uint64_t atomics = 0;             // warp-level atomic requests on data
   uint64_t syncInstructions = 0;    // warp instructions spent on grid-barrier synchronisation
   uint64_t syncSectors = 0;         // sectors touched by synchronisation (barrier counters)
+  uint64_t clusterBarriers = 0;     // barrier.cluster waits completed, per cluster
+  uint64_t clusterSharedLoads = 0;  // warp-level ld.shared::cluster requests to another block
   // Block sampling (sim ExecOptions::sampleBlocks): blocks in the grid and blocks actually
   // simulated. When simulatedBlocks < blocks, every counter above is extrapolated: the
   // blocks not simulated are counted as copies of sampled blocks that did identical work.
@@ -77,6 +83,8 @@ struct LaunchCounters {
     sharedStores += o.sharedStores;
     blockBarriers += o.blockBarriers;
     gridBarriers += o.gridBarriers;
+    clusterBarriers += o.clusterBarriers;
+    clusterSharedLoads += o.clusterSharedLoads;
     atomics += o.atomics;
     syncInstructions += o.syncInstructions;
     syncSectors += o.syncSectors;
