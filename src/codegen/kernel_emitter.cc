@@ -288,6 +288,12 @@ llvm::Value* KernelEmitter::localIndex(const TileSpace& s, ir::NodeId value, llv
 }
 
 llvm::Value* KernelEmitter::sharedIndex(const TileSpace& s, ir::NodeId value, llvm::Value* flat) {
+  // Shared values hold the current tile's elements only: a value computed outside the tiles
+  // (a grid-stride loop over its own elements) cannot read them. The planner never lets it:
+  // values read off the rows are Global, and an input read off them is not resident.
+  if (untiledLoop_)
+    k_.fail(value, "is held in shared memory for the current tile only, but a value computed "
+                   "outside the phase's tiles reads it");
   llvm::Value* local = localIndex(s, value, flat);
   if (!placement(value).resident) return local;
   if (!s.ordinal || !s.sameTiles(kp_.residentSpace))
@@ -367,17 +373,13 @@ void KernelEmitter::emitElementwiseStage(TileSpace& s, const fusion::Group& g,
       Storage st = placement(v).storage;
       return st == Storage::Global || st == Storage::Output;
     });
-    if (!fits && inMemory && !phaseShared_.empty())
-      k_.fail(vs.front(),
-              fmt::format(
-                  "has {} elements, outside the phase's {} rows, and its phase keeps values in "
-                  "shared memory that it may read across tiles; a reduce over the tiles must be "
-                  "an acrossTiles group with a partials buffer",
-                  count.str(), s.units.str()));
     if (!fits && inMemory) {
       // Not in the phase's index space (e.g. a projection of it): computed once per phase by
       // a grid-stride loop over its own elements, in each block's first tile; readers see it
-      // after the next grid barrier.
+      // after the next grid barrier. Its reads of shared memory would be the tile's only:
+      // sharedIndex refuses them (random graph 13907's sin of a column max, beside a row max in
+      // shared memory, read none and was refused for the row max).
+      untiledLoop_ = true;
       k_.ifThen(s.firstTile, [&] {
         llvm::Value* start =
             b.CreateAdd(b.CreateMul(k_.toIndex(k_.blockId()), k_.index(k_.blockSize)),
@@ -390,6 +392,7 @@ void KernelEmitter::emitElementwiseStage(TileSpace& s, const fusion::Group& g,
         });
         gen_->clearCache();
       });
+      untiledLoop_ = false;
       continue;
     }
     ir::Dim inner = innerOf(s, vs.front());

@@ -121,6 +121,7 @@ private:
   std::set<ir::NodeId> phaseWritten_; // ... of the current phase
   bool sharedDirty_ = false;            // shared memory written since the last block barrier
   std::vector<ir::NodeId> phaseShared_; // shared values written by the current phase
+  bool untiledLoop_ = false; // emitting values outside the phase's tiles: no shared reads
   int64_t dynamicShared_ = 0;
   bool needsBarrierState_ = false;
   const fusion::PhasePlan* phase_ = nullptr; // the phase being emitted
