@@ -38,6 +38,7 @@ void Executor::initBlock(Block& b, uint64_t linear) {
   std::fill(std::begin(b.barArrived), std::end(b.barArrived), 0);
   std::fill(std::begin(b.barExpected), std::end(b.barExpected), 0);
   b.doneWarps = 0;
+  b.warpgroups.assign((warpsPerBlock_ + 3) / 4, WarpgroupArrival{});
   b.warps.resize(warpsPerBlock_);
   for (uint32_t wi = 0; wi < warpsPerBlock_; ++wi) {
     Warp& w = b.warps[wi];

@@ -91,6 +91,14 @@ enum class Op : uint8_t {
   CpAsync,       // cp.async.{ca,cg}.shared.global: aux = cp-size, s[1] = src-size when ns == 2
   CpAsyncCommit, // cp.async.commit_group
   CpAsyncWait,   // cp.async.wait_group N (ns == 1) or cp.async.wait_all (ns == 0)
+  // Hopper warpgroup MMA (tensor_core_ops.cc): wgmma.mma_async.sync.aligned.m64nNk16.f32.
+  // {f16,bf16}.{f16,bf16} with A and B from shared-memory descriptors. ty2 = input type; its
+  // N / 2 accumulator registers are Function::operandLists[aux .. aux + aux2); s[0], s[1] the
+  // descriptors, s[2] scale-d; mode bit 0 / 1: imm-scale-a / imm-scale-b is -1.
+  Wgmma,
+  WgmmaFence,  // wgmma.fence.sync.aligned
+  WgmmaCommit, // wgmma.commit_group.sync.aligned
+  WgmmaWait,   // wgmma.wait_group.sync.aligned N
   // control
   Bra,
   Call,
@@ -296,6 +304,9 @@ struct Function {
   uint32_t frameSize = 0;
   uint32_t frameAlign = 8;
   std::vector<CallArg> callArgs; // per call: returns first (in callee order), then args
+  /// Register operands of instructions with more than Instr holds (wgmma's accumulators):
+  /// an instruction's are [Instr::aux, Instr::aux + Instr::aux2).
+  std::vector<Operand> operandLists;
   int maxnreg = 0;
   int reqntid = 0, maxntid = 0;
   uint32_t ccReg = 0; // hidden carry-flag register

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -149,6 +150,7 @@ public:
   void ldmatrix(Op);
   void mma(Op);
   void cpAsync(Op);
+  void wgmma(Op);
 
 private:
   [[noreturn]] void bad(const std::string& why) const {
@@ -1005,6 +1007,77 @@ void Decoder::cpAsync(Op) {
   }
 }
 
+void Decoder::wgmma(Op) {
+  if (!m_.has("sync") || !m_.has("aligned"))
+    bad("wgmma instructions are .sync.aligned");
+  if (m_.has("fence")) {
+    need(0);
+    in_.op = Op::WgmmaFence;
+    return;
+  }
+  if (m_.has("commit_group")) {
+    need(0);
+    in_.op = Op::WgmmaCommit;
+    return;
+  }
+  if (m_.has("wait_group")) {
+    need(1);
+    if (p_.ops[0].kind != POperand::Imm) bad("wgmma.wait_group takes an immediate group count");
+    in_.op = Op::WgmmaWait;
+    in_.s[0] = src(p_.ops[0], Ty::U32);
+    in_.ns = 1;
+    return;
+  }
+  if (!m_.has("mma_async")) bad("unsupported wgmma instruction");
+  // wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16} d, a-desc, b-desc, scale-d,
+  // imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b
+  const auto& t = m_.types;
+  int n = 0;
+  for (const std::string& part : m_.parts)
+    if (part.size() > 5 && part.rfind("m64n", 0) == 0 && part.substr(part.size() - 3) == "k16")
+      n = std::atoi(part.substr(4, part.size() - 7).c_str());
+  if (t.size() != 3 || t[0] != Ty::F32 || t[1] != t[2] || (t[1] != Ty::F16 && t[1] != Ty::BF16) ||
+      n < 8 || n > 256 || n % 8 != 0 || m_.has("satfinite"))
+    bad("only wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16} (N a multiple of 8 "
+        "up to 256) is supported");
+  if (p_.ops.size() == 7)
+    bad("wgmma.mma_async with A in registers is not supported: A must be a shared-memory "
+        "descriptor");
+  need(8);
+  const POperand& d = p_.ops[0];
+  if (d.kind != POperand::Vec || int(d.elems.size()) != n / 2)
+    bad(fmt::format("wgmma.mma_async m64n{}k16 with f32 accumulators takes {} registers in D", n,
+                    n / 2));
+  in_.op = Op::Wgmma;
+  in_.ty = Ty::F32;
+  in_.ty2 = t[1];
+  in_.aux = uint32_t(f_.operandLists.size());
+  in_.aux2 = uint32_t(n / 2);
+  for (const POperand& r : d.elems)
+    f_.operandLists.push_back(dst(r));
+  in_.s[0] = src(p_.ops[1], Ty::B64);
+  in_.s[1] = src(p_.ops[2], Ty::B64);
+  in_.s[2] = src(p_.ops[3], Ty::Pred);
+  if (p_.ops[3].negated) bad("wgmma.mma_async: a negated scale-d predicate is not supported");
+  in_.ns = 3;
+  auto imm = [&](size_t i, const char* what, std::initializer_list<int64_t> allowed) {
+    const POperand& o = p_.ops[i];
+    if (o.kind != POperand::Imm || std::find(allowed.begin(), allowed.end(), o.value) == allowed.end())
+      bad(fmt::format("wgmma.mma_async: {} must be an immediate {}", what,
+                      allowed.size() == 2 ? "1 or -1" : "0"));
+    return o.value;
+  };
+  if (imm(4, "imm-scale-a", {1, -1}) < 0) in_.mode |= 1;
+  if (imm(5, "imm-scale-b", {1, -1}) < 0) in_.mode |= 2;
+  const POperand& ta = p_.ops[6];
+  const POperand& tb = p_.ops[7];
+  if ((ta.kind == POperand::Imm && ta.value == 1) || (tb.kind == POperand::Imm && tb.value == 1))
+    bad("wgmma.mma_async: transposed (MN-major) operands, imm-trans 1, are not supported: only "
+        "K-major A and B");
+  imm(6, "imm-trans-a", {0});
+  imm(7, "imm-trans-b", {0});
+}
+
 // ---------------------------------------------------------------- the table
 
 const Family kFamilies[] = {
@@ -1070,6 +1143,7 @@ const Family kFamilies[] = {
     {"ldmatrix", &Decoder::ldmatrix, Op::Ldmatrix, true},
     {"mma", &Decoder::mma, Op::Mma, true},
     {"cp", &Decoder::cpAsync, Op::CpAsync, false},
+    {"wgmma", &Decoder::wgmma, Op::Wgmma, false},
     {"bra", &Decoder::bra, Op::Bra, false},
     {"brx", &Decoder::bra, Op::Bra, true}, // rejected
     {"call", &Decoder::call, Op::Call, false},

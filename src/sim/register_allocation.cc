@@ -32,9 +32,18 @@ private:
   std::vector<uint64_t> w_;
 };
 
-template <class F> void forUses(const Instr& in, F&& f) {
+/// The registers of an instruction's operand list (Function::operandLists): wgmma's
+/// accumulators, each read (scale-d) and written.
+template <class F> void forList(const Function& fn, const Instr& in, F&& f) {
+  if (in.op != Op::Wgmma) return;
+  for (uint32_t i = in.aux; i < in.aux + in.aux2; ++i)
+    if (fn.operandLists[i].kind == Operand::Reg) f(fn.operandLists[i].reg);
+}
+
+template <class F> void forUses(const Function& fn, const Instr& in, F&& f) {
   for (const Operand& o : in.s)
     if (o.kind == Operand::Reg) f(o.reg);
+  forList(fn, in, f);
   if (in.flags & kAddrReg) f(in.addr.reg);
   if (in.flags & kHasGuard) {
     f(in.guard);
@@ -43,9 +52,10 @@ template <class F> void forUses(const Instr& in, F&& f) {
       if (o.kind == Operand::Reg) f(o.reg);
   }
 }
-template <class F> void forDefs(const Instr& in, F&& f) {
+template <class F> void forDefs(const Function& fn, const Instr& in, F&& f) {
   for (const Operand& o : in.d)
     if (o.kind == Operand::Reg) f(o.reg);
+  forList(fn, in, f);
 }
 
 } // namespace
@@ -78,8 +88,8 @@ void compactRegisters(Program& prog, Function& fn, const std::vector<uint8_t>& w
       for (int k = 0; k < ns; ++k)
         liveOut[i].orWith(liveIn[succ[k]]);
       Bits in = liveOut[i];
-      forDefs(code[i], [&](uint32_t r) { in.reset(r); });
-      forUses(code[i], [&](uint32_t r) { in.set(r); });
+      forDefs(fn, code[i], [&](uint32_t r) { in.reset(r); });
+      forUses(fn, code[i], [&](uint32_t r) { in.set(r); });
       changed |= liveIn[i].orWith(in);
     }
   }
@@ -102,9 +112,9 @@ void compactRegisters(Program& prog, Function& fn, const std::vector<uint8_t>& w
     adj[b].set(a);
   };
   for (uint32_t i = 0; i < n; ++i)
-    forDefs(code[i], [&](uint32_t d) {
+    forDefs(fn, code[i], [&](uint32_t d) {
       liveOut[i].forEach([&](uint32_t r) { edge(d, r); });
-      forDefs(code[i], [&](uint32_t d2) { edge(d, d2); });
+      forDefs(fn, code[i], [&](uint32_t d2) { edge(d, d2); });
     });
   std::vector<uint32_t> entryLive;
   liveIn[0].forEach([&](uint32_t r) { entryLive.push_back(r); });
@@ -142,6 +152,8 @@ void compactRegisters(Program& prog, Function& fn, const std::vector<uint8_t>& w
     if (in.flags & kAddrReg) in.addr.reg = color[in.addr.reg];
     if (in.flags & kHasGuard) in.guard = color[in.guard];
   }
+  for (Operand& o : fn.operandLists)
+    rename(o);
   fn.ccReg = ncolors;
   fn.numRegs = ncolors + 1;
 }

@@ -63,6 +63,16 @@ struct Warp {
   bool done = false;
 };
 
+/// The warps of one warpgroup (4 consecutive warps, the first a multiple of 4) that wait at a
+/// wgmma.mma_async for the others: bit r for warp 4g + r, with each one's register base.
+struct WarpgroupArrival {
+  uint32_t arrived = 0, pc = 0;
+  uint32_t regBase[4] = {};
+};
+
+/// Warp::barId of lanes parked at a wgmma.mma_async (bar.sync's ids are 0-15).
+constexpr uint8_t kWarpgroupBarrier = 16;
+
 struct Block {
   uint32_t id[3] = {0, 0, 0};
   uint64_t linear = 0;
@@ -72,6 +82,7 @@ struct Block {
   uint32_t barArrived[16] = {};
   uint32_t barExpected[16] = {};
   uint32_t doneWarps = 0;
+  std::vector<WarpgroupArrival> warpgroups;
 };
 
 /// Why Executor::runWarp returned: every lane exited; every live lane waits (at a barrier or
@@ -131,6 +142,11 @@ private:
   void execAtom(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* R);
   /// ldmatrix and mma.sync once every lane of the warp has arrived (tensor_core_ops.cc).
   void execTensorCore(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* R);
+  /// wgmma.mma_async by the whole warp w (m): its lanes wait until the other three warps of
+  /// its warpgroup arrive at the same instruction; the last one's arrival computes the four
+  /// warps' accumulators and releases them (tensor_core_ops.cc).
+  void arriveWarpgroupMma(const Instr& I, Block& b, Warp& w, uint32_t m);
+  void execWarpgroupMma(const Instr& I, Block& b, uint32_t group);
   /// cp.async of the lanes of m: the copy happens at issue (tensor_core_ops.cc).
   void execCpAsync(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* R);
   enum MemClass : uint8_t { MGlobal, MShared, MLocal, MConst, MParam };

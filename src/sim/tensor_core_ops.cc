@@ -1,6 +1,7 @@
 // Tensor-core and asynchronous-copy instructions: mma.sync m16n8k16 (f16/bf16 inputs, f32
-// accumulation) and m16n8k8 (tf32 inputs), ldmatrix m8n8 (x1/x2/x4, .trans) and cp.async with
-// its groups.
+// accumulation) and m16n8k8 (tf32 inputs), ldmatrix m8n8 (x1/x2/x4, .trans), Hopper's
+// wgmma.mma_async m64nNk16 (f16/bf16, f32 accumulation, operands from shared-memory
+// descriptors) and cp.async with its groups.
 //
 // Fragment layouts are the PTX ISA's ("Matrix Fragments for mma.m16n8k16 with floating point
 // type", "Warp-level matrix load instruction: ldmatrix"), with groupID = lane >> 2 and
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -166,6 +168,147 @@ void Executor::execTensorCore(const Instr& I, Block& b, Warp& w, uint32_t m, uin
     }
   }
   if (!(I.flags & kSync)) ++counters_.sharedLoads;
+}
+
+// ---------------------------------------------------------------- wgmma
+
+// wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16} (PTX ISA, "Asynchronous
+// Warpgroup Level Matrix Multiply-Accumulate"), both operands K-major in shared memory:
+//   descriptor (64 bits): start address >> 4 in bits 0-13, leading-dimension byte offset
+//     (LBO) >> 4 in bits 16-29, stride-dimension byte offset (SBO) >> 4 in bits 32-45, base
+//     offset in bits 49-51, swizzle mode in bits 62-63 (0: none, 1: 128B, 2: 64B, 3: 32B).
+//   No swizzle: the operand (A 64 x 16, B N x 16, K innermost) is made of core matrices of
+//     8 rows of 16 contiguous bytes (8 elements of K); element (row, k) is at
+//     start + (row / 8) * SBO + (k / 8) * LBO + (row % 8) * 16 + (k % 8) * 2.
+//   D (f32, N / 2 registers per thread): warp r of the warpgroup (warp index % 4) holds rows
+//     16 r .. 16 r + 15; register i of lane 4 g + t is row 16 r + g + 8 ((i / 2) % 2),
+//     column 8 (i / 4) + 2 t + i % 2: mma.m16n8's C fragment repeated along N.
+//   D = A B + (scale-d ? D : 0), A and B negated by imm-scale-a/b = -1.
+// The instruction is asynchronous on the GPU (its results are there after wgmma.wait_group);
+// here it completes when the last warp of the warpgroup arrives, reading shared memory then.
+
+void Executor::arriveWarpgroupMma(const Instr& I, Block& b, Warp& w, uint32_t m) {
+  if (m != 0xffffffffu)
+    fault(b, w, __builtin_ctz(m), I,
+          fmt::format("wgmma.mma_async needs all 32 lanes of each warp of the warpgroup "
+                      "(.sync.aligned), but only 0x{:08x} execute it",
+                      m));
+  if (threadsPerBlock_ % 128 != 0)
+    fault(b, w, 0, I,
+          fmt::format("wgmma.mma_async needs whole warpgroups (128 threads), but the block has {} "
+                      "threads",
+                      threadsPerBlock_));
+  const uint32_t group = w.index / 4, rank = w.index % 4;
+  WarpgroupArrival& wg = b.warpgroups[group];
+  if (wg.arrived && wg.pc != w.gpc)
+    fault(b, w, 0, I,
+          fmt::format("the warps of warpgroup {} execute different wgmma.mma_async instructions "
+                      "(PTX lines {} and {}): .aligned needs all four at the same one",
+                      group, code_[wg.pc].line, I.line));
+  wg.pc = w.gpc;
+  wg.regBase[rank] = w.gbase;
+  wg.arrived |= 1u << rank;
+  forLanes(w.mask, [&](int l) {
+    w.pc[l] = w.gpc + 1;
+    w.state[l] = AtBarrier;
+    w.barId[l] = kWarpgroupBarrier;
+  });
+  w.mask = 0;
+  ++progress_;
+  if (!(I.flags & kSync)) ++counters_.sharedLoads;
+  if (wg.arrived != 0xfu) return;
+  wg.arrived = 0;
+  execWarpgroupMma(I, b, group);
+  for (uint32_t r = 0; r < 4; ++r)
+    for (int l = 0; l < 32; ++l)
+      b.warps[4 * group + r].state[l] = Ready;
+}
+
+void Executor::execWarpgroupMma(const Instr& I, Block& b, uint32_t group) {
+  const WarpgroupArrival& wg = b.warpgroups[group];
+  Warp& w0 = b.warps[4 * group];
+  auto regs = [&](uint32_t r) {
+    return b.warps[4 * group + r].regs.data() + size_t(wg.regBase[r]) * 32;
+  };
+  // descriptors and scale-d: one value for the whole warpgroup
+  uint64_t value[3];
+  for (int i = 0; i < 3; ++i) {
+    value[i] = src(I.s[i], regs(0))[0];
+    if (i == 2) value[i] &= 1;
+    for (uint32_t r = 0; r < 4; ++r)
+      for (int l = 0; l < 32; ++l) {
+        uint64_t v = src(I.s[i], regs(r))[l];
+        if (i == 2) v &= 1;
+        if (v != value[i])
+          fault(b, b.warps[4 * group + r], l, I,
+                fmt::format("wgmma.mma_async: the {} differs across the warpgroup (0x{:x} in "
+                            "thread {} of the warpgroup, 0x{:x} in thread 0)",
+                            i == 0 ? "A descriptor" : i == 1 ? "B descriptor" : "scale-d", v,
+                            32 * r + uint32_t(l), value[i]));
+      }
+  }
+  const int n = int(I.aux2) * 2;
+  // One K-major operand of `rows` x 16 elements, read through its descriptor.
+  auto gather = [&](uint64_t desc, int rows, const char* name, bool negate, double* out) {
+    const uint64_t start = (desc & 0x3fff) << 4, lbo = ((desc >> 16) & 0x3fff) << 4,
+                   sbo = ((desc >> 32) & 0x3fff) << 4;
+    const unsigned baseOffset = unsigned(desc >> 49) & 7, swizzle = unsigned(desc >> 62);
+    if (swizzle != 0)
+      fault(b, w0, 0, I,
+            fmt::format("wgmma.mma_async: the {} descriptor asks for the {} swizzle mode; only "
+                        "no-swizzle (interleaved core matrices, mode 0) is supported",
+                        name, swizzle == 1 ? "128-byte" : swizzle == 2 ? "64-byte" : "32-byte"));
+    if (baseOffset != 0)
+      fault(b, w0, 0, I,
+            fmt::format("wgmma.mma_async: the {} descriptor has base offset {}; only 0 is "
+                        "supported",
+                        name, baseOffset));
+    for (int row = 0; row < rows; ++row)
+      for (int kc = 0; kc < 2; ++kc) {
+        const uint64_t addr = start + uint64_t(row / 8) * sbo + uint64_t(kc) * lbo +
+                              uint64_t(row % 8) * 16;
+        if (addr + 16 > sharedBytes_)
+          fault(b, w0, 0, I,
+                fmt::format("wgmma.mma_async: row {} of {} (k {}-{}) at shared address 0x{:x} "
+                            "is past the block's {} bytes of shared memory (descriptor 0x{:016x})",
+                            row, name, kc * 8, kc * 8 + 7, addr, sharedBytes_, desc));
+        if (!b.written.empty())
+          for (int x = 0; x < 16; ++x)
+            if (!b.written[addr + uint64_t(x)])
+              fault(b, w0, 0, I,
+                    fmt::format("wgmma.mma_async: read of uninitialised shared memory at shared "
+                                "address 0x{:x} (row {} of {}, k {}): no thread of the block has "
+                                "written it (missing bar.sync?)",
+                                addr + uint64_t(x), row, name, kc * 8 + x / 2));
+        for (int j = 0; j < 8; ++j) {
+          uint16_t bits;
+          std::memcpy(&bits, b.shared.data() + addr + 2 * j, 2);
+          double v = element(bits, I.ty2);
+          out[row * 16 + kc * 8 + j] = negate ? -v : v;
+        }
+      }
+  };
+  std::vector<double> A(64 * 16), B(size_t(n) * 16);
+  gather(value[0], 64, "A", I.mode & 1, A.data());
+  gather(value[1], n, "B", I.mode & 2, B.data());
+  const bool scaleD = value[2] != 0;
+  // Each result the exact sum of its 16 products (exact in double) and D, rounded once to f32.
+  const std::vector<Operand>& list = prog_.functions[I.func].operandLists;
+  for (uint32_t r = 0; r < 4; ++r) {
+    uint64_t* R = regs(r);
+    for (int l = 0; l < 32; ++l) {
+      const int g = l >> 2, t = l & 3;
+      for (int i = 0; i < n / 2; ++i) {
+        const Operand& d = list[I.aux + uint32_t(i)];
+        const int row = int(r) * 16 + g + 8 * ((i >> 1) & 1), col = 8 * (i >> 2) + 2 * t + (i & 1);
+        uint64_t& reg = R[size_t(d.reg) * 32 + size_t(l)];
+        double sum = scaleD ? f32Value(reg) : 0.0;
+        for (int k = 0; k < 16; ++k)
+          sum += A[size_t(row * 16 + k)] * B[size_t(col * 16 + k)];
+        reg = f32Bits(sum);
+      }
+    }
+  }
 }
 
 // cp.async copies at issue: the data a later wait_group guarantees is there at once, and what

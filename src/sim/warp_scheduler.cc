@@ -280,11 +280,16 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
     case Op::CpAsyncCommit:
     case Op::CpAsyncWait:
       break; // every cp.async completes at issue (tensor_core_ops.cc)
+    case Op::WgmmaFence:
+    case Op::WgmmaCommit:
+    case Op::WgmmaWait:
+      break; // a wgmma.mma_async is done when its warpgroup leaves it (tensor_core_ops.cc)
     case Op::Shfl:
     case Op::Vote:
     case Op::BarWarp:
     case Op::Ldmatrix:
-    case Op::Mma: {
+    case Op::Mma:
+    case Op::Wgmma: {
       // every non-exited member named by the mask must execute this instruction together
       uint32_t member = 0xffffffffu;
       const Operand& mo = I.op == Op::Shfl ? I.s[3] : I.op == Op::Vote ? I.s[1] : I.s[0];
@@ -337,7 +342,12 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
           m = gm;
         }
       }
-      if (m && (I.op == Op::Ldmatrix || I.op == Op::Mma))
+      if (I.op == Op::Wgmma) {
+        // the warp waits there for the rest of its warpgroup, as at a barrier
+        if (!m) break;
+        arriveWarpgroupMma(I, b, w, m);
+        resched = true;
+      } else if (m && (I.op == Op::Ldmatrix || I.op == Op::Mma))
         execTensorCore(I, b, w, m, R);
       else if (m && I.op != Op::BarWarp)
         execWarpCollective(I, m, R);
