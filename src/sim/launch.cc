@@ -29,6 +29,11 @@ void Executor::ensureLocal(Warp& w, int l, uint64_t bytes) {
 void Executor::initBlock(Block& b, uint64_t linear) {
   const Dim3& g = rq_.config.grid;
   b.linear = linear;
+  // Callers keep a cluster's blocks side by side in rank order (the whole grid, or one cluster).
+  b.rank = uint32_t(linear % g.x % clusterSize_);
+  b.cluster = &b - b.rank;
+  b.clusterArrivals = 0;
+  b.clusterPhases = 0;
   b.id[0] = uint32_t(linear % g.x);
   b.id[1] = uint32_t((linear / g.x) % g.y);
   b.id[2] = uint32_t(linear / (uint64_t(g.x) * g.y));
@@ -50,6 +55,7 @@ void Executor::initBlock(Block& b, uint64_t linear) {
     w.reconvergence.clear();
     w.gridBarrierCalls = 0;
     w.backEdges = 0;
+    w.clusterArrived = 0;
     w.done = false;
     ensureRegs(w, fn_.numRegs);
     for (int l = 0; l < 32; ++l) {
@@ -145,6 +151,32 @@ uint64_t Executor::sreg(const Instr& I, const Block& b, const Warp& w, int l) co
     return ~((1u << l) - 1);
   case Sreg::EnvReg:
     return 0;
+  case Sreg::ClusterCtarank:
+  case Sreg::ClusterCtaidX:
+    return b.rank;
+  case Sreg::ClusterNctarank:
+  case Sreg::ClusterNctaidX:
+    return clusterSize_;
+  case Sreg::ClusterCtaidY:
+  case Sreg::ClusterCtaidZ:
+    return 0;
+  case Sreg::ClusterNctaidY:
+  case Sreg::ClusterNctaidZ:
+    return 1;
+  case Sreg::ClusteridX:
+    return b.id[0] / clusterSize_;
+  case Sreg::ClusteridY:
+    return b.id[1];
+  case Sreg::ClusteridZ:
+    return b.id[2];
+  case Sreg::NclusteridX:
+    return g.x / clusterSize_;
+  case Sreg::NclusteridY:
+    return g.y;
+  case Sreg::NclusteridZ:
+    return g.z;
+  case Sreg::IsExplicitCluster:
+    return clusterSize_ > 1 ? 1 : 0;
   }
   return 0;
 }
@@ -161,7 +193,8 @@ constexpr uint64_t LaunchCounters::*kBlockWorkCounters[] = {
     &LaunchCounters::globalSectorsRead,  &LaunchCounters::globalSectorsWritten,
     &LaunchCounters::sharedLoads,        &LaunchCounters::sharedStores,
     &LaunchCounters::blockBarriers,      &LaunchCounters::atomics,
-    &LaunchCounters::syncInstructions,   &LaunchCounters::syncSectors};
+    &LaunchCounters::syncInstructions,   &LaunchCounters::syncSectors,
+    &LaunchCounters::clusterBarriers,    &LaunchCounters::clusterSharedLoads};
 
 std::vector<uint64_t> blockWork(const LaunchCounters& after, const LaunchCounters& before) {
   std::vector<uint64_t> work;
@@ -211,6 +244,43 @@ void Executor::runSampledBlocks(uint64_t nBlocks, uint64_t samples, RunBlock&& r
 
 // ---------------------------------------------------------------- launch
 
+namespace {
+
+/// Thread-block clusters, LaunchConfig::clusterSize consecutive blocks along x: sm_90 or
+/// later, a divisor of grid.x, at most 16 blocks (8 is the portable maximum; 16 needs the
+/// non-portable size the H100 allows), all resident on one GPC at once. A GPC is taken as 16
+/// SMs: a cluster may not exceed 16 x the blocks one SM holds. The kernel's .reqnctapercluster
+/// and .maxclusterrank, when it declares them, must admit it.
+void checkClusters(const Function& fn, const LaunchConfig& cfg, const DeviceSpec& spec,
+                   int perSM) {
+  const uint32_t n = cfg.clusterSize;
+  constexpr int kSMsPerGpc = 16;
+  auto fail = [&](const std::string& why) {
+    throw DeviceError(fmt::format("kernel '{}': cluster size {}: {}", fn.name, n, why));
+  };
+  if (n == 0) fail("a cluster has at least one block (1: no clusters)");
+  const int* req = fn.reqnctapercluster;
+  if (req[0] && (uint32_t(req[0]) != n || req[1] != 1 || req[2] != 1))
+    fail(fmt::format("the kernel requires .reqnctapercluster {}, {}, {} (clusters here are "
+                     "clusterSize blocks along x)",
+                     req[0], req[1], req[2]));
+  if (n == 1) return;
+  if (spec.computeCapability < 90)
+    fail(fmt::format("thread-block clusters need sm_90 or later; the device ({}) is {}", spec.name,
+                     spec.smName()));
+  if (cfg.grid.x % n != 0)
+    fail(fmt::format("it does not divide grid.x = {}", cfg.grid.x));
+  if (n > 16) fail("the largest cluster is 16 blocks (8 portably)");
+  if (fn.maxclusterrank && n > uint32_t(fn.maxclusterrank))
+    fail(fmt::format("the kernel allows .maxclusterrank {}", fn.maxclusterrank));
+  if (int64_t(n) > int64_t(perSM) * kSMsPerGpc)
+    fail(fmt::format("a cluster's blocks cannot all be resident on one GPC ({} blocks per SM x {} "
+                     "SMs)",
+                     perSM, kSMsPerGpc));
+}
+
+} // namespace
+
 LaunchCounters Executor::run() {
   const LaunchConfig& cfg = rq_.config;
   const DeviceSpec& spec = *rq_.spec;
@@ -242,6 +312,9 @@ LaunchCounters Executor::run() {
         fmt::format("kernel '{}': parameter buffer of {} bytes, the kernel declares {}", fn_.name,
                     rq_.params.size(), fn_.paramsSize));
   cooperative_ = cfg.cooperative;
+  clusterSize_ = cfg.clusterSize;
+  const int perSM = blocksPerSM(prog_, fn_, spec, int(threadsPerBlock_), cfg.dynamicSharedBytes);
+  checkClusters(fn_, cfg, spec, perSM);
   counters_.blocks = nBlocks;
   const uint64_t deadlock = rq_.options.deadlockInstructions;
   auto deadlockError = [&](Block& b, Warp& w) {
@@ -262,6 +335,8 @@ LaunchCounters Executor::run() {
             : " (a grid-wide barrier needs a cooperative launch with every block resident)"));
   };
   auto barrierDeadlock = [&](Block& b) {
+    std::string cluster = clusterDeadlock(b);
+    if (!cluster.empty()) throw DeviceError(cluster);
     for (auto& w : b.warps)
       for (int l = 0; l < 32; ++l)
         if (w.state[l] == AtBarrier || w.state[l] == WarpWait) {
@@ -279,11 +354,52 @@ LaunchCounters Executor::run() {
       calls = std::max(calls, w.gridBarrierCalls);
     minGridBarriers_ = std::min<uint64_t>(minGridBarriers_, calls);
   };
+  // Blocks that are resident together (a cooperative grid, or one cluster): their warps are
+  // interleaved, 512 warp instructions at a time, until every block has finished.
+  auto runResident = [&](Block* blocks, uint64_t n) {
+    uint64_t doneBlocks = 0, lastProgress = progress_, spun = 0;
+    while (doneBlocks < n) {
+      bool ran = false;
+      for (uint64_t bi = 0; bi < n; ++bi) {
+        Block& b = blocks[bi];
+        if (b.doneWarps == warpsPerBlock_) continue;
+        for (auto& w : b.warps) {
+          if (w.done) continue;
+          uint64_t before = counters_.warpInstructions + counters_.syncInstructions;
+          WarpStatus s = runWarp(b, w, 512);
+          uint64_t ran1 = counters_.warpInstructions + counters_.syncInstructions - before;
+          if (ran1) ran = true;
+          if (s == WarpStatus::Finished) {
+            w.done = true;
+            if (++b.doneWarps == warpsPerBlock_) {
+              ++doneBlocks;
+              ++counters_.simulatedBlocks;
+              finishBlock(b);
+            }
+          }
+          if (progress_ != lastProgress)
+            lastProgress = progress_, spun = 0;
+          else if ((spun += ran1) > deadlock)
+            deadlockError(b, w);
+        }
+      }
+      if (!ran && doneBlocks < n) {
+        bool abandoned = false;
+        for (uint64_t bi = 0; bi < n; ++bi)
+          abandoned |= abandonReconvergence(blocks[bi]);
+        if (abandoned) continue;
+        for (uint64_t bi = 0; bi < n; ++bi)
+          if (blocks[bi].doneWarps < warpsPerBlock_) barrierDeadlock(blocks[bi]);
+      }
+    }
+  };
 
   if (!cooperative_) {
-    std::vector<Block> one(1);
-    Block& b = one[0];
+    // Block after block; with clusters, cluster after cluster, each one's blocks resident
+    // together. Sampling (ExecOptions::sampleBlocks) samples whole clusters.
+    std::vector<Block> resident(clusterSize_);
     auto runBlock = [&](uint64_t bi) {
+      Block& b = resident[0];
       initBlock(b, bi);
       uint64_t lastProgress = progress_, spun = 0;
       while (b.doneWarps < warpsPerBlock_) {
@@ -308,15 +424,21 @@ LaunchCounters Executor::run() {
       finishBlock(b);
       ++counters_.simulatedBlocks;
     };
+    auto runUnit = [&](uint64_t unit) {
+      if (clusterSize_ == 1) return runBlock(unit);
+      for (uint32_t r = 0; r < clusterSize_; ++r)
+        initBlock(resident[r], unit * clusterSize_ + r);
+      runResident(resident.data(), clusterSize_);
+    };
+    const uint64_t units = nBlocks / clusterSize_;
     const uint64_t samples = rq_.options.sampleBlocks;
-    if (samples == 0 || nBlocks <= samples + 1) {
-      for (uint64_t bi = 0; bi < nBlocks; ++bi)
-        runBlock(bi);
+    if (samples == 0 || units <= samples + 1) {
+      for (uint64_t u = 0; u < units; ++u)
+        runUnit(u);
     } else {
-      runSampledBlocks(nBlocks, samples, runBlock);
+      runSampledBlocks(units, samples, runUnit);
     }
   } else {
-    int perSM = blocksPerSM(prog_, fn_, spec, int(threadsPerBlock_), cfg.dynamicSharedBytes);
     uint64_t resident = uint64_t(perSM) * uint64_t(spec.smCount);
     if (nBlocks > resident)
       throw DeviceError(fmt::format(
@@ -328,40 +450,7 @@ LaunchCounters Executor::run() {
     std::vector<Block> blocks(nBlocks);
     for (uint64_t bi = 0; bi < nBlocks; ++bi)
       initBlock(blocks[bi], bi);
-    uint64_t doneBlocks = 0, lastProgress = progress_, spun = 0;
-    while (doneBlocks < nBlocks) {
-      bool ran = false;
-      for (auto& b : blocks) {
-        if (b.doneWarps == warpsPerBlock_) continue;
-        for (auto& w : b.warps) {
-          if (w.done) continue;
-          uint64_t before = counters_.warpInstructions + counters_.syncInstructions;
-          WarpStatus s = runWarp(b, w, 512);
-          uint64_t n = counters_.warpInstructions + counters_.syncInstructions - before;
-          if (n) ran = true;
-          if (s == WarpStatus::Finished) {
-            w.done = true;
-            if (++b.doneWarps == warpsPerBlock_) {
-              ++doneBlocks;
-              ++counters_.simulatedBlocks;
-              finishBlock(b);
-            }
-          }
-          if (progress_ != lastProgress)
-            lastProgress = progress_, spun = 0;
-          else if ((spun += n) > deadlock)
-            deadlockError(b, w);
-        }
-      }
-      if (!ran && doneBlocks < nBlocks) {
-        bool abandoned = false;
-        for (auto& b : blocks)
-          abandoned |= abandonReconvergence(b);
-        if (abandoned) continue;
-        for (auto& b : blocks)
-          if (b.doneWarps < warpsPerBlock_) barrierDeadlock(b);
-      }
-    }
+    runResident(blocks.data(), nBlocks);
   }
   counters_.gridBarriers = minGridBarriers_ == ~0ull ? 0 : minGridBarriers_;
   return counters_;

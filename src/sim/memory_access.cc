@@ -116,10 +116,18 @@ uint8_t* Executor::resolve(Block& b, Warp& w, int l, const Instr& I, Space sp, u
   const char* verb = write ? "store" : "load";
   if (addr % size != 0)
     fault(b, w, l, I, fmt::format("misaligned {}-byte {} at address 0x{:x}", size, verb, addr));
+  if (sp == Space::SharedCluster) {
+    cls = MShared;
+    return resolveCluster(b, w, l, I, addr, size, write);
+  }
   if (sp == Space::Generic) {
-    if (addr - kSharedWindow < kWindowSize)
+    if (addr - kSharedWindow < kWindowSize) {
+      cls = MShared;
+      // a generic address of another block's shared memory (generic mapa)
+      if (addr - kSharedWindow >= kClusterRankStride)
+        return resolveCluster(b, w, l, I, addr - kSharedWindow, size, write);
       sp = Space::Shared, addr -= kSharedWindow;
-    else if (addr - kLocalWindow < kWindowSize)
+    } else if (addr - kLocalWindow < kWindowSize)
       sp = Space::Local, addr -= kLocalWindow;
     else if (addr - kConstWindow < kWindowSize)
       sp = Space::Const, addr -= kConstWindow;
@@ -140,6 +148,7 @@ uint8_t* Executor::resolve(Block& b, Warp& w, int l, const Instr& I, Space sp, u
   }
   case Space::Shared:
     cls = MShared;
+    sharedBlock_ = &b;
     if (addr + size > b.shared.size() || addr >= b.shared.size())
       fault(
           b, w, l, I,
@@ -173,6 +182,7 @@ uint8_t* Executor::resolve(Block& b, Warp& w, int l, const Instr& I, Space sp, u
             fmt::format("out-of-bounds parameter load of {} bytes at offset {}", size, addr));
     return const_cast<uint8_t*>(rq_.params.data()) + addr;
   case Space::Generic:
+  case Space::SharedCluster:
     break;
   }
   return nullptr;
@@ -188,7 +198,7 @@ void Executor::execMem(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* 
   const uint64_t immOff = I.addr.imm + ((I.flags & kDynShared) ? fn_.dynamicSharedOffset : 0);
   uint64_t sectors[32];
   int nGlobal = 0;
-  bool anyShared = false;
+  bool anyShared = false, anyRemote = false; // own block's / other blocks' shared memory
   Src vals[4];
   if (!isLd)
     for (uint32_t i = 0; i < nvec; ++i)
@@ -208,16 +218,24 @@ void Executor::execMem(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* 
     if (!p) p = resolve(b, w, l, I, I.space, addr, size, !isLd, cls);
     if (cls == MGlobal) sectors[nGlobal++] = addr >> 5;
     if (cls == MShared) {
-      anyShared = true;
-      if (!b.written.empty()) {
-        uint8_t* wb = b.written.data() + (p - b.shared.data());
+      const Block& tb = *sharedBlock_; // this block, or another of its cluster
+      (&tb == &b ? anyShared : anyRemote) = true;
+      if (!tb.written.empty()) {
+        uint8_t* wb = sharedBlock_->written.data() + (p - tb.shared.data());
         if (isLd) {
           for (uint32_t i = 0; i < size; ++i)
-            if (!wb[i])
+            if (!wb[i] && &tb == &b)
               fault(b, w, l, I,
                     fmt::format("read of uninitialised shared memory at shared address 0x{:x}: no "
                                 "thread of the block has written it (missing bar.sync?)",
                                 (p - b.shared.data()) + i));
+            else if (!wb[i])
+              fault(b, w, l, I,
+                    fmt::format("read of uninitialised shared memory of block ({},{},{}) (cluster "
+                                "rank {}) at shared::cluster address 0x{:x}: no thread of that "
+                                "block has written it (missing barrier.cluster?)",
+                                tb.id[0], tb.id[1], tb.id[2], tb.rank,
+                                (tb.rank + 1) * kClusterRankStride + (p - tb.shared.data()) + i));
         } else {
           std::memset(wb, 1, size);
         }
@@ -251,6 +269,9 @@ void Executor::execMem(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* 
     else
       ++counters_.sharedStores;
   }
+  // distributed shared memory: loads from other blocks of the cluster (stores to them count
+  // in no counter)
+  if (anyRemote && isLd && !sync) ++counters_.clusterSharedLoads;
 }
 
 void Executor::execAtom(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* R) {
@@ -269,8 +290,8 @@ void Executor::execAtom(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t*
     if (cls != MGlobal && cls != MShared)
       fault(b, w, l, I, "atomic on a state space other than global or shared");
     if (cls == MGlobal) sectors[nGlobal++] = addr >> 5;
-    if (cls == MShared && !b.written.empty()) {
-      uint8_t* wb = b.written.data() + (p - b.shared.data());
+    if (cls == MShared && !sharedBlock_->written.empty()) {
+      uint8_t* wb = sharedBlock_->written.data() + (p - sharedBlock_->shared.data());
       if (op != AtomOp::Exch)
         for (uint32_t i = 0; i < size; ++i)
           if (!wb[i])

@@ -84,6 +84,9 @@ enum class Op : uint8_t {
   Shfl,
   Vote,
   Activemask,
+  // thread-block clusters (cluster_ops.cc)
+  Mapa,       // mapa{.shared::cluster}.{u32,u64} d, a, rank: a's shared variable in block `rank`
+  BarCluster, // barrier.cluster.arrive (mode 1) / barrier.cluster.wait (mode 2)
   // tensor cores and asynchronous copies (tensor_core_ops.cc)
   Ldmatrix,      // ldmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}.shared.b16; mode 1 = .trans
   Mma,           // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32; ty2 = input
@@ -150,7 +153,9 @@ inline bool tyIsPackedInt(Ty t) {
 }
 const char* tyName(Ty t);
 
-enum class Space : uint8_t { Generic, Global, Shared, Local, Param, Const };
+/// SharedCluster: .shared::cluster, an address in the cluster's shared window (program.h's
+/// kClusterRankStride says how ranks are laid out); a shared::cta address is one of them.
+enum class Space : uint8_t { Generic, Global, Shared, Local, Param, Const, SharedCluster };
 /// Rna: to nearest, ties away from zero (cvt.rna.tf32.f32 only).
 enum class Round : uint8_t { None, Rn, Rz, Rm, Rp, Rni, Rzi, Rmi, Rpi, Rna };
 enum class Cmp : uint8_t {
@@ -207,6 +212,22 @@ enum class Sreg : uint8_t {
   LanemaskGt,
   LanemaskGe,
   EnvReg,
+  // thread-block clusters: clusters are clusterSize consecutive blocks along x
+  ClusterCtarank,
+  ClusterNctarank,
+  ClusteridX,
+  ClusteridY,
+  ClusteridZ,
+  NclusteridX,
+  NclusteridY,
+  NclusteridZ,
+  ClusterCtaidX,
+  ClusterCtaidY,
+  ClusterCtaidZ,
+  ClusterNctaidX,
+  ClusterNctaidY,
+  ClusterNctaidZ,
+  IsExplicitCluster,
 };
 
 struct Operand {
@@ -290,6 +311,10 @@ struct Function {
   uint32_t numRegs = 0;         // 64-bit slots per thread (all register classes)
   uint32_t reg32Equivalent = 0; // declared registers counted in 32-bit units
   uint32_t maxLive32 = 0;       // most 32-bit registers live at once (occupancy estimate)
+  // .reqnctapercluster x, y, z (0: none), .maxclusterrank n (0: none), .explicitcluster
+  int reqnctapercluster[3] = {0, 0, 0};
+  int maxclusterrank = 0;
+  bool explicitCluster = false;
   // Parameters: kernel params live in the launch buffer; func params live in the thread's
   // local memory frame at paramOffset.
   struct Param {
@@ -335,5 +360,10 @@ constexpr uint64_t kLocalWindow = 0x0000'7100'0000'0000ull;
 constexpr uint64_t kConstWindow = 0x0000'7200'0000'0000ull;
 constexpr uint64_t kParamWindow = 0x0000'7300'0000'0000ull;
 constexpr uint64_t kWindowSize = 0x0000'0100'0000'0000ull;
+// Shared::cluster addresses (32-bit, as on sm_90): below kClusterRankStride a shared::cta
+// address of the accessing block itself; (rank + 1) * kClusterRankStride + offset is `offset`
+// in the shared memory of block `rank` of the accessing thread's cluster (what mapa returns).
+// In the generic shared window the same layout holds above kSharedWindow.
+constexpr uint64_t kClusterRankStride = 0x0100'0000ull;
 
 } // namespace weft::sim

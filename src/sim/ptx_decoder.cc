@@ -96,6 +96,32 @@ Cmp cmpFromName(const std::string& s, bool& ok) {
   return Cmp::Eq;
 }
 
+/// The thread-block cluster special registers (%cluster_ctarank, %clusterid.x, ...).
+bool clusterSreg(const std::string& name, uint8_t& mode) {
+  static const std::pair<const char*, Sreg> sregs[] = {
+      {"%cluster_ctarank", Sreg::ClusterCtarank},
+      {"%cluster_nctarank", Sreg::ClusterNctarank},
+      {"%clusterid.x", Sreg::ClusteridX},
+      {"%clusterid.y", Sreg::ClusteridY},
+      {"%clusterid.z", Sreg::ClusteridZ},
+      {"%nclusterid.x", Sreg::NclusteridX},
+      {"%nclusterid.y", Sreg::NclusteridY},
+      {"%nclusterid.z", Sreg::NclusteridZ},
+      {"%cluster_ctaid.x", Sreg::ClusterCtaidX},
+      {"%cluster_ctaid.y", Sreg::ClusterCtaidY},
+      {"%cluster_ctaid.z", Sreg::ClusterCtaidZ},
+      {"%cluster_nctaid.x", Sreg::ClusterNctaidX},
+      {"%cluster_nctaid.y", Sreg::ClusterNctaidY},
+      {"%cluster_nctaid.z", Sreg::ClusterNctaidZ},
+      {"%is_explicit_cluster", Sreg::IsExplicitCluster}};
+  for (auto& [n, sr] : sregs)
+    if (name == n) {
+      mode = uint8_t(sr);
+      return true;
+    }
+  return false;
+}
+
 class Decoder;
 
 /// One opcode family: the function that decodes it, the Op its name stands for (families
@@ -144,6 +170,8 @@ public:
   void shfl(Op);
   void vote(Op);
   void activemask(Op);
+  void mapa(Op);
+  void barrierCluster(Op);
   void bra(Op);
   void call(Op);
   void noOperands(Op op);
@@ -242,6 +270,8 @@ void Decoder::readModifiers() {
       in_.space = Space::Global;
     else if (part == "shared" || part == "shared::cta")
       in_.space = Space::Shared;
+    else if (part == "shared::cluster")
+      in_.space = Space::SharedCluster;
     else if (part == "local")
       in_.space = Space::Local;
     else if (part == "param")
@@ -494,6 +524,7 @@ void Decoder::mov(Op) {
         in_.mode = uint8_t(sr);
         found = true;
       }
+    if (!found) found = clusterSreg(s.name, in_.mode);
     if (!found && s.name.rfind("%envreg", 0) == 0) {
       in_.mode = uint8_t(Sreg::EnvReg);
       found = true;
@@ -731,6 +762,8 @@ void Decoder::cvta(Op) {
   need(2);
   in_.op = Op::Cvta;
   if (m_.has("to")) in_.flags |= kToSpace;
+  // shared::cluster addresses live in the generic shared window too (program.h)
+  if (in_.space == Space::SharedCluster) in_.space = Space::Shared;
   if (in_.space == Space::Generic || in_.space == Space::Param)
     bad("cvta needs .global/.shared/.local/.const");
   in_.nd = in_.ns = 1;
@@ -808,7 +841,8 @@ void Decoder::atom(Op op) {
   if (m_.has("acquire") || m_.has("release") || m_.has("acq_rel")) in_.flags |= kVolatile;
 }
 
-void Decoder::bar(Op) {
+void Decoder::bar(Op op) {
+  if (m_.has("cluster")) return barrierCluster(op);
   if (m_.has("warp")) {
     in_.op = Op::BarWarp;
     if (p_.ops.size() == 1) in_.s[0] = src(p_.ops[0], Ty::U32), in_.ns = 1;
@@ -902,6 +936,34 @@ void Decoder::call(Op) {
 
 void Decoder::noOperands(Op op) {
   in_.op = op;
+}
+
+// ---------------------------------------------------------------- thread-block clusters
+
+void Decoder::mapa(Op) {
+  // mapa.shared::cluster.{u32,u64} d, a, rank (a shared::cta or shared::cluster address), or
+  // mapa.u64 d, a, rank on generic addresses of shared memory
+  if (ty_ != Ty::U32 && ty_ != Ty::U64) bad("mapa needs .u32 or .u64");
+  if (in_.space != Space::SharedCluster && in_.space != Space::Generic)
+    bad("mapa maps .shared::cluster or generic addresses");
+  if (in_.space == Space::Generic && ty_ != Ty::U64) bad("generic mapa needs .u64");
+  need(3);
+  in_.op = Op::Mapa;
+  in_.nd = 1;
+  in_.ns = 2;
+  in_.d[0] = dst(p_.ops[0]);
+  in_.s[0] = src(p_.ops[1], ty_);
+  in_.s[1] = src(p_.ops[2], Ty::U32);
+}
+
+void Decoder::barrierCluster(Op) {
+  // barrier.cluster.arrive{.release,.relaxed}{.aligned} / barrier.cluster.wait{.acquire}{.aligned}
+  const bool arrive = m_.has("arrive"), wait = m_.has("wait");
+  if (base_ != "barrier" || arrive == wait)
+    bad("only barrier.cluster.arrive and barrier.cluster.wait are supported");
+  if (!p_.ops.empty()) bad("barrier.cluster takes no operands");
+  in_.op = Op::BarCluster;
+  in_.mode = arrive ? 1 : 2;
 }
 
 // ---------------------------------------------------------------- tensor cores, async copies
@@ -1140,6 +1202,7 @@ const Family kFamilies[] = {
     {"shfl", &Decoder::shfl, Op::Shfl, false},
     {"vote", &Decoder::vote, Op::Vote, false},
     {"activemask", &Decoder::activemask, Op::Activemask, false},
+    {"mapa", &Decoder::mapa, Op::Mapa, true},
     {"ldmatrix", &Decoder::ldmatrix, Op::Ldmatrix, true},
     {"mma", &Decoder::mma, Op::Mma, true},
     {"cp", &Decoder::cpAsync, Op::CpAsync, false},

@@ -113,8 +113,10 @@ std::vector<Token> tokenize(const std::string& src) {
     }
     if (identStart(c)) {
       size_t j = i + 1;
-      while (j < n && identChar(src[j]))
-        ++j;
+      // "::" joins the parts of a qualified state space: ld.shared::cluster.u32
+      while (j < n && (identChar(src[j]) || (src[j] == ':' && j + 2 < n && src[j + 1] == ':' &&
+                                             identChar(src[j + 2]))))
+        j += src[j] == ':' ? 2 : 1;
       out.push_back({Token::Ident, src.substr(i, j - i), line});
       i = j;
       continue;
@@ -420,6 +422,14 @@ void Parser::parseFunction(bool isKernel, bool external) {
       f.maxntid = readDims();
     else if (d == ".minnctapersm" || d == ".maxnctapersm")
       number();
+    else if (d == ".reqnctapercluster") {
+      // cluster dimensions the kernel requires (x{, y{, z}}); the launch must match them
+      for (int i = 0; i < 3; ++i)
+        f.reqnctapercluster[i] = i == 0 || accept(",") ? int(number()) : 1;
+    } else if (d == ".maxclusterrank")
+      f.maxclusterrank = int(number());
+    else if (d == ".explicitcluster")
+      f.explicitCluster = true;
     else if (d == ".noreturn")
       continue;
     else

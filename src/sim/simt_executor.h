@@ -27,7 +27,8 @@ namespace weft::sim {
 
 /// A lane may run (Ready), waits at bar.sync for barrier Warp::barId (AtBarrier), waits at a
 /// warp-synchronous instruction for the other lanes of its member mask (WarpWait), or is done.
-enum LaneState : uint8_t { Ready, AtBarrier, WarpWait, Exited };
+/// AtClusterBarrier: it waits at barrier.cluster.wait for its cluster's phase to complete.
+enum LaneState : uint8_t { Ready, AtBarrier, WarpWait, Exited, AtClusterBarrier };
 
 /// A call in progress: where the caller goes on, its register and local-frame bases, and the
 /// call instruction (whose argument list says where the return values go).
@@ -58,6 +59,9 @@ struct Warp {
   uint32_t mergePc = ~0u, rpc = kNoReconvergence, stopPc = ~0u;
   bool othersReady = false;                 // ready lanes outside the group, waiting ones included
   std::vector<Reconvergence> reconvergence; // innermost last
+  // barrier.cluster: lanes that arrived and have yet to wait, and the phase each arrived in
+  uint32_t clusterArrived = 0;
+  uint64_t clusterPhase[32] = {};
   uint32_t gridBarrierCalls = 0;
   uint32_t backEdges = 0; // taken back edges while other lanes of the warp wait
   bool done = false;
@@ -76,6 +80,13 @@ constexpr uint8_t kWarpgroupBarrier = 16;
 struct Block {
   uint32_t id[3] = {0, 0, 0};
   uint64_t linear = 0;
+  // Its thread-block cluster: the cluster's blocks lie at cluster[0 .. clusterSize), this one
+  // at cluster[rank]. The barrier.cluster state lives in cluster[0]: threads that arrived in
+  // the current phase (exited ones no longer count) and the phases completed.
+  Block* cluster = this;
+  uint32_t rank = 0;
+  uint32_t clusterArrivals = 0;
+  uint64_t clusterPhases = 0;
   std::vector<Warp> warps;
   std::vector<uint8_t> shared, written;
   uint32_t liveThreads = 0;
@@ -134,6 +145,25 @@ private:
   void releaseIfComplete(Block& b, uint32_t id, bool sync);
   void exitLanes(Block& b, Warp& w, uint32_t m);
 
+  // thread-block clusters (cluster_ops.cc)
+  /// mapa: each lane's shared address mapped into block `rank` of its cluster.
+  void execMapa(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* R);
+  /// barrier.cluster.arrive of the lanes of m.
+  void arriveCluster(const Instr& I, Block& b, Warp& w, uint32_t m);
+  /// barrier.cluster.wait of the lanes of m: lanes whose phase has completed go on; the others
+  /// park (AtClusterBarrier) and the group is flushed. Returns whether any lane parked.
+  bool waitCluster(const Instr& I, Block& b, Warp& w, uint32_t m);
+  /// Completes the cluster's barrier phase when every live thread of it has arrived.
+  void releaseClusterIfComplete(Block& lead);
+  /// A thread of the cluster exits: an arrival it made in the current phase no longer counts.
+  void exitClusterLanes(Block& b, Warp& w, uint32_t m);
+  /// The host address of `size` bytes at shared::cluster address `addr` (program.h's layout);
+  /// sets sharedBlock_ to the block whose shared memory it is.
+  uint8_t* resolveCluster(Block& b, Warp& w, int l, const Instr& I, uint64_t addr, uint32_t size,
+                          bool write);
+  /// The deadlock report when threads wait at barrier.cluster.wait; "" when none does.
+  std::string clusterDeadlock(Block& b) const;
+
   // memory access and sector counting (memory_access.cc)
   /// ld / st of the lanes of m: every access resolved and checked, global sectors and
   /// shared accesses counted.
@@ -175,6 +205,8 @@ private:
   uint64_t issued_ = 0;   // warp instructions issued (all kinds), for %clock
   uint64_t minGridBarriers_ = ~0ull;
   bool cooperative_ = false;
+  uint32_t clusterSize_ = 1;
+  Block* sharedBlock_ = nullptr; // whose shared memory the last shared access resolved to
 };
 
 } // namespace weft::sim

@@ -136,6 +136,7 @@ void Executor::arriveBarrier(Block& b, Warp& w, uint32_t m, uint32_t id, uint32_
 void Executor::exitLanes(Block& b, Warp& w, uint32_t m) {
   forLanes(m, [&](int l) { w.state[l] = Exited; });
   b.liveThreads -= __builtin_popcount(m);
+  exitClusterLanes(b, w, m); // exited threads count as arrived at barrier.cluster
   // lanes parked at a warp-synchronous instruction re-check their member mask
   for (int l = 0; l < 32; ++l)
     if (w.state[l] == WarpWait) w.state[l] = Ready;
@@ -321,7 +322,7 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
           if (!anyReady) {
             bool anyBarrier = false;
             for (int l = 0; l < 32; ++l)
-              anyBarrier |= w.state[l] == AtBarrier;
+              anyBarrier |= w.state[l] == AtBarrier || w.state[l] == AtClusterBarrier;
             if (!anyBarrier)
               fault(
                   b, w, __builtin_ctz(need), I,
@@ -371,6 +372,16 @@ WarpStatus Executor::runWarp(Block& b, Warp& w, uint64_t budget) {
       resched = true;
       break;
     }
+    case Op::Mapa:
+      if (m) execMapa(I, b, w, m, R);
+      break;
+    case Op::BarCluster:
+      if (!m) break;
+      if (I.mode == 1)
+        arriveCluster(I, b, w, m);
+      else
+        resched = waitCluster(I, b, w, m);
+      break;
     case Op::Bra: {
       const uint32_t target = I.target;
       if (m == w.mask) {
