@@ -28,17 +28,23 @@ constexpr uint64_t kMaxEncodedRank = 0xffffffffull / kClusterRankStride - 1;
 
 void Executor::execMapa(const Instr& I, Block& b, Warp& w, uint32_t m, uint64_t* R) {
   uint64_t* d = R + size_t(I.d[0].reg) * 32;
-  Src a = src(I.s[0], R), rank = src(I.s[1], R);
+  const bool rankOf = I.mode == 1; // getctarank
+  Src a = src(I.s[0], R), rank = rankOf ? a : src(I.s[1], R);
   const bool generic = I.space == Space::Generic;
   forLanes(m, [&](int l) {
     uint64_t addr = a[l];
     if (generic) {
       if (addr - kSharedWindow >= kWindowSize)
         fault(b, w, l, I,
-              fmt::format("mapa of generic address 0x{:x}, which is not shared memory", addr));
+              fmt::format("{} of generic address 0x{:x}, which is not shared memory",
+                          rankOf ? "getctarank" : "mapa", addr));
       addr -= kSharedWindow;
     } else if (I.ty == Ty::U32) {
       addr = uint32_t(addr);
+    }
+    if (rankOf) {
+      d[l] = addr >= kClusterRankStride ? addr / kClusterRankStride - 1 : b.rank;
+      return;
     }
     const uint64_t r = uint32_t(rank[l]);
     if (r > kMaxEncodedRank)

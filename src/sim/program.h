@@ -85,7 +85,8 @@ enum class Op : uint8_t {
   Vote,
   Activemask,
   // thread-block clusters (cluster_ops.cc)
-  Mapa,       // mapa{.shared::cluster}.{u32,u64} d, a, rank: a's shared variable in block `rank`
+  Mapa,       // mapa{.shared::cluster}.{u32,u64} d, a, rank: a's shared variable in block `rank`;
+              // mode 1: getctarank{.shared::cluster}.{u32,u64} d, a: the rank a's block has
   BarCluster, // barrier.cluster.arrive (mode 1) / barrier.cluster.wait (mode 2)
   // tensor cores and asynchronous copies (tensor_core_ops.cc)
   Ldmatrix,      // ldmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}.shared.b16; mode 1 = .trans

@@ -942,18 +942,20 @@ void Decoder::noOperands(Op op) {
 
 void Decoder::mapa(Op) {
   // mapa.shared::cluster.{u32,u64} d, a, rank (a shared::cta or shared::cluster address), or
-  // mapa.u64 d, a, rank on generic addresses of shared memory
-  if (ty_ != Ty::U32 && ty_ != Ty::U64) bad("mapa needs .u32 or .u64");
+  // mapa.u64 d, a, rank on generic addresses of shared memory; getctarank likewise, d, a
+  const bool rankOf = base_ == "getctarank";
+  if (ty_ != Ty::U32 && ty_ != Ty::U64) bad("needs .u32 or .u64");
   if (in_.space != Space::SharedCluster && in_.space != Space::Generic)
-    bad("mapa maps .shared::cluster or generic addresses");
-  if (in_.space == Space::Generic && ty_ != Ty::U64) bad("generic mapa needs .u64");
-  need(3);
+    bad("takes .shared::cluster or generic addresses");
+  if (in_.space == Space::Generic && ty_ != Ty::U64) bad("generic addresses need .u64");
+  need(rankOf ? 2 : 3);
   in_.op = Op::Mapa;
+  in_.mode = rankOf ? 1 : 0;
   in_.nd = 1;
-  in_.ns = 2;
+  in_.ns = rankOf ? 1 : 2;
   in_.d[0] = dst(p_.ops[0]);
   in_.s[0] = src(p_.ops[1], ty_);
-  in_.s[1] = src(p_.ops[2], Ty::U32);
+  if (!rankOf) in_.s[1] = src(p_.ops[2], Ty::U32);
 }
 
 void Decoder::barrierCluster(Op) {
@@ -1203,6 +1205,7 @@ const Family kFamilies[] = {
     {"vote", &Decoder::vote, Op::Vote, false},
     {"activemask", &Decoder::activemask, Op::Activemask, false},
     {"mapa", &Decoder::mapa, Op::Mapa, true},
+    {"getctarank", &Decoder::mapa, Op::Mapa, true},
     {"ldmatrix", &Decoder::ldmatrix, Op::Ldmatrix, true},
     {"mma", &Decoder::mma, Op::Mma, true},
     {"cp", &Decoder::cpAsync, Op::CpAsync, false},

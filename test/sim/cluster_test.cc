@@ -252,3 +252,52 @@ TEST_CASE("barrier.cluster errors: a thread that never arrives deadlocks the clu
                                     "without a barrier.cluster.wait in between at PTX line "));
   CHECK_THAT(err, Catch::EndsWith("block (0,0,0), thread (0,0,0)"));
 }
+
+TEST_CASE("pushing into another block: atom and st on shared::cluster addresses, getctarank, "
+          "ld/st.shared::cta",
+          "[sim][cluster]") {
+  auto dev = makeSimDevice(h100());
+  for (uint32_t size : {1u, 2u, 4u}) {
+    INFO("cluster size " << size);
+    const uint32_t blocks = 8, threads = 96;
+    Buffer<uint32_t> out(*dev, size_t(blocks / size) * (1 + size));
+    LaunchCounters c = runPtx(*dev, readPtx("cluster.ptx"), "cluster_push",
+                              clusterGrid(dims(blocks), threads, size), {out.arg()});
+    std::vector<uint32_t> want;
+    for (uint32_t cl = 0; cl < blocks / size; ++cl) {
+      want.push_back(size * threads);
+      for (uint32_t r = 0; r < size; ++r)
+        want.push_back(100 * r + 7);
+    }
+    CHECK(out.get() == want);
+    CHECK(c.atomics == blocks * 3);                    // 3 warps per block
+    CHECK(c.clusterBarriers == 2 * (blocks / size));   // 2 phases per cluster
+    CHECK(c.clusterSharedLoads == 0);                  // nothing read from another block
+  }
+}
+
+TEST_CASE("the kernel's .reqnctapercluster and .maxclusterrank are checked at launch",
+          "[sim][cluster][errors]") {
+  auto dev = makeSimDevice(h100());
+  const std::string ptx = readPtx("cluster.ptx");
+  CHECK(runPtx(*dev, ptx, "cluster_required", clusterGrid(dims(8), 32, 4), {}).clusterBarriers ==
+        2);
+  CHECK(errorOf([&] { runPtx(*dev, ptx, "cluster_required", clusterGrid(dims(8), 32, 2), {}); }) ==
+        "kernel 'cluster_required': cluster size 2: the kernel requires .reqnctapercluster 4, 1, "
+        "1 (clusters here are clusterSize blocks along x)");
+  CHECK(runPtx(*dev, ptx, "cluster_at_most2", clusterGrid(dims(8), 32, 2), {}).clusterBarriers ==
+        4);
+  CHECK(errorOf([&] { runPtx(*dev, ptx, "cluster_at_most2", clusterGrid(dims(8), 32, 4), {}); }) ==
+        "kernel 'cluster_at_most2': cluster size 4: the kernel allows .maxclusterrank 2");
+}
+
+TEST_CASE("barrier.cluster.wait without an arrive is an error naming the thread",
+          "[sim][cluster][errors]") {
+  auto dev = makeSimDevice(h100());
+  std::string err = errorOf([&] {
+    runPtx(*dev, readPtx("cluster.ptx"), "cluster_wait_only", clusterGrid(dims(2), 32, 1), {});
+  });
+  CHECK_THAT(err, Catch::StartsWith("kernel 'cluster_wait_only': barrier.cluster.wait without a "
+                                    "barrier.cluster.arrive before it at PTX line "));
+  CHECK_THAT(err, Catch::EndsWith("`barrier.cluster.wait;`, block (0,0,0), thread (0,0,0)"));
+}
