@@ -22,6 +22,9 @@
 //    (directly or through a generic address), sectors = distinct 32-byte sectors touched.
 //    Atomics and reductions on data count in `atomics` and their sectors in globalSectorsWritten.
 //  - blockBarriers: completed bar.sync/barrier.sync, once per block per completion.
+//  - clusterBarriers: completed barrier.cluster phases, once per cluster per phase.
+//  - clusterSharedLoads: per warp-level load that reads another block's shared memory (a
+//    shared::cluster load of the own block counts in sharedLoads).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -1,8 +1,9 @@
 // One launch (simt_executor.h): the launch's checks (kernel, block size, .reqntid/.maxntid,
 // shared memory, parameters), block and warp setup, special registers, the error messages
 // that name a thread, and the block loops: plain launches run block after block (or a sample
-// of them, ExecOptions::sampleBlocks), cooperative launches keep every block resident and
-// interleave warps; both report a deadlock when no thread makes progress. Also the occupancy
+// of them, ExecOptions::sampleBlocks), cluster launches run cluster after cluster with each
+// cluster's blocks interleaved (cluster_ops.cc), cooperative launches keep every block resident
+// and interleave warps; all report a deadlock when no thread makes progress. Also the occupancy
 // estimate (blocksPerSM) the cooperative check and the sim Device use.
 #include <algorithm>
 #include <vector>
