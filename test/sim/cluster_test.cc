@@ -309,3 +309,20 @@ TEST_CASE("barrier.cluster.wait without an arrive is an error naming the thread"
                                     "barrier.cluster.arrive before it at PTX line "));
   CHECK_THAT(err, Catch::EndsWith("`barrier.cluster.wait;`, block (0,0,0), thread (0,0,0)"));
 }
+
+TEST_CASE("every ld.shared::cluster type: u8, s8, b16, b32, s32, b64, f32, f64",
+          "[sim][cluster]") {
+  auto dev = makeSimDevice(h100());
+  const uint32_t blocks = 4, size = 2;
+  Buffer<uint64_t> out(*dev, size_t(blocks) * 9);
+  runPtx(*dev, readPtx("cluster.ptx"), "cluster_types", clusterGrid(dims(blocks), 64, size),
+         {out.arg()});
+  std::vector<uint64_t> want;
+  for (uint32_t b = 0; b < blocks; ++b) {
+    const uint64_t n = (b % size + 1) % size; // the neighbour's rank
+    const uint64_t f64 = dbits(2.5 + double(n));
+    want.insert(want.end(), {0x11 + n, 0xffffffffffffff88ull, 0x4433, 0x88776655,
+                             0xffffffff88776655ull, 0x8877665544332211ull + n, f64 >> 32, f64, 0});
+  }
+  CHECK(out.get() == want);
+}
