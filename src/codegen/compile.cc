@@ -55,18 +55,17 @@ void initialiseNvptx() {
   });
 }
 
-/// One per module: a TargetMachine is not shared between threads.
-std::unique_ptr<llvm::TargetMachine> nvptxMachine(const DeviceSpec& device, bool compact) {
+/// One per module: a TargetMachine is not shared between threads. `sm` is ptxTarget's.
+std::unique_ptr<llvm::TargetMachine> nvptxMachine(const std::string& sm, bool compact) {
   std::string err;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(kTriple, err);
   if (!target) throw Error("LLVM has no NVPTX target: " + err);
   llvm::TargetOptions opts;
-  auto* tm =
-      target->createTargetMachine(kTriple, device.smName(), kPtxFeature, opts, llvm::Reloc::PIC_,
-                                  std::nullopt,
-                                  compact ? llvm::CodeGenOptLevel::Default
-                                          : llvm::CodeGenOptLevel::Aggressive);
-  if (!tm) throw Error("LLVM cannot target " + device.smName());
+  auto* tm = target->createTargetMachine(kTriple, sm, kPtxFeature, opts, llvm::Reloc::PIC_,
+                                         std::nullopt,
+                                         compact ? llvm::CodeGenOptLevel::Default
+                                                 : llvm::CodeGenOptLevel::Aggressive);
+  if (!tm) throw Error("LLVM cannot target " + sm);
   return std::unique_ptr<llvm::TargetMachine>(tm);
 }
 
@@ -106,7 +105,7 @@ std::map<int, CompiledKernel> sharedLibraryKernels(const fusion::FusionPlan& pla
   if (library.size() < 2) return shared;
   std::vector<std::string> bodies(library.size());
   std::vector<CompiledKernel> infos(library.size());
-  const llvm::DataLayout layout = nvptxMachine(plan.device, compact)->createDataLayout();
+  const llvm::DataLayout layout = nvptxMachine(ptxTarget(plan), compact)->createDataLayout();
   parallelFor(threads, library.size(), [&](size_t j) {
     llvm::LLVMContext ctx;
     llvm::Module m("weft", ctx);
@@ -146,7 +145,7 @@ std::map<int, CompiledKernel> sharedLibraryKernels(const fusion::FusionPlan& pla
 /// names it; the steps in `shared` are not emitted, their kernels launch another step's entry.
 void emitChunk(Chunk& c, const fusion::FusionPlan& plan, const std::string& libdevice,
                bool compact, const std::map<int, CompiledKernel>& shared) {
-  c.tm = nvptxMachine(plan.device, compact);
+  c.tm = nvptxMachine(ptxTarget(plan), compact);
   c.ctx = std::make_unique<llvm::LLVMContext>();
   c.module = std::make_unique<llvm::Module>("weft", *c.ctx);
   llvm::Module& m = *c.module;
@@ -195,13 +194,13 @@ void optimiseChunk(Chunk& c, const CodegenOptions& options, bool compact) {
   }
 }
 
-void printPtx(Chunk& c, const DeviceSpec& device, bool keepLlvmIr) {
+void printPtx(Chunk& c, const std::string& sm, bool keepLlvmIr) {
   if (keepLlvmIr) c.llvmIr = printModule(*c.module);
   llvm::SmallString<0> ptx;
   llvm::raw_svector_ostream os(ptx);
   llvm::legacy::PassManager pm;
   if (c.tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-    throw Error("the NVPTX backend cannot emit PTX for " + device.smName());
+    throw Error("the NVPTX backend cannot emit PTX for " + sm);
   pm.run(*c.module);
   c.ptx = std::string(ptx.str());
   c.module.reset(); // frees the chunk's IR while the other chunks print
@@ -217,6 +216,14 @@ double forEachChunk(std::vector<Chunk>& chunks, int threads,
 }
 
 } // namespace
+
+std::string ptxTarget(const fusion::FusionPlan& plan) {
+  for (const fusion::Step& step : plan.steps)
+    if (const auto* call = std::get_if<fusion::LibraryCall>(&step);
+        call && plan.graph.node(call->op).kind == ir::OpKind::Dot && call->gemm.warpgroups())
+      return plan.device.smName() + "a";
+  return plan.device.smName();
+}
 
 bool compactCode(const fusion::FusionPlan& plan) {
   return int64_t(plan.graph.size()) >= kCompactCodeOps;
@@ -256,7 +263,8 @@ CompiledModule compileToPtx(const fusion::FusionPlan& plan, const CodegenOptions
   for (Chunk& c : chunks)
     modules.push_back(c.module.get());
   if (chunks.size() > 1) uniquifyLocalSymbols(modules);
-  forEachChunk(chunks, threads, [&](Chunk& c) { printPtx(c, plan.device, options.keepLlvmIr); });
+  const std::string sm = ptxTarget(plan);
+  forEachChunk(chunks, threads, [&](Chunk& c) { printPtx(c, sm, options.keepLlvmIr); });
   std::vector<std::string> ptx;
   for (Chunk& c : chunks) {
     ptx.push_back(std::move(c.ptx));

@@ -72,4 +72,9 @@ bool compactCode(const fusion::FusionPlan& plan);
 /// on a module of its own, so they must keep no mutable state outside it.
 CompiledModule compileToPtx(const fusion::FusionPlan& plan, const CodegenOptions& options = {});
 
+/// The PTX target (.target, and LLVM's NVPTX CPU) a plan compiles for: the device's sm_XX, or
+/// its architecture-specific sm_XXa when a GEMM runs on instructions only that has (wgmma:
+/// sm_90a). ptxas must assemble such PTX for the same sm_XXa (runPtxas does).
+std::string ptxTarget(const fusion::FusionPlan& plan);
+
 } // namespace weft::codegen

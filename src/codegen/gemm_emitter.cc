@@ -1,9 +1,11 @@
-// A tiled GEMM, on CUDA cores or tensor cores (mma.sync), emitted from its GemmPlan.
+// A tiled GEMM, on CUDA cores or tensor cores (mma.sync, or Hopper's wgmma), emitted from its
+// GemmPlan.
 #include "codegen/gemm_emitter.h"
 
 #include <map>
 
 #include <fmt/format.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include "codegen/elemental_emitter.h"
@@ -46,7 +48,8 @@ private:
   // [blockK][blockN]; tensor cores stage each tile as its operand lies, for ldmatrix (a
   // row-major A as [blockM][blockK], a column-major B as [blockN][blockK], the others K-major),
   // rows padded by the plan's rowPad.
-  bool mma() const { return p_.engine == fusion::GemmPlan::Engine::TensorCore; }
+  // Warpgroup MMA stages both tiles K-major in core matrices (GemmPlan::Engine::Warpgroup).
+  bool mma() const { return p_.tensorCores(); }
   /// One operand's tile: how it lies in global memory and in shared memory.
   struct Operand {
     const fusion::GemmOperand* layout;
@@ -55,6 +58,9 @@ private:
     bool kContiguous;   // global memory: K is the contiguous dim
     bool kRows;         // shared memory: K-major ([blockK][pitch]), else [outer][pitch]
     int pitch;          // elements per staged row
+    /// Shared memory: core matrices of 8 rows × 8 K elements (wgmma's no-swizzle layout),
+    /// kChunks = blockK / 8 of them per 8 rows; kRows is false and pitch is blockK.
+    int kChunks = 0;
     int64_t offset = 0; // bytes from the stage's start
     Value* arg = nullptr;
     Value *outerDim = nullptr, *ld = nullptr, *batchStride = nullptr;
@@ -63,6 +69,12 @@ private:
     int64_t bytes(int blockK, int e) const { return int64_t(kRows ? blockK : outer) * pitch * e; }
     /// The staged element of tile coordinates (o, kk).
     Value* element(llvm::IRBuilder<>& b, Value* o, Value* kk) const {
+      if (kChunks) {
+        Value* matrix = b.CreateAdd(b.CreateMul(b.CreateLShr(o, 3), b.getInt32(uint32_t(kChunks))),
+                                    b.CreateLShr(kk, 3));
+        Value* inside = b.CreateAdd(b.CreateMul(b.CreateAnd(o, 7), b.getInt32(8)), b.CreateAnd(kk, 7));
+        return b.CreateAdd(b.CreateMul(matrix, b.getInt32(64)), inside);
+      }
       return kRows ? b.CreateAdd(b.CreateMul(kk, b.getInt32(uint32_t(pitch))), o)
                    : b.CreateAdd(b.CreateMul(o, b.getInt32(uint32_t(pitch))), kk);
     }
@@ -117,6 +129,20 @@ private:
   /// The same with tf32 inputs (GemmPlan::tf32): per 8-wide K step, each warp's fragments of
   /// f32 elements (ldmatrix or ld.shared), rounded to tf32, and mma.sync m16n8k8 per tile.
   void multiplyTf32(Value* stage);
+  /// The same with Hopper's warpgroup MMA: per 16-wide K step one wgmma m64n<warpN>k16 per
+  /// warpgroup, A and B read from the staged core matrices through matrix descriptors; the
+  /// K tile's wgmmas are fenced, committed and waited for in one inline-PTX sequence.
+  void multiplyWarpgroup(Value* stage);
+  /// fence.proxy.async.shared::cta: the tiles this thread wrote to shared memory (st.shared or
+  /// cp.async, the generic proxy) become visible to wgmma's reads (the async proxy).
+  void fenceProxyAsync();
+  /// The barrier before a staged K tile is multiplied (after the proxy fence on wgmma).
+  void tilesStaged() {
+    if (p_.warpgroups()) fenceProxyAsync();
+    k_.blockBarrier();
+  }
+  /// m16n8 accumulator tiles per warp: rows (a wgmma warp's 16) and columns.
+  int fragmentTilesM() const { return p_.warpgroups() ? 1 : p_.warpM / 16; }
   /// The declaration of intrinsic `id`; ldmatrix's is overloaded on its (shared) pointer.
   llvm::Function* declare(llvm::Intrinsic::ID id);
   /// acc (tilesM × tilesN m16n8 accumulator fragments, 4 each, row-major) += the mma `mmaFn`
@@ -182,14 +208,18 @@ Value* GemmEmitter::kGuard(Value* k0, Value* kk) {
 }
 
 GemmEmitter::Operand GemmEmitter::operandA() const {
-  Operand o{&p_.a, p_.blockM, p_.vectorA, p_.a.rowMajor(), !mma() || !p_.a.rowMajor(), 0};
+  Operand o{&p_.a, p_.blockM, p_.vectorA, p_.a.rowMajor(),
+            !mma() || (!p_.warpgroups() && !p_.a.rowMajor()), 0};
   o.pitch = (o.kRows ? p_.blockM : p_.blockK) + p_.rowPad(o.kRows);
+  if (p_.warpgroups()) o.kChunks = p_.blockK / 8;
   return o;
 }
 
 GemmEmitter::Operand GemmEmitter::operandB() const {
-  Operand o{&p_.b, p_.blockN, p_.vectorB, !p_.b.rowMajor(), !mma() || p_.b.rowMajor(), 0};
+  Operand o{&p_.b, p_.blockN, p_.vectorB, !p_.b.rowMajor(),
+            !mma() || (!p_.warpgroups() && p_.b.rowMajor()), 0};
   o.pitch = (o.kRows ? p_.blockN : p_.blockK) + p_.rowPad(o.kRows);
+  if (p_.warpgroups()) o.kChunks = p_.blockK / 8;
   o.offset = aTile_.bytes(p_.blockK, e_);
   return o;
 }
@@ -348,6 +378,10 @@ void GemmEmitter::multiplyMma(Value* stage) {
     multiplyTf32(stage);
     return;
   }
+  if (p_.warpgroups()) {
+    multiplyWarpgroup(stage);
+    return;
+  }
   Value* aOff = b_.CreateMul(stage, i32(stageBytes()));
   Value* bOff = b_.CreateAdd(aOff, i32(bTile_.offset));
   const int tilesM = p_.warpM / 16, tilesN = p_.warpN / 8;
@@ -425,6 +459,72 @@ void GemmEmitter::mmaTiles(llvm::Function* mmaFn, const std::vector<std::vector<
       for (unsigned i = 0; i < 4; ++i)
         acc[first + i] = b_.CreateExtractValue(d, i);
     }
+}
+
+void GemmEmitter::fenceProxyAsync() {
+  auto* fence = llvm::InlineAsm::get(llvm::FunctionType::get(b_.getVoidTy(), false),
+                                     "fence.proxy.async.shared::cta;", "~{memory}", true);
+  b_.CreateCall(fence);
+}
+
+void GemmEmitter::multiplyWarpgroup(Value* stage) {
+  // Matrix descriptors (PTX ISA, wgmma): start address >> 4 in bits 0-13, the leading-dimension
+  // byte offset (between core matrices along K: 128) >> 4 in bits 16-29, the stride-dimension
+  // byte offset (between 8-row groups: blockK / 8 core matrices of 128 bytes) >> 4 in bits
+  // 32-45, no swizzle (bits 62-63 zero). Warpgroup w multiplies rows 64 w .. 64 w + 63 of A by
+  // all of B; K step ks starts 2 ks core matrices in.
+  const int n = p_.warpN, regs = n / 2, ksteps = p_.blockK / 16;
+  const uint64_t strideBytes = uint64_t(p_.blockK) * 16;
+  const uint64_t fixed = (uint64_t(128) >> 4) << 16 | (strideBytes >> 4) << 32;
+  llvm::Type* i64 = b_.getInt64Ty();
+  Value* tiles = b_.CreatePtrToInt(tiles_, i64);
+  Value* stageStart =
+      b_.CreateAdd(tiles, b_.CreateZExt(b_.CreateMul(stage, i32(stageBytes())), i64));
+  Value* group = b_.CreateZExt(b_.CreateLShr(tid_, 7), i64);
+  Value* aStart = b_.CreateAdd(
+      b_.CreateAdd(stageStart, b_.getInt64(uint64_t(aTile_.offset))),
+      b_.CreateMul(group, b_.getInt64(uint64_t(p_.warpM) * uint64_t(p_.blockK) * uint64_t(e_))));
+  Value* bStart = b_.CreateAdd(stageStart, b_.getInt64(uint64_t(bTile_.offset)));
+  auto descriptor = [&](Value* start, int ks) {
+    Value* at = b_.CreateAdd(start, b_.getInt64(uint64_t(ks) * 256));
+    Value* field = b_.CreateLShr(b_.CreateAnd(at, b_.getInt64(0x3ffff)), 4);
+    return b_.CreateOr(field, b_.getInt64(fixed));
+  };
+  // One inline-PTX sequence per K tile: its accumulators out ($0 ..) and in (tied to them, the
+  // next regs operands), then two descriptors per K step; waiting for the group inside it keeps
+  // every use of the results after the wait.
+  const char* type = t_ == ir::DType::bf16 ? "bf16" : "f16";
+  std::string list;
+  for (int i = 0; i < regs; ++i)
+    list += fmt::format("{}${}", i ? ", " : "", i);
+  std::string text = "wgmma.fence.sync.aligned;\n";
+  for (int ks = 0; ks < ksteps; ++ks)
+    text += fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, ${}, ${}, 1, 1, "
+                        "1, 0, 0;\n",
+                        n, type, type, list, 2 * regs + 2 * ks, 2 * regs + 2 * ks + 1);
+  text += "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;";
+  std::string constraints;
+  for (int i = 0; i < regs; ++i)
+    constraints += "=f,";
+  for (int i = 0; i < regs; ++i)
+    constraints += fmt::format("{},", i);
+  for (int i = 0; i < 2 * ksteps; ++i)
+    constraints += "l,";
+  constraints += "~{memory}";
+  std::vector<llvm::Type*> results(size_t(regs), b_.getFloatTy()), params(size_t(regs), b_.getFloatTy());
+  params.insert(params.end(), size_t(2 * ksteps), i64);
+  auto* fnType = llvm::FunctionType::get(llvm::StructType::get(k_.ctx(), results), params, false);
+  auto* wgmma = llvm::InlineAsm::get(fnType, text, constraints, true);
+  std::vector<Value*> args;
+  for (llvm::AllocaInst* a : acc_)
+    args.push_back(b_.CreateLoad(b_.getFloatTy(), a));
+  for (int ks = 0; ks < ksteps; ++ks) {
+    args.push_back(descriptor(aStart, ks));
+    args.push_back(descriptor(bStart, ks));
+  }
+  Value* d = b_.CreateCall(wgmma, args);
+  for (unsigned i = 0; i < unsigned(regs); ++i)
+    b_.CreateStore(b_.CreateExtractValue(d, i), acc_[i]);
 }
 
 Value* GemmEmitter::roundToTf32(Value* bits) {
@@ -513,7 +613,7 @@ void GemmEmitter::storeMmaResult(Value* po) {
   Value* lane = b_.CreateAnd(tid_, 31);
   Value* g = b_.CreateLShr(lane, 2);
   Value* t2 = b_.CreateMul(b_.CreateAnd(lane, 3), i32(2));
-  const int tilesM = p_.warpM / 16, tilesN = p_.warpN / 8;
+  const int tilesM = fragmentTilesM(), tilesN = p_.warpN / 8;
   for (int mi = 0; mi < tilesM; ++mi)
     for (int half = 0; half < 2; ++half) {
       Value* row = b_.CreateAdd(row0_, b_.CreateAdd(g, i32(mi * 16 + half * 8)));
@@ -641,7 +741,10 @@ void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
   kExact_ = exact(p_.k, p_.blockK);
   aTile_.outerExact = mExact_;
   bTile_.outerExact = nExact_;
-  int accumulators = mma() ? p_.warpM * p_.warpN / 32 : p_.threadM * p_.threadN;
+  // a warpgroup's 64 × warpN accumulators over its 128 threads; a warp's warpM × warpN over 32
+  int accumulators = p_.warpgroups() ? p_.warpM * p_.warpN / 128
+                     : mma()         ? p_.warpM * p_.warpN / 32
+                                     : p_.threadM * p_.threadN;
   for (int i = 0; i < accumulators; ++i)
     acc_.push_back(k_.entryAlloca(ct_, fmt::format("acc{}", i)));
 
@@ -670,7 +773,12 @@ void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
   Value* lane = b_.CreateAnd(tid_, 31);
   Value* warpRow = b_.CreateUDiv(warp, i32(p_.warpsN()));
   Value* warpCol = b_.CreateURem(warp, i32(p_.warpsN()));
-  if (mma()) {
+  if (p_.warpgroups()) {
+    // warp w holds rows 16 w .. 16 w + 15 of the tile (warpgroup w / 4's rows 64 (w / 4) ..,
+    // its own 16 of them by w % 4) across the whole blockN
+    row0_ = b_.CreateMul(warp, i32(16));
+    col0_ = i32(0);
+  } else if (mma()) {
     // the warp's tile origin; fragments place the lanes inside it
     row0_ = b_.CreateMul(warpRow, i32(p_.warpM));
     col0_ = b_.CreateMul(warpCol, i32(p_.warpN));
@@ -721,7 +829,7 @@ void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
         b_.CreateCall(
             llvm::Intrinsic::getDeclaration(k_.module, llvm::Intrinsic::nvvm_cp_async_wait_group),
             {b_.getInt32(1)});
-        k_.blockBarrier();
+        tilesStaged();
         multiplyMma(stage);
         k_.blockBarrier();
       });
@@ -734,7 +842,7 @@ void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
       Staged a = loadA(k_.index(0)), bt = loadB(k_.index(0));
       storeA(a, i32(0));
       storeB(bt, i32(0));
-      k_.blockBarrier();
+      tilesStaged();
       k_.loop("kstep", k_.index(0), kTiles, k_.index(1), [&](Value* kt) {
         Value* stage = b_.CreateTrunc(b_.CreateAnd(kt, k_.index(1)), b_.getInt32Ty());
         Value* next = b_.CreateMul(b_.CreateAdd(kt, k_.index(1)), k_.index(p_.blockK));
@@ -743,7 +851,7 @@ void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
         Value* other = b_.CreateXor(stage, i32(1));
         storeA(na, other);
         storeB(nb, other);
-        k_.blockBarrier();
+        tilesStaged();
       });
     } else {
       k_.loop("kstep", k_.index(0), kTiles, k_.index(1), [&](Value* kt) {
@@ -751,7 +859,7 @@ void GemmEmitter::emit(Value* pa, Value* pb, Value* po) {
         Staged a = loadA(k0), bt = loadB(k0);
         storeA(a, i32(0));
         storeB(bt, i32(0));
-        k_.blockBarrier();
+        tilesStaged();
         mma() ? multiplyMma(i32(0)) : multiply(i32(0));
         k_.blockBarrier();
       });

@@ -75,8 +75,12 @@ PtxasReport runPtxas(const std::string& ptxasPath, const std::string& ptx,
   if (!mkdtemp(dir.data())) throw Error("cannot create a temporary directory for ptxas");
   std::string in = dir + "/kernels.ptx";
   std::ofstream(in) << ptx;
+  // PTX for an architecture-specific target (.target sm_90a: wgmma) assembles only for that
+  // target: `arch` sm_90 then means sm_90a.
+  std::string target = arch;
+  if (ptx.find(".target " + arch + "a") != std::string::npos) target = arch + "a";
   std::string cmd =
-      "'" + ptxasPath + "' -arch=" + arch + " -v -o '" + dir + "/kernels.cubin' '" + in + "' 2>&1";
+      "'" + ptxasPath + "' -arch=" + target + " -v -o '" + dir + "/kernels.cubin' '" + in + "' 2>&1";
   PtxasReport r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) throw Error("cannot run " + ptxasPath);

@@ -25,7 +25,8 @@ struct PtxasReport {
 /// $CUDA_HOME/bin/ptxas, /usr/local/cuda/bin/ptxas, or ptxas on PATH; "" when there is none.
 std::string findPtxas();
 
-/// Runs `ptxas -arch=<arch> -v` on `ptx` (written to a temporary file).
+/// Runs `ptxas -arch=<arch> -v` on `ptx` (written to a temporary file); for PTX whose .target
+/// is arch's architecture-specific variant (sm_90a for sm_90), -arch=sm_90a.
 PtxasReport runPtxas(const std::string& ptxasPath, const std::string& ptx, const std::string& arch);
 
 /// Parses ptxas -v output (exposed for tests).

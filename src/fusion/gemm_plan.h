@@ -50,7 +50,20 @@ struct GemmPlan {
   /// fragments come from the staged tiles through ldmatrix (a row-major A as [blockM][blockK],
   /// a row-major B as [blockK][blockN] read with .trans; column-major operands staged as they
   /// lie, the other way round); threadM, threadN and columnRun are unused.
-  enum class Engine : uint8_t { Fma, TensorCore };
+  /// Warpgroup: Hopper's wgmma.mma_async.m64nNk16 (sm_90 only, the sm_90a PTX target; f16/bf16
+  /// inputs, f32 accumulation): warpgroups of 128 threads (blockSize / 128 of them) each cover
+  /// warpM (64) × warpN (= blockN) of the block tile with one wgmma m64n<warpN>k16 per 16-wide
+  /// K step, A and B read by the tensor cores from shared memory through matrix descriptors.
+  /// Both tiles are staged K-major in core matrices (8 rows × 16 bytes, no swizzle): element
+  /// (o, kk) of a tile at ((o / 8) * (blockK / 8) + kk / 8) * 64 + (o % 8) * 8 + kk % 8, so
+  /// the descriptors' leading-dimension offset is 128 bytes and their stride offset
+  /// blockK * 16. An operand contiguous along K is copied as it lies (cp.async when both are);
+  /// one contiguous along M or N is transposed on its way into shared memory, element by
+  /// element (double-buffered through registers: the next K tile is loaded while this one is
+  /// multiplied).
+  /// Accumulator fragments are mma.sync's (each warp's 16 rows, warpN / 8 m16n8 tiles), so
+  /// the result's store and epilogue are the TensorCore path's; sharedPad is 0.
+  enum class Engine : uint8_t { Fma, TensorCore, Warpgroup };
   Engine engine = Engine::Fma;
   /// TensorCore on f32 operands (CompileOptions::tf32, sm_80+): mma.sync.m16n8k8 with tf32
   /// inputs, k-steps of 8. The tiles are staged in f32 as they lie (cp.async as for f16); each
@@ -112,6 +125,9 @@ struct GemmPlan {
 
   /// K of one mma instruction (m16n8k16, or m16n8k8 for tf32).
   int mmaK() const { return tf32 ? 8 : 16; }
+  bool warpgroups() const { return engine == Engine::Warpgroup; }
+  /// Tensor cores of either kind: accumulators in m16n8 fragments.
+  bool tensorCores() const { return engine != Engine::Fma; }
   int warpsM() const { return blockM / warpM; }
   int warpsN() const { return blockN / warpN; }
   int lanesN() const { return warpN / threadN; } // lanes of a warp across its tile's columns

@@ -1,6 +1,7 @@
 #include "fusion/gemm_planner.h"
 
 #include <algorithm>
+#include <span>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -30,6 +31,14 @@ constexpr TileShape kMmaTiles[] = {
     {64, 128, 32, 32, 0, 0},  // warps 2 × 4, 2 × 4
     {64, 64, 32, 16, 0, 0},   // warps 2 × 4, 2 × 2
     {32, 32, 16, 8, 0, 0},    // warps 2 × 4, 1 × 1
+};
+/// Warpgroup-MMA tiles: warpgroups of 64 rows × the whole blockN (one wgmma m64n<blockN>k16 per
+/// K step each), one or two per block.
+constexpr TileShape kWarpgroupTiles[] = {
+    {128, 128, 64, 128, 0, 0}, // 2 warpgroups, 64 accumulators per thread
+    {128, 64, 64, 64, 0, 0},   // 2 warpgroups, 32
+    {64, 128, 64, 128, 0, 0},  // 1 warpgroup, 64
+    {64, 64, 64, 64, 0, 0},    // 1 warpgroup, 32
 };
 constexpr int kThreads = 256;
 /// K beyond which float sums are two-level (GemmPlan::tileSums).
@@ -289,6 +298,10 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec,
   bool mma = tensorCores && (t == ir::DType::f16 || t == ir::DType::bf16 || tf32);
   if (mma) p.engine = GemmPlan::Engine::TensorCore;
   p.tf32 = mma && tf32;
+  // Hopper's warpgroup MMA where the device has it: sm_90 (wgmma is an sm_90a instruction,
+  // which later architectures do not keep), f16 and bf16 (tf32 stays on mma.sync).
+  const bool wgmma = mma && !p.tf32 && spec.computeCapability == 90 && options.warpgroupMma;
+  if (wgmma) p.engine = GemmPlan::Engine::Warpgroup;
   if (tf32 && !tensorCores)
     p.engineNote = fmt::format("tf32 asked for, but sm_{} has no tf32 tensor cores (sm_80+)",
                                spec.computeCapability);
@@ -309,7 +322,9 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec,
   const TileShape* best = nullptr;
   int64_t bestBytes = 0, bestBlocks = 0;
   bool bestFits = false;
-  for (const TileShape& c : mma ? kMmaTiles : kTiles) {
+  for (const TileShape& c : wgmma ? std::span<const TileShape>(kWarpgroupTiles)
+                             : mma ? std::span<const TileShape>(kMmaTiles)
+                                   : std::span<const TileShape>(kTiles)) {
     if (wide && c.threadM * c.threadN > 32) continue;
     int64_t tm = ceilDiv(M, c.blockM), tn = ceilDiv(N, c.blockN);
     int64_t bytes = aBytes * tn + bBytes * tm + cBytes * cSectorShare;
@@ -336,7 +351,7 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec,
   // k-steps of 16 on tensor cores: 64 bytes; tf32: two k-steps of 8, 64 bytes of f32, which
   // keeps 128 x 128 double-buffered tiles within 48 KB of static shared memory).
   p.blockK = p.tf32 ? 16 : mma ? 32 : std::max(4, 32 / e);
-  p.blockSize = kThreads;
+  p.blockSize = wgmma ? 128 * (p.blockM / p.warpM) : kThreads;
   // Along the dim each operand is contiguous in (a transposed one: the other way).
   p.vectorA = p.a.rowMajor() ? vectorAlong(p.k, int(eA), p.blockK, {p.a.ld, p.a.batchStride})
                              : vectorAlong(p.m, int(eA), p.blockM, {p.a.ld, p.a.batchStride});
@@ -346,7 +361,7 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec,
     p.columnRun = 2; // an mma accumulator holds two adjacent columns
     // 16 bytes: a staged row's pitch is then an odd multiple of 16 bytes (f32: 16 + 4
     // elements, 80 bytes), so the eight rows one ldmatrix reads fall in different banks
-    p.sharedPad = 16 / e;
+    p.sharedPad = wgmma ? 0 : 16 / e;
   } else {
     p.columnRun = std::min(p.threadN, std::max(1, 16 / e));
   }
@@ -359,15 +374,17 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec,
   // cp.async copies 4, 8 or 16 bytes into a layout equal to global's (tensor cores only; the
   // FMA path transposes A on the way).
   // A prologue's elementwise ops run between the load and the store: no cp.async then.
+  // Warpgroup MMA stages both tiles K-major: cp.async only when both are K-contiguous.
   p.asyncCopy = mma && p.stages == 2 && p.vectorA * e >= 4 && p.vectorB * e >= 4 &&
-                !p.a.computed() && !p.b.computed();
+                !p.a.computed() && !p.b.computed() &&
+                (!wgmma || (p.a.rowMajor() && !p.b.rowMajor()));
   // Without cp.async, a tensor-core tile's next K tile would wait in registers beside the
   // accumulators and fragments (255 registers and spills at 128 x 128 with scalar loads):
-  // one stage instead.
-  if (mma && !p.asyncCopy) p.stages = 1;
+  // one stage instead. wgmma keeps no fragments in registers: its next tile waits there.
+  if (mma && !wgmma && !p.asyncCopy) p.stages = 1;
   // Tensor cores stage each tile as its operand lies (a column-major A as [blockK][blockM], a
   // column-major B as [blockN][blockK]); the FMA path stages A K-major and B N-major.
-  bool aKRows = !mma || !p.a.rowMajor(), bNRows = mma && !p.b.rowMajor();
+  bool aKRows = !mma || (!wgmma && !p.a.rowMajor()), bNRows = wgmma || (mma && !p.b.rowMajor());
   int64_t aTile = aKRows ? int64_t(p.blockK) * (p.blockM + p.rowPad(true))
                          : int64_t(p.blockM) * (p.blockK + p.rowPad(false));
   int64_t bTile = bNRows ? int64_t(p.blockN) * (p.blockK + p.rowPad(false))
@@ -377,7 +394,7 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec,
   p.tiles = p.batch * tilesAlong(p.m, p.blockM) * tilesAlong(p.n, p.blockN);
   if (!p.tiles.isStatic()) {
     // Registers: the accumulators and one K step's operands, plus addressing.
-    int regs = mma ? p.warpM * p.warpN / 32 + 48
+    int regs = mma ? p.warpM * p.warpN / (wgmma ? 128 : 32) + 48
                    : (p.threadM * p.threadN + p.threadM + p.threadN) * (wide ? 2 : 1) + 40;
     p.maxBlocks = int64_t(spec.smCount) *
                   std::max(1, blocksPerSM(spec, p.blockSize, regs, p.sharedBytes)) * 4;
@@ -415,8 +432,10 @@ std::string GemmPlan::str() const {
     return fmt::format("a by {}, b by {}", how(a.rowMajor()), how(!b.rowMajor()));
   };
   std::string inner =
-      engine == Engine::Fma
-          ? fmt::format("thread {}x{} (runs of {})", threadM, threadN, columnRun)
+      engine == Engine::Fma ? fmt::format("thread {}x{} (runs of {})", threadM, threadN, columnRun)
+      : engine == Engine::Warpgroup
+          ? fmt::format("wgmma m64n{}k16 per warpgroup, {} warpgroups, core matrices (no swizzle)",
+                        warpN, blockSize / 128)
           : fmt::format("{}x{} mma m16n8k{}{} per warp, {}, pad {}", warpM / 16, warpN / 8, mmaK(),
                         tf32 ? " (tensor cores tf32)" : "", fragments(),
                         tf32 ? fmt::format("{} ({} K-major)", sharedPad, rowPad(true))
@@ -424,7 +443,7 @@ std::string GemmPlan::str() const {
   std::string s = fmt::format(
       "gemm {} batch {} M {} N {} K {}: block {}x{}x{}, warp {}x{}, {}, "
       "vector a{} b{} c{}, stages {}{}, split-k {}{}, {} threads, shared {} B, tiles {}",
-      engine == Engine::Fma ? "fma" : "mma", batch.str(), m.str(), n.str(), k.str(), blockM, blockN,
+      engine == Engine::Fma ? "fma" : engine == Engine::Warpgroup ? "wgmma" : "mma", batch.str(), m.str(), n.str(), k.str(), blockM, blockN,
       blockK, warpM, warpN, inner, vectorA, vectorB, vectorC, stages,
       asyncCopy ? " (cp.async)" : "", splitK, tileSums ? ", tile sums" : "", blockSize, sharedBytes,
       tiles.str());

@@ -17,6 +17,8 @@ struct GemmOptions {
   /// f32 dots on tensor cores with tf32 inputs (CompileOptions::tf32): each operand element
   /// rounded to a 10-bit significand, products accumulated in f32.
   bool tf32 = false;
+  /// f16 and bf16 dots on Hopper's warpgroup MMA (wgmma) on sm_90; false: mma.sync there too.
+  bool warpgroupMma = true;
 };
 
 /// The plan of dot `dot` of `g` (operands [..., M, K] and [..., K, N]); `fused` names the

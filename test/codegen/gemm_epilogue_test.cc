@@ -100,8 +100,9 @@ TEST_CASE("gemm epilogue: bias, GELU, residual, casts match the interpreter on o
         REQUIRE_FALSE(callOf(plan).epilogue.empty());
         CHECK(plan.kernelCount() == 0);
         bool lowFloat = t == DType::f16 || t == DType::bf16;
+        // h100: f16 and bf16 on Hopper's warpgroup MMA (wgmma)
         CHECK(callOf(plan).gemm.engine ==
-              (lowFloat ? fusion::GemmPlan::Engine::TensorCore : fusion::GemmPlan::Engine::Fma));
+              (lowFloat ? fusion::GemmPlan::Engine::Warpgroup : fusion::GemmPlan::Engine::Fma));
         Moved moved =
             check(plan, toleranceFor(consumers == DotConsumers::BiasCast ? DType::f16 : t));
         CHECK(moved.launches == 1);

@@ -10,6 +10,7 @@
 
 #include "codegen/compile.h"
 #include "codegen/ptxas.h"
+#include "fusion/gemm_planner.h"
 #include "fusion/plan.h"
 #include "fusion/plan_explainer.h"
 #include "fusion/plan_printer.h"
@@ -131,6 +132,7 @@ TEST_CASE("gemm: bytes moved at most 3x the operands and result", "[codegen][sim
 
 TEST_CASE("gemm: f16 and bf16 on tensor cores (mma.sync, ldmatrix) match the interpreter",
           "[codegen][sim][gemm]") {
+  // h100 takes wgmma by default (test_gemm_wgmma); mma.sync on sm_90 when asked
   for (const char* profile : {"a100", "h100"})
     for (DType t : {DType::f16, DType::bf16}) {
       INFO(profile << " " << ir::dtypeName(t));
@@ -139,6 +141,7 @@ TEST_CASE("gemm: f16 and bf16 on tensor cores (mma.sync, ldmatrix) match the int
                                     {ir::Shape{}, 128, 256, 256}}) {
         ir::Graph g = dotGraph(t, batch, m, k, n);
         auto plan = fusion::plan(g, *deviceSpecProfile(profile), fusion::Policy::AStitch);
+        fusion::replanGemms(plan, {.warpgroupMma = false});
         REQUIRE(gemmOf(plan).engine == fusion::GemmPlan::Engine::TensorCore);
         codegen::CompiledModule mod = codegen::compileToPtx(plan);
         CHECK(mod.ptx.find("mma.sync.aligned.m16n8k16.row.col.f32") != std::string::npos);
@@ -240,6 +243,8 @@ TEST_CASE("gemm: transposed and head-split operands are read in place, on FMA an
     for (const Case& c : cases) {
       ir::Graph g = layoutGraph(t, c.batch, c.m, c.k, c.n, c.a, c.b);
       auto plan = fusion::plan(g, *deviceSpecProfile("h100"), fusion::Policy::AStitch);
+      // the ldmatrix forms of mma.sync (wgmma's staging: test_gemm_wgmma)
+      fusion::replanGemms(plan, {.warpgroupMma = false});
       INFO(ir::dtypeName(t) << " a " << feedName(c.a) << " b " << feedName(c.b) << ": "
                             << gemmOf(plan).str());
       CHECK(plan.kernelCount() == 0); // no transpose kernel

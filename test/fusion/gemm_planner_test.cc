@@ -57,20 +57,36 @@ TEST_CASE("gemm planner: f16 and bf16 on tensor cores from sm_80, FMA before", "
   for (DType t : {DType::f16, DType::bf16}) {
     ir::Graph g = dotGraph(t, {}, 128, 768, 768);
     auto h100 = fusion::planGemm(g, g.outputs()[0], *deviceSpecProfile("h100"));
+    auto h100Sync =
+        fusion::planGemm(g, g.outputs()[0], *deviceSpecProfile("h100"), {}, {.warpgroupMma = false});
     auto a100 = fusion::planGemm(g, g.outputs()[0], *deviceSpecProfile("a100"));
     auto v100 = fusion::planGemm(g, g.outputs()[0], *deviceSpecProfile("v100"));
-    CHECK(h100.engine == fusion::GemmPlan::Engine::TensorCore);
+    CHECK(h100.engine == fusion::GemmPlan::Engine::Warpgroup);
+    CHECK(h100Sync.engine == fusion::GemmPlan::Engine::TensorCore);
     CHECK(a100.engine == fusion::GemmPlan::Engine::TensorCore);
     CHECK(v100.engine == fusion::GemmPlan::Engine::Fma);
-    // whole m16n8 tiles per warp, two k16 steps per K tile, padded rows for ldmatrix
-    CHECK(h100.warpM % 16 == 0);
-    CHECK(h100.warpN % 8 == 0);
+    // mma.sync: whole m16n8 tiles per warp, two k16 steps per K tile, padded rows for ldmatrix
+    for (const fusion::GemmPlan* p : {&a100, &h100Sync}) {
+      CHECK(p->warpM % 16 == 0);
+      CHECK(p->warpN % 8 == 0);
+      CHECK(p->blockK == 32);
+      CHECK(p->sharedPad == 8);
+      CHECK_FALSE(p->tileSums);
+      CHECK(p->asyncCopy); // 16-byte vectors: cp.async.cg
+      CHECK_THAT(p->str(), Catch::Contains("mma m16n8k16"));
+    }
+    // wgmma: warpgroups of 64 rows by the whole blockN, core matrices without padding; the
+    // row-major B is transposed into K-major core matrices, double-buffered through registers
+    CHECK(h100.warpM == 64);
+    CHECK(h100.warpN == h100.blockN);
+    CHECK(h100.blockSize == 128 * (h100.blockM / 64));
     CHECK(h100.blockK == 32);
-    CHECK(h100.sharedPad == 8);
-    CHECK_FALSE(h100.tileSums);
-    CHECK(h100.asyncCopy); // 16-byte vectors: cp.async.cg
+    CHECK(h100.sharedPad == 0);
+    CHECK_FALSE(h100.asyncCopy);
+    CHECK(h100.stages == 2);
+    CHECK(h100.sharedBytes == 2 * (h100.blockM + h100.blockN) * 32 * 2);
+    CHECK_THAT(h100.str(), Catch::Contains("gemm wgmma"));
     CHECK_FALSE(v100.asyncCopy);
-    CHECK_THAT(h100.str(), Catch::Contains("mma m16n8k16"));
   }
   // f32 stays on FMA (TF32 is not planned)
   auto f32 = planOf(dotGraph(DType::f32, {}, 128, 768, 768));
