@@ -326,3 +326,22 @@ TEST_CASE("every ld.shared::cluster type: u8, s8, b16, b32, s32, b64, f32, f64",
   }
   CHECK(out.get() == want);
 }
+
+TEST_CASE("a ring all-reduce over the cluster: one barrier.cluster phase per step in a loop",
+          "[sim][cluster][counters]") {
+  auto dev = makeSimDevice(h100());
+  for (uint32_t size : {1u, 2u, 4u, 8u, 16u}) {
+    INFO("cluster size " << size);
+    const uint32_t blocks = 16, threads = 128;
+    Buffer<uint32_t> out(*dev, size_t(blocks) * threads);
+    LaunchCounters c = runPtx(*dev, readPtx("cluster.ptx"), "cluster_ring",
+                              clusterGrid(dims(blocks), threads, size), {out.arg()});
+    std::vector<uint32_t> want;
+    for (uint32_t b = 0; b < blocks; ++b)
+      for (uint32_t t = 0; t < threads; ++t)
+        want.push_back(size * (size + 1) / 2 + size * t);
+    CHECK(out.get() == want);
+    CHECK(c.clusterBarriers == size * (blocks / size)); // size - 1 steps and the last phase
+    CHECK(c.clusterSharedLoads == (size - 1) * blocks * 4); // 4 warps per block and step
+  }
+}
