@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
 
+#include "codegen/cluster_access.h"
 #include "codegen/grid_barrier.h"
 #include "codegen/stitched_kernel_emitter.h"
 #include "weft/error.h"
@@ -72,9 +73,51 @@ void KernelEmitter::emitAcrossTilesInit(ir::NodeId reduce) {
           });
 }
 
+void KernelEmitter::writeClusterPartials(ir::NodeId reduce, llvm::Value* shared) {
+  // Behind a cluster barrier: block r of the cluster's C combines results
+  // [r * chunk, (r + 1) * chunk) of every block's partials, in rank order, and writes them to
+  // the cluster's row (chunk = ceil(results / C)).
+  llvm::IRBuilder<>& b = b_;
+  const ir::Node& r = node(reduce);
+  ir::ReduceKind kind = r.attr<ir::ReduceAttrs>().kind;
+  ir::DType partialType = sharedPartialDType(r.type.dtype);
+  llvm::Value* results = k_.dim(ir::numElements(r.type.shape));
+  llvm::Value* rank = k_.toIndex(clusterRank(k_));
+  llvm::Value* blocks = clusterBlocks(k_);
+  llvm::Value* chunk =
+      b.CreateUDiv(b.CreateAdd(results, b.CreateSub(k_.toIndex(blocks), k_.index(1))),
+                   k_.toIndex(blocks));
+  llvm::Value* lo = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b.CreateMul(rank, chunk), results);
+  llvm::Value* hi = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b.CreateAdd(lo, chunk), results);
+  llvm::Value* partials = k_.bufferPointer(placement(reduce).partialsBuffer, reduce);
+  llvm::Value* row = b.CreateMul(k_.toIndex(clusterIndex(k_)), results);
+  llvm::AllocaInst* acc = k_.entryAlloca(computeType(k_.ctx(), r.type.dtype), r.name + ".kacc");
+  k_.loop(r.name + ".cluster", b.CreateAdd(lo, k_.toIndex(k_.threadId())), hi,
+          k_.index(k_.blockSize), [&](llvm::Value* c) {
+            b.CreateStore(reductionIdentity(k_.ctx(), kind, r.type.dtype), acc);
+            k_.loop(r.name + ".ranks", b.getInt32(0), blocks, b.getInt32(1), [&](llvm::Value* q) {
+              llvm::Value* v = loadFromClusterBlock(k_, shared, partialType, c, q);
+              b.CreateStore(reductionCombine(b, kind, r.type.dtype,
+                                             b.CreateLoad(acc->getAllocatedType(), acc), v),
+                            acc);
+            });
+            k_.storeElement(partials, r.type.dtype, b.CreateAdd(row, c),
+                            b.CreateLoad(acc->getAllocatedType(), acc));
+          });
+  clusterPartials_.insert(reduce);
+}
+
 void KernelEmitter::emitSharedPartialsToGlobal() {
   // Each thread writes the partials it owns (no barrier: the same thread accumulated them).
+  // Through the cluster, every block's partials are combined first (writeClusterPartials).
   llvm::IRBuilder<>& b = b_;
+  if (phase_->throughCluster && !sharedPartials_.empty()) {
+    clusterBarrier(k_);
+    for (const auto& [reduce, shared] : sharedPartials_)
+      writeClusterPartials(reduce, shared);
+    sharedPartials_.clear();
+    return;
+  }
   for (const auto& [reduce, shared] : sharedPartials_) {
     const ir::Node& r = node(reduce);
     AcrossPartials p = acrossPartials(reduce);
@@ -208,6 +251,13 @@ void KernelEmitter::emitSlotAccumulatorsToPartials(const fusion::SlotPlan& sp) {
     });
     k_.blockBarrier();
   }
+  if (phase_->throughCluster) {
+    clusterBarrier(k_); // every block of the cluster has combined its rows
+    for (size_t i = 0; i < sp.across.size(); ++i)
+      writeClusterPartials(sp.across[i], sharedOf(i));
+    slotAccumulators_.clear();
+    return;
+  }
   for (size_t i = 0; i < sp.across.size(); ++i) {
     const ir::Node& r = node(sp.across[i]);
     llvm::Value* results = k_.dim(ir::numElements(r.type.shape));
@@ -253,7 +303,9 @@ void KernelEmitter::emitAcrossTilesCombine(const fusion::Stage& st) {
       llvm::Value* partials = k_.bufferPointer(placement(r.id).partialsBuffer, r.id);
       llvm::AllocaInst* acc = accs[i];
       b.CreateStore(reductionIdentity(k_.ctx(), kind, r.type.dtype), acc);
-      k_.loop(r.name + ".blocks", k_.index(0), blocks, k_.index(1), [&](llvm::Value* blk) {
+      // one row per block, or per cluster when the cluster combined its blocks' rows
+      llvm::Value* rows = clusterPartials_.count(r.id) ? k_.toIndex(clusterCount(k_)) : blocks;
+      k_.loop(r.name + ".blocks", k_.index(0), rows, k_.index(1), [&](llvm::Value* blk) {
         llvm::Value* v =
             k_.loadElement(partials, r.type.dtype, b.CreateAdd(b.CreateMul(blk, results), c));
         b.CreateStore(

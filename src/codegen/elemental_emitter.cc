@@ -187,9 +187,6 @@ llvm::Value* roundToDType(llvm::IRBuilder<>& b, llvm::Value* v, DType t) {
   return v;
 }
 
-namespace {
-
-/// A value read from memory (storage type) → its compute type.
 llvm::Value* fromMemory(llvm::IRBuilder<>& b, llvm::Value* v, DType t) {
   switch (t) {
   case DType::f16:
@@ -203,7 +200,6 @@ llvm::Value* fromMemory(llvm::IRBuilder<>& b, llvm::Value* v, DType t) {
   }
 }
 
-/// A compute value → its storage type.
 llvm::Value* toMemory(llvm::IRBuilder<>& b, llvm::Value* v, DType t) {
   switch (t) {
   case DType::f16:
@@ -216,8 +212,6 @@ llvm::Value* toMemory(llvm::IRBuilder<>& b, llvm::Value* v, DType t) {
     return v;
   }
 }
-
-} // namespace
 
 llvm::Value* KernelContext::loadElement(llvm::Value* base, DType t, llvm::Value* flat,
                                         unsigned align) {

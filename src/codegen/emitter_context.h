@@ -151,6 +151,9 @@ int vectorChunk(ir::DType t, int width);
 
 llvm::Type* computeType(llvm::LLVMContext& c, ir::DType t);
 llvm::Type* memoryType(llvm::LLVMContext& c, ir::DType t);
+/// A value read from memory (storage type) → its compute type, and back.
+llvm::Value* fromMemory(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t);
+llvm::Value* toMemory(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t);
 /// Compute value → the dtype's precision and back (f16/bf16 round to nearest even).
 llvm::Value* roundToDType(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType t);
 /// Converts a compute value of dtype `from` to a compute value of dtype `to`, as the

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "codegen/cluster_access.h"
 #include "codegen/grid_barrier.h"
 #include "codegen/stitched_kernel_emitter.h"
 #include "weft/error.h"
@@ -515,22 +516,62 @@ void KernelEmitter::finishStagingArena() {
 
 void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
   // Each staged input is copied into shared memory once per block, before the phase's tiles,
-  // and the phase reads it there.
+  // and the phase reads it there. Through the cluster, block r of C loads elements
+  // [r * chunk, (r + 1) * chunk) from global memory and copies the others from the cluster's
+  // blocks that loaded them (chunk = ceil(n / C)).
   if (phase.staged.empty()) return;
   llvm::LLVMContext& c = m_.getContext();
   llvm::Value* array = stagingArray(phase.stagedOffset);
+  llvm::Value* tid = k_.toIndex(k_.threadId());
+  llvm::Value* rank = nullptr;
+  llvm::Value* blocks = nullptr;
+  if (phase.throughCluster) {
+    rank = k_.toIndex(clusterRank(k_));
+    blocks = k_.toIndex(clusterBlocks(k_));
+  }
+  struct Copy {
+    const ir::Node* n;
+    llvm::Value* shared;
+    llvm::Value* chunk; // elements each block of the cluster loads
+  };
+  std::vector<Copy> copies;
   for (const fusion::StagedInput& in : phase.staged) {
     const ir::Node& n = node(in.input);
     llvm::Value* global = k_.bufferPointer(placement(in.input).buffer, in.input);
     llvm::Value* shared =
         b_.CreateConstInBoundsGEP1_64(llvm::Type::getInt8Ty(c), array, uint64_t(in.offset));
-    k_.loop(n.name + ".stage", k_.toIndex(k_.threadId()), k_.elements(n.type.shape),
-            k_.index(k_.blockSize), [&](llvm::Value* i) {
+    llvm::Value* count = k_.elements(n.type.shape);
+    llvm::Value* lo = k_.index(0);
+    llvm::Value* hi = count;
+    llvm::Value* chunk = nullptr;
+    if (phase.throughCluster) {
+      chunk = b_.CreateUDiv(b_.CreateAdd(count, b_.CreateSub(blocks, k_.index(1))), blocks);
+      lo = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b_.CreateMul(rank, chunk), count);
+      hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b_.CreateAdd(lo, chunk), count);
+    }
+    k_.loop(n.name + ".stage", b_.CreateAdd(lo, tid), hi, k_.index(k_.blockSize),
+            [&](llvm::Value* i) {
               k_.storeElement(shared, n.type.dtype, i, k_.loadElement(global, n.type.dtype, i));
             });
+    copies.push_back({&n, shared, chunk});
     gen_->setGenerator(in.input, [this, shared, &n](const Index& idx) {
       return k_.loadTensorElement(shared, n.type.dtype, n.type.shape, idx);
     });
+  }
+  if (phase.throughCluster) {
+    clusterBarrier(k_); // every block's share is in its shared memory
+    for (const Copy& cp : copies) {
+      const ir::Node& n = *cp.n;
+      k_.loop(n.name + ".peers", tid, k_.elements(n.type.shape), k_.index(k_.blockSize),
+              [&](llvm::Value* i) {
+                llvm::Value* owner = b_.CreateUDiv(i, cp.chunk);
+                k_.ifThen(b_.CreateICmpNE(owner, rank), [&] {
+                  llvm::Value* v = loadFromClusterBlock(k_, cp.shared, n.type.dtype, i,
+                                                        b_.CreateTrunc(owner, b_.getInt32Ty()));
+                  k_.storeElement(cp.shared, n.type.dtype, i, v);
+                });
+              });
+    }
   }
   k_.blockBarrier();
 }
@@ -957,6 +998,7 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
     for (const fusion::Stage* st : across)
       emitAcrossTilesCombine(*st);
   }
+  clusterPartials_.clear();
   // A split reduce with a partials buffer: combine the partials after a grid barrier.
   const fusion::Group& g0 = kp_.groups.at(size_t(phase.front()->group));
   if (s.split > 1 && placement(g0.dominant).partialsBuffer >= 0) {
@@ -992,6 +1034,10 @@ EmittedKernel KernelEmitter::run() {
     emitPhase(kp_.phases[i]);
   }
   phase_ = nullptr;
+  // A block's shared memory must outlive its cluster's reads of it.
+  if (std::any_of(kp_.phases.begin(), kp_.phases.end(),
+                  [](const fusion::PhasePlan& p) { return p.throughCluster; }))
+    clusterBarrier(k_);
   b_.CreateRetVoid();
   finishStagingArena();
   if (kp_.registerLimit > 0) annotate(m_, k_.fn, "maxnreg", kp_.registerLimit);

@@ -99,6 +99,9 @@ private:
   AcrossPartials acrossPartials(ir::NodeId reduce);
   void emitAcrossTilesInit(ir::NodeId reduce);
   void emitSharedPartialsToGlobal();
+  /// Combines the cluster's blocks' partials of `reduce` (at `shared` in each block) into the
+  /// cluster's row of the partials buffer; behind a cluster barrier.
+  void writeClusterPartials(ir::NodeId reduce, llvm::Value* shared);
   void emitAcrossTilesAccumulate(const TileSpace& s, ir::NodeId reduce);
   void emitAcrossTilesCombine(const fusion::Stage& st);
   void emitSlotAccumulate(ir::NodeId reduce);
@@ -138,6 +141,8 @@ private:
   bool slotsReading_ = false; // slot stages are being emitted: tile slices may be read
   // per across reduce of the slot phase: one accumulator per slot step and vector lane
   std::map<ir::NodeId, std::vector<llvm::AllocaInst*>> slotAccumulators_;
+  // across-tiles reduces of the current phase whose partials have one row per cluster
+  std::set<ir::NodeId> clusterPartials_;
   // across-tiles reduces of the current phase whose block partials are in shared memory
   std::map<ir::NodeId, llvm::Value*> sharedPartials_;
   llvm::GlobalVariable* stagingArena_ = nullptr; // placeholder until finishStagingArena

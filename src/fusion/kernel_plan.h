@@ -199,6 +199,10 @@ struct LaunchPlan {
   int64_t sharedBytes = 0;   // static + dynamic shared memory per block
   int maxRegisters = 0;      // applied as .maxnreg; 0: none
   bool cooperative = false;
+  // Blocks per thread-block cluster (sm_90+, fusion/cluster_plan.h); 1: none. A launch uses it
+  // when it divides the grid and clusterSize 1 otherwise: the kernel reads its cluster's size at
+  // run time and is correct for any.
+  int clusterSize = 1;
 };
 
 // ---- phases: every emission decision (the planner's last step, src/fusion/phase_planner.h) ----
@@ -299,6 +303,11 @@ struct PhasePlan {
   int64_t slicesOffset = 0; // tile slices' array in the staging arena
   std::vector<TileSlice> slices;
   int64_t stagingBytes = 0; // of the staging arena this phase uses
+  // Shared through the block's thread-block cluster (launch.clusterSize > 1): each block loads
+  // its share of the staged inputs and copies the rest from its cluster's blocks, and the
+  // block partials of the phase's across-tiles reduces kept in shared memory (slot
+  // accumulators, sharedPartials) are combined across the cluster, one row per cluster.
+  bool throughCluster = false;
 };
 
 struct KernelPlan {

@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "fusion/cluster_plan.h"
 #include "fusion/gemm_planner.h"
 #include "fusion/memory_planning.h"
 #include "fusion/phase_planner.h"
@@ -140,6 +141,8 @@ FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy polic
                               [](const Buffer& b) { return !b.elements.isStatic(); });
   if (!symbolic) planMemory(plan);
   planPhases(plan); // the emission decisions, once every kernel's buffers are known
+  for (Step& step : plan.steps)
+    if (auto* k = std::get_if<KernelPlan>(&step)) planClusters(plan.graph, plan.device, *k);
   return plan;
 }
 

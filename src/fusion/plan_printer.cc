@@ -199,12 +199,18 @@ std::string printPhasePlan(const PhasePlan& p, size_t index, const ir::Graph& g)
   }
   for (const SharedPartials& s : p.sharedPartials)
     os << fmt::format("    shared partials: {} at {}\n", valueName(g, s.reduce), s.offset);
+  bool clusterPartials = !p.sharedPartials.empty() || (p.slots && !p.slots->across.empty());
+  if (p.throughCluster && clusterPartials)
+    os << "    block partials combined across the cluster in shared memory: one row per cluster\n";
   if (!p.staged.empty()) {
     std::string list;
     for (const StagedInput& s : p.staged)
       list += fmt::format("{}{} +{}", list.empty() ? "" : ", ", valueName(g, s.input), s.offset);
-    os << fmt::format("    staged in shared memory once per block, at {}: {}\n", p.stagedOffset,
-                      list);
+    os << fmt::format("    staged in shared memory once per {}, at {}: {}\n",
+                      p.throughCluster ? "cluster (each block loads its share, copies the rest "
+                                         "from its cluster's blocks)"
+                                       : "block",
+                      p.stagedOffset, list);
   }
   if (!p.slices.empty()) {
     std::string list;
@@ -261,9 +267,10 @@ std::string printKernelPlan(const KernelPlan& k, const ir::Graph& g) {
     os << printPhasePlan(k.phases[i], i, g);
   const LaunchPlan& l = k.launch;
   os << fmt::format("  launch: block {}, tiles {}, max blocks {}, shared {} B, max registers {}, "
-                    "cooperative {}\n",
+                    "cooperative {}{}\n",
                     l.blockSize, l.tiles.str(), l.maxBlocks, l.sharedBytes, l.maxRegisters,
-                    l.cooperative ? "yes" : "no");
+                    l.cooperative ? "yes" : "no",
+                    l.clusterSize > 1 ? fmt::format(", cluster {}", l.clusterSize) : "");
   const RegisterEstimate r = estimateRegisters(g, k);
   os << fmt::format("  registers: estimated {} = base {} + {} buffer(s) + max(loop {}, combine {}) "
                     "+ slots {}\n",

@@ -38,7 +38,8 @@ json kernelToJson(const codegen::CompiledKernel& k) {
             {"maxBlocks", l.maxBlocks},
             {"sharedBytes", l.sharedBytes},
             {"maxRegisters", l.maxRegisters},
-            {"cooperative", l.cooperative}}}};
+            {"cooperative", l.cooperative},
+            {"clusterSize", l.clusterSize}}}};
 }
 
 codegen::CompiledKernel kernelFromJson(const json& j) {
@@ -62,6 +63,8 @@ codegen::CompiledKernel kernelFromJson(const json& j) {
   k.launch.sharedBytes = l.at("sharedBytes").get<int64_t>();
   k.launch.maxRegisters = l.at("maxRegisters").get<int>();
   k.launch.cooperative = l.at("cooperative").get<bool>();
+  k.launch.clusterSize = l.at("clusterSize").get<int>();
+  if (k.launch.clusterSize < 1) throw Error("compile cache: malformed cluster size");
   return k;
 }
 

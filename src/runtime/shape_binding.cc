@@ -48,6 +48,10 @@ BoundShapes bindShapes(const CompiledProgram& program, const Binding& binding) {
     c.block.x = static_cast<uint32_t>(k.launch.blockSize);
     c.dynamicSharedBytes = k.dynamicSharedBytes;
     c.cooperative = k.launch.cooperative;
+    // The kernel reads its cluster's size at run time: a grid the planned size does not divide
+    // (a symbolic tile count) runs without clusters.
+    if (k.launch.clusterSize > 1 && grid % k.launch.clusterSize == 0)
+      c.clusterSize = uint32_t(k.launch.clusterSize);
     s.launches.push_back(c);
   }
   return s;

@@ -40,6 +40,8 @@ std::vector<HostTensor> runOnSim(const fusion::FusionPlan& plan,
     c.block.x = uint32_t(k.launch.blockSize);
     c.dynamicSharedBytes = k.dynamicSharedBytes;
     c.cooperative = k.launch.cooperative;
+    if (k.launch.clusterSize > 1 && grid % k.launch.clusterSize == 0)
+      c.clusterSize = uint32_t(k.launch.clusterSize);
     std::vector<KernelArg> args;
     for (const auto& p : k.params) {
       switch (p.kind) {

@@ -1,7 +1,8 @@
 #pragma once
 // Test support: runs a compiled FusionPlan on the simulator device, the way the runtime does
 // (one buffer per plan buffer, kernels in order, barrier state zeroed, grid = min(tiles,
-// maxBlocks)), and returns the graph's outputs.
+// maxBlocks), the planned cluster size where it divides the grid), and returns the graph's
+// outputs.
 #include <vector>
 
 #include "codegen/compile.h"

@@ -240,22 +240,26 @@ TEST_CASE("layer norm backward reads x and dy once: column sums accumulate in th
     FAIL("no input " << name);
     return ir::NodeId(-1);
   };
-  int64_t blocks = int64_t(c.blocks);
-  int64_t partialSectors = blocks * 768 * 4 / 32; // one row of partials per block and reduce
+  // On sm_90 the blocks of a thread-block cluster stage gamma once between them and combine
+  // their partials before one row per cluster goes out (fusion/cluster_plan.h).
+  int64_t cluster = std::get<fusion::KernelPlan>(plan.steps.at(0)).launch.clusterSize;
+  REQUIRE(int64_t(c.blocks) % cluster == 0);
+  int64_t clusters = int64_t(c.blocks) / cluster;
+  int64_t partialSectors = clusters * 768 * 4 / 32; // one row of partials per cluster and reduce
   int64_t outputs = 0;
   for (ir::NodeId o : g.outputs())
     outputs += sectorsOf(g, o);
-  // Outputs once, and each block's partials of dgamma and dbeta.
+  // Outputs once, and each cluster's partials of dgamma and dbeta.
   CHECK(c.globalSectorsWritten == uint64_t(outputs + 2 * partialSectors));
-  // x and dy once, gamma once per block (staged), the partials once; mean and rstd are read by
-  // each warp for its row (one sector per row each).
+  // x and dy once, gamma once per cluster (staged, each block its share of whole sectors), the
+  // partials once; mean and rstd are read by each warp for its row (one sector per row each).
   int64_t rows = 1024;
   CHECK(c.globalSectorsRead == uint64_t(sectorsOf(g, input("x")) + sectorsOf(g, input("dy")) +
-                                        blocks * sectorsOf(g, input("gamma")) +
+                                        clusters * sectorsOf(g, input("gamma")) +
                                         2 * partialSectors + 2 * rows));
 }
 
-TEST_CASE("Figure 7: global scratch is written once and read from shared memory per block",
+TEST_CASE("Figure 7: global scratch is written once and read from shared memory per cluster",
           "[codegen][traffic][sim]") {
   ir::Graph g = example("astitch_fig7", 1024); // parameter.1 [1024, 128, 32]
   fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
@@ -267,10 +271,15 @@ TEST_CASE("Figure 7: global scratch is written once and read from shared memory 
   CHECK(m.ptx.find("stitch0_reduce_1_staged[1536]") != std::string::npos);
   int64_t blocks = int64_t(c.blocks);
   int64_t column = 128 * 4 / 32; // sectors of one [128] f32 vector
-  // multiply.1 once; power.1 and reduce.2 once each; reduce.2's partials once per block (they
-  // accumulate in shared memory over the block's tiles).
+  // multiply.1 once; power.1 and reduce.2 once each; reduce.2's partials once per thread-block
+  // cluster (they accumulate in shared memory over the block's tiles, and the cluster's blocks
+  // combine theirs through distributed shared memory: fusion/cluster_plan.h).
+  int64_t cluster = std::get<fusion::KernelPlan>(plan.steps.at(0)).launch.clusterSize;
+  REQUIRE(cluster > 1);
+  REQUIRE(blocks % cluster == 0);
+  CHECK(c.clusterSharedLoads > 0);
   CHECK(c.globalSectorsWritten ==
-        uint64_t(sectorsOf(g, g.outputs().at(0)) + 2 * column + blocks * column));
+        uint64_t(sectorsOf(g, g.outputs().at(0)) + 2 * column + blocks / cluster * column));
   int64_t compulsory = sectorsOf(g, g.inputs().at(0)) + sectorsOf(g, g.inputs().at(1)) +
                        sectorsOf(g, g.outputs().at(0));
   CHECK(double(c.globalSectorsRead + c.globalSectorsWritten) <= 1.10 * double(compulsory));

@@ -124,6 +124,55 @@ TEST_CASE("a cooperative launch goes through cuLaunchCooperativeKernel", "[cuda]
   CHECK(fakeDriver().launches[0].grid[0] == 264);
 }
 
+TEST_CASE("a cooperative launch in clusters goes through cuLaunchKernelEx once the clusters fit",
+          "[cuda]") {
+  auto api = fakeDriverApi();
+  CudaDevice device(api, 0);
+  KernelHandle k = device.getKernel(device.loadModule("ptx"), "grid_sync");
+  LaunchConfig c;
+  c.grid = {264, 1, 1};
+  c.block = {128, 1, 1};
+  c.cooperative = true;
+  c.clusterSize = 4;
+  fakeDriver().calls.clear();
+  device.launch(k, c, {});
+  device.launch(k, c, {}); // the occupancy answer is kept
+  CHECK(fakeDriver().calls ==
+        Calls{"cuOccupancyMaxActiveClusters", "cuLaunchKernelEx", "cuLaunchKernelEx"});
+  REQUIRE(fakeDriver().launches.size() == 2);
+  CHECK(fakeDriver().launches[0].cooperative);
+  CHECK(fakeDriver().launches[0].clusterSize == 4);
+  CHECK(fakeDriver().launches[0].grid[0] == 264);
+}
+
+TEST_CASE("clusters that cannot all be resident, or that the driver refuses, launch without",
+          "[cuda]") {
+  auto api = fakeDriverApi();
+  CudaDevice device(api, 0);
+  KernelHandle k = device.getKernel(device.loadModule("ptx"), "grid_sync");
+  LaunchConfig c;
+  c.grid = {264, 1, 1};
+  c.block = {128, 1, 1};
+  c.cooperative = true;
+  c.clusterSize = 4;
+  fakeDriver().maxActiveClusters = 65; // 260 blocks: one cluster short of the grid
+  fakeDriver().calls.clear();
+  device.launch(k, c, {});
+  CHECK(fakeDriver().calls == Calls{"cuOccupancyMaxActiveClusters", "cuLaunchCooperativeKernel"});
+  CHECK(fakeDriver().launches.back().clusterSize == 1);
+
+  KernelHandle other = device.getKernel(device.loadModule("ptx2"), "other");
+  fakeDriver().maxActiveClusters = 66;
+  fakeDriver().failures["cuLaunchKernelEx"] = CUDA_ERROR_NOT_SUPPORTED;
+  fakeDriver().calls.clear();
+  device.launch(other, c, {});
+  device.launch(other, c, {}); // refused once: never asked again
+  CHECK(fakeDriver().calls == Calls{"cuOccupancyMaxActiveClusters", "cuLaunchKernelEx",
+                                    "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel"});
+  CHECK(fakeDriver().launches.back().clusterSize == 1);
+  CHECK(fakeDriver().launches.back().cooperative);
+}
+
 TEST_CASE("dynamic shared memory above 48 KiB is opted in once per kernel and size", "[cuda]") {
   auto api = fakeDriverApi();
   CudaDevice device(api, 0);

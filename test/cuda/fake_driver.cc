@@ -274,6 +274,27 @@ std::shared_ptr<const DriverApi> fakeDriverApi() {
     return runOrCapture("cuLaunchCooperativeKernel",
                         launchOf(f, gx, gy, gz, bx, by, bz, shared, true, params));
   };
+  api->cuLaunchKernelEx = [](const CUlaunchConfig* c, CUfunction f, void** params,
+                             void** extra) {
+    if (extra) return CUDA_ERROR_INVALID_VALUE;
+    bool cooperative = false;
+    uint32_t cluster = 1;
+    for (unsigned i = 0; i < c->numAttrs; ++i) {
+      if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
+        cooperative = c->attrs[i].value.cooperative != 0;
+      if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+        cluster = c->attrs[i].value.clusterDim.x;
+    }
+    if (cluster == 0 || c->gridDimX % cluster != 0) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    FakeLaunch l = launchOf(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+                            c->blockDimZ, c->sharedMemBytes, cooperative, params);
+    l.clusterSize = cluster;
+    return runOrCapture("cuLaunchKernelEx", std::move(l));
+  };
+  api->cuOccupancyMaxActiveClusters = [](int* clusters, CUfunction, const CUlaunchConfig*) {
+    *clusters = state.maxActiveClusters;
+    return record("cuOccupancyMaxActiveClusters");
+  };
   api->cuOccupancyMaxActiveBlocksPerMultiprocessor = [](int* blocks, CUfunction, int blockSize,
                                                         size_t) {
     *blocks = std::min(32, 2048 / std::max(blockSize, 1));

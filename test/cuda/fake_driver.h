@@ -19,6 +19,7 @@ struct FakeLaunch {
   uint32_t sharedBytes;
   bool cooperative;
   std::vector<std::vector<uint8_t>> args; // copied out of kernelParams with the declared sizes
+  uint32_t clusterSize = 1;               // cuLaunchKernelEx's cluster dimension along x
 };
 
 struct FakeNode {
@@ -42,6 +43,7 @@ struct FakeDriver {
   std::map<std::string, std::vector<size_t>> paramSizes; // kernel → its parameters' sizes
   std::map<std::string, int> staticSharedBytes;          // kernel → static shared memory
   bool listNodesReversed = false; // cuGraphGetNodes answers in reverse capture order
+  int maxActiveClusters = 1 << 20; // cuOccupancyMaxActiveClusters' answer
 
   // what happened
   std::vector<FakeLaunch> launches;              // launches that ran (not captured)

@@ -37,6 +37,11 @@ std::string formatCountersTable(const std::vector<LaunchCounters>& launches,
                                               static_cast<double>(compulsoryBytes));
   out += fmt::format("; synchronisation apart: {} sectors, {} warp instructions\n",
                      total.syncSectors, total.syncInstructions);
+  for (const LaunchCounters& c : launches)
+    if (c.clusterBarriers > 0 || c.clusterSharedLoads > 0)
+      out += fmt::format("thread-block clusters: {}: {} cluster barrier(s), {} warp load(s) from "
+                         "other blocks' shared memory\n",
+                         c.kernel, c.clusterBarriers, c.clusterSharedLoads);
   return out;
 }
 

@@ -472,9 +472,69 @@ void CudaDevice::allowDynamicShared(Kernel& k, size_t dynamicBytes) {
 }
 
 std::string CudaDevice::describeLaunch(const Kernel& k, const LaunchConfig& c) const {
-  return fmt::format("kernel '{}', grid {}, block {}, {} bytes dynamic shared memory{}", k.name,
+  return fmt::format("kernel '{}', grid {}, block {}, {} bytes dynamic shared memory{}{}", k.name,
                      dim3Text(c.grid), dim3Text(c.block), c.dynamicSharedBytes,
-                     c.cooperative ? ", cooperative" : "");
+                     c.cooperative ? ", cooperative" : "",
+                     c.clusterSize > 1 ? fmt::format(", clusters of {}", c.clusterSize) : "");
+}
+
+namespace {
+
+/// cuLaunchKernelEx's configuration: the launch, in clusters of `clusterSize` blocks along x.
+struct ClusterLaunch {
+  CUlaunchConfig config{};
+  CUlaunchAttribute attributes[2]{};
+  ClusterLaunch(const LaunchConfig& c, uint32_t clusterSize, CUstream stream) {
+    config.gridDimX = c.grid.x;
+    config.gridDimY = c.grid.y;
+    config.gridDimZ = c.grid.z;
+    config.blockDimX = c.block.x;
+    config.blockDimY = c.block.y;
+    config.blockDimZ = c.block.z;
+    config.sharedMemBytes = c.dynamicSharedBytes;
+    config.hStream = stream;
+    attributes[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attributes[0].value.clusterDim.x = clusterSize;
+    attributes[0].value.clusterDim.y = 1;
+    attributes[0].value.clusterDim.z = 1;
+    config.attrs = attributes;
+    config.numAttrs = 1;
+    if (c.cooperative) {
+      attributes[1].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+      attributes[1].value.cooperative = 1;
+      config.numAttrs = 2;
+    }
+  }
+};
+
+} // namespace
+
+uint32_t CudaDevice::clusterSizeFor(Kernel& k, const LaunchConfig& c) {
+  if (c.clusterSize <= 1 || k.clustersRefused || spec_.computeCapability < 90) return 1;
+  auto key = std::make_tuple(c.clusterSize, c.block.x, c.dynamicSharedBytes, c.grid.x);
+  if (auto it = k.clusterSizes.find(key); it != k.clusterSizes.end()) return it->second;
+  ClusterLaunch l(c, c.clusterSize, stream_);
+  int clusters = 0;
+  CUresult r = api_->cuOccupancyMaxActiveClusters(&clusters, k.function, &l.config);
+  uint32_t size = c.clusterSize;
+  if (r != CUDA_SUCCESS) {
+    spdlog::info("kernel '{}': the driver cannot place clusters of {} ({}); launching without",
+                 k.name, c.clusterSize, describeResult(*api_, r));
+    size = 1;
+  } else if (c.cooperative && uint64_t(clusters) * c.clusterSize < c.grid.count()) {
+    spdlog::info("kernel '{}': {} clusters of {} fit at once, the cooperative grid needs {}; "
+                 "launching without clusters",
+                 k.name, clusters, c.clusterSize, c.grid.count() / c.clusterSize);
+    size = 1;
+  }
+  k.clusterSizes[key] = size;
+  return size;
+}
+
+CUresult CudaDevice::launchInClusters(Kernel& k, const LaunchConfig& c, uint32_t clusterSize,
+                                      void** params) {
+  ClusterLaunch l(c, clusterSize, stream_);
+  return api_->cuLaunchKernelEx(&l.config, k.function, params, nullptr);
 }
 
 void CudaDevice::launch(KernelHandle kernel, const LaunchConfig& c,
@@ -487,11 +547,28 @@ void CudaDevice::launch(KernelHandle kernel, const LaunchConfig& c,
   params.reserve(args.size());
   for (const KernelArg& a : args)
     params.push_back(const_cast<uint8_t*>(a.bytes.data()));
-  if (c.cooperative) {
-    if (!cooperativeLaunch_)
-      throw DeviceError(
-          fmt::format("{} does not support cooperative launches, which {} needs (grid barrier)",
-                      name_, describeLaunch(k, c)));
+  if (c.cooperative && !cooperativeLaunch_)
+    throw DeviceError(
+        fmt::format("{} does not support cooperative launches, which {} needs (grid barrier)",
+                    name_, describeLaunch(k, c)));
+  uint32_t cluster = clusterSizeFor(k, c);
+  if (cluster > 1) {
+    CUresult r = launchInClusters(k, c, cluster, params.data());
+    if (r != CUDA_SUCCESS && !capture_) {
+      // A driver that refuses this kernel's clusters (cooperative with clusters, say) runs it
+      // without: the kernel reads its cluster's size at run time.
+      spdlog::info("kernel '{}': cuLaunchKernelEx with clusters of {} failed ({}); launching "
+                   "without clusters from now on",
+                   k.name, cluster, describeResult(*api_, r));
+      k.clustersRefused = true;
+      cluster = 1;
+    } else {
+      check(r, "cuLaunchKernelEx", describeLaunch(k, c));
+    }
+  }
+  if (cluster > 1) {
+    // launched above
+  } else if (c.cooperative) {
     check(api_->cuLaunchCooperativeKernel(k.function, c.grid.x, c.grid.y, c.grid.z, c.block.x,
                                           c.block.y, c.block.z, c.dynamicSharedBytes, stream_,
                                           params.data()),
@@ -502,7 +579,7 @@ void CudaDevice::launch(KernelHandle kernel, const LaunchConfig& c,
           "cuLaunchKernel", describeLaunch(k, c));
   }
   if (capture_) {
-    CapturedLaunch l{kernel, {}, c.cooperative, {}};
+    CapturedLaunch l{kernel, {}, c.cooperative, cluster, {}};
     for (const KernelArg& a : args)
       l.argSizes.push_back(a.bytes.size());
     capture_->push_back(std::move(l));
@@ -667,6 +744,15 @@ void CudaDevice::setGraphNode(const char* what, GraphHandle graph, size_t node,
     throw DeviceError(fmt::format("{}: node {} of graph {} (kernel '{}') was captured {}", what,
                                   node, graph, kernels_[size_t(captured.kernel)].name,
                                   captured.cooperative ? "cooperative" : "not cooperative"));
+  if (config) {
+    uint32_t cluster = clusterSizeFor(kernelOf(captured.kernel), *config);
+    if (cluster != captured.clusterSize)
+      throw DeviceError(fmt::format("{}: node {} of graph {} (kernel '{}') was captured in "
+                                    "clusters of {}, this launch runs in clusters of {}; capture "
+                                    "it again",
+                                    what, node, graph, kernels_[size_t(captured.kernel)].name,
+                                    captured.clusterSize, cluster));
+  }
   makeCurrent();
   std::vector<void*> params;
   for (const KernelArg& a : args)
@@ -705,7 +791,7 @@ void CudaDevice::runLibraryCall(const std::string& what,
                                 const std::function<void(CUstream)>& call) {
   makeCurrent();
   call(stream_);
-  if (capture_) capture_->push_back(CapturedLaunch{-1, {}, false, what});
+  if (capture_) capture_->push_back(CapturedLaunch{-1, {}, false, 1, what});
 }
 
 // --- timing ---

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "runtime/cuda/caching_allocator.h"
@@ -78,11 +79,16 @@ private:
     std::string name;
     int staticSharedBytes = 0;
     uint32_t dynamicSharedOptIn = 0; // MAX_DYNAMIC_SHARED_SIZE_BYTES set so far
+    // Thread-block clusters: the size each (cluster, block, dynamic shared, grid) ran with
+    // (the driver's answer, asked once), and whether the driver refused a cluster launch.
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, uint32_t> clusterSizes;
+    bool clustersRefused = false;
   };
   struct CapturedLaunch {
     KernelHandle kernel;
     std::vector<size_t> argSizes;
     bool cooperative = false;
+    uint32_t clusterSize = 1;
     std::string library; // a runLibraryCall (its `what`; kernel -1): no node of its own
   };
   void setGraphNode(const char* what, GraphHandle graph, size_t node, const LaunchConfig* config,
@@ -104,6 +110,13 @@ private:
   /// exceeds the default per-block limit; refuses more than the device allows.
   void allowDynamicShared(Kernel& kernel, size_t dynamicBytes);
   std::string describeLaunch(const Kernel& kernel, const LaunchConfig& config) const;
+  /// The cluster size `config` can run with on this device: its own when the device holds
+  /// every cluster of the grid at once (a cooperative grid must be resident), else 1 (stitched
+  /// kernels read their cluster's size at run time, so either is correct).
+  uint32_t clusterSizeFor(Kernel& kernel, const LaunchConfig& config);
+  /// cuLaunchKernelEx with `clusterSize` blocks per cluster (and cooperative when asked).
+  CUresult launchInClusters(Kernel& kernel, const LaunchConfig& config, uint32_t clusterSize,
+                            void** params);
   std::vector<CUgraphNode> kernelNodesOf(CUgraph graph);
   /// The kernel node of each of `launches` among a captured graph's `nodes` (null for a library
   /// call), found by kernel function where library calls added nodes of their own.

@@ -53,6 +53,8 @@ inline constexpr int kDriverAbiVersion = 12000;
   X(cuFuncSetAttribute)                                                                            \
   X(cuLaunchKernel)                                                                                \
   X(cuLaunchCooperativeKernel)                                                                     \
+  X(cuLaunchKernelEx)                                                                              \
+  X(cuOccupancyMaxActiveClusters)                                                                  \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                   \
   X(cuEventCreate)                                                                                 \
   X(cuEventDestroy)                                                                                \

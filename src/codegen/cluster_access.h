@@ -1,0 +1,29 @@
+#pragma once
+// Thread-block clusters (sm_90+) for stitched kernels: the cluster's geometry, its barrier, and
+// loads from another block's shared memory (distributed shared memory). A kernel launched
+// without clusters is a cluster of one block, so code built on these is correct for any
+// cluster size the launch picks (fusion/cluster_plan.h).
+#include <llvm/IR/Value.h>
+
+#include "codegen/emitter_context.h"
+
+namespace weft::codegen {
+
+/// i32 sregs: this block's rank in its cluster, the cluster's blocks, the cluster's index
+/// along x and the clusters along x.
+llvm::Value* clusterRank(KernelContext& k);
+llvm::Value* clusterBlocks(KernelContext& k);
+llvm::Value* clusterIndex(KernelContext& k);
+llvm::Value* clusterCount(KernelContext& k);
+
+/// barrier.cluster.arrive (release) then barrier.cluster.wait (acquire): every thread of every
+/// block of the cluster; shared-memory writes before it are visible to the cluster after it.
+void clusterBarrier(KernelContext& k);
+
+/// Element `flat` of a dtype-`t` array at `shared` (this block's shared memory), as held by
+/// block `rank` (i32) of the cluster: mapa.shared::cluster, then ld.shared::cluster. In
+/// compute type, as KernelContext::loadElement.
+llvm::Value* loadFromClusterBlock(KernelContext& k, llvm::Value* shared, ir::DType t,
+                                  llvm::Value* flat, llvm::Value* rank);
+
+} // namespace weft::codegen

@@ -1,0 +1,63 @@
+#include "fusion/cluster_plan.h"
+
+#include <algorithm>
+
+namespace weft::fusion {
+
+namespace {
+
+constexpr int kMaxPortableCluster = 8;
+/// Per block and phase, the bytes a cluster must save before it is worth two cluster barriers.
+constexpr int64_t kMinClusterBytes = 1024;
+
+/// What a phase copies per block that its cluster could share: staged inputs read from global
+/// memory, and the across-tiles partials it keeps in shared memory (written to global memory).
+int64_t perBlockBytes(const ir::Graph& g, const PhasePlan& p) {
+  auto bytesOf = [&](ir::NodeId v) {
+    const ir::Node& n = g.node(v);
+    ir::Dim elements = ir::numElements(n.type.shape);
+    return elements.isStatic() ? elements.size() * ir::dtypeBytes(n.type.dtype) : 0;
+  };
+  int64_t bytes = 0;
+  for (const StagedInput& s : p.staged)
+    bytes += bytesOf(s.input);
+  for (const SharedPartials& s : p.sharedPartials)
+    bytes += bytesOf(s.reduce);
+  if (p.slots)
+    for (ir::NodeId r : p.slots->across)
+      bytes += bytesOf(r);
+  return bytes;
+}
+
+} // namespace
+
+int clusterSizeFor(const DeviceSpec& spec, int64_t grid, int64_t blocksPerSM) {
+  if (spec.computeCapability < 90 || grid < 2) return 1;
+  int64_t limit = std::min<int64_t>(kMaxPortableCluster, 2 * std::max<int64_t>(blocksPerSM, 1));
+  for (int64_t c = limit; c >= 2; c /= 2)
+    if ((c & (c - 1)) == 0 && grid % c == 0) return int(c);
+  return 1;
+}
+
+void planClusters(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel) {
+  LaunchPlan& launch = kernel.launch;
+  launch.clusterSize = 1;
+  for (PhasePlan& p : kernel.phases)
+    p.throughCluster = false;
+  // A static grid, so that every binding launches the same clusters (a captured CUDA graph
+  // keeps its nodes' cluster size when their launches are updated).
+  if (!launch.cooperative || launch.maxBlocks <= 0 || spec.smCount <= 0 ||
+      !launch.tiles.isStatic())
+    return;
+  int64_t grid = std::min(launch.tiles.size(), launch.maxBlocks);
+  int size = clusterSizeFor(spec, grid, launch.maxBlocks / spec.smCount);
+  if (size == 1) return;
+  bool any = false;
+  for (PhasePlan& p : kernel.phases) {
+    p.throughCluster = perBlockBytes(g, p) >= kMinClusterBytes;
+    any = any || p.throughCluster;
+  }
+  if (any) launch.clusterSize = size;
+}
+
+} // namespace weft::fusion

@@ -1,0 +1,29 @@
+#pragma once
+// A step of the AStitch planner after phase planning: thread-block clusters (sm_90+) for the
+// per-block copies of a cooperative stitched kernel.
+//
+// Every block of a cooperative kernel stages the rows its phase reads whole (a bias, the column
+// sums an earlier phase left behind) and writes one row of partials per across-tiles reduce. With
+// a grid of hundreds of blocks, those per-block copies can outweigh the data the kernel must move
+// (cluster_200: 13 bias rows and 9 column sums per block and phase). Blocks of one cluster share
+// their shared memory (distributed shared memory), so a phase can load each staged row once per
+// cluster, each block its share, and combine its blocks' partials in shared memory before one
+// row per cluster goes to global memory.
+//
+// The cluster size is the largest power of two up to 8 (the portable limit) and up to two SMs'
+// worth of blocks (a TPC: GPCs are made of whole TPCs, so clusters that fit in one never leave
+// an SM of the one-wave grid idle) that divides the grid, which must be static. A launch whose
+// grid it does not divide, or a device that cannot hold the clusters, runs without clusters: the
+// kernel reads its cluster's size at run time.
+#include "fusion/kernel_plan.h"
+#include "weft/device_spec.h"
+
+namespace weft::fusion {
+
+/// Sets kernel.launch.clusterSize and each phase's throughCluster. Run after planPhases.
+void planClusters(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel);
+
+/// The cluster size for a grid of `grid` blocks with `blocksPerSM` resident per SM (1: none).
+int clusterSizeFor(const DeviceSpec& spec, int64_t grid, int64_t blocksPerSM);
+
+} // namespace weft::fusion
