@@ -15,7 +15,10 @@ namespace weft::fusion {
 
 void propagateSchedule(const ir::Graph& g, Group& group);
 
-/// Space of a value of `g` relative to `group`'s loop space, by the rule above.
+/// Space of a value of `g` relative to `group`'s loop space: Group::space for the group's ops
+/// once propagated, else by the rule above. In an acrossTiles group the reduces over its loop
+/// and the ops computed from them are Other (one element per result, after the combine),
+/// whatever their shape, but for those over the whole loop again.
 OpSpace spaceOf(const ir::Graph& g, const Group& group, ir::NodeId value);
 
 } // namespace weft::fusion

@@ -496,14 +496,16 @@ private:
   bool sameStageKind(const StageInfo& stage, ir::NodeId v) const {
     const Group& gr = k_.groups[static_cast<size_t>(stage.group)];
     if (gr.acrossTiles) {
-      // By space, not element count: a loop of one row has as many elements as results
+      // By space and element count: a loop of one row has as many elements as results
       // (random graph 58159: a [1, 2] loop value joined the [2] sums' stage, which computes
-      // only per-result values after the combine, and was never stored).
+      // only per-result values after the combine, and was never stored), and a value off the
+      // loop need not be one per result (random graph 200809: an identity transpose of a
+      // [2, 2] loop value, outside the group's spaces, joined the [2] sums' stage).
       ir::Dim results = ir::numElements(g_.node(gr.dominant).type.shape);
       auto perResult = [&](ir::NodeId x) {
         auto it = gr.space.find(x);
-        if (it != gr.space.end()) return it->second == OpSpace::Other;
-        return ir::numElements(g_.node(x).type.shape) == results;
+        bool offLoop = it == gr.space.end() || it->second == OpSpace::Other;
+        return offLoop && ir::numElements(g_.node(x).type.shape) == results;
       };
       return perResult(stage.values.front()) == perResult(v);
     }

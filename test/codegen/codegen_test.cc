@@ -160,6 +160,59 @@ TEST_CASE("a column-reduce stage materialises a value computed from the reduce",
   checkAgainstInterpreter(test::columnReduceThenScale(h100(), 37, 70), 0);
 }
 
+TEST_CASE("a value outside the phase's tiles beside a row value in shared memory",
+          "[codegen][sim]") {
+  // Random graph 13907, reduced: sin of a column max (128 elements, computed by a grid-stride
+  // loop) shares a phase over 100 rows with a row max kept in shared memory. The sin reads only
+  // the column max from global memory, so the phase is emitted as planned (it was refused).
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {100, 128}});
+  auto colmax = g.reduce(ir::ReduceKind::Max, x, {0}, "colmax");
+  auto s = g.unary(OpKind::Sin, colmax, "s");
+  auto d = g.binary(OpKind::Sub, x, g.broadcastInDim(colmax, {100, 128}, {1}), "d");
+  auto rowmax = g.reduce(ir::ReduceKind::Max, d, {1}, "rowmax");
+  auto e = g.binary(OpKind::Sub, d, g.broadcastInDim(rowmax, {100, 128}, {0}), "e");
+  g.setOutputs({g.reduce(ir::ReduceKind::Sum, e, {1}, "rowsum"), s});
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  REQUIRE(plan.steps.size() == 1);
+  const auto& k = std::get<fusion::KernelPlan>(plan.steps[0]);
+  // The plan this test is about: s's stage and the shared row max in one phase.
+  bool together = false;
+  for (const fusion::PhasePlan& ph : k.phases) {
+    bool hasS = false, hasShared = false;
+    for (size_t i = ph.firstStage; i < ph.firstStage + ph.stageCount; ++i)
+      for (ir::NodeId v : k.stages[i].materialized) {
+        hasS = hasS || v == s;
+        hasShared = hasShared || k.placement.at(v).storage == fusion::Storage::Shared;
+      }
+    together = together || (hasS && hasShared);
+  }
+  CHECK(together);
+  checkAgainstInterpreter(plan, 1e-5);
+}
+
+TEST_CASE("a column max of a square loop across row tiles beside a loop value",
+          "[codegen][sim]") {
+  // Random graph 200809, reduced: over [2, 2] in tiles of rows, the column max has the rows'
+  // shape. Taken for a row value, it shared its combine's stage with t, a loop value of 4
+  // elements that stage cannot compute ("not one per result"); t now has a stage of its own.
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {2, 2}});
+  auto rowmin = g.reduce(ir::ReduceKind::Min, x, {1}, "rowmin");
+  auto d = g.binary(OpKind::Sub, x, g.broadcastInDim(rowmin, {2, 2}, {0}), "d");
+  auto colmax = g.reduce(ir::ReduceKind::Max, d, {0}, "colmax");
+  auto e = g.binary(OpKind::Sub, d, g.broadcastInDim(colmax, {2, 2}, {1}), "e");
+  auto t = g.unary(OpKind::Sqrt, g.unary(OpKind::Abs, d), "t");
+  g.setOutputs({t, e});
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  REQUIRE(plan.steps.size() == 1);
+  const auto& k = std::get<fusion::KernelPlan>(plan.steps[0]);
+  for (const fusion::Stage& st : k.stages)
+    if (std::find(st.materialized.begin(), st.materialized.end(), colmax) != st.materialized.end())
+      CHECK(st.materialized == std::vector<ir::NodeId>{colmax});
+  checkAgainstInterpreter(plan, 1e-6);
+}
+
 TEST_CASE("weft's own math (no libdevice) matches the interpreter", "[codegen][sim][math]") {
   ir::Graph g;
   auto x = g.parameter("x", {DType::f32, {2, 64}});

@@ -203,6 +203,30 @@ TEST_CASE(
   CHECK(k.launch.maxBlocks <= blocksPerWaveOf(spec, k));
 }
 
+TEST_CASE("stitching: an across-tiles column max of a square loop is one value per result",
+          "[planner][stitching]") {
+  // Over [2, 2] in tiles of rows, the column max (and what is computed from it off the loop)
+  // has the rows' shape but not their index: it is Other, never a row value; what the group
+  // broadcasts back over the loop is Loop again (random graph 200809).
+  ir::Graph g;
+  auto x = g.parameter("x", {ir::DType::f32, {2, 2}});
+  auto rowmin = g.reduce(ir::ReduceKind::Min, x, {1}, "rowmin");
+  auto d = g.binary(ir::OpKind::Sub, x, g.broadcastInDim(rowmin, {2, 2}, {0}), "d");
+  auto colmax = g.reduce(ir::ReduceKind::Max, d, {0}, "colmax");
+  auto s = g.unary(ir::OpKind::Sin, colmax, "s");
+  auto e = g.binary(ir::OpKind::Sub, d, g.broadcastInDim(s, {2, 2}, {1}), "e");
+  g.setOutputs({e, g.unary(ir::OpKind::Abs, d, "a")});
+  FusionPlan p = plan(g, profile("h100"), Policy::AStitch);
+  REQUIRE(p.kernelCount() == 1);
+  const KernelPlan& k = *kernelsOf(p)[0];
+  const Group& across = groupDominatedBy(p.graph, k, "colmax");
+  REQUIRE(across.acrossTiles);
+  CHECK(across.space.at(colmax) == OpSpace::Other);
+  CHECK(across.space.at(s) == OpSpace::Other);
+  CHECK(across.space.at(e) == OpSpace::Loop);
+  CHECK(across.space.at(d) == OpSpace::Loop);
+}
+
 TEST_CASE("stitching: symbolic shapes plan too (rows unknown until launch)",
           "[planner][stitching]") {
   ir::Graph g;
