@@ -271,7 +271,7 @@ void checkClusters(const Function& fn, const LaunchConfig& cfg, const DeviceSpec
                      spec.smName()));
   if (cfg.grid.x % n != 0)
     fail(fmt::format("it does not divide grid.x = {}", cfg.grid.x));
-  if (n > 16) fail("the largest cluster is 16 blocks (8 portably)");
+  if (n > kMaxClusterSize) fail("the largest cluster is 16 blocks (8 portably)");
   if (fn.maxclusterrank && n > uint32_t(fn.maxclusterrank))
     fail(fmt::format("the kernel allows .maxclusterrank {}", fn.maxclusterrank));
   if (int64_t(n) > int64_t(perSM) * kSMsPerGpc)

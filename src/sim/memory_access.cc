@@ -153,8 +153,11 @@ uint8_t* Executor::resolve(Block& b, Warp& w, int l, const Instr& I, Space sp, u
       fault(
           b, w, l, I,
           fmt::format("out-of-bounds shared {} of {} bytes at shared address 0x{:x} (the block has "
-                      "{} bytes of shared memory)",
-                      verb, size, addr, b.shared.size()));
+                      "{} bytes of shared memory){}",
+                      verb, size, addr, b.shared.size(),
+                      addr >= kClusterRankStride && addr < (kMaxClusterSize + 1) * kClusterRankStride
+                          ? "; a shared::cluster address (mapa's) needs ld/st.shared::cluster"
+                          : ""));
     return b.shared.data() + addr;
   case Space::Local: {
     cls = MLocal;

@@ -366,5 +366,6 @@ constexpr uint64_t kWindowSize = 0x0000'0100'0000'0000ull;
 // in the shared memory of block `rank` of the accessing thread's cluster (what mapa returns).
 // In the generic shared window the same layout holds above kSharedWindow.
 constexpr uint64_t kClusterRankStride = 0x0100'0000ull;
+constexpr uint64_t kMaxClusterSize = 16; // the largest (non-portable) cluster
 
 } // namespace weft::sim

@@ -345,3 +345,15 @@ TEST_CASE("a ring all-reduce over the cluster: one barrier.cluster phase per ste
     CHECK(c.clusterSharedLoads == (size - 1) * blocks * 4); // 4 warps per block and step
   }
 }
+
+TEST_CASE("ld.shared of a mapa result is out of bounds and says it needs ld.shared::cluster",
+          "[sim][cluster][errors]") {
+  auto dev = makeSimDevice(h100());
+  std::string err = errorOf([&] {
+    runPtx(*dev, readPtx("cluster.ptx"), "cluster_cta_load", clusterGrid(dims(2), 32, 2), {});
+  });
+  CHECK_THAT(err, Catch::StartsWith("kernel 'cluster_cta_load': out-of-bounds shared load of 4 "
+                                    "bytes at shared address 0x2000000 (the block has 1024 bytes "
+                                    "of shared memory); a shared::cluster address (mapa's) needs "
+                                    "ld/st.shared::cluster at PTX line "));
+}

@@ -15,5 +15,5 @@ TEST_CASE("ptxas: the cluster kernels (mapa, ld/st.shared::cluster, barrier.clus
   codegen::PtxasReport r = codegen::runPtxas(ptxas, sim::test::readPtx("cluster.ptx"), "sm_90");
   INFO(r.log);
   REQUIRE(r.ok());
-  CHECK(r.functions.size() == 14);
+  CHECK(r.functions.size() == 15);
 }
