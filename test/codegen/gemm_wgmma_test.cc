@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <tuple>
 
+#include "bench/perf_model.h"
 #include "codegen/compile.h"
 #include "fusion/gemm_planner.h"
 #include "fusion/plan.h"
@@ -232,4 +233,30 @@ TEST_CASE("gemm wgmma: every variant assembles for sm_90a without spills", "[ptx
     INFO(gemmOf(plan).str());
     test::checkAssemblesWithoutSpills(ptxas, plan);
   }
+}
+
+// The figures of docs (modeled, not measured): `test_gemm_wgmma "[.figures]" -s`. Hidden: it
+// asserts nothing beyond what the cases above do.
+TEST_CASE("gemm wgmma: modeled figures against mma.sync at the issue's sizes", "[.figures]") {
+  bench::ModelProfile profile = bench::modelProfile(h100());
+  for (auto [batch, m, k, n] : {std::tuple{int64_t(1), 64, 256, 256}, {int64_t(1), 128, 768, 768},
+                                {int64_t(1), 128, 768, 3072}, {int64_t(12), 128, 64, 128}})
+    for (DType t : {DType::bf16, DType::f16}) {
+      ir::Graph g = dotGraph(t, batch > 1 ? ir::Shape{batch} : ir::Shape{}, m, k, n);
+      auto plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+      for (bool wgmma : {false, true}) {
+        fusion::FusionPlan p = wgmma ? plan : onMmaSync(plan);
+        Run r = runPlan(p);
+        const LaunchCounters& c = r.dot;
+        bench::ModeledTime mt = bench::modelProgram({c}, profile, {});
+        int64_t compulsory = batch * (m * k + k * n + m * n) * 2;
+        uint64_t moved = (c.globalSectorsRead + c.globalSectorsWritten) * 32;
+        WARN(fmt::format("{} {}x({}x{} by {}x{}) {}: {} bytes ({:.2f}x), {} warp instructions, "
+                         "{} shared loads, {} shared stores, {} block barriers, modeled {:.2f} us "
+                         "| {}",
+                         ir::dtypeName(t), batch, m, k, k, n, wgmma ? "wgmma" : "mma.sync", moved,
+                         double(moved) / double(compulsory), c.warpInstructions, c.sharedLoads,
+                         c.sharedStores, c.blockBarriers, mt.totalUs(), gemmOf(p).str()));
+      }
+    }
 }
