@@ -91,18 +91,25 @@ void KernelEmitter::writeClusterPartials(ir::NodeId reduce, llvm::Value* shared)
   llvm::Value* hi = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b.CreateAdd(lo, chunk), results);
   llvm::Value* partials = k_.bufferPointer(placement(reduce).partialsBuffer, reduce);
   llvm::Value* row = b.CreateMul(k_.toIndex(clusterIndex(k_)), results);
-  llvm::AllocaInst* acc = k_.entryAlloca(computeType(k_.ctx(), r.type.dtype), r.name + ".kacc");
+  // Each rank's array mapped once. The launch's cluster has at most the planned size; ranks
+  // past it (a launch without clusters) read rank 0's again and contribute the identity.
+  std::vector<llvm::Value*> arrays;
+  for (int q = 0; q < kp_.launch.clusterSize; ++q) {
+    llvm::Value* valid = b.CreateICmpULT(b.getInt32(uint32_t(q)), blocks);
+    arrays.push_back(mapToClusterBlock(k_, shared, b.CreateSelect(valid, b.getInt32(uint32_t(q)),
+                                                                  b.getInt32(0))));
+  }
   k_.loop(r.name + ".cluster", b.CreateAdd(lo, k_.toIndex(k_.threadId())), hi,
           k_.index(k_.blockSize), [&](llvm::Value* c) {
-            b.CreateStore(reductionIdentity(k_.ctx(), kind, r.type.dtype), acc);
-            k_.loop(r.name + ".ranks", b.getInt32(0), blocks, b.getInt32(1), [&](llvm::Value* q) {
-              llvm::Value* v = loadFromClusterBlock(k_, shared, partialType, c, q);
-              b.CreateStore(reductionCombine(b, kind, r.type.dtype,
-                                             b.CreateLoad(acc->getAllocatedType(), acc), v),
-                            acc);
-            });
-            k_.storeElement(partials, r.type.dtype, b.CreateAdd(row, c),
-                            b.CreateLoad(acc->getAllocatedType(), acc));
+            llvm::Value* acc = reductionIdentity(k_.ctx(), kind, r.type.dtype);
+            for (size_t q = 0; q < arrays.size(); ++q) {
+              llvm::Value* v = loadClusterElement(k_, arrays[q], partialType, c);
+              llvm::Value* combined = reductionCombine(b, kind, r.type.dtype, acc, v);
+              acc = q == 0 ? combined
+                           : b.CreateSelect(b.CreateICmpULT(b.getInt32(uint32_t(q)), blocks),
+                                            combined, acc);
+            }
+            k_.storeElement(partials, r.type.dtype, b.CreateAdd(row, c), acc);
           });
   clusterPartials_.insert(reduce);
 }

@@ -23,37 +23,43 @@ void clusterBarrier(KernelContext& k) {
   k.b->CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait, {}, {});
 }
 
-llvm::Value* loadFromClusterBlock(KernelContext& k, llvm::Value* shared, ir::DType t,
-                                  llvm::Value* flat, llvm::Value* rank) {
-  // LLVM 19 has no address space for shared::cluster (its loads of a mapa result would be
-  // ld.shared, which reads the own block), so the address map and the load are inline PTX on a
-  // 32-bit shared address.
+// LLVM 19 has no address space for shared::cluster (its loads of a mapa result would be
+// ld.shared, which reads the own block), so the address map and the loads are inline PTX on
+// 32-bit shared addresses.
+
+llvm::Value* mapToClusterBlock(KernelContext& k, llvm::Value* shared, llvm::Value* rank) {
   llvm::IRBuilder<>& b = *k.b;
-  llvm::Type* mt = memoryType(k.ctx(), t);
-  llvm::Value* element = b.CreateInBoundsGEP(mt, shared, flat);
-  llvm::Value* address = b.CreateTrunc(b.CreatePtrToInt(element, b.getInt64Ty()), b.getInt32Ty());
   auto* i32 = b.getInt32Ty();
+  llvm::Value* address = b.CreateTrunc(b.CreatePtrToInt(shared, b.getInt64Ty()), i32);
   auto* mapa = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {i32, i32}, false),
                                     "mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r", false);
-  llvm::Value* peer = b.CreateCall(mapa, {address, rank});
-  unsigned bits = unsigned(ir::dtypeBytes(t)) * 8;
+  return b.CreateCall(mapa, {address, rank});
+}
+
+llvm::Value* loadClusterElement(KernelContext& k, llvm::Value* array, ir::DType t,
+                                llvm::Value* flat) {
+  llvm::IRBuilder<>& b = *k.b;
+  auto* i32 = b.getInt32Ty();
+  unsigned bytes = unsigned(ir::dtypeBytes(t));
+  llvm::Value* address =
+      b.CreateAdd(array, b.CreateMul(b.CreateZExtOrTrunc(flat, i32), b.getInt32(bytes)));
   llvm::Value* raw = nullptr;
-  if (bits == 8) {
+  if (bytes == 1) {
     auto* load = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {i32}, false),
                                       "ld.shared::cluster.u8 $0, [$1];", "=r,r,~{memory}", true);
-    raw = b.CreateTrunc(b.CreateCall(load, {peer}), b.getInt8Ty());
+    raw = b.CreateTrunc(b.CreateCall(load, {address}), b.getInt8Ty());
   } else {
-    const char* form = bits == 16 ? "ld.shared::cluster.b16 $0, [$1];"
-                       : bits == 32 ? "ld.shared::cluster.b32 $0, [$1];"
+    const char* form = bytes == 2 ? "ld.shared::cluster.b16 $0, [$1];"
+                       : bytes == 4 ? "ld.shared::cluster.b32 $0, [$1];"
                                     : "ld.shared::cluster.b64 $0, [$1];";
-    const char* constraints = bits == 16 ? "=h,r,~{memory}" : bits == 32 ? "=r,r,~{memory}"
-                                                                        : "=l,r,~{memory}";
-    llvm::Type* it = b.getIntNTy(bits);
+    const char* constraints = bytes == 2 ? "=h,r,~{memory}" : bytes == 4 ? "=r,r,~{memory}"
+                                                                         : "=l,r,~{memory}";
+    llvm::Type* it = b.getIntNTy(bytes * 8);
     auto* load = llvm::InlineAsm::get(llvm::FunctionType::get(it, {i32}, false), form,
                                       constraints, true);
-    raw = b.CreateCall(load, {peer});
+    raw = b.CreateCall(load, {address});
   }
-  return fromMemory(b, b.CreateBitCast(raw, mt), t);
+  return fromMemory(b, b.CreateBitCast(raw, memoryType(k.ctx(), t)), t);
 }
 
 } // namespace weft::codegen

@@ -20,10 +20,13 @@ llvm::Value* clusterCount(KernelContext& k);
 /// block of the cluster; shared-memory writes before it are visible to the cluster after it.
 void clusterBarrier(KernelContext& k);
 
-/// Element `flat` of a dtype-`t` array at `shared` (this block's shared memory), as held by
-/// block `rank` (i32) of the cluster: mapa.shared::cluster, then ld.shared::cluster. In
-/// compute type, as KernelContext::loadElement.
-llvm::Value* loadFromClusterBlock(KernelContext& k, llvm::Value* shared, ir::DType t,
-                                  llvm::Value* flat, llvm::Value* rank);
+/// The shared::cluster address (i32) of the array at `shared` (this block's shared memory) as
+/// block `rank` (i32) of the cluster holds it: mapa.shared::cluster.
+llvm::Value* mapToClusterBlock(KernelContext& k, llvm::Value* shared, llvm::Value* rank);
+
+/// Element `flat` of the dtype-`t` array at shared::cluster address `array` (from
+/// mapToClusterBlock): ld.shared::cluster, in compute type as KernelContext::loadElement.
+llvm::Value* loadClusterElement(KernelContext& k, llvm::Value* array, ir::DType t,
+                                llvm::Value* flat);
 
 } // namespace weft::codegen

@@ -560,17 +560,26 @@ void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
   }
   if (phase.throughCluster) {
     clusterBarrier(k_); // every block's share is in its shared memory
+    // The other blocks' shares, one rank at a time (the launch's cluster has at most the
+    // planned size; a launch without clusters has one block and copies nothing).
     for (const Copy& cp : copies) {
       const ir::Node& n = *cp.n;
-      k_.loop(n.name + ".peers", tid, k_.elements(n.type.shape), k_.index(k_.blockSize),
-              [&](llvm::Value* i) {
-                llvm::Value* owner = b_.CreateUDiv(i, cp.chunk);
-                k_.ifThen(b_.CreateICmpNE(owner, rank), [&] {
-                  llvm::Value* v = loadFromClusterBlock(k_, cp.shared, n.type.dtype, i,
-                                                        b_.CreateTrunc(owner, b_.getInt32Ty()));
-                  k_.storeElement(cp.shared, n.type.dtype, i, v);
-                });
-              });
+      llvm::Value* count = k_.elements(n.type.shape);
+      for (int q = 0; q < kp_.launch.clusterSize; ++q) {
+        llvm::Value* peer = k_.index(q);
+        k_.ifThen(b_.CreateAnd(b_.CreateICmpULT(peer, blocks), b_.CreateICmpNE(peer, rank)), [&] {
+          llvm::Value* array = mapToClusterBlock(k_, cp.shared, b_.getInt32(uint32_t(q)));
+          llvm::Value* lo =
+              b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b_.CreateMul(peer, cp.chunk), count);
+          llvm::Value* hi =
+              b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b_.CreateAdd(lo, cp.chunk), count);
+          k_.loop(n.name + ".peer", b_.CreateAdd(lo, tid), hi, k_.index(k_.blockSize),
+                  [&](llvm::Value* i) {
+                    k_.storeElement(cp.shared, n.type.dtype, i,
+                                    loadClusterElement(k_, array, n.type.dtype, i));
+                  });
+        });
+      }
     }
   }
   k_.blockBarrier();
