@@ -49,6 +49,21 @@ int mantissaBits(ir::DType t) {
   }
 }
 
+/// Whether the op adds up many terms in an order of the device's choosing (a float sum, a dot):
+/// its error is then relative to the terms' magnitudes, not to its result (x and -x summed in
+/// another order leave a few ulps of x where the reference has 0: random graph 302402's row
+/// sum of concat(m, -m)).
+bool sumsTerms(const ir::Node& n) {
+  if (!ir::isFloat(n.type.dtype)) return false;
+  if (n.kind == ir::OpKind::Dot) return true;
+  return n.kind == ir::OpKind::Reduce && n.attr<ir::ReduceAttrs>().kind == ir::ReduceKind::Sum;
+}
+
+/// The mantissa bits a device accumulates a sum of `t` in: f16 and bf16 in f32.
+int accumulatedBits(ir::DType t) {
+  return t == ir::DType::f64 ? mantissaBits(t) : mantissaBits(ir::DType::f32);
+}
+
 /// The device's error may exceed one perturbation's effect: the spread is this many times the
 /// largest effect.
 constexpr double kMargin = 4;
@@ -60,9 +75,11 @@ constexpr double kTf32Bound = 0x1.04p-10;
 
 /// `g` with every rounded float value multiplied by a new input (same shape), and those inputs:
 /// 1 + e * `ulps` units in the last place of the value's dtype, e = +1 for every element
-/// (sign > 0), -1 (sign < 0), or uniform in [-1, 1) (sign == 0). With `tf32Dots`, each f32
-/// dot's result also gets e' * kTf32Bound / kMargin * dot(|a|, |b|) added, e' a new input of the
-/// same kind.
+/// (sign > 0), -1 (sign < 0), or uniform in [-1, 1) (sign == 0). Each float sum and dot also
+/// gets e' * `ulps` units of its accumulator's last place times the same op over its operands'
+/// magnitudes (sum |x|, dot(|a|, |b|)) added, e' a new input of the same kind: the error of
+/// adding its terms in another order. With `tf32Dots`, each f32 dot's result gets
+/// e' * kTf32Bound / kMargin * dot(|a|, |b|) instead.
 std::pair<ir::Graph, std::vector<HostTensor>> withRoundingNoise(const ir::Graph& g,
                                                                 const ir::Binding& binding,
                                                                 uint64_t seed, int ulps, int sign,
@@ -87,17 +104,21 @@ std::pair<ir::Graph, std::vector<HostTensor>> withRoundingNoise(const ir::Graph&
     ir::NodeId noise = noisy.parameter("noise." + n.name, n.type);
     noises.push_back({ulps * std::ldexp(1.0, -mantissaBits(n.type.dtype)), false});
     at[size_t(n.id)] = noisy.binary(ir::OpKind::Mul, at[size_t(n.id)], noise, "noisy." + n.name);
-    if (tf32Dots && n.kind == ir::OpKind::Dot && n.type.dtype == ir::DType::f32) {
+    if (sumsTerms(n)) {
+      bool tf32 = tf32Dots && n.kind == ir::OpKind::Dot && n.type.dtype == ir::DType::f32;
+      std::string prefix = tf32 ? "tf32." : "order.";
       std::vector<ir::NodeId> magnitudes;
       for (size_t i = 0; i < n.operands.size(); ++i)
         magnitudes.push_back(noisy.unary(ir::OpKind::Abs, at[size_t(n.operands[i])],
-                                         "tf32.abs" + std::to_string(i) + "." + n.name));
-      ir::NodeId bound = noisy.add(n.kind, magnitudes, n.attrs, n.type, "tf32.bound." + n.name);
-      ir::NodeId e = noisy.parameter("tf32.noise." + n.name, n.type);
-      noises.push_back({kTf32Bound / kMargin, true});
-      ir::NodeId moved = noisy.binary(ir::OpKind::Mul, bound, e, "tf32.moved." + n.name);
+                                         prefix + "abs" + std::to_string(i) + "." + n.name));
+      ir::NodeId bound = noisy.add(n.kind, magnitudes, n.attrs, n.type, prefix + "bound." + n.name);
+      ir::NodeId e = noisy.parameter(prefix + "noise." + n.name, n.type);
+      noises.push_back({tf32 ? kTf32Bound / kMargin
+                             : ulps * std::ldexp(1.0, -accumulatedBits(n.type.dtype)),
+                        true});
+      ir::NodeId moved = noisy.binary(ir::OpKind::Mul, bound, e, prefix + "moved." + n.name);
       at[size_t(n.id)] =
-          noisy.binary(ir::OpKind::Add, at[size_t(n.id)], moved, "tf32.noisy." + n.name);
+          noisy.binary(ir::OpKind::Add, at[size_t(n.id)], moved, prefix + "noisy." + n.name);
     }
   }
   std::vector<ir::NodeId> outputs;

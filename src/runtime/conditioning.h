@@ -15,7 +15,9 @@ namespace weft::runtime {
 /// Per output and element: kMargin times the largest move of the element over a few perturbed
 /// runs (all values up by kUlps ulps, all down, then random directions), or +inf where a
 /// perturbation turns the element non-finite or flips its class (the element is that
-/// ill-conditioned). Deterministic for a seed on every machine. With `tf32Dots`, each f32
+/// ill-conditioned). Deterministic for a seed on every machine. A float sum or dot also moves by
+/// kUlps ulps of its accumulator times the sum of its terms' magnitudes (the error of adding
+/// them in another order, which cancellation does not shrink). With `tf32Dots`, each f32
 /// dot's result also moves by e (2^-10 + 2^-16) sum_k |a_k b_k| (e as for the ulps above; the
 /// spread is then at least that bound, not kMargin times it): the error bound of a dot whose
 /// operands are rounded to tf32 and summed in f32 (CompileOptions::tf32).

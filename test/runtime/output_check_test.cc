@@ -122,3 +122,31 @@ TEST_CASE("output check: elements held to no bound are counted and said", "[runt
   HostTensor b = f32({1, 2.5, 3});
   CHECK_FALSE(runtime::checkTensor("y", e, b, &spread).passed);
 }
+
+TEST_CASE("output check: a sum whose terms cancel is held to its terms' rounding",
+          "[runtime][check]") {
+  // The row sums of concat(x, -x) are exactly 0 in the reference (it adds in double); a device
+  // adding in f32 in its own order leaves a few ulps of the terms (random graph 302402: 5.7e-6
+  // where the terms were about 20). Perturbing the sum's result by ulps of 0 allowed nothing,
+  // and every policy's correct result failed the check. A sum now also moves by ulps of the sum
+  // of its terms' magnitudes; an error of the terms' size still fails.
+  constexpr int64_t kRows = 4, kCols = 33;
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {kRows, kCols}});
+  auto both = g.concatenate({x, g.unary(ir::OpKind::Neg, x)}, 1);
+  g.addOutput(g.reduce(ir::ReduceKind::Sum, both, {1}, "s"));
+  HostTensor in(DType::f32, {kRows, kCols});
+  for (int64_t i = 0; i < in.numElements(); ++i)
+    in.set(i, 20 + std::sin(double(i)));
+  std::vector<HostTensor> expected = ir::interpret(g, {in});
+  REQUIRE(expected[0].get(0) == 0);
+  HostTensor reordered = expected[0];
+  reordered.set(0, 5.7220459e-06);
+  reordered.set(1, -3.8146973e-06);
+  CHECK(runtime::checkOutputs(g, {in}, {}, {reordered})[0].passed);
+  HostTensor wrong = expected[0];
+  wrong.set(2, 0.02); // a term's 0.1%: no order of f32 additions leaves that
+  auto bad = runtime::checkOutputs(g, {in}, {}, {wrong});
+  CHECK_FALSE(bad[0].passed);
+  CHECK(bad[0].mismatches == 1);
+}
