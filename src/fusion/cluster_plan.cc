@@ -7,8 +7,6 @@ namespace weft::fusion {
 namespace {
 
 constexpr int kMaxPortableCluster = 8;
-/// Per block and phase, the bytes a cluster must save before it is worth two cluster barriers.
-constexpr int64_t kMinClusterBytes = 1024;
 
 /// What a phase copies per block that its cluster could share: staged inputs read from global
 /// memory, and the across-tiles partials it keeps in shared memory (written to global memory).
@@ -39,7 +37,8 @@ int clusterSizeFor(const DeviceSpec& spec, int64_t grid, int64_t blocksPerSM) {
   return 1;
 }
 
-void planClusters(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel) {
+void planClusters(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel,
+                  int64_t minBytes) {
   LaunchPlan& launch = kernel.launch;
   launch.clusterSize = 1;
   for (PhasePlan& p : kernel.phases)
@@ -54,7 +53,7 @@ void planClusters(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel
   if (size == 1) return;
   bool any = false;
   for (PhasePlan& p : kernel.phases) {
-    p.throughCluster = perBlockBytes(g, p) >= kMinClusterBytes;
+    p.throughCluster = perBlockBytes(g, p) >= std::max<int64_t>(minBytes, 1);
     any = any || p.throughCluster;
   }
   if (any) launch.clusterSize = size;

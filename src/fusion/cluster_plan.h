@@ -20,8 +20,13 @@
 
 namespace weft::fusion {
 
-/// Sets kernel.launch.clusterSize and each phase's throughCluster. Run after planPhases.
-void planClusters(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel);
+/// Per block and phase, the bytes a cluster must save before it is worth two cluster barriers.
+inline constexpr int64_t kMinClusterBytes = 1024;
+
+/// Sets kernel.launch.clusterSize and each phase's throughCluster (phases that copy at least
+/// `minBytes` per block that their cluster could share). Run after planPhases.
+void planClusters(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel,
+                  int64_t minBytes = kMinClusterBytes);
 
 /// The cluster size for a grid of `grid` blocks with `blocksPerSM` resident per SM (1: none).
 int clusterSizeFor(const DeviceSpec& spec, int64_t grid, int64_t blocksPerSM);
