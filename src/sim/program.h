@@ -98,7 +98,8 @@ enum class Op : uint8_t {
   // Hopper warpgroup MMA (tensor_core_ops.cc): wgmma.mma_async.sync.aligned.m64nNk16.f32.
   // {f16,bf16}.{f16,bf16} with A and B from shared-memory descriptors. ty2 = input type; its
   // N / 2 accumulator registers are Function::operandLists[aux .. aux + aux2); s[0], s[1] the
-  // descriptors, s[2] scale-d; mode bit 0 / 1: imm-scale-a / imm-scale-b is -1.
+  // descriptors, s[2] scale-d; mode bit 0 / 1: imm-scale-a / imm-scale-b is -1; bit 2 / 3:
+  // imm-trans-a / imm-trans-b is 1 (A M-major, B N-major).
   Wgmma,
   WgmmaFence,  // wgmma.fence.sync.aligned
   WgmmaCommit, // wgmma.commit_group.sync.aligned

@@ -1128,18 +1128,14 @@ void Decoder::wgmma(Op) {
     const POperand& o = p_.ops[i];
     if (o.kind != POperand::Imm || std::find(allowed.begin(), allowed.end(), o.value) == allowed.end())
       bad(fmt::format("wgmma.mma_async: {} must be an immediate {}", what,
-                      allowed.size() == 2 ? "1 or -1" : "0"));
+                      *allowed.begin() == 1 ? "1 or -1" : "0 or 1"));
     return o.value;
   };
   if (imm(4, "imm-scale-a", {1, -1}) < 0) in_.mode |= 1;
   if (imm(5, "imm-scale-b", {1, -1}) < 0) in_.mode |= 2;
-  const POperand& ta = p_.ops[6];
-  const POperand& tb = p_.ops[7];
-  if ((ta.kind == POperand::Imm && ta.value == 1) || (tb.kind == POperand::Imm && tb.value == 1))
-    bad("wgmma.mma_async: transposed (MN-major) operands, imm-trans 1, are not supported: only "
-        "K-major A and B");
-  imm(6, "imm-trans-a", {0});
-  imm(7, "imm-trans-b", {0});
+  // imm-trans 1: the operand is MN-major (M-major A, N-major B)
+  if (imm(6, "imm-trans-a", {0, 1})) in_.mode |= 4;
+  if (imm(7, "imm-trans-b", {0, 1})) in_.mode |= 8;
 }
 
 // ---------------------------------------------------------------- the table

@@ -177,9 +177,13 @@ void Executor::execTensorCore(const Instr& I, Block& b, Warp& w, uint32_t m, uin
 //   descriptor (64 bits): start address >> 4 in bits 0-13, leading-dimension byte offset
 //     (LBO) >> 4 in bits 16-29, stride-dimension byte offset (SBO) >> 4 in bits 32-45, base
 //     offset in bits 49-51, swizzle mode in bits 62-63 (0: none, 1: 128B, 2: 64B, 3: 32B).
-//   No swizzle: the operand (A 64 x 16, B N x 16, K innermost) is made of core matrices of
-//     8 rows of 16 contiguous bytes (8 elements of K); element (row, k) is at
-//     start + (row / 8) * SBO + (k / 8) * LBO + (row % 8) * 16 + (k % 8) * 2.
+//   No swizzle (the ISA's canonical layouts, T = 8 16-bit elements in 16 bytes): the operand
+//     (A 64 x 16, B N x 16, rows along M or N) is made of core matrices of 8 x 8 elements,
+//     each 8 rows of 16 contiguous bytes:
+//     K-major (imm-trans 0, ((8,m),(T,2k)):((1T,SBO),(1,LBO))): element (row, k) at
+//       start + (row / 8) * SBO + (k / 8) * LBO + (row % 8) * 16 + (k % 8) * 2;
+//     MN-major (imm-trans 1, ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO))): element (row, k) at
+//       start + (row / 8) * SBO + (k / 8) * LBO + (k % 8) * 16 + (row % 8) * 2.
 //   D (f32, N / 2 registers per thread): warp r of the warpgroup (warp index % 4) holds rows
 //     16 r .. 16 r + 15; register i of lane 4 g + t is row 16 r + g + 8 ((i / 2) % 2),
 //     column 8 (i / 4) + 2 t + i % 2: mma.m16n8's C fragment repeated along N.
@@ -248,8 +252,10 @@ void Executor::execWarpgroupMma(const Instr& I, Block& b, uint32_t group) {
       }
   }
   const int n = int(I.aux2) * 2;
-  // One K-major operand of `rows` x 16 elements, read through its descriptor.
-  auto gather = [&](uint64_t desc, int rows, const char* name, bool negate, double* out) {
+  // One operand of `rows` x 16 elements, read through its descriptor, K-major or (mnMajor)
+  // MN-major: 16 contiguous bytes are 8 elements of K of one row, or of 8 rows at one k.
+  auto gather = [&](uint64_t desc, int rows, const char* name, bool negate, bool mnMajor,
+                    double* out) {
     const uint64_t start = (desc & 0x3fff) << 4, lbo = ((desc >> 16) & 0x3fff) << 4,
                    sbo = ((desc >> 32) & 0x3fff) << 4;
     const unsigned baseOffset = unsigned(desc >> 49) & 7, swizzle = unsigned(desc >> 62);
@@ -263,34 +269,42 @@ void Executor::execWarpgroupMma(const Instr& I, Block& b, uint32_t group) {
             fmt::format("wgmma.mma_async: the {} descriptor has base offset {}; only 0 is "
                         "supported",
                         name, baseOffset));
-    for (int row = 0; row < rows; ++row)
-      for (int kc = 0; kc < 2; ++kc) {
-        const uint64_t addr = start + uint64_t(row / 8) * sbo + uint64_t(kc) * lbo +
-                              uint64_t(row % 8) * 16;
+    // unit (u, v): K-major, row u and k 8 v .. 8 v + 7; MN-major, rows 8 v .. 8 v + 7 at k u
+    const int units = mnMajor ? 16 : rows, perUnit = mnMajor ? rows / 8 : 2;
+    for (int u = 0; u < units; ++u)
+      for (int v = 0; v < perUnit; ++v) {
+        const uint64_t addr =
+            mnMajor ? start + uint64_t(v) * sbo + uint64_t(u / 8) * lbo + uint64_t(u % 8) * 16
+                    : start + uint64_t(u / 8) * sbo + uint64_t(v) * lbo + uint64_t(u % 8) * 16;
+        auto what = [&] {
+          return mnMajor ? fmt::format("rows {}-{} of {} at k {}", 8 * v, 8 * v + 7, name, u)
+                         : fmt::format("row {} of {} (k {}-{})", u, name, 8 * v, 8 * v + 7);
+        };
         if (addr + 16 > sharedBytes_)
           fault(b, w0, 0, I,
-                fmt::format("wgmma.mma_async: row {} of {} (k {}-{}) at shared address 0x{:x} "
-                            "is past the block's {} bytes of shared memory (descriptor 0x{:016x})",
-                            row, name, kc * 8, kc * 8 + 7, addr, sharedBytes_, desc));
+                fmt::format("wgmma.mma_async: {} at shared address 0x{:x} is past the block's {} "
+                            "bytes of shared memory (descriptor 0x{:016x})",
+                            what(), addr, sharedBytes_, desc));
         if (!b.written.empty())
           for (int x = 0; x < 16; ++x)
             if (!b.written[addr + uint64_t(x)])
               fault(b, w0, 0, I,
                     fmt::format("wgmma.mma_async: read of uninitialised shared memory at shared "
-                                "address 0x{:x} (row {} of {}, k {}): no thread of the block has "
-                                "written it (missing bar.sync?)",
-                                addr + uint64_t(x), row, name, kc * 8 + x / 2));
+                                "address 0x{:x} ({}): no thread of the block has written it "
+                                "(missing bar.sync?)",
+                                addr + uint64_t(x), what()));
         for (int j = 0; j < 8; ++j) {
           uint16_t bits;
           std::memcpy(&bits, b.shared.data() + addr + 2 * j, 2);
-          double v = element(bits, I.ty2);
-          out[row * 16 + kc * 8 + j] = negate ? -v : v;
+          double e = element(bits, I.ty2);
+          const int row = mnMajor ? 8 * v + j : u, k = mnMajor ? u : 8 * v + j;
+          out[row * 16 + k] = negate ? -e : e;
         }
       }
   };
   std::vector<double> A(64 * 16), B(size_t(n) * 16);
-  gather(value[0], 64, "A", I.mode & 1, A.data());
-  gather(value[1], n, "B", I.mode & 2, B.data());
+  gather(value[0], 64, "A", I.mode & 1, I.mode & 4, A.data());
+  gather(value[1], n, "B", I.mode & 2, I.mode & 8, B.data());
   const bool scaleD = value[2] != 0;
   // Each result the exact sum of its 16 products (exact in double) and D, rounded once to f32.
   const std::vector<Operand>& list = prog_.functions[I.func].operandLists;

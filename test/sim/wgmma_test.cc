@@ -1,5 +1,5 @@
 // wgmma.mma_async m64nNk16 against a host reference: the host lays A (64 x 16) and B (N x 16)
-// out in shared memory as K-major core matrices (8 rows of 16 bytes) at chosen start
+// out in shared memory as K-major or MN-major core matrices (8 rows of 16 bytes) at chosen start
 // addresses, leading-dimension (K) and stride-dimension (M / N) byte offsets, and reads D back
 // by the accumulator formulas (warp r of the warpgroup: rows 16 r + g, + 8; register i at
 // column 8 (i / 4) + 2 t + i % 2). Also the fence / commit / wait instructions, and the errors
@@ -30,13 +30,16 @@ uint64_t descriptor(uint64_t start, uint64_t lbo, uint64_t sbo, uint64_t swizzle
          swizzle << 62;
 }
 
-/// A K-major operand placed in the shared image: element (row, k) at
-/// start + (row / 8) * sbo + (k / 8) * lbo + (row % 8) * 16 + (k % 8) * 2.
+/// An operand placed in the shared image (rows along M or N): K-major, element (row, k) at
+/// start + (row / 8) * sbo + (k / 8) * lbo + (row % 8) * 16 + (k % 8) * 2; MN-major (imm-trans
+/// 1), at start + (row / 8) * sbo + (k / 8) * lbo + (k % 8) * 16 + (row % 8) * 2.
 struct Placement {
   uint64_t start, lbo, sbo;
+  bool mnMajor = false;
   uint64_t at(int row, int k) const {
-    return start + uint64_t(row / 8) * sbo + uint64_t(k / 8) * lbo + uint64_t(row % 8) * 16 +
-           uint64_t(k % 8) * 2;
+    uint64_t inside = mnMajor ? uint64_t(k % 8) * 16 + uint64_t(row % 8) * 2
+                              : uint64_t(row % 8) * 16 + uint64_t(k % 8) * 2;
+    return start + uint64_t(row / 8) * sbo + uint64_t(k / 8) * lbo + inside;
   }
 };
 
@@ -50,6 +53,7 @@ struct Wgmma {
   std::string guard;            // a guard on the mma_async (e.g. "@%p1 ")
   uint64_t swizzle = 0;         // swizzle mode written into A's descriptor
   int64_t bStartOverride = -1;  // B's start address, when set
+  bool transA = false, transB = false; // imm-trans-a / imm-trans-b
 };
 
 std::string kernel(const Wgmma& w) {
@@ -64,8 +68,9 @@ std::string kernel(const Wgmma& w) {
   std::string mma =
       w.extra.empty()
           ? fmt::format("{}wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, %rd8, %rd9, "
-                        "%p3, {}, {}, 0, 0;",
-                        w.guard, w.n, t, t, list, w.scaleA, w.scaleB)
+                        "%p3, {}, {}, {}, {};",
+                        w.guard, w.n, t, t, list, w.scaleA, w.scaleB, int(w.transA),
+                        int(w.transB))
           : w.extra;
   return fmt::format(R"(.version 8.5
 .target sm_90a
@@ -239,6 +244,25 @@ TEST_CASE("wgmma.mma_async with two warpgroups: each reads A through its own des
   check(w, {a0, a1}, b);
 }
 
+TEST_CASE("wgmma.mma_async imm-trans 1: M-major A and N-major B core matrices",
+          "[sim][tensor][wgmma]") {
+  for (bool bf16 : {false, true})
+    for (int n : {8, 64, 128, 256})
+      for (auto [ta, tb] : {std::pair{true, false}, {false, true}, {true, true}}) {
+        INFO("bf16 " << bf16 << " N " << n << " trans-a " << ta << " trans-b " << tb);
+        Wgmma w;
+        w.n = n;
+        w.bf16 = bf16;
+        w.transA = ta;
+        w.transB = tb;
+        // MN-major: 8-row groups 128 bytes apart (SBO), the two K halves 1024 + 64 apart (LBO)
+        Placement a = ta ? Placement{0x100, 1088, 128, true} : Placement{0x100, 128, 256};
+        Placement b = tb ? Placement{0x2000, uint64_t(n / 8) * 128 + 32, 128, true}
+                         : Placement{0x2000, 128, 256};
+        check(w, {a}, b);
+      }
+}
+
 TEST_CASE("wgmma.mma_async refuses what it does not run, naming it", "[sim][tensor][wgmma]") {
   auto dev = makeSimDevice(h100());
   Placement a{0x100, 128, 256}, b{0x2000, 128, 256};
@@ -290,13 +314,17 @@ TEST_CASE("wgmma.mma_async refuses what it does not run, naming it", "[sim][tens
     REQUIRE_THROWS_WITH(run(w, {a, a1}, b, A2, B, d0),
                         Catch::Contains("the A descriptor differs across the warpgroup"));
   }
-  SECTION("transposed operands and A in registers are refused at load") {
+  SECTION("other shapes, imm-trans values and A in registers are refused at load") {
     std::string t = kernel(Wgmma{});
     std::string trans = t;
-    trans.replace(trans.find("1, 1, 0, 0;"), 11, "1, 1, 0, 1;");
+    trans.replace(trans.find("1, 1, 0, 0;"), 11, "1, 1, 0, 2;");
     REQUIRE_THROWS_WITH(dev->loadModule(trans),
-                        Catch::Contains("transposed (MN-major) operands, imm-trans 1, are not "
-                                        "supported"));
+                        Catch::Contains("imm-trans-b must be an immediate 0 or 1"));
+    std::string registers = t;
+    registers.replace(registers.find("%rd8, %rd9, %p3, 1, 1, 0, 0;"), 28,
+                      "{%r1, %r2, %r3, %r4}, %rd9, %p3, 1, 1, 0;");
+    REQUIRE_THROWS_WITH(dev->loadModule(registers),
+                        Catch::Contains("with A in registers is not supported"));
     std::string shape = t;
     shape.replace(shape.find("m64n64k16"), 9, "m64n60k16");
     REQUIRE_THROWS_WITH(dev->loadModule(shape),
