@@ -107,9 +107,12 @@ ModeledTime modelKernel(const LaunchCounters& k, const ModelProfile& p, const Ke
     inFlight = resident * (shape->blockSize / 32.0) * perRequest * std::max(1, shape->loadsInFlight);
     // What a warp does between one load and the next adds to the wait: its instructions (they
     // use the data, so run after it came) and its block barriers (every warp waits for the last).
+    // Loads from another block's shared memory (thread-block clusters) are waits too, between
+    // which the instructions run; they move no global bytes.
+    const double waits = double(k.globalLoadRequests + k.clusterSharedLoads);
     const double warpBarriers = double(k.blockBarriers) * (shape->blockSize / 32.0);
-    latencyNs += m.dependentInstructionNs * double(k.warpInstructions) / double(k.globalLoadRequests) +
-                 m.blockBarrierNs * warpBarriers / double(k.globalLoadRequests);
+    latencyNs += m.dependentInstructionNs * double(k.warpInstructions) / waits +
+                 m.blockBarrierNs * warpBarriers / waits;
   }
   const double bandwidth =
       fusion::achievedBandwidthGBs(m, std::min(blocks, sms), inFlight, latencyNs);
