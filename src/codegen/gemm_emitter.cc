@@ -59,8 +59,11 @@ private:
     bool kRows;         // shared memory: K-major ([blockK][pitch]), else [outer][pitch]
     int pitch;          // elements per staged row
     /// Shared memory: core matrices of 8 rows × 8 K elements (wgmma's no-swizzle layout),
-    /// kChunks = blockK / 8 of them per 8 rows; kRows is false and pitch is blockK.
+    /// kChunks = blockK / 8 of them per 8 rows; kRows is false and pitch is blockK. Inside a
+    /// core matrix, 16 contiguous bytes are 8 elements of K of one row (K-major), or, mnMajor
+    /// (the operand contiguous along M or N, wgmma's imm-trans 1), 8 rows at one k.
     int kChunks = 0;
+    bool mnMajor = false;
     int64_t offset = 0; // bytes from the stage's start
     Value* arg = nullptr;
     Value *outerDim = nullptr, *ld = nullptr, *batchStride = nullptr;
@@ -72,7 +75,9 @@ private:
       if (kChunks) {
         Value* matrix = b.CreateAdd(b.CreateMul(b.CreateLShr(o, 3), b.getInt32(uint32_t(kChunks))),
                                     b.CreateLShr(kk, 3));
-        Value* inside = b.CreateAdd(b.CreateMul(b.CreateAnd(o, 7), b.getInt32(8)), b.CreateAnd(kk, 7));
+        Value* inside = mnMajor
+                            ? b.CreateAdd(b.CreateMul(b.CreateAnd(kk, 7), b.getInt32(8)), b.CreateAnd(o, 7))
+                            : b.CreateAdd(b.CreateMul(b.CreateAnd(o, 7), b.getInt32(8)), b.CreateAnd(kk, 7));
         return b.CreateAdd(b.CreateMul(matrix, b.getInt32(64)), inside);
       }
       return kRows ? b.CreateAdd(b.CreateMul(kk, b.getInt32(uint32_t(pitch))), o)
@@ -211,7 +216,10 @@ GemmEmitter::Operand GemmEmitter::operandA() const {
   Operand o{&p_.a, p_.blockM, p_.vectorA, p_.a.rowMajor(),
             !mma() || (!p_.warpgroups() && !p_.a.rowMajor()), 0};
   o.pitch = (o.kRows ? p_.blockM : p_.blockK) + p_.rowPad(o.kRows);
-  if (p_.warpgroups()) o.kChunks = p_.blockK / 8;
+  if (p_.warpgroups()) {
+    o.kChunks = p_.blockK / 8;
+    o.mnMajor = !o.kContiguous;
+  }
   return o;
 }
 
@@ -219,7 +227,10 @@ GemmEmitter::Operand GemmEmitter::operandB() const {
   Operand o{&p_.b, p_.blockN, p_.vectorB, !p_.b.rowMajor(),
             !mma() || (!p_.warpgroups() && p_.b.rowMajor()), 0};
   o.pitch = (o.kRows ? p_.blockN : p_.blockK) + p_.rowPad(o.kRows);
-  if (p_.warpgroups()) o.kChunks = p_.blockK / 8;
+  if (p_.warpgroups()) {
+    o.kChunks = p_.blockK / 8;
+    o.mnMajor = !o.kContiguous;
+  }
   o.offset = aTile_.bytes(p_.blockK, e_);
   return o;
 }
@@ -305,8 +316,9 @@ void GemmEmitter::copyAsync(Value* active, Value* inRange, Value* from, Value* b
 
 void GemmEmitter::store(const Operand& o, const Staged& s, Value* stage) {
   Value* offset = b_.CreateAdd(b_.CreateMul(stage, i32(stageBytes())), i32(o.offset));
-  // Staged as it lies: one vector store; the other way round: one store per element.
-  const bool asItLies = o.kRows != o.kContiguous;
+  // Staged as it lies: one vector store; the other way round: one store per element. Core
+  // matrices take a vector as it lies either way (K-major or MN-major).
+  const bool asItLies = o.kChunks || o.kRows != o.kContiguous;
   for (size_t c = 0; c < s.vectors.size(); ++c) {
     auto store = [&] {
       if (asItLies || o.vector == 1) {
@@ -471,8 +483,10 @@ void GemmEmitter::multiplyWarpgroup(Value* stage) {
   // Matrix descriptors (PTX ISA, wgmma): start address >> 4 in bits 0-13, the leading-dimension
   // byte offset (between core matrices along K: 128) >> 4 in bits 16-29, the stride-dimension
   // byte offset (between 8-row groups: blockK / 8 core matrices of 128 bytes) >> 4 in bits
-  // 32-45, no swizzle (bits 62-63 zero). Warpgroup w multiplies rows 64 w .. 64 w + 63 of A by
-  // all of B; K step ks starts 2 ks core matrices in.
+  // 32-45, no swizzle (bits 62-63 zero); the same for K-major and MN-major tiles (imm-trans
+  // says which, the ISA's canonical layouts ((8,m),(T,2k)):((1T,SBO),(1,LBO)) and
+  // ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO))). Warpgroup w multiplies rows 64 w .. 64 w + 63 of A
+  // by all of B; K step ks starts 2 ks core matrices in.
   const int n = p_.warpN, regs = n / 2, ksteps = p_.blockK / 16;
   const uint64_t strideBytes = uint64_t(p_.blockK) * 16;
   const uint64_t fixed = (uint64_t(128) >> 4) << 16 | (strideBytes >> 4) << 32;
@@ -500,8 +514,9 @@ void GemmEmitter::multiplyWarpgroup(Value* stage) {
   std::string text = "wgmma.fence.sync.aligned;\n";
   for (int ks = 0; ks < ksteps; ++ks)
     text += fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, ${}, ${}, 1, 1, "
-                        "1, 0, 0;\n",
-                        n, type, type, list, 2 * regs + 2 * ks, 2 * regs + 2 * ks + 1);
+                        "1, {}, {};\n",
+                        n, type, type, list, 2 * regs + 2 * ks, 2 * regs + 2 * ks + 1,
+                        int(aTile_.mnMajor), int(bTile_.mnMajor));
   text += "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;";
   std::string constraints;
   for (int i = 0; i < regs; ++i)

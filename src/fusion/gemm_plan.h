@@ -54,13 +54,13 @@ struct GemmPlan {
   /// inputs, f32 accumulation): warpgroups of 128 threads (blockSize / 128 of them) each cover
   /// warpM (64) × warpN (= blockN) of the block tile with one wgmma m64n<warpN>k16 per 16-wide
   /// K step, A and B read by the tensor cores from shared memory through matrix descriptors.
-  /// Both tiles are staged K-major in core matrices (8 rows × 16 bytes, no swizzle): element
-  /// (o, kk) of a tile at ((o / 8) * (blockK / 8) + kk / 8) * 64 + (o % 8) * 8 + kk % 8, so
-  /// the descriptors' leading-dimension offset is 128 bytes and their stride offset
-  /// blockK * 16. An operand contiguous along K is copied as it lies (cp.async when both are);
-  /// one contiguous along M or N is transposed on its way into shared memory, element by
-  /// element (double-buffered through registers: the next K tile is loaded while this one is
-  /// multiplied).
+  /// Both tiles are staged as they lie in core matrices of 8 × 8 elements (no swizzle): core
+  /// matrix ((o / 8) * (blockK / 8) + kk / 8) holds element (o, kk) of a tile (o along M or N)
+  /// at (o % 8) * 8 + kk % 8 when the operand is contiguous along K (K-major), at
+  /// (kk % 8) * 8 + o % 8 when it is contiguous along M or N (MN-major: wgmma's imm-trans 1),
+  /// so the descriptors' leading-dimension offset is 128 bytes and their stride offset
+  /// blockK * 16 either way; each global vector lands in one 16-byte core-matrix row (cp.async
+  /// as on the TensorCore path).
   /// Accumulator fragments are mma.sync's (each warp's 16 rows, warpN / 8 m16n8 tiles), so
   /// the result's store and epilogue are the TensorCore path's; sharedPad is 0.
   enum class Engine : uint8_t { Fma, TensorCore, Warpgroup };

@@ -374,10 +374,8 @@ GemmPlan planGemm(const ir::Graph& g, ir::NodeId dot, const DeviceSpec& spec,
   // cp.async copies 4, 8 or 16 bytes into a layout equal to global's (tensor cores only; the
   // FMA path transposes A on the way).
   // A prologue's elementwise ops run between the load and the store: no cp.async then.
-  // Warpgroup MMA stages both tiles K-major: cp.async only when both are K-contiguous.
   p.asyncCopy = mma && p.stages == 2 && p.vectorA * e >= 4 && p.vectorB * e >= 4 &&
-                !p.a.computed() && !p.b.computed() &&
-                (!wgmma || (p.a.rowMajor() && !p.b.rowMajor()));
+                !p.a.computed() && !p.b.computed();
   // Without cp.async, a tensor-core tile's next K tile would wait in registers beside the
   // accumulators and fragments (255 registers and spills at 128 x 128 with scalar loads):
   // one stage instead. wgmma keeps no fragments in registers: its next tile waits there.
@@ -434,8 +432,10 @@ std::string GemmPlan::str() const {
   std::string inner =
       engine == Engine::Fma ? fmt::format("thread {}x{} (runs of {})", threadM, threadN, columnRun)
       : engine == Engine::Warpgroup
-          ? fmt::format("wgmma m64n{}k16 per warpgroup, {} warpgroups, core matrices (no swizzle)",
-                        warpN, blockSize / 128)
+          ? fmt::format("wgmma m64n{}k16 per warpgroup, {} warpgroups, core matrices (no swizzle, "
+                        "a {}, b {})",
+                        warpN, blockSize / 128, a.rowMajor() ? "K-major" : "M-major",
+                        b.rowMajor() ? "N-major" : "K-major")
           : fmt::format("{}x{} mma m16n8k{}{} per warp, {}, pad {}", warpM / 16, warpN / 8, mmaK(),
                         tf32 ? " (tensor cores tf32)" : "", fragments(),
                         tf32 ? fmt::format("{} ({} K-major)", sharedPad, rowPad(true))

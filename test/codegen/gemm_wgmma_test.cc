@@ -154,7 +154,7 @@ TEST_CASE("gemm wgmma: symbolic dims, one program for every binding", "[codegen]
   }
 }
 
-TEST_CASE("gemm wgmma: transposed and head-split operands, staged K-major either way",
+TEST_CASE("gemm wgmma: transposed and head-split operands, K-major or MN-major core matrices",
           "[codegen][sim][gemm][wgmma]") {
   struct Case {
     Feed a, b;
@@ -170,8 +170,12 @@ TEST_CASE("gemm wgmma: transposed and head-split operands, staged K-major either
       ir::Graph g = test::layoutGraph(t, c.batch, c.m, c.k, c.n, c.a, c.b);
       auto plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
       const fusion::GemmPlan& p = gemmOf(plan);
-      // cp.async only when both operands lie along K (a row-major A, a [N, K] B)
-      CHECK(p.asyncCopy == (p.a.rowMajor() && !p.b.rowMajor() && p.stages == 2));
+      // staged as they lie: an operand contiguous along M or N in MN-major core matrices
+      // (imm-trans 1), cp.async whenever the vectors allow
+      CHECK(p.asyncCopy == (p.stages == 2 && p.vectorA >= 2 && p.vectorB >= 2));
+      codegen::CompiledModule mod = codegen::compileToPtx(plan);
+      CHECK(mod.ptx.find(fmt::format("1, 1, 1, {}, {};", int(!p.a.rowMajor()),
+                                     int(p.b.rowMajor()))) != std::string::npos);
       checkWgmma(plan);
     }
 }

@@ -75,17 +75,18 @@ TEST_CASE("gemm planner: f16 and bf16 on tensor cores from sm_80, FMA before", "
       CHECK(p->asyncCopy); // 16-byte vectors: cp.async.cg
       CHECK_THAT(p->str(), Catch::Contains("mma m16n8k16"));
     }
-    // wgmma: warpgroups of 64 rows by the whole blockN, core matrices without padding; the
-    // row-major B is transposed into K-major core matrices, double-buffered through registers
+    // wgmma: warpgroups of 64 rows by the whole blockN, core matrices without padding, each
+    // tile as it lies (the row-major B N-major), double-buffered with cp.async
     CHECK(h100.warpM == 64);
     CHECK(h100.warpN == h100.blockN);
     CHECK(h100.blockSize == 128 * (h100.blockM / 64));
     CHECK(h100.blockK == 32);
     CHECK(h100.sharedPad == 0);
-    CHECK_FALSE(h100.asyncCopy);
+    CHECK(h100.asyncCopy);
     CHECK(h100.stages == 2);
     CHECK(h100.sharedBytes == 2 * (h100.blockM + h100.blockN) * 32 * 2);
     CHECK_THAT(h100.str(), Catch::Contains("gemm wgmma"));
+    CHECK_THAT(h100.str(), Catch::Contains("core matrices (no swizzle, a K-major, b N-major)"));
     CHECK_FALSE(v100.asyncCopy);
   }
   // f32 stays on FMA (TF32 is not planned)
