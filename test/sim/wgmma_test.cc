@@ -314,6 +314,29 @@ TEST_CASE("wgmma.mma_async refuses what it does not run, naming it", "[sim][tens
     REQUIRE_THROWS_WITH(run(w, {a, a1}, b, A2, B, d0),
                         Catch::Contains("the A descriptor differs across the warpgroup"));
   }
+  auto accumulators = [] {
+    std::string s;
+    for (int i = 0; i < 32; ++i)
+      s += fmt::format("{}%f{}", i ? ", " : "", i);
+    return s;
+  };
+  SECTION("warps of a warpgroup at different wgmma instructions") {
+    Wgmma w;
+    const std::string mma = "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {" +
+                            accumulators() + "}, %rd8, %rd9, %p3, 1, 1, 0, 0;";
+    w.extra = "setp.lt.u32 %p2, %r1, 32;\n  @%p2 bra $second;\n  " + mma +
+              "\n  bra.uni $after;\n$second:\n  " + mma + "\n$after:";
+    REQUIRE_THROWS_WITH(run(w, {a}, b, A, B, d0),
+                        Catch::Contains("execute different wgmma.mma_async instructions"));
+  }
+  SECTION("a warp that leaves before its warpgroup's wgmma") {
+    Wgmma w;
+    w.extra = "setp.ge.u32 %p2, %r1, 96;\n  @%p2 ret;\n  "
+              "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {" +
+              accumulators() + "}, %rd8, %rd9, %p3, 1, 1, 0, 0;";
+    REQUIRE_THROWS_WITH(run(w, {a}, b, A, B, d0),
+                        Catch::Contains("deadlock") && Catch::Contains("wgmma.mma_async"));
+  }
   SECTION("other shapes, imm-trans values and A in registers are refused at load") {
     std::string t = kernel(Wgmma{});
     std::string trans = t;
