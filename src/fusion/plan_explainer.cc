@@ -262,6 +262,11 @@ std::string explainPlan(const FusionPlan& plan) {
     os << fmt::format("\nstep {}: {}: {} op(s) in {} group(s), {} phase(s){}\n", s, idx.names[s],
                       k.ops.size(), k.groups.size(), k.phases.size(),
                       k.hasGridBarrier() ? ", phases joined by grid barriers (cooperative)" : "");
+    if (k.launch.clusterSize > 1)
+      os << fmt::format("  in thread-block clusters of {} blocks (sm_90): its phases' staged rows "
+                        "are loaded once per cluster and its block partials combined across the "
+                        "cluster, so each of those copies is made by one block in {}\n",
+                        k.launch.clusterSize, k.launch.clusterSize);
     for (size_t gi = 0; gi < k.groups.size(); ++gi) {
       const Group& grp = k.groups[gi];
       os << fmt::format("  group {}: dominant {} ({}), {}\n", gi, name(g, grp.dominant),

@@ -2,6 +2,7 @@
 // kernels, and a kernel → ops map that accounts for every op exactly once.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -66,6 +67,18 @@ TEST_CASE("explain: every op of a stitched kernel says its group, role and stora
   CHECK_THAT(text, Contains("%power.1 (pow): a sub-dominant"));
   CHECK_THAT(text, Contains("global scratch: read in a later phase, behind a grid barrier"));
   CHECK_THAT(text, Contains("boundaries (values read from memory across steps): none"));
+}
+
+TEST_CASE("explain: a cooperative kernel on sm_90 says it runs in thread-block clusters",
+          "[planner][explain]") {
+  FusionPlan p = planExample("layer_norm_backward", Policy::AStitch);
+  const auto& k = std::get<KernelPlan>(p.steps.at(0));
+  REQUIRE(k.launch.clusterSize > 1);
+  CHECK_THAT(explainPlan(p),
+             Contains(fmt::format("in thread-block clusters of {} blocks (sm_90)",
+                                  k.launch.clusterSize)));
+  FusionPlan a100 = plan(p.graph, *deviceSpecProfile("a100"), Policy::AStitch);
+  CHECK_THAT(explainPlan(a100), !Contains("thread-block clusters"));
 }
 
 TEST_CASE("explain: xla's kernel boundaries name the fusion rule that made them",
