@@ -247,6 +247,15 @@ GemmEmitter::Staged GemmEmitter::load(const Operand& o, Value* k0, Value* asyncS
     Value* active = first + p_.blockSize > count ? b_.CreateICmpULT(x, i32(count)) : nullptr;
     Value* along = b_.CreateMul(b_.CreateURem(x, i32(perRow)), i32(v));
     Value* across = b_.CreateUDiv(x, i32(perRow));
+    if (o.kChunks && v == 8) {
+      // Core matrices: 16-byte vectors, lanes 8j .. 8j + 7 fill the eight rows of one core
+      // matrix (128 contiguous bytes of shared memory: no two in a bank), j the next one along
+      // the contiguous dim; each global row is still read in whole sectors by its lanes.
+      Value* rest = b_.CreateLShr(x, 3);
+      along = b_.CreateMul(b_.CreateURem(rest, i32(perRow)), i32(8));
+      across = b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(rest, i32(perRow)), i32(8)),
+                            b_.CreateAnd(x, 7));
+    }
     Value* outer = o.kContiguous ? across : along;
     Value* kk = o.kContiguous ? along : across;
     Value* gOuter = b_.CreateAdd(o.origin, k_.toIndex(outer));
