@@ -282,6 +282,46 @@ TEST_CASE("graph capture records launches, replays them and updates one node's a
   }
 }
 
+TEST_CASE("a captured launch in clusters replays in clusters and keeps its cluster size",
+          "[cuda]") {
+  auto api = fakeDriverApi();
+  CudaDevice device(api, 0);
+  fakeDriver().paramSizes["grid_sync"] = {8};
+  KernelHandle k = device.getKernel(device.loadModule("ptx"), "grid_sync");
+  LaunchConfig c;
+  c.grid = {264, 1, 1};
+  c.block = {128, 1, 1};
+  c.cooperative = true;
+  c.clusterSize = 4;
+  device.launch(k, c, {KernelArg::pointer(0x100)}); // a plain run first, as Executable does
+  fakeDriver().calls.clear();
+  device.beginCapture();
+  device.launch(k, c, {KernelArg::pointer(0x100)});
+  GraphHandle g = device.endCapture();
+  CHECK(collapsed(fakeDriver().calls) ==
+        Calls{"cuStreamBeginCapture", "cuLaunchKernelEx", "cuStreamEndCapture", "cuGraphGetNodes",
+              "cuGraphNodeGetType", "cuGraphKernelNodeGetParams", "cuGraphInstantiateWithFlags"});
+  device.updateGraphKernelArgs(g, 0, {KernelArg::pointer(0x200)});
+  fakeDriver().graphLaunches.clear();
+  device.replay(g);
+  REQUIRE(fakeDriver().graphLaunches.size() == 1);
+  CHECK(fakeDriver().graphLaunches[0].clusterSize == 4);
+  CHECK(fakeDriver().graphLaunches[0].cooperative);
+  CHECK(fakeDriver().graphLaunches[0].args[0] == bytesOf(0x200));
+  // a new launch shape in clusters of another size cannot be set on the captured node
+  LaunchConfig other = c;
+  other.grid = {266, 1, 1};
+  other.clusterSize = 2;
+  try {
+    device.updateGraphKernelLaunch(g, 0, other, {KernelArg::pointer(0x300)});
+    FAIL("a node captured in clusters of 4 was updated to clusters of 2");
+  } catch (const DeviceError& e) {
+    CHECK(std::string(e.what()) ==
+          "updateGraphKernelLaunch: node 0 of graph 0 (kernel 'grid_sync') was captured in "
+          "clusters of 4, this launch runs in clusters of 2; capture it again");
+  }
+}
+
 TEST_CASE("a timer records two events on the stream and reads the time between them", "[cuda]") {
   auto api = fakeDriverApi();
   CudaDevice device(api, 0);

@@ -366,8 +366,10 @@ std::shared_ptr<const DriverApi> fakeDriverApi() {
     if (r != CUDA_SUCCESS) return r;
     FakeNode& n = state.execs.at(valueOf(e)).at(nodeIndex(node));
     if (kernelName(p->func) != n.launch.kernel) return CUDA_ERROR_INVALID_VALUE;
+    uint32_t cluster = n.launch.clusterSize; // a node's attributes stay as captured
     n.launch = launchOf(p->func, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
                         p->blockDimZ, p->sharedMemBytes, n.launch.cooperative, p->kernelParams);
+    n.launch.clusterSize = cluster;
     return CUDA_SUCCESS;
   };
   api->cuGraphExecDestroy = [](CUgraphExec) { return record("cuGraphExecDestroy"); };
