@@ -35,6 +35,17 @@ std::vector<uint8_t> bytesOf(uint64_t v) {
   std::memcpy(b.data(), &v, 8);
   return b;
 }
+
+/// A one-wave cooperative grid of 264 blocks of 128 threads in clusters of 4 (cluster_200's).
+LaunchConfig cooperativeInClustersOf4() {
+  LaunchConfig c;
+  c.grid = {264, 1, 1};
+  c.block = {128, 1, 1};
+  c.cooperative = true;
+  c.clusterSize = 4;
+  return c;
+}
+
 } // namespace
 
 TEST_CASE("the device is set up on the primary context with a stream, and reads its spec",
@@ -129,11 +140,7 @@ TEST_CASE("a cooperative launch in clusters goes through cuLaunchKernelEx once t
   auto api = fakeDriverApi();
   CudaDevice device(api, 0);
   KernelHandle k = device.getKernel(device.loadModule("ptx"), "grid_sync");
-  LaunchConfig c;
-  c.grid = {264, 1, 1};
-  c.block = {128, 1, 1};
-  c.cooperative = true;
-  c.clusterSize = 4;
+  LaunchConfig c = cooperativeInClustersOf4();
   fakeDriver().calls.clear();
   device.launch(k, c, {});
   device.launch(k, c, {}); // the occupancy answer is kept
@@ -150,11 +157,7 @@ TEST_CASE("clusters that cannot all be resident, or that the driver refuses, lau
   auto api = fakeDriverApi();
   CudaDevice device(api, 0);
   KernelHandle k = device.getKernel(device.loadModule("ptx"), "grid_sync");
-  LaunchConfig c;
-  c.grid = {264, 1, 1};
-  c.block = {128, 1, 1};
-  c.cooperative = true;
-  c.clusterSize = 4;
+  LaunchConfig c = cooperativeInClustersOf4();
   fakeDriver().maxActiveClusters = 65; // 260 blocks: one cluster short of the grid
   fakeDriver().calls.clear();
   device.launch(k, c, {});
@@ -288,11 +291,7 @@ TEST_CASE("a captured launch in clusters replays in clusters and keeps its clust
   CudaDevice device(api, 0);
   fakeDriver().paramSizes["grid_sync"] = {8};
   KernelHandle k = device.getKernel(device.loadModule("ptx"), "grid_sync");
-  LaunchConfig c;
-  c.grid = {264, 1, 1};
-  c.block = {128, 1, 1};
-  c.cooperative = true;
-  c.clusterSize = 4;
+  LaunchConfig c = cooperativeInClustersOf4();
   device.launch(k, c, {KernelArg::pointer(0x100)}); // a plain run first, as Executable does
   fakeDriver().calls.clear();
   device.beginCapture();
