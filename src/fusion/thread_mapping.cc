@@ -16,9 +16,12 @@ constexpr double kUtilizationSlack = 0.05; // prefer bigger blocks within this o
 int64_t ceilDiv(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
+/// The least power of two >= x, at most 2^30 (callers cap it by a warp or a block): a symbolic
+/// loop's assumed size can pass 2^31, where doubling an int overflowed and never ended
+/// (random graph 1059 with a symbolic size hung planning its column sum).
 int pow2Ceil(int64_t x) {
   int p = 1;
-  while (p < x)
+  while (p < x && p < (1 << 30))
     p *= 2;
   return p;
 }

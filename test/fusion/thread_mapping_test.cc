@@ -189,3 +189,21 @@ TEST_CASE("thread mapping: rows of a small tensor take more lanes of width 1 (ha
   CHECK(km.vectorWidth == 1);
   CHECK(km.threadsPerRow == 32);
 }
+
+TEST_CASE("thread mapping: a column reduce over more than 2^31 assumed columns maps",
+          "[planner][mapping]") {
+  // [8, B, B] summed over its first dim: unbounded, B is assumed 2^20, so 2^40 columns. The
+  // power of two above them overflowed an int and planning never ended (random graph 1059 with
+  // a symbolic size).
+  ir::Graph g;
+  ir::Dim B = ir::Dim::symbol("B");
+  auto x = g.parameter("x", {ir::DType::f32, {8, B, B}});
+  g.addOutput(g.reduce(ir::ReduceKind::Sum, x, {0}, "col_sum"));
+  LoopSpace space = loopSpaceOf(g, id(g, "col_sum"));
+  REQUIRE(space.kind == LoopSpace::Kind::ColumnReduce);
+  CHECK(space.assumedRows > (int64_t(1) << 31));
+  MappingChoice c = chooseThreadMapping(space, profile("h100"));
+  const auto& m = std::get<ColumnReduceMapping>(c.mapping);
+  CHECK(m.tileColumns == 32);
+  CHECK(m.splitFactor == 1);
+}
