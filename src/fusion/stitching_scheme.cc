@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <functional>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -501,11 +502,26 @@ private:
       // only per-result values after the combine, and was never stored), and a value off the
       // loop need not be one per result (random graph 200809: an identity transpose of a
       // [2, 2] loop value, outside the group's spaces, joined the [2] sums' stage).
+      // Only what is computed from the combined reduces: a value of as many elements that does
+      // not read them (random graph 100155 with 60 ops: neg(log(|x| + 1)) over [64] beside a
+      // [64] column max) gets a stage of its own (it was never stored by the combine).
       ir::Dim results = ir::numElements(g_.node(gr.dominant).type.shape);
+      std::map<ir::NodeId, bool> known;
+      std::function<bool(ir::NodeId)> fromCombine = [&](ir::NodeId x) {
+        auto k = known.find(x);
+        if (k != known.end()) return k->second;
+        const ir::Node& n = g_.node(x);
+        bool from = false;
+        if (groupOf_.count(x) && groupOf_.at(x) == stage.group)
+          from = (n.kind == ir::OpKind::Reduce &&
+                  g_.node(n.operands[0]).type.shape == gr.loopShape) ||
+                 std::any_of(n.operands.begin(), n.operands.end(), fromCombine);
+        return known[x] = from;
+      };
       auto perResult = [&](ir::NodeId x) {
         auto it = gr.space.find(x);
         bool offLoop = it == gr.space.end() || it->second == OpSpace::Other;
-        return offLoop && ir::numElements(g_.node(x).type.shape) == results;
+        return offLoop && ir::numElements(g_.node(x).type.shape) == results && fromCombine(x);
       };
       return perResult(stage.values.front()) == perResult(v);
     }
@@ -666,9 +682,10 @@ private:
       if (!sameFamily) continue;
       const Group& gr = k_.groups[static_cast<size_t>(family(first))];
       int64_t split = splitFactor(gr.mapping);
+      int64_t parts = split * clusterBlocks(gr.mapping); // a block's share of each row
       int64_t perTile =
           spaceOf(g_, gr, value) == OpSpace::Loop
-              ? gr.rowsPerTile * ((staticOr(gr.rowLength, kNotShareable) + split - 1) / split)
+              ? gr.rowsPerTile * ((staticOr(gr.rowLength, kNotShareable) + parts - 1) / parts)
               : gr.rowsPerTile;
       // Across a grid barrier a thread must hold its elements of every tile it handles: only
       // possible when one wave covers all tiles (one tile per block), for every binding the
