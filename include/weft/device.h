@@ -44,6 +44,9 @@ struct LaunchConfig {
   // once on one GPC and read each other's shared memory (ld.shared::cluster, barrier.cluster).
   // 1: no clusters (each block is a cluster of one). Must divide grid.x.
   uint32_t clusterSize = 1;
+  // The kernel is correct only in clusters of clusterSize: a device that cannot launch them
+  // refuses the launch (otherwise it may launch in clusters of one).
+  bool clusterRequired = false;
 };
 
 /// What one launch did, as counted by the simulator (the cuda device leaves these zero).

@@ -36,30 +36,35 @@ llvm::Value* mapToClusterBlock(KernelContext& k, llvm::Value* shared, llvm::Valu
   return b.CreateCall(mapa, {address, rank});
 }
 
-llvm::Value* loadClusterElement(KernelContext& k, llvm::Value* array, ir::DType t,
-                                llvm::Value* flat) {
+llvm::Value* loadClusterValue(KernelContext& k, llvm::Value* address, llvm::Type* t) {
   llvm::IRBuilder<>& b = *k.b;
   auto* i32 = b.getInt32Ty();
-  unsigned bytes = unsigned(ir::dtypeBytes(t));
-  llvm::Value* address =
-      b.CreateAdd(array, b.CreateMul(b.CreateZExtOrTrunc(flat, i32), b.getInt32(bytes)));
+  unsigned bits = t->getPrimitiveSizeInBits().getFixedValue();
   llvm::Value* raw = nullptr;
-  if (bytes == 1) {
+  if (bits == 8) {
     auto* load = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {i32}, false),
                                       "ld.shared::cluster.u8 $0, [$1];", "=r,r,~{memory}", true);
     raw = b.CreateTrunc(b.CreateCall(load, {address}), b.getInt8Ty());
   } else {
-    const char* form = bytes == 2 ? "ld.shared::cluster.b16 $0, [$1];"
-                       : bytes == 4 ? "ld.shared::cluster.b32 $0, [$1];"
+    const char* form = bits == 16 ? "ld.shared::cluster.b16 $0, [$1];"
+                       : bits == 32 ? "ld.shared::cluster.b32 $0, [$1];"
                                     : "ld.shared::cluster.b64 $0, [$1];";
-    const char* constraints = bytes == 2 ? "=h,r,~{memory}" : bytes == 4 ? "=r,r,~{memory}"
-                                                                         : "=l,r,~{memory}";
-    llvm::Type* it = b.getIntNTy(bytes * 8);
-    auto* load = llvm::InlineAsm::get(llvm::FunctionType::get(it, {i32}, false), form,
-                                      constraints, true);
+    const char* constraints = bits == 16 ? "=h,r,~{memory}" : bits == 32 ? "=r,r,~{memory}"
+                                                                        : "=l,r,~{memory}";
+    auto* load = llvm::InlineAsm::get(llvm::FunctionType::get(b.getIntNTy(bits), {i32}, false),
+                                      form, constraints, true);
     raw = b.CreateCall(load, {address});
   }
-  return fromMemory(b, b.CreateBitCast(raw, memoryType(k.ctx(), t)), t);
+  return b.CreateBitCast(raw, t);
+}
+
+llvm::Value* loadClusterElement(KernelContext& k, llvm::Value* array, ir::DType t,
+                                llvm::Value* flat) {
+  llvm::IRBuilder<>& b = *k.b;
+  auto* i32 = b.getInt32Ty();
+  llvm::Value* address = b.CreateAdd(
+      array, b.CreateMul(b.CreateZExtOrTrunc(flat, i32), b.getInt32(uint32_t(ir::dtypeBytes(t)))));
+  return fromMemory(b, loadClusterValue(k, address, memoryType(k.ctx(), t)), t);
 }
 
 } // namespace weft::codegen

@@ -24,6 +24,10 @@ void clusterBarrier(KernelContext& k);
 /// block `rank` (i32) of the cluster holds it: mapa.shared::cluster.
 llvm::Value* mapToClusterBlock(KernelContext& k, llvm::Value* shared, llvm::Value* rank);
 
+/// The value of LLVM type `t` (an integer or float of 8 to 64 bits) at shared::cluster address
+/// `address` (i32): ld.shared::cluster.
+llvm::Value* loadClusterValue(KernelContext& k, llvm::Value* address, llvm::Type* t);
+
 /// Element `flat` of the dtype-`t` array at shared::cluster address `array` (from
 /// mapToClusterBlock): ld.shared::cluster, in compute type as KernelContext::loadElement.
 llvm::Value* loadClusterElement(KernelContext& k, llvm::Value* array, ir::DType t,

@@ -910,7 +910,7 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
   llvm::Value* units = k_.dim(s.units);
   llvm::Value* unitTiles =
       b.CreateUDiv(b.CreateAdd(units, k_.index(s.unitsPerTile - 1)), k_.index(s.unitsPerTile));
-  llvm::Value* tiles = b.CreateMul(unitTiles, k_.index(s.split));
+  llvm::Value* tiles = b.CreateMul(unitTiles, k_.index(int64_t(s.split) * s.clusterParts));
   sharedDirty_ = false;
   std::vector<ir::NodeId>& phaseShared =
       phaseShared_; // shared values of this phase: valid per tile only
@@ -957,6 +957,11 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
         s.firstTile = b.CreateICmpEQ(tile, k_.toIndex(k_.blockId()));
         llvm::Value* unitTile = s.split > 1 ? b.CreateUDiv(tile, k_.index(s.split)) : tile;
         s.part = s.split > 1 ? b.CreateURem(tile, k_.index(s.split)) : k_.index(0);
+        if (s.clusterParts > 1) {
+          // The grid is whole clusters, so this block's part of the tile is its cluster rank.
+          unitTile = b.CreateUDiv(tile, k_.index(s.clusterParts));
+          s.clusterPart = b.CreateURem(tile, k_.index(s.clusterParts));
+        }
         s.u0 = b.CreateMul(unitTile, k_.index(s.unitsPerTile));
         s.u1 = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin,
                                        b.CreateAdd(s.u0, k_.index(s.unitsPerTile)), units);
@@ -970,8 +975,8 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
         }
         if (!loadedHere.empty()) loadResidentInputs(s, loadedHere);
         if (slotPhase) {
-          slots_ =
-              makeRowSlots(k_, slotPhase->loop, slotPhase->rowDims, slotPhase->mapping, s.u0, s.u1);
+          slots_ = makeRowSlots(k_, slotPhase->loop, slotPhase->rowDims, slotPhase->mapping, s.u0,
+                                s.u1, s.clusterPart);
           slotGroup_ = slotPhase->group;
           gen_->beginReuse(slotPhase->reused);
           copyTileSlices(s, *slotPhase);

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <limits>
+#include <stdexcept>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
+#include "codegen/cluster_access.h"
 #include "weft/error.h"
 
 namespace weft::codegen {
@@ -202,6 +204,11 @@ void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& redu
   llvm::Value* rowInPass = b.CreateUDiv(tid, k.index(tpr));
   llvm::Value* lane = b.CreateURem(tid, k.index(tpr));
   llvm::AllocaInst* acc = k.entryAlloca(at, reduce.name + ".acc");
+  // A row shared by a thread-block cluster: this block accumulates its part (its slots) and the
+  // cluster combines the parts.
+  int cluster = warpPerRow ? 1 : std::max(1, m.clusterBlocks);
+  if (cluster > 1 && !slots)
+    k.fail(reduce.id, "a row shared by a thread-block cluster needs the row's slots (registers)");
 
   auto emitPass = [&](llvm::Value* pass) {
     llvm::Value* row = b.CreateAdd(pass, rowInPass);
@@ -253,9 +260,28 @@ void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& redu
                                                  lane32, k.index(0))),
                          reductionIdentity(k.ctx(), kind, t));
       llvm::Value* total = warpReduce(k, kind, t, partial, 32);
+      if (cluster > 1) { // the block's part of the row, for the cluster's blocks to combine
+        k.ifThen(b.CreateICmpEQ(lane32, k.index(0)), [&] { storeSlot(k, k.index(0), total); });
+        return;
+      }
       k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(lane32, k.index(0))),
                [&] { onResult(row, total); });
     });
+    if (cluster > 1) {
+      // Every block of the cluster combines the blocks' parts in rank order (the same total in
+      // each); the second barrier keeps slot 0 until the whole cluster has read it.
+      clusterBarrier(k);
+      llvm::Type* st = slotType(at);
+      llvm::Value* slot0 = b.CreateInBoundsGEP(st, k.reduceScratch, k.index(0));
+      llvm::Value* total = reductionIdentity(k.ctx(), kind, t);
+      for (int q = 0; q < cluster; ++q) {
+        llvm::Value* v = loadClusterValue(k, mapToClusterBlock(k, slot0, b.getInt32(uint32_t(q))), st);
+        if (at->isIntegerTy(1)) v = b.CreateTrunc(v, at);
+        total = reductionCombine(b, kind, t, total, v);
+      }
+      k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(tid, k.index(0))), [&] { onResult(row, total); });
+      clusterBarrier(k);
+    }
     k.blockBarrier(); // the scratch is reused by the next row
   };
   if (slots) {
@@ -291,7 +317,8 @@ llvm::Value* inRowOr(llvm::IRBuilder<>& b, const RowSlots::Step& step, llvm::Val
 }
 
 RowSlots makeRowSlots(KernelContext& k, const ir::Shape& loop, size_t rowDims,
-                      const fusion::RowReduceMapping& m, llvm::Value* u0, llvm::Value* u1) {
+                      const fusion::RowReduceMapping& m, llvm::Value* u0, llvm::Value* u1,
+                      llvm::Value* clusterPart) {
   llvm::IRBuilder<>& b = *k.b;
   bool warpPerRow = m.kind == fusion::RowReduceMapping::Kind::WarpPerRow;
   int tpr = warpPerRow ? m.threadsPerRow : k.blockSize;
@@ -309,14 +336,22 @@ RowSlots makeRowSlots(KernelContext& k, const ir::Shape& loop, size_t rowDims,
   llvm::Value* lane = b.CreateURem(tid, k.index(tpr));
   Index rowIndex = delinearize(k, ir::Shape(loop.begin(), loop.begin() + int64_t(rowDims)), row);
   int64_t perStep = int64_t(tpr) * vector;
-  int64_t steps = (length + perStep - 1) / perStep;
+  int64_t parts = std::max(1, m.clusterBlocks);
+  int64_t steps = ((length + parts - 1) / parts + perStep - 1) / perStep;
+  if (parts > 1 && !clusterPart)
+    throw std::logic_error("makeRowSlots: a row shared by a cluster needs the block's part");
+  // The first column of this block's part of the row (0 without a cluster).
+  llvm::Value* partStart =
+      parts > 1 ? b.CreateMul(clusterPart, k.index(steps * perStep)) : k.index(0);
   for (int64_t i = 0; i < steps; ++i) {
-    // Element lane * vector + i * tpr * vector of the row: a multiple of the vector width. In
-    // a ragged last step, lanes past the row read its last vector instead (and are masked).
+    // Element lane * vector + i * tpr * vector of the row (of the part): a multiple of the
+    // vector width. In a ragged last step, lanes past the row read its last vector instead (and
+    // are masked).
     llvm::Value* column =
         b.CreateAdd(b.CreateMul(lane, k.index(vector)), k.index(i * tpr * vector), "", true, true);
+    if (parts > 1) column = b.CreateAdd(partStart, column, "", true, true);
     RowSlots::Step step;
-    if ((i + 1) * perStep > length) {
+    if ((parts - 1) * steps * perStep + (i + 1) * perStep > length) { // past the row in a part
       step.inRow = b.CreateICmpSLT(column, k.index(length));
       column = b.CreateSelect(step.inRow, column, k.index(length - vector));
     }

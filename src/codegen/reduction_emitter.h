@@ -58,9 +58,12 @@ void emitAtSlots(KernelContext& k, ElementalEmitter& gen, const RowSlots& slots,
 llvm::Value* inRowOr(llvm::IRBuilder<>& b, const RowSlots::Step& step, llvm::Value* value,
                      llvm::Value* otherwise);
 /// The calling thread's slots of the tile starting at row u0 (rows [u0, u1)); rows past the
-/// tile read row u0 so that every load stays in bounds.
+/// tile read row u0 so that every load stays in bounds. A row shared by a cluster
+/// (m.clusterBlocks > 1) gives the thread slots in part `clusterPart` of the row only: columns
+/// [part * partLength, (part + 1) * partLength), partLength a whole number of steps.
 RowSlots makeRowSlots(KernelContext& k, const ir::Shape& loop, size_t rowDims,
-                      const fusion::RowReduceMapping& m, llvm::Value* u0, llvm::Value* u1);
+                      const fusion::RowReduceMapping& m, llvm::Value* u0, llvm::Value* u1,
+                      llvm::Value* clusterPart = nullptr);
 
 /// Called once per result, by one thread, with the result's flat index (indexTy) and value.
 using ReduceResult = std::function<void(llvm::Value* keptFlat, llvm::Value* value)>;

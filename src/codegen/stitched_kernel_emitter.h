@@ -32,6 +32,7 @@ struct TileSpace : fusion::TileSpace {
   llvm::Value* part = nullptr;
   llvm::Value* firstTile = nullptr; // i1: this is the block's first tile of the phase
   llvm::Value* ordinal = nullptr;   // which of the block's tiles this is (resident values' slot)
+  llvm::Value* clusterPart = nullptr; // this block's part of a tile shared by its cluster
 };
 
 /// The function builder for one KernelPlan.

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "fusion/launch_config.h"
+#include "fusion/phase_planner.h"
+
 namespace weft::fusion {
 
 namespace {
@@ -37,9 +40,25 @@ int clusterSizeFor(const DeviceSpec& spec, int64_t grid, int64_t blocksPerSM) {
   return 1;
 }
 
+void keepRowClustersWhereEmittable(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel,
+                                   const ir::SymbolRanges& ranges) {
+  if (!kernel.launch.clusterRequired) return;
+  bool emittable = kernel.groups.size() == 1 && kernel.phases.size() == 1 &&
+                   !kernel.launch.cooperative && kernel.phases[0].slots &&
+                   kernel.phases[0].slots->group == 0 && kernel.phases[0].acrossStages.empty() &&
+                   kernel.phases[0].space.clusterParts == kernel.launch.clusterSize;
+  if (emittable) return;
+  for (Group& group : kernel.groups)
+    if (auto* r = std::get_if<RowReduceMapping>(&group.mapping)) r->clusterBlocks = 1;
+  configureLaunch(g, kernel, spec);
+  kernel.phases.clear();
+  planPhases(g, spec, kernel, ranges);
+}
+
 void planClusters(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel,
                   int64_t minBytes) {
   LaunchPlan& launch = kernel.launch;
+  if (launch.clusterRequired) return; // rows shared by the cluster: planned with the mapping
   launch.clusterSize = 1;
   for (PhasePlan& p : kernel.phases)
     p.throughCluster = false;

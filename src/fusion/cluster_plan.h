@@ -16,6 +16,7 @@
 // grid it does not divide, or a device that cannot hold the clusters, runs without clusters: the
 // kernel reads its cluster's size at run time.
 #include "fusion/kernel_plan.h"
+#include "ir/symbol_ranges.h"
 #include "weft/device_spec.h"
 
 namespace weft::fusion {
@@ -30,5 +31,14 @@ void planClusters(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel
 
 /// The cluster size for a grid of `grid` blocks with `blocksPerSM` resident per SM (1: none).
 int clusterSizeFor(const DeviceSpec& spec, int64_t grid, int64_t blocksPerSM);
+
+/// Rows shared by a cluster (RowReduceMapping::clusterBlocks, chosen by the thread mapping for
+/// rows too long for one block's registers) are emitted only where each block keeps its part
+/// of the row in registers from the first reduce to the last store: a kernel of one group whose
+/// one phase runs as slots. Otherwise (a row part that would be read again, other groups'
+/// stages in the tile) the kernel is planned again with a block per row: its launch configured
+/// and its phases planned anew. Run after planPhases, before planClusters.
+void keepRowClustersWhereEmittable(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel,
+                                   const ir::SymbolRanges& ranges = {});
 
 } // namespace weft::fusion

@@ -32,4 +32,9 @@ int splitFactor(const ThreadMapping& m) {
   return 1;
 }
 
+int clusterBlocks(const ThreadMapping& m) {
+  if (auto* r = std::get_if<RowReduceMapping>(&m)) return std::max(1, r->clusterBlocks);
+  return 1;
+}
+
 } // namespace weft::fusion

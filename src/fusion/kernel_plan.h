@@ -62,6 +62,11 @@ struct RowReduceMapping {
   int rowsPerBlock = 1;
   int splitFactor = 1;
   int vectorWidth = 1;
+  // BlockPerRow on sm_90: the blocks of one thread-block cluster share each row, block r of the
+  // cluster holding part r of clusterBlocks equal parts in its slots, and every row reduce is
+  // combined across the cluster (distributed shared memory); rows too long for one block's
+  // registers are then read once (QuACK). 1: a row per block.
+  int clusterBlocks = 1;
   bool operator==(const RowReduceMapping&) const = default;
 };
 
@@ -82,6 +87,9 @@ using ThreadMapping = std::variant<ElementwiseMapping, RowReduceMapping, ColumnR
 /// How many blocks share each row (or column) of a reduce mapping: its splitFactor; 1 for an
 /// elementwise mapping.
 int splitFactor(const ThreadMapping& m);
+/// How many blocks of a thread-block cluster share each row of a mapping
+/// (RowReduceMapping::clusterBlocks); 1 for every other mapping.
+int clusterBlocks(const ThreadMapping& m);
 
 // ---- the kernel ----
 
@@ -203,6 +211,9 @@ struct LaunchPlan {
   // when it divides the grid and clusterSize 1 otherwise: the kernel reads its cluster's size at
   // run time and is correct for any.
   int clusterSize = 1;
+  // The kernel is correct only in clusters of clusterSize (its rows are shared by a cluster's
+  // blocks: RowReduceMapping::clusterBlocks); the grid is then always a multiple of it.
+  bool clusterRequired = false;
 };
 
 // ---- phases: every emission decision (the planner's last step, src/fusion/phase_planner.h) ----
@@ -227,13 +238,16 @@ struct TileSpace {
   ir::Dim units = 1; // rows, columns or flat elements
   int64_t unitsPerTile = 1;
   int split = 1;
+  // Tiles shared by a thread-block cluster's blocks (RowReduceMapping::clusterBlocks): tile
+  // t * clusterParts + r is part r of unit tile t, run by the cluster's block of rank r.
+  int clusterParts = 1;
   ir::NodeId anchor = -1; // the dominant the space comes from
 
   /// Whether tile t of this space and of `o` cover the same units, unsplit: the block that
   /// handles one handles the other, as the same one of its tiles (resident values rely on it).
   bool sameTiles(const TileSpace& o) const {
     return kind == o.kind && units == o.units && unitsPerTile == o.unitsPerTile && split == 1 &&
-           o.split == 1;
+           o.split == 1 && clusterParts == 1 && o.clusterParts == 1;
   }
 };
 

@@ -112,7 +112,9 @@ int slotRegisters(const ir::Graph& g, const KernelPlan& kernel) {
         m->kind == RowReduceMapping::Kind::WarpPerRow ? m->threadsPerRow : kernel.launch.blockSize;
     // Whole steps of vectors per thread (a ragged row's last step is held in full).
     int64_t vector = std::max(1, m->vectorWidth), perStep = threadsPerRow * vector;
-    int64_t perThread = (group.rowLength.size() + perStep - 1) / perStep * vector;
+    int64_t parts = std::max(1, m->clusterBlocks); // a block's part of a row its cluster shares
+    int64_t perThread =
+        ((group.rowLength.size() + parts - 1) / parts + perStep - 1) / perStep * vector;
     auto words = [&](ir::NodeId v) { return (ir::dtypeBytes(g.node(v).type.dtype) + 3) / 4; };
     int64_t perElement = 0;
     for (const auto& [v, p] : kernel.placement)
@@ -195,7 +197,15 @@ void configureLaunch(const ir::Graph& g, KernelPlan& kernel, const DeviceSpec& s
 
   if (kernel.stages.empty()) return;
   const Group& first = kernel.groups[static_cast<size_t>(kernel.stages.front().group)];
-  int64_t split1 = splitFactor(first.mapping);
+  // Rows shared by a thread-block cluster: a tile per block of the cluster, a grid of whole
+  // clusters (the blocks of a cluster then take the parts of the same rows).
+  int cluster = 1;
+  for (const Group& g : kernel.groups)
+    cluster = std::max(cluster, clusterBlocks(g.mapping));
+  launch.clusterSize = cluster;
+  launch.clusterRequired = cluster > 1;
+  launch.maxBlocks = launch.maxBlocks / cluster * cluster;
+  int64_t split1 = splitFactor(first.mapping) * clusterBlocks(first.mapping);
   if (first.rows.isStatic()) {
     launch.tiles = ((first.rows.size() + first.rowsPerTile - 1) / first.rowsPerTile) * split1;
   } else {

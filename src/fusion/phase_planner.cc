@@ -257,6 +257,7 @@ TileSpace PhasePlanner::spaceOf(const Phase& phase) const {
       s.units = ir::reduceGeometry(g_, node(g.dominant)).kept;
       s.unitsPerTile = std::max(1, r->rowsPerBlock);
       s.split = std::max(1, r->splitFactor);
+      s.clusterParts = std::max(1, r->clusterBlocks);
       s.anchor = g.dominant;
       break;
     }
@@ -503,7 +504,9 @@ std::optional<SlotPlan> PhasePlanner::slotPlanOf(const TileSpace& s, const Phase
   if (peak > 0) sp.registers += peak;
   bool any = std::any_of(sp.reused.begin(), sp.reused.end(),
                          [&](ir::NodeId v) { return node(v).kind != ir::OpKind::Constant; });
-  if (!any && sp.across.empty()) return std::nullopt;
+  // A row shared by a cluster runs as slots even with nothing to keep: each block reduces its
+  // part (codegen combines the parts only there).
+  if (!any && sp.across.empty() && m.clusterBlocks <= 1) return std::nullopt;
   return sp;
 }
 
@@ -635,7 +638,9 @@ int rowSlotSteps(const ir::Shape& loop, size_t rowDims, const RowReduceMapping& 
     length *= loop[d].size();
   }
   int64_t perStep = int64_t(tpr) * vector;
-  int64_t steps = (length + perStep - 1) / perStep;
+  // A row shared by a cluster: each block's part (RowReduceMapping::clusterBlocks).
+  int64_t cluster = std::max(1, m.clusterBlocks);
+  int64_t steps = ((length + cluster - 1) / cluster + perStep - 1) / perStep;
   if (length % vector != 0 || steps > kMaxRowSlotSteps) return 0;
   return int(steps);
 }

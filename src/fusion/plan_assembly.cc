@@ -142,7 +142,10 @@ FusionPlan assemblePlan(const ir::Graph& g, const DeviceSpec& spec, Policy polic
   if (!symbolic) planMemory(plan);
   planPhases(plan); // the emission decisions, once every kernel's buffers are known
   for (Step& step : plan.steps)
-    if (auto* k = std::get_if<KernelPlan>(&step)) planClusters(plan.graph, plan.device, *k);
+    if (auto* k = std::get_if<KernelPlan>(&step)) {
+      keepRowClustersWhereEmittable(plan.graph, plan.device, *k, plan.symbolRanges);
+      planClusters(plan.graph, plan.device, *k);
+    }
   return plan;
 }
 

@@ -154,10 +154,13 @@ std::string mappingStr(const ThreadMapping& m) {
     return fmt::format("elementwise(vector={}, elements_per_thread={})", e->vectorWidth,
                        e->elementsPerThread);
   if (const auto* r = std::get_if<RowReduceMapping>(&m))
-    return fmt::format("row_reduce({}, threads_per_row={}, rows_per_block={}, split={}, vector={})",
+    return fmt::format("row_reduce({}, threads_per_row={}, rows_per_block={}, split={}, vector={}{})",
                        r->kind == RowReduceMapping::Kind::WarpPerRow ? "warp_per_row"
                                                                      : "block_per_row",
-                       r->threadsPerRow, r->rowsPerBlock, r->splitFactor, r->vectorWidth);
+                       r->threadsPerRow, r->rowsPerBlock, r->splitFactor, r->vectorWidth,
+                       r->clusterBlocks > 1
+                           ? fmt::format(", cluster_per_row={}", r->clusterBlocks)
+                           : "");
   const auto& c = std::get<ColumnReduceMapping>(m);
   return fmt::format("column_reduce(tile_columns={}, tile_rows={}, split={}, atomics={})",
                      c.tileColumns, c.tileRows, c.splitFactor, c.useAtomics ? "yes" : "no");
@@ -171,6 +174,7 @@ std::string tileSpaceStr(const TileSpace& s, const ir::Graph& g) {
                                                           : "elements";
   std::string str = fmt::format("{} {} ({} per tile", s.units.str(), kind, s.unitsPerTile);
   if (s.split > 1) str += fmt::format(", split {}", s.split);
+  if (s.clusterParts > 1) str += fmt::format(", in {} parts, one per block of a cluster", s.clusterParts);
   return str + ") of " + valueName(g, s.anchor);
 }
 
@@ -270,7 +274,9 @@ std::string printKernelPlan(const KernelPlan& k, const ir::Graph& g) {
                     "cooperative {}{}\n",
                     l.blockSize, l.tiles.str(), l.maxBlocks, l.sharedBytes, l.maxRegisters,
                     l.cooperative ? "yes" : "no",
-                    l.clusterSize > 1 ? fmt::format(", cluster {}", l.clusterSize) : "");
+                    l.clusterSize > 1 ? fmt::format(", cluster {}{}", l.clusterSize,
+                                                    l.clusterRequired ? " (rows shared)" : "")
+                                      : "");
   const RegisterEstimate r = estimateRegisters(g, k);
   os << fmt::format("  registers: estimated {} = base {} + {} buffer(s) + max(loop {}, combine {}) "
                     "+ slots {}\n",

@@ -61,12 +61,13 @@ double utilization(const DeviceSpec& spec, int64_t tiles, int64_t bpw, int block
 }
 
 /// Whether splitting each of `rows` rows of `len` elements over `split` blocks of `blockSize`
-/// beats the best block per row (the largest block) by the cost model (fusion/cost_model.h):
+/// beats the best block per row (the largest block; `blocksPerRow` of them when a cluster
+/// shares each row) by the cost model (fusion/cost_model.h):
 /// the split streams the rows on more SMs, with more bytes in flight, but combines its partials
 /// behind a grid barrier. (A [64, 30000] f32 row reduce on the H100 ran faster unsplit: 8.8 µs
 /// against 10.5 split, docs/performance.md.)
 bool splitPays(const LoopSpace& s, const DeviceSpec& spec, int blockSize, int64_t rows,
-               int64_t len, int64_t split) {
+               int64_t len, int64_t split, int64_t blocksPerRow) {
   const CostModel m = costModel(spec);
   const double elementBytes = ir::dtypeBytes(s.dtype);
   const double bytes = double(rows) * double(len) * elementBytes;
@@ -76,11 +77,32 @@ bool splitPays(const LoopSpace& s, const DeviceSpec& spec, int blockSize, int64_
   };
   const int perSM = std::max<int>(1, int(blocksPerWave(spec, blockSize) / spec.smCount));
   const int wholeBlock = std::min(spec.maxThreadsPerBlock, kBlockSizes[0]);
-  const double whole = streamUs(m, bytes, rows, wholeBlock, perThread(wholeBlock), 1);
+  const double whole = streamUs(m, bytes, rows * blocksPerRow, wholeBlock, perThread(wholeBlock), 1);
   const double parts = streamUs(m, bytes, rows * split, blockSize, perThread(blockSize), perSM) +
                        gridBarrierUs(m, uint64_t(std::min<int64_t>(rows * split,
                                                                    blocksPerWave(spec, blockSize))));
   return parts < whole;
+}
+
+/// Elements of a row a thread keeps in registers, at most, before its row is shared by a
+/// thread-block cluster: 16 (64 bytes of f32 per reused value) leaves the slots of a layer norm
+/// (x and x - mean) room in the 64 registers a 1024-thread block allows.
+constexpr int64_t kClusterRowElementsPerThread = 16;
+
+/// The thread-block cluster that shares each row of a block-per-row mapping (sm_90, a static
+/// contiguous row): the fewest blocks, a power of two up to 8
+/// (the portable limit), that hold the row at kClusterRowElementsPerThread per thread; 1 when
+/// one block does, or the hardware has no clusters. The phase planner must still give the row
+/// slots (registers), or the kernel is planned again without (fusion/cluster_plan.h).
+int rowCluster(const LoopSpace& s, const DeviceSpec& spec, int blockSize, int64_t len) {
+  if (spec.computeCapability < 90 || !s.contiguousRows || !s.rowLength.isStatic() ||
+      s.rowLength.size() != len)
+    return 1;
+  const int64_t perBlock = int64_t(blockSize) * kClusterRowElementsPerThread;
+  if (len <= perBlock) return 1;
+  for (int c = 2; c <= 8; c *= 2)
+    if (ceilDiv(len, c) <= perBlock) return c;
+  return 8;
 }
 
 MappingChoice mapRowReduce(const LoopSpace& s, const DeviceSpec& spec, int blockSize) {
@@ -111,13 +133,17 @@ MappingChoice mapRowReduce(const LoopSpace& s, const DeviceSpec& spec, int block
     m.kind = RowReduceMapping::Kind::BlockPerRow;
     m.threadsPerRow = blockSize;
     m.rowsPerBlock = 1;
+    // A row too long for one block's registers is shared by a cluster (read once); a split
+    // across the grid must beat that too.
+    const int cluster = rowCluster(s, spec, blockSize, len);
     if (rows < c.blocksPerWave) {
       const int64_t split = std::clamp<int64_t>(c.blocksPerWave / rows, 1, ceilDiv(len, blockSize));
-      if (split > 1 && splitPays(s, spec, blockSize, rows, len, split))
+      if (split > cluster && splitPays(s, spec, blockSize, rows, len, split, cluster))
         m.splitFactor = static_cast<int>(split);
     }
-    c.tiles = rows * m.splitFactor;
-    laneUse = double(ceilDiv(len, m.splitFactor)) / blockSize;
+    m.clusterBlocks = m.splitFactor > 1 ? 1 : cluster;
+    c.tiles = rows * m.splitFactor * m.clusterBlocks;
+    laneUse = double(ceilDiv(len, m.splitFactor * m.clusterBlocks)) / blockSize;
   }
   m.vectorWidth = scalar ? 1 : vectorWidthFor(s.dtype, len, s.rowLengthDivisor, m.threadsPerRow);
   c.rowsPerTile = m.rowsPerBlock;

@@ -39,7 +39,8 @@ json kernelToJson(const codegen::CompiledKernel& k) {
             {"sharedBytes", l.sharedBytes},
             {"maxRegisters", l.maxRegisters},
             {"cooperative", l.cooperative},
-            {"clusterSize", l.clusterSize}}}};
+            {"clusterSize", l.clusterSize},
+            {"clusterRequired", l.clusterRequired}}}};
 }
 
 codegen::CompiledKernel kernelFromJson(const json& j) {
@@ -65,6 +66,7 @@ codegen::CompiledKernel kernelFromJson(const json& j) {
   k.launch.cooperative = l.at("cooperative").get<bool>();
   k.launch.clusterSize = l.at("clusterSize").get<int>();
   if (k.launch.clusterSize < 1) throw Error("compile cache: malformed cluster size");
+  k.launch.clusterRequired = l.at("clusterRequired").get<bool>();
   return k;
 }
 

@@ -86,7 +86,8 @@ size_t bytesOf(const ir::Node& n, const Binding& binding) {
 bool sameLaunch(const LaunchConfig& a, const LaunchConfig& b) {
   return a.grid.x == b.grid.x && a.grid.y == b.grid.y && a.grid.z == b.grid.z &&
          a.block.x == b.block.x && a.block.y == b.block.y && a.block.z == b.block.z &&
-         a.dynamicSharedBytes == b.dynamicSharedBytes && a.cooperative == b.cooperative;
+         a.dynamicSharedBytes == b.dynamicSharedBytes && a.cooperative == b.cooperative &&
+         a.clusterSize == b.clusterSize && a.clusterRequired == b.clusterRequired;
 }
 } // namespace
 

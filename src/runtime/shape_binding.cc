@@ -40,6 +40,8 @@ BoundShapes bindShapes(const CompiledProgram& program, const Binding& binding) {
     int64_t tiles = tilesUnder(plan, k, binding);
     int64_t grid = k.launch.maxBlocks > 0 ? std::min(tiles, k.launch.maxBlocks) : tiles;
     grid = std::max<int64_t>(grid, 1);
+    if (k.launch.clusterRequired) // whole clusters (blocks past the tiles have none to run)
+      grid = (grid + k.launch.clusterSize - 1) / k.launch.clusterSize * k.launch.clusterSize;
     if (grid > int64_t(0x7fffffff))
       throw Error(
           fmt::format("kernel {}: grid of {} blocks exceeds the 2^31-1 limit", k.name, grid));
@@ -52,6 +54,7 @@ BoundShapes bindShapes(const CompiledProgram& program, const Binding& binding) {
     // (a symbolic tile count) runs without clusters.
     if (k.launch.clusterSize > 1 && grid % k.launch.clusterSize == 0)
       c.clusterSize = uint32_t(k.launch.clusterSize);
+    c.clusterRequired = k.launch.clusterRequired;
     s.launches.push_back(c);
   }
   return s;

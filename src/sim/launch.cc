@@ -315,7 +315,9 @@ LaunchCounters Executor::run() {
   cooperative_ = cfg.cooperative;
   clusterSize_ = cfg.clusterSize;
   const int perSM = blocksPerSM(prog_, fn_, spec, int(threadsPerBlock_), cfg.dynamicSharedBytes);
-  checkClusters(fn_, cfg, spec, perSM);
+  // A block the simulator's register estimate does not fit still launches (ptxas fits a kernel's
+  // registers to its .maxntid), so a cluster is checked against at least one block per SM.
+  checkClusters(fn_, cfg, spec, std::max(perSM, 1));
   counters_.blocks = nBlocks;
   const uint64_t deadlock = rq_.options.deadlockInstructions;
   auto deadlockError = [&](Block& b, Warp& w) {

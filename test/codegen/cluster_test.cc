@@ -6,12 +6,14 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "bench/sweep_workloads.h"
 #include "codegen/compile.h"
 #include "codegen/ptxas.h"
 #include "device_profiles.h"
 #include "fusion/cluster_plan.h"
 #include "fusion/plan.h"
 #include "fusion/plan_printer.h"
+#include "frontend/json_reader.h"
 #include "frontend/random_inputs.h"
 #include "ir/interpreter.h"
 #include "random_graph.h"
@@ -178,4 +180,149 @@ TEST_CASE("random graphs with every cooperative kernel in clusters match the int
     }
   }
   CHECK(clustered >= 20);
+}
+
+namespace {
+
+/// A sweep point's graph (bench/sweep_workloads.h) at a size the simulator runs in seconds.
+ir::Graph rowGraph(const std::string& op, DType dtype, int64_t rows, int64_t row) {
+  bench::SweepPoint p;
+  p.op = op;
+  p.dtype = dtype;
+  p.rows = rows;
+  p.row = row;
+  return frontend::readGraphJson(bench::sweepGraphJson(p), p.name()).graph;
+}
+
+const fusion::RowReduceMapping& rowMapping(const fusion::KernelPlan& k) {
+  return std::get<fusion::RowReduceMapping>(k.groups.at(0).mapping);
+}
+
+} // namespace
+
+TEST_CASE("rows too long for one block's registers are shared by a thread-block cluster",
+          "[planner][codegen]") {
+  // 1024 threads keep 16 elements each of a row: 16,384. Longer rows take the fewest blocks of a
+  // cluster (a power of two up to 8) that hold their parts; every block keeps its part in
+  // registers (slots), so x is read once.
+  struct Case {
+    int64_t row;
+    int cluster;
+  };
+  for (Case c : {Case{16384, 1}, Case{20000, 2}, Case{32768, 2}, Case{65536, 4},
+                 Case{131072, 8}}) {
+    INFO("softmax f32 row " << c.row);
+    fusion::FusionPlan plan =
+        fusion::plan(rowGraph("softmax", DType::f32, 256, c.row), h100(), fusion::Policy::AStitch);
+    const fusion::KernelPlan& k = onlyKernel(plan);
+    CHECK(rowMapping(k).clusterBlocks == c.cluster);
+    CHECK(k.launch.clusterSize == c.cluster);
+    CHECK(k.launch.clusterRequired == (c.cluster > 1));
+    REQUIRE(k.phases.size() == 1);
+    CHECK(k.phases[0].space.clusterParts == c.cluster);
+    CHECK(k.phases[0].slots.has_value());
+    if (c.cluster > 1) {
+      CHECK(k.launch.tiles.size() == 256 * c.cluster);
+      CHECK(k.launch.maxBlocks % c.cluster == 0);
+      CHECK_THAT(fusion::printFusionPlan(plan),
+                 Catch::Contains(fmt::format("cluster_per_row={}", c.cluster)));
+    }
+  }
+  // sm_80 has no clusters: a block per row, read again
+  fusion::FusionPlan a100 = fusion::plan(rowGraph("softmax", DType::f32, 256, 65536),
+                                         *deviceSpecProfile("a100"), fusion::Policy::AStitch);
+  CHECK(rowMapping(onlyKernel(a100)).clusterBlocks == 1);
+  CHECK_FALSE(onlyKernel(a100).launch.clusterRequired);
+}
+
+TEST_CASE("softmax, layer norm and RMSNorm over rows shared by a cluster read their input once "
+          "and match the interpreter",
+          "[codegen][traffic][sim]") {
+  // 20,000 elements in 2 parts of 3 steps of 4,096: part 1 runs past the row (masked); 40,000
+  // in 4 parts of 3 steps, the last one 3,136 long. bf16 keeps its statistics in f32. (Fewer
+  // rows than SMs: rows of 65,536 would be split across the grid instead.)
+  struct Case {
+    std::string op;
+    DType dtype;
+    int64_t rows, row;
+  };
+  for (const Case& c : {Case{"softmax", DType::f32, 16, 20000}, Case{"softmax", DType::f32, 16, 40000},
+                        Case{"layer_norm", DType::f32, 16, 20000},
+                        Case{"layer_norm", DType::bf16, 16, 40000},
+                        Case{"rms_norm", DType::f32, 16, 40000},
+                        Case{"rms_norm", DType::bf16, 16, 20000}}) {
+    INFO(c.op << " " << ir::dtypeName(c.dtype) << " [" << c.rows << ", " << c.row << "]");
+    ir::Graph g = rowGraph(c.op, c.dtype, c.rows, c.row);
+    fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+    const fusion::KernelPlan& k = onlyKernel(plan);
+    REQUIRE(k.launch.clusterRequired);
+    codegen::CompiledModule m = codegen::compileToPtx(plan);
+    std::vector<HostTensor> inputs = frontend::randomInputs(g, {}, 7);
+    std::vector<HostTensor> expected = ir::interpret(g, inputs);
+    std::vector<LaunchCounters> counters;
+    std::vector<HostTensor> got = test::runOnSim(plan, m, inputs, {}, &counters);
+    std::vector<std::vector<double>> spread =
+        runtime::conditioningSpread(g, inputs, expected, {}, 7);
+    for (size_t i = 0; i < expected.size(); ++i) {
+      runtime::TensorCheck check =
+          runtime::checkTensor(g.node(g.outputs()[i]).name, expected[i], got[i], &spread[i]);
+      INFO(check.str());
+      CHECK(check.passed);
+    }
+    // x read once and the output written once: no part of a row read again. gamma and beta
+    // (layer norm, RMSNorm) are read by each row's cluster (a GPU's L2 serves them).
+    int64_t bytes = 0;
+    for (ir::NodeId v : g.inputs())
+      bytes += test::bytesOf(g, v) * (g.node(v).type.shape.size() == 1 ? c.rows : 1);
+    for (ir::NodeId v : g.outputs())
+      bytes += test::bytesOf(g, v);
+    REQUIRE(counters.size() == 1);
+    CHECK(int64_t(counters[0].globalBytes()) <= bytes + bytes / 100);
+    CHECK(counters[0].clusterSharedLoads > 0);
+  }
+}
+
+TEST_CASE("a row shared by a cluster falls back to a block per row where its part cannot stay in "
+          "registers",
+          "[planner]") {
+  // Two groups in the kernel (a row sum and a column sum of the same rows): the tile runs other
+  // stages besides the row's, so the kernel is planned with a block per row.
+  ir::Graph g;
+  ir::Shape shape = {64, 65536};
+  auto x = g.parameter("x", {DType::f32, shape});
+  auto row = g.reduce(ir::ReduceKind::Sum, x, {1}, "row");
+  auto centered = g.binary(ir::OpKind::Sub, x, g.broadcastInDim(row, shape, {0}), "centered");
+  auto col = g.reduce(ir::ReduceKind::Sum, centered, {0}, "col");
+  g.setOutputs({col});
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  for (const fusion::Step& step : plan.steps)
+    if (const auto* k = std::get_if<fusion::KernelPlan>(&step)) {
+      for (const fusion::Group& group : k->groups)
+        CHECK(fusion::clusterBlocks(group.mapping) == 1);
+      CHECK_FALSE(k->launch.clusterRequired);
+    }
+  codegen::CompiledModule m = codegen::compileToPtx(plan);
+  test::checkOnSim(plan, m, 1e-2);
+}
+
+TEST_CASE("kernels whose rows a cluster shares assemble with ptxas for sm_90 without spills",
+          "[ptxas]") {
+  std::string ptxas = test::ptxasOrSkip();
+  if (ptxas.empty()) return;
+  for (const char* op : {"softmax", "layer_norm", "rms_norm"})
+    for (DType dtype : {DType::f32, DType::bf16})
+      for (int64_t row : {20000, 65536, 262144}) {
+        fusion::FusionPlan plan =
+            fusion::plan(rowGraph(op, dtype, 256, row), h100(), fusion::Policy::AStitch);
+        INFO(op << " " << ir::dtypeName(dtype) << " row " << row);
+        REQUIRE(onlyKernel(plan).launch.clusterRequired);
+        codegen::CompiledModule m = codegen::compileToPtx(plan);
+        codegen::PtxasReport r = codegen::runPtxas(ptxas, m.ptx, plan.device.smName());
+        INFO(r.log);
+        REQUIRE(r.ok());
+        for (const codegen::PtxasFunctionReport& f : r.functions) {
+          CHECK(f.spillStores == 0);
+          CHECK(f.spillLoads == 0);
+        }
+      }
 }

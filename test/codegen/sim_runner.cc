@@ -35,6 +35,8 @@ std::vector<HostTensor> runOnSim(const fusion::FusionPlan& plan,
     int64_t tiles = k.launch.tiles.evaluate(binding);
     int64_t grid =
         std::max<int64_t>(1, k.launch.maxBlocks > 0 ? std::min(tiles, k.launch.maxBlocks) : tiles);
+    if (k.launch.clusterRequired)
+      grid = (grid + k.launch.clusterSize - 1) / k.launch.clusterSize * k.launch.clusterSize;
     LaunchConfig c;
     c.grid.x = uint32_t(grid);
     c.block.x = uint32_t(k.launch.blockSize);
@@ -42,6 +44,7 @@ std::vector<HostTensor> runOnSim(const fusion::FusionPlan& plan,
     c.cooperative = k.launch.cooperative;
     if (k.launch.clusterSize > 1 && grid % k.launch.clusterSize == 0)
       c.clusterSize = uint32_t(k.launch.clusterSize);
+    c.clusterRequired = k.launch.clusterRequired;
     std::vector<KernelArg> args;
     for (const auto& p : k.params) {
       switch (p.kind) {

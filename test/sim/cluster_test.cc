@@ -189,13 +189,12 @@ TEST_CASE("cluster launch checks: sm_90, a divisor of grid.x, at most 16 blocks,
   CHECK(errorOf([&] { neighbour32(*h, clusterGrid(dims(4), 32, 0)); }) ==
         "kernel 'cluster_neighbour32': cluster size 0: a cluster has at least one block (1: no "
         "clusters)");
-  // an SM that cannot hold one such block (registers): no GPC holds a cluster of them
+  // An SM whose registers, by the simulator's estimate, hold no such block still runs one (ptxas
+  // fits a kernel's registers to its .maxntid): the cluster is checked against one per SM.
   DeviceSpec tiny = h100();
   tiny.registersPerSM = 256;
   auto t = makeSimDevice(tiny);
-  CHECK(errorOf([&] { neighbour32(*t, clusterGrid(dims(4), 32, 2)); }) ==
-        "kernel 'cluster_neighbour32': cluster size 2: a cluster's blocks cannot all be resident "
-        "on one GPC (0 blocks per SM x 16 SMs)");
+  CHECK(errorOf([&] { neighbour32(*t, clusterGrid(dims(4), 32, 2)); }).empty());
   auto a = makeSimDevice(a100());
   CHECK(errorOf([&] { neighbour32(*a, clusterGrid(dims(4), 32, 2)); }) ==
         "kernel 'cluster_neighbour32': cluster size 2: thread-block clusters need sm_90 or later; "

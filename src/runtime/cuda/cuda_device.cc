@@ -510,7 +510,15 @@ struct ClusterLaunch {
 } // namespace
 
 uint32_t CudaDevice::clusterSizeFor(Kernel& k, const LaunchConfig& c) {
-  if (c.clusterSize <= 1 || k.clustersRefused || spec_.computeCapability < 90) return 1;
+  if (c.clusterSize <= 1) return 1;
+  if (c.clusterRequired) {
+    // Rows shared by the cluster: no other launch is correct; the launch reports its error.
+    if (spec_.computeCapability < 90)
+      throw DeviceError(fmt::format("{} needs thread-block clusters (sm_90+); {} is sm_{}",
+                                    describeLaunch(k, c), name_, spec_.computeCapability));
+    return c.clusterSize;
+  }
+  if (k.clustersRefused || spec_.computeCapability < 90) return 1;
   auto key = std::make_tuple(c.clusterSize, c.block.x, c.dynamicSharedBytes, c.grid.x);
   if (auto it = k.clusterSizes.find(key); it != k.clusterSizes.end()) return it->second;
   ClusterLaunch l(c, c.clusterSize, stream_);
@@ -554,7 +562,7 @@ void CudaDevice::launch(KernelHandle kernel, const LaunchConfig& c,
   uint32_t cluster = clusterSizeFor(k, c);
   if (cluster > 1) {
     CUresult r = launchInClusters(k, c, cluster, params.data());
-    if (r != CUDA_SUCCESS && !capture_) {
+    if (r != CUDA_SUCCESS && !capture_ && !c.clusterRequired) {
       // A driver that refuses this kernel's clusters (cooperative with clusters, say) runs it
       // without: the kernel reads its cluster's size at run time.
       spdlog::info("kernel '{}': cuLaunchKernelEx with clusters of {} failed ({}); launching "
