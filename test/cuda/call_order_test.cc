@@ -176,6 +176,33 @@ TEST_CASE("clusters that cannot all be resident, or that the driver refuses, lau
   CHECK(fakeDriver().launches.back().cooperative);
 }
 
+TEST_CASE("a kernel whose rows its clusters share is never launched without them", "[cuda]") {
+  auto api = fakeDriverApi();
+  CudaDevice device(api, 0);
+  KernelHandle k = device.getKernel(device.loadModule("ptx"), "rows");
+  LaunchConfig c;
+  c.grid = {512, 1, 1};
+  c.block = {1024, 1, 1};
+  c.clusterSize = 4;
+  c.clusterRequired = true;
+  fakeDriver().calls.clear();
+  device.launch(k, c, {});
+  CHECK(fakeDriver().calls == Calls{"cuLaunchKernelEx"}); // no occupancy question: not cooperative
+  CHECK(fakeDriver().launches.back().clusterSize == 4);
+  CHECK_FALSE(fakeDriver().launches.back().cooperative);
+
+  fakeDriver().failures["cuLaunchKernelEx"] = CUDA_ERROR_NOT_SUPPORTED;
+  fakeDriver().calls.clear();
+  try {
+    device.launch(k, c, {});
+    FAIL("a launch that needs its clusters fell back");
+  } catch (const DeviceError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("cuLaunchKernelEx failed"));
+    CHECK_THAT(e.what(), Catch::Contains("clusters of 4"));
+  }
+  CHECK(fakeDriver().calls == Calls{"cuLaunchKernelEx"});
+}
+
 TEST_CASE("dynamic shared memory above 48 KiB is opted in once per kernel and size", "[cuda]") {
   auto api = fakeDriverApi();
   CudaDevice device(api, 0);
