@@ -213,6 +213,29 @@ TEST_CASE("a column max of a square loop across row tiles beside a loop value",
   checkAgainstInterpreter(plan, 1e-6);
 }
 
+TEST_CASE("a value beside a column max across row tiles that does not read it is stored",
+          "[codegen][sim]") {
+  // Random graph 100155, reduced: n = -log|x| over [64] is a sub-dominant of the group of a
+  // [64] column max across the row min's tiles. With as many elements as the max's results it
+  // joined the max's stage, computed after the cross-block combine, and was never stored (all
+  // zeros). Only values computed from the combined reduces share that stage.
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {64}});
+  auto xr = g.reshape(x, {2, 32});
+  auto s = g.unary(OpKind::Sin, g.concatenate({xr, xr}, 1), "s");
+  auto cmax = g.reduce(ir::ReduceKind::Max, s, {0}, "cmax");
+  auto rmin = g.reduce(ir::ReduceKind::Min, s, {1}, "rmin");
+  auto n = g.unary(OpKind::Neg, g.unary(OpKind::Log, g.unary(OpKind::Abs, x)), "n");
+  g.setOutputs({rmin, n, g.unary(OpKind::Cos, cmax, "e")});
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  REQUIRE(plan.steps.size() == 1);
+  const auto& k = std::get<fusion::KernelPlan>(plan.steps[0]);
+  for (const fusion::Stage& st : k.stages)
+    if (std::find(st.materialized.begin(), st.materialized.end(), cmax) != st.materialized.end())
+      CHECK(st.materialized == std::vector<ir::NodeId>{cmax});
+  checkAgainstInterpreter(plan, 1e-5);
+}
+
 TEST_CASE("weft's own math (no libdevice) matches the interpreter", "[codegen][sim][math]") {
   ir::Graph g;
   auto x = g.parameter("x", {DType::f32, {2, 64}});
