@@ -931,6 +931,7 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
       installLoad(v, &s);
     }
   std::vector<const fusion::Stage*> across; // across-tiles reduce stages of this phase
+  std::vector<ir::NodeId> acrossValues;      // what they materialise, after the combine
   for (size_t i : plan.acrossStages)
     across.push_back(&kp_.stages.at(i));
   slotPhase_ = plan.slots ? &*plan.slots : nullptr;
@@ -983,7 +984,18 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
         }
         for (const fusion::Stage* st : phase) {
           emitStage(s, *st);
+          bool acrossStage = isAcrossTiles(*st);
           for (ir::NodeId v : st->materialized) {
+            if (acrossStage) {
+              // Computed behind the phase's grid barrier, after the tiles: a later stage of the
+              // phase cannot read it (the planner puts its readers in later phases).
+              acrossValues.push_back(v);
+              gen_->setGenerator(v, [this, v](const Index&) -> llvm::Value* {
+                k_.fail(v, "is combined across blocks after this phase's tiles; a stage of the "
+                           "same phase cannot read it");
+              });
+              continue;
+            }
             written_.insert(v);
             phaseWritten_.insert(v);
           }
@@ -1007,10 +1019,16 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
   tileSlices_.clear();
   if (!slotAcross.empty()) emitSlotAccumulatorsToPartials(*slotPhase);
   emitSharedPartialsToGlobal();
+  for (ir::NodeId v : acrossValues)
+    gen_->clearGenerator(v);
   if (!across.empty()) {
     gridBarrier();
     for (const fusion::Stage* st : across)
       emitAcrossTilesCombine(*st);
+  }
+  for (ir::NodeId v : acrossValues) { // stored by the combine: later phases load them
+    written_.insert(v);
+    phaseWritten_.insert(v);
   }
   clusterPartials_.clear();
   // A split reduce with a partials buffer: combine the partials after a grid barrier.

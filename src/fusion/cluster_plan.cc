@@ -11,8 +11,9 @@ namespace {
 
 constexpr int kMaxPortableCluster = 8;
 
-/// What a phase copies per block that its cluster could share: staged inputs read from global
-/// memory, and the across-tiles partials it keeps in shared memory (written to global memory).
+/// The global traffic a phase's blocks make per block that their cluster could share: staged
+/// inputs read, and the across-tiles partials kept in shared memory (written, then read by the
+/// combine).
 int64_t perBlockBytes(const ir::Graph& g, const PhasePlan& p) {
   auto bytesOf = [&](ir::NodeId v) {
     const ir::Node& n = g.node(v);
@@ -23,10 +24,10 @@ int64_t perBlockBytes(const ir::Graph& g, const PhasePlan& p) {
   for (const StagedInput& s : p.staged)
     bytes += bytesOf(s.input);
   for (const SharedPartials& s : p.sharedPartials)
-    bytes += bytesOf(s.reduce);
+    bytes += 2 * bytesOf(s.reduce);
   if (p.slots)
     for (ir::NodeId r : p.slots->across)
-      bytes += bytesOf(r);
+      bytes += 2 * bytesOf(r);
   return bytes;
 }
 
@@ -56,7 +57,7 @@ void keepRowClustersWhereEmittable(const ir::Graph& g, const DeviceSpec& spec, K
 }
 
 void planClusters(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel,
-                  int64_t minBytes) {
+                  int64_t minSavedBytes) {
   LaunchPlan& launch = kernel.launch;
   if (launch.clusterRequired) return; // rows shared by the cluster: planned with the mapping
   launch.clusterSize = 1;
@@ -72,7 +73,9 @@ void planClusters(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel
   if (size == 1) return;
   bool any = false;
   for (PhasePlan& p : kernel.phases) {
-    p.throughCluster = perBlockBytes(g, p) >= std::max<int64_t>(minBytes, 1);
+    // All but one block of each cluster no longer make these copies.
+    int64_t saved = (grid - grid / size) * perBlockBytes(g, p);
+    p.throughCluster = saved > 0 && saved >= minSavedBytes;
     any = any || p.throughCluster;
   }
   if (any) launch.clusterSize = size;

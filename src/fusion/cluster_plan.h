@@ -21,13 +21,14 @@
 
 namespace weft::fusion {
 
-/// Per block and phase, the bytes a cluster must save before it is worth two cluster barriers.
-inline constexpr int64_t kMinClusterBytes = 1024;
+/// The global traffic a phase's clusters must save, over the grid, before it is worth two
+/// cluster barriers and the copies' code (graph_10000's kernels of 4 blocks would save 2 KiB).
+inline constexpr int64_t kMinClusterSavedBytes = 64 * 1024;
 
-/// Sets kernel.launch.clusterSize and each phase's throughCluster (phases that copy at least
-/// `minBytes` per block that their cluster could share). Run after planPhases.
+/// Sets kernel.launch.clusterSize and each phase's throughCluster (phases whose clusters save
+/// at least `minSavedBytes` of global traffic over the grid). Run after planPhases.
 void planClusters(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel,
-                  int64_t minBytes = kMinClusterBytes);
+                  int64_t minSavedBytes = kMinClusterSavedBytes);
 
 /// The cluster size for a grid of `grid` blocks with `blocksPerSM` resident per SM (1: none).
 int clusterSizeFor(const DeviceSpec& spec, int64_t grid, int64_t blocksPerSM);

@@ -106,7 +106,7 @@ TEST_CASE("a cooperative kernel on sm_90 stages rows and combines partials throu
 
 TEST_CASE("a kernel planned in clusters is correct in clusters of any size the launch picks",
           "[codegen][sim]") {
-  // Rows of 301 f32 or 603 f16 (over 1 KiB, worth a cluster): the ranks' shares are uneven
+  // Rows of 301 f32 or 603 f16 (worth a cluster over the grid): the ranks' shares are uneven
   // (76, 76, 76, 73 and 151, 151, 151, 150 in clusters of 4); f16 keeps its partials in f32.
   for (DType dtype : {DType::f32, DType::f16}) {
     TwoPhase t(2048, dtype == DType::f32 ? 301 : 603, dtype);
@@ -144,7 +144,7 @@ TEST_CASE("kernels in clusters assemble with ptxas for sm_90 without spills", "[
 TEST_CASE("random graphs with every cooperative kernel in clusters match the interpreter",
           "[codegen][sim][differential]") {
   // Clusters wherever a cooperative kernel's grid allows one, however few bytes they save
-  // (planClusters with no byte threshold): staged inputs of every dtype and shape, partials of
+  // (planClusters with a threshold of one byte): staged inputs of every dtype and shape, partials of
   // every reduce kind, uneven shares. Checked as `weft run --check` checks. (Seeds 400 to 3999
   // passed too when the clusters landed: about 240 graphs with a kernel in clusters.)
   int clustered = 0;
