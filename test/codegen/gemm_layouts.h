@@ -1,11 +1,23 @@
 #pragma once
-// Test support: GEMM operands fed the ways graphs feed dots (dense, transposed, attention's
-// head split and K^T), for the layout tests of gemm_test.cc and gemm_tf32_test.cc.
+// Test support for the GEMM tests (gemm_test.cc, gemm_tf32_test.cc, gemm_wgmma_test.cc):
+// operands fed the ways graphs feed dots (dense, transposed, attention's head split and K^T),
+// and the plan's GEMM.
+#include <catch2/catch.hpp>
+#include <variant>
 #include <vector>
 
+#include "fusion/fusion_plan.h"
 #include "ir/graph.h"
 
 namespace weft::test {
+
+/// The GEMM plan of the plan's (first) library call; fails the test when there is none.
+inline const fusion::GemmPlan& gemmOf(const fusion::FusionPlan& p) {
+  for (const auto& s : p.steps)
+    if (const auto* call = std::get_if<fusion::LibraryCall>(&s)) return call->gemm;
+  FAIL("no library call in the plan");
+  throw 0;
+}
 
 /// How a test operand reaches the dot.
 enum class Feed {

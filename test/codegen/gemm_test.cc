@@ -25,16 +25,11 @@
 using namespace weft;
 using ir::DType;
 
+using test::gemmOf;
+
 namespace {
 
 using fusion::testing::dotGraph;
-
-const fusion::GemmPlan& gemmOf(const fusion::FusionPlan& p) {
-  for (const auto& s : p.steps)
-    if (const auto* call = std::get_if<fusion::LibraryCall>(&s)) return call->gemm;
-  FAIL("no library call in the plan");
-  throw 0;
-}
 
 /// Runs the plan on the simulator against the interpreter; returns the dot's counters.
 LaunchCounters check(const fusion::FusionPlan& plan, double tolerance,

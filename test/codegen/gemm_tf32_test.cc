@@ -29,14 +29,9 @@ using ir::DType;
 using Engine = fusion::GemmPlan::Engine;
 using test::Feed;
 
-namespace {
+using test::gemmOf;
 
-const fusion::GemmPlan& gemmOf(const fusion::FusionPlan& p) {
-  for (const auto& s : p.steps)
-    if (const auto* call = std::get_if<fusion::LibraryCall>(&s)) return call->gemm;
-  FAIL("no library call in the plan");
-  throw 0;
-}
+namespace {
 
 DeviceSpec specFor(int sm) {
   DeviceSpec d = *deviceSpecProfile(sm >= 90 ? "h100" : sm >= 80 ? "a100" : "v100");

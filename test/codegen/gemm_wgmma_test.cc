@@ -29,14 +29,9 @@ using Engine = fusion::GemmPlan::Engine;
 using fusion::testing::dotGraph;
 using test::Feed;
 
-namespace {
+using test::gemmOf;
 
-const fusion::GemmPlan& gemmOf(const fusion::FusionPlan& p) {
-  for (const auto& s : p.steps)
-    if (const auto* call = std::get_if<fusion::LibraryCall>(&s)) return call->gemm;
-  FAIL("no library call in the plan");
-  throw 0;
-}
+namespace {
 
 DeviceSpec h100() {
   return *deviceSpecProfile("h100");
