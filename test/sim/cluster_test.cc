@@ -32,15 +32,6 @@ Dim3 dims(uint32_t x, uint32_t y = 1, uint32_t z = 1) {
   return d;
 }
 
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DeviceError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 DeviceSpec a100() {
   DeviceSpec s = h100();
   s.name = "a100";

@@ -31,14 +31,6 @@ const char* kAddScalar = R"(.version 8.5
   ret;
 }
 )";
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DeviceError& e) {
-    return e.what();
-  }
-  return "";
-}
 } // namespace
 
 TEST_CASE("maxActiveBlocksPerSM follows threads, registers and shared memory", "[sim][device]") {

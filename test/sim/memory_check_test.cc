@@ -37,14 +37,6 @@ DONE:
 }
 )";
 
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DeviceError& e) {
-    return e.what();
-  }
-  return "";
-}
 } // namespace
 
 TEST_CASE("out-of-bounds global store is caught with kernel, line, block, thread and address",

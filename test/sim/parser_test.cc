@@ -15,12 +15,7 @@ using namespace weft::sim::test;
 
 namespace {
 std::string loadError(const std::string& ptx) {
-  try {
-    parse(ptx);
-  } catch (const DeviceError& e) {
-    return e.what();
-  }
-  return "";
+  return errorOf([&] { parse(ptx); });
 }
 } // namespace
 

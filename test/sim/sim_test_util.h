@@ -2,6 +2,7 @@
 // Helpers shared by the simulator tests: a sim device on the H100 profile, typed buffers,
 // and PTX files from test/sim/ptx.
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "sim/sim_device.h"
 #include "weft/device.h"
 #include "weft/device_spec.h"
+#include "weft/error.h"
 
 namespace weft::sim::test {
 
@@ -27,6 +29,16 @@ inline Program parse(const std::string& ptx) {
     next += (bytes + 255) / 256 * 256;
     return a;
   });
+}
+
+/// The DeviceError `f` throws, as its message; "" when it throws none.
+inline std::string errorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const weft::DeviceError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 inline std::string readPtx(const std::string& name) {
