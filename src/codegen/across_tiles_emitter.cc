@@ -82,13 +82,9 @@ void KernelEmitter::writeClusterPartials(ir::NodeId reduce, llvm::Value* shared)
   ir::ReduceKind kind = r.attr<ir::ReduceAttrs>().kind;
   ir::DType partialType = sharedPartialDType(r.type.dtype);
   llvm::Value* results = k_.dim(ir::numElements(r.type.shape));
-  llvm::Value* rank = k_.toIndex(clusterRank(k_));
   llvm::Value* blocks = clusterBlocks(k_);
-  llvm::Value* chunk =
-      b.CreateUDiv(b.CreateAdd(results, b.CreateSub(k_.toIndex(blocks), k_.index(1))),
-                   k_.toIndex(blocks));
-  llvm::Value* lo = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b.CreateMul(rank, chunk), results);
-  llvm::Value* hi = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b.CreateAdd(lo, chunk), results);
+  ClusterShare own = clusterShare(k_, results, clusterChunk(k_, results, k_.toIndex(blocks)),
+                                  k_.toIndex(clusterRank(k_)));
   llvm::Value* partials = k_.bufferPointer(placement(reduce).partialsBuffer, reduce);
   llvm::Value* row = b.CreateMul(k_.toIndex(clusterIndex(k_)), results);
   // Each rank's array mapped once. The launch's cluster has at most the planned size; ranks
@@ -99,7 +95,7 @@ void KernelEmitter::writeClusterPartials(ir::NodeId reduce, llvm::Value* shared)
     arrays.push_back(mapToClusterBlock(k_, shared, b.CreateSelect(valid, b.getInt32(uint32_t(q)),
                                                                   b.getInt32(0))));
   }
-  k_.loop(r.name + ".cluster", b.CreateAdd(lo, k_.toIndex(k_.threadId())), hi,
+  k_.loop(r.name + ".cluster", b.CreateAdd(own.lo, k_.toIndex(k_.threadId())), own.hi,
           k_.index(k_.blockSize), [&](llvm::Value* c) {
             llvm::Value* acc = reductionIdentity(k_.ctx(), kind, r.type.dtype);
             for (size_t q = 0; q < arrays.size(); ++q) {

@@ -18,6 +18,19 @@ llvm::Value* clusterCount(KernelContext& k) {
   return k.b->CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_nclusterid_x, {}, {});
 }
 
+llvm::Value* clusterChunk(KernelContext& k, llvm::Value* count, llvm::Value* blocks) {
+  llvm::IRBuilder<>& b = *k.b;
+  return b.CreateUDiv(b.CreateAdd(count, b.CreateSub(blocks, k.index(1))), blocks);
+}
+
+ClusterShare clusterShare(KernelContext& k, llvm::Value* count, llvm::Value* chunk,
+                          llvm::Value* rank) {
+  llvm::IRBuilder<>& b = *k.b;
+  llvm::Value* lo = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b.CreateMul(rank, chunk), count);
+  llvm::Value* hi = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b.CreateAdd(lo, chunk), count);
+  return {lo, hi};
+}
+
 void clusterBarrier(KernelContext& k) {
   k.b->CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive, {}, {});
   k.b->CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait, {}, {});

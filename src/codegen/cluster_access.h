@@ -16,6 +16,17 @@ llvm::Value* clusterBlocks(KernelContext& k);
 llvm::Value* clusterIndex(KernelContext& k);
 llvm::Value* clusterCount(KernelContext& k);
 
+/// Block `rank`'s share [lo, hi) of `count` elements split over the cluster's blocks in
+/// chunks of `chunk` (clusterChunk); indexTy values.
+struct ClusterShare {
+  llvm::Value* lo;
+  llvm::Value* hi;
+};
+/// ceil(count / blocks): the elements each of `blocks` blocks (indexTy) takes of `count`.
+llvm::Value* clusterChunk(KernelContext& k, llvm::Value* count, llvm::Value* blocks);
+ClusterShare clusterShare(KernelContext& k, llvm::Value* count, llvm::Value* chunk,
+                          llvm::Value* rank);
+
 /// barrier.cluster.arrive (release) then barrier.cluster.wait (acquire): every thread of every
 /// block of the cluster; shared-memory writes before it are visible to the cluster after it.
 void clusterBarrier(KernelContext& k);

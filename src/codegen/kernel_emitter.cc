@@ -541,15 +541,13 @@ void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
     llvm::Value* shared =
         b_.CreateConstInBoundsGEP1_64(llvm::Type::getInt8Ty(c), array, uint64_t(in.offset));
     llvm::Value* count = k_.elements(n.type.shape);
-    llvm::Value* lo = k_.index(0);
-    llvm::Value* hi = count;
+    ClusterShare own{k_.index(0), count};
     llvm::Value* chunk = nullptr;
     if (phase.throughCluster) {
-      chunk = b_.CreateUDiv(b_.CreateAdd(count, b_.CreateSub(blocks, k_.index(1))), blocks);
-      lo = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b_.CreateMul(rank, chunk), count);
-      hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b_.CreateAdd(lo, chunk), count);
+      chunk = clusterChunk(k_, count, blocks);
+      own = clusterShare(k_, count, chunk, rank);
     }
-    k_.loop(n.name + ".stage", b_.CreateAdd(lo, tid), hi, k_.index(k_.blockSize),
+    k_.loop(n.name + ".stage", b_.CreateAdd(own.lo, tid), own.hi, k_.index(k_.blockSize),
             [&](llvm::Value* i) {
               k_.storeElement(shared, n.type.dtype, i, k_.loadElement(global, n.type.dtype, i));
             });
@@ -569,11 +567,8 @@ void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
         llvm::Value* peer = k_.index(q);
         k_.ifThen(b_.CreateAnd(b_.CreateICmpULT(peer, blocks), b_.CreateICmpNE(peer, rank)), [&] {
           llvm::Value* array = mapToClusterBlock(k_, cp.shared, b_.getInt32(uint32_t(q)));
-          llvm::Value* lo =
-              b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b_.CreateMul(peer, cp.chunk), count);
-          llvm::Value* hi =
-              b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b_.CreateAdd(lo, cp.chunk), count);
-          k_.loop(n.name + ".peer", b_.CreateAdd(lo, tid), hi, k_.index(k_.blockSize),
+          ClusterShare theirs = clusterShare(k_, count, cp.chunk, peer);
+          k_.loop(n.name + ".peer", b_.CreateAdd(theirs.lo, tid), theirs.hi, k_.index(k_.blockSize),
                   [&](llvm::Value* i) {
                     k_.storeElement(cp.shared, n.type.dtype, i,
                                     loadClusterElement(k_, array, n.type.dtype, i));
