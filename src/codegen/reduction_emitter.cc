@@ -320,8 +320,7 @@ RowSlots makeRowSlots(KernelContext& k, const ir::Shape& loop, size_t rowDims,
                       const fusion::RowReduceMapping& m, llvm::Value* u0, llvm::Value* u1,
                       llvm::Value* clusterPart) {
   llvm::IRBuilder<>& b = *k.b;
-  bool warpPerRow = m.kind == fusion::RowReduceMapping::Kind::WarpPerRow;
-  int tpr = warpPerRow ? m.threadsPerRow : k.blockSize;
+  int tpr = m.rowThreads(k.blockSize);
   int vector = std::max(1, m.vectorWidth);
   int64_t length = 1;
   for (size_t d = rowDims; d < loop.size(); ++d)
@@ -337,7 +336,7 @@ RowSlots makeRowSlots(KernelContext& k, const ir::Shape& loop, size_t rowDims,
   Index rowIndex = delinearize(k, ir::Shape(loop.begin(), loop.begin() + int64_t(rowDims)), row);
   int64_t perStep = int64_t(tpr) * vector;
   int64_t parts = std::max(1, m.clusterBlocks);
-  int64_t steps = ((length + parts - 1) / parts + perStep - 1) / perStep;
+  int64_t steps = m.slotSteps(length, k.blockSize);
   if (parts > 1 && !clusterPart)
     throw std::logic_error("makeRowSlots: a row shared by a cluster needs the block's part");
   // The first column of this block's part of the row (0 without a cluster).

@@ -68,6 +68,19 @@ struct RowReduceMapping {
   // registers are then read once (QuACK). 1: a row per block.
   int clusterBlocks = 1;
   bool operator==(const RowReduceMapping&) const = default;
+
+  /// Threads that share one row: threadsPerRow for a warp per row, the block otherwise.
+  int rowThreads(int blockSize) const {
+    return kind == Kind::WarpPerRow ? threadsPerRow : blockSize;
+  }
+  /// Steps of rowThreads × vectorWidth elements each thread takes of a row of `length`
+  /// elements, or of its block's part of it when a cluster shares the row (ceil(length /
+  /// clusterBlocks)): what the row slots hold, and where each part starts (steps × per step).
+  int64_t slotSteps(int64_t length, int blockSize) const {
+    int64_t parts = clusterBlocks > 1 ? clusterBlocks : 1;
+    int64_t perStep = int64_t(rowThreads(blockSize)) * (vectorWidth > 1 ? vectorWidth : 1);
+    return ((length + parts - 1) / parts + perStep - 1) / perStep;
+  }
 };
 
 /// Column reduce over [reducedLength, columns] (reduced axes outermost): a block tile covers

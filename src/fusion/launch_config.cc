@@ -108,13 +108,9 @@ int slotRegisters(const ir::Graph& g, const KernelPlan& kernel) {
     const Group& group = kernel.groups[gi];
     const auto* m = std::get_if<RowReduceMapping>(&group.mapping);
     if (!m || m->splitFactor > 1 || group.acrossTiles || !group.rowLength.isStatic()) continue;
-    int threadsPerRow =
-        m->kind == RowReduceMapping::Kind::WarpPerRow ? m->threadsPerRow : kernel.launch.blockSize;
     // Whole steps of vectors per thread (a ragged row's last step is held in full).
-    int64_t vector = std::max(1, m->vectorWidth), perStep = threadsPerRow * vector;
-    int64_t parts = std::max(1, m->clusterBlocks); // a block's part of a row its cluster shares
-    int64_t perThread =
-        ((group.rowLength.size() + parts - 1) / parts + perStep - 1) / perStep * vector;
+    int64_t perThread = m->slotSteps(group.rowLength.size(), kernel.launch.blockSize) *
+                        std::max(1, m->vectorWidth);
     auto words = [&](ir::NodeId v) { return (ir::dtypeBytes(g.node(v).type.dtype) + 3) / 4; };
     int64_t perElement = 0;
     for (const auto& [v, p] : kernel.placement)

@@ -627,8 +627,7 @@ void planPhases(FusionPlan& plan) {
 int rowSlotSteps(const ir::Shape& loop, size_t rowDims, const RowReduceMapping& m, int blockSize,
                  int64_t rowsPerTile) {
   if (m.splitFactor > 1 || rowDims >= loop.size()) return 0;
-  bool warpPerRow = m.kind == RowReduceMapping::Kind::WarpPerRow;
-  int tpr = warpPerRow ? m.threadsPerRow : blockSize;
+  int tpr = m.rowThreads(blockSize);
   int vector = std::max(1, m.vectorWidth);
   if (tpr < 1 || blockSize % tpr != 0 || (vector & (vector - 1)) != 0) return 0;
   if (rowsPerTile > blockSize / tpr) return 0; // more than one pass per tile
@@ -637,10 +636,7 @@ int rowSlotSteps(const ir::Shape& loop, size_t rowDims, const RowReduceMapping& 
     if (!loop[d].isStatic()) return 0;
     length *= loop[d].size();
   }
-  int64_t perStep = int64_t(tpr) * vector;
-  // A row shared by a cluster: each block's part (RowReduceMapping::clusterBlocks).
-  int64_t cluster = std::max(1, m.clusterBlocks);
-  int64_t steps = ((length + cluster - 1) / cluster + perStep - 1) / perStep;
+  int64_t steps = m.slotSteps(length, blockSize);
   if (length % vector != 0 || steps > kMaxRowSlotSteps) return 0;
   return int(steps);
 }
