@@ -40,6 +40,8 @@ struct Kernel {
   std::string name;
   unsigned grid = 1, block = 1, shared = 0;
   bool cooperative = false;
+  unsigned cluster = 1;         // thread-block cluster size along x (1: none)
+  bool clusterRequired = false; // correct only in clusters of `cluster`
   std::vector<std::string> params; // b<i> or barrier
   CUfunction fn = nullptr;
   std::vector<CUdeviceptr> args;
@@ -57,8 +59,8 @@ Manifest readManifest(const std::string& path) {
   Manifest m;
   std::string word;
   int version = 0;
-  if (!(in >> word >> version) || word != "weft-launch" || version != 1)
-    throw std::runtime_error(path + ": not a weft launch manifest (weft-launch 1)");
+  if (!(in >> word >> version) || word != "weft-launch" || version != 2)
+    throw std::runtime_error(path + ": not a weft launch manifest (weft-launch 2)");
   size_t count = 0;
   in >> word >> count; // buffers N
   m.bufferBytes.resize(count);
@@ -71,11 +73,14 @@ Manifest readManifest(const std::string& path) {
   in >> word >> count; // kernels N
   for (size_t i = 0; i < count; ++i) {
     Kernel k;
-    int cooperative = 0;
+    int cooperative = 0, required = 0;
     size_t params = 0;
-    in >> word >> k.name >> k.grid >> k.block >> k.shared >> cooperative >> params;
-    if (word != "kernel" || !in) throw std::runtime_error(path + ": bad kernel line");
+    in >> word >> k.name >> k.grid >> k.block >> k.shared >> cooperative >> k.cluster >>
+        required >> params;
+    if (word != "kernel" || !in || k.cluster == 0 || k.grid % k.cluster != 0)
+      throw std::runtime_error(path + ": bad kernel line");
     k.cooperative = cooperative != 0;
+    k.clusterRequired = required != 0;
     k.params.resize(params);
     for (std::string& p : k.params)
       in >> p;
@@ -152,7 +157,36 @@ int run(int argc, char** argv) {
       k.argPtrs.push_back(&a);
   }
 
+  // In clusters as the manifest says (cuLaunchKernelEx), as weft's cuda device launches them; a
+  // kernel whose clusters the driver refuses and that does not require them runs without, as
+  // weft's device falls back, and says so once.
+  auto launchInClusters = [](Kernel& k) {
+    CUlaunchConfig config{};
+    CUlaunchAttribute attributes[2]{};
+    config.gridDimX = k.grid;
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = k.block;
+    config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = k.shared;
+    attributes[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attributes[0].value.clusterDim.x = k.cluster;
+    attributes[0].value.clusterDim.y = attributes[0].value.clusterDim.z = 1;
+    attributes[1].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attributes[1].value.cooperative = 1;
+    config.attrs = attributes;
+    config.numAttrs = k.cooperative ? 2 : 1;
+    return cuLaunchKernelEx(&config, k.fn, k.argPtrs.data(), nullptr);
+  };
   auto launch = [&](Kernel& k) {
+    if (k.cluster > 1) {
+      CUresult r = launchInClusters(k);
+      if (r == CUDA_SUCCESS) return;
+      if (k.clusterRequired) check(r, (k.name + " (in clusters)").c_str());
+      const char* name = nullptr;
+      cuGetErrorName(r, &name);
+      std::printf("cluster_refused %s %u %s\n", k.name.c_str(), k.cluster, name ? name : "?");
+      k.cluster = 1;
+    }
     if (k.cooperative)
       check(cuLaunchCooperativeKernel(k.fn, k.grid, 1, 1, k.block, 1, 1, k.shared, nullptr,
                                       k.argPtrs.data()),
@@ -188,8 +222,9 @@ int run(int argc, char** argv) {
   }
   std::printf("total_us %.2f kernels %zu runs %d\n", median(total), m.kernels.size(), runs);
   for (size_t k = 0; k < m.kernels.size(); ++k)
-    std::printf("kernel %s grid %u block %u us %.2f\n", m.kernels[k].name.c_str(),
-                m.kernels[k].grid, m.kernels[k].block, median(perKernel[k]));
+    std::printf("kernel %s grid %u block %u cluster %u us %.2f\n", m.kernels[k].name.c_str(),
+                m.kernels[k].grid, m.kernels[k].block, m.kernels[k].cluster,
+                median(perKernel[k]));
   if (copyBytes > 0) {
     // The copy baseline, timed the same way: median of `runs` after 3 warm-up runs.
     int sms = 0, major = 0, minor = 0;

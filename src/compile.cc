@@ -45,12 +45,12 @@ std::string cacheKey(const ir::Graph& canonical, const CompileOptions& o) {
       "weft {} ({})\npolicy {}\n"
       "device {} sm_{} sms={} warp={} threads={}/{} blocks={} regs={}/{} smem={}/{}/{} "
       "bw={:a} clock={:a} schedulers={}\n"
-      "libdevice={} path={} optimise={} keepLlvmIr={}\ntf32={}\n{}",
+      "libdevice={} path={} optimise={} keepLlvmIr={}\ntf32={} wgmma={}\n{}",
       WEFT_VERSION, WEFT_SOURCE_HASH, fusion::policyName(o.policy), d.name, d.computeCapability,
       d.smCount, d.warpSize, d.maxThreadsPerBlock, d.maxThreadsPerSM, d.maxBlocksPerSM,
       d.registersPerSM, d.maxRegistersPerThread, d.sharedMemoryPerBlock, d.sharedMemoryPerSM,
       d.sharedMemoryPerBlockDefault, d.memoryBandwidthGBs, d.clockGHz, d.warpSchedulersPerSM,
-      c.useLibdevice, c.libdevicePath, c.optimise, c.keepLlvmIr, o.tf32,
+      c.useLibdevice, c.libdevicePath, c.optimise, c.keepLlvmIr, o.tf32, o.warpgroupMma,
       ir::fingerprint(canonical));
 }
 
@@ -97,10 +97,11 @@ ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
       generic ? fusion::planVersions(canonical, options.device, options.policy, declared)
               : std::vector<fusion::PlanVersion>{
                     {fusion::plan(canonical, options.device, options.policy), {}}};
-  // The policies plan dots for exact arithmetic; --tf32 lets f32 dots take tensor cores.
-  if (options.tf32)
+  // The policies plan dots for exact arithmetic on the fastest units; --tf32 lets f32 dots take
+  // tensor cores, --no-wgmma keeps f16/bf16 dots on mma.sync.
+  if (options.tf32 || !options.warpgroupMma)
     for (fusion::PlanVersion& v : plans)
-      fusion::replanGemms(v.plan, {.tf32 = true});
+      fusion::replanGemms(v.plan, {.tf32 = options.tf32, .warpgroupMma = options.warpgroupMma});
   const double planMs = msSince(t0);
   spdlog::info("plan: {} kernel(s) under policy {}, {} version(s), in {:.1f} ms",
                plans.back().plan.kernelCount(), fusion::policyName(options.policy), plans.size(),

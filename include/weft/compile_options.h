@@ -73,6 +73,9 @@ struct CompileOptions {
   /// 10-bit significand (as cvt.rna.tf32.f32) and the products accumulated in f32 on
   /// mma.sync m16n8k8. Off: f32 dots are exact f32 FMA. Part of the cache key.
   bool tf32 = false;
+  /// f16 and bf16 dots on Hopper's warpgroup MMA (wgmma) on sm_90; false (`--no-wgmma`): on
+  /// mma.sync there too, as on sm_80, to compare the two. Part of the cache key.
+  bool warpgroupMma = true;
   /// Disk cache directory: "" = $XDG_CACHE_HOME/weft (or ~/.cache/weft); "off" = no disk cache.
   std::string cacheDir;
 };

@@ -28,6 +28,24 @@ int64_t tilesUnder(const fusion::FusionPlan& plan, const codegen::CompiledKernel
 
 } // namespace
 
+LaunchConfig launchConfigFor(const codegen::CompiledKernel& k, int64_t tiles) {
+  int64_t grid = k.launch.maxBlocks > 0 ? std::min(tiles, k.launch.maxBlocks) : tiles;
+  grid = std::max<int64_t>(grid, 1);
+  if (k.launch.clusterRequired) // whole clusters (blocks past the tiles have none to run)
+    grid = (grid + k.launch.clusterSize - 1) / k.launch.clusterSize * k.launch.clusterSize;
+  if (grid > int64_t(0x7fffffff))
+    throw Error(fmt::format("kernel {}: grid of {} blocks exceeds the 2^31-1 limit", k.name, grid));
+  LaunchConfig c;
+  c.grid.x = static_cast<uint32_t>(grid);
+  c.block.x = static_cast<uint32_t>(k.launch.blockSize);
+  c.dynamicSharedBytes = k.dynamicSharedBytes;
+  c.cooperative = k.launch.cooperative;
+  if (k.launch.clusterSize > 1 && grid % k.launch.clusterSize == 0)
+    c.clusterSize = uint32_t(k.launch.clusterSize);
+  c.clusterRequired = k.launch.clusterRequired;
+  return c;
+}
+
 BoundShapes bindShapes(const CompiledProgram& program, const Binding& binding) {
   const fusion::FusionPlan& plan = program.plan;
   BoundShapes s;
@@ -38,24 +56,7 @@ BoundShapes bindShapes(const CompiledProgram& program, const Binding& binding) {
         static_cast<size_t>(b.elements.evaluate(binding)) * ir::dtypeBytes(b.dtype), 1));
   for (const codegen::CompiledKernel& k : program.module.kernels) {
     int64_t tiles = tilesUnder(plan, k, binding);
-    int64_t grid = k.launch.maxBlocks > 0 ? std::min(tiles, k.launch.maxBlocks) : tiles;
-    grid = std::max<int64_t>(grid, 1);
-    if (k.launch.clusterRequired) // whole clusters (blocks past the tiles have none to run)
-      grid = (grid + k.launch.clusterSize - 1) / k.launch.clusterSize * k.launch.clusterSize;
-    if (grid > int64_t(0x7fffffff))
-      throw Error(
-          fmt::format("kernel {}: grid of {} blocks exceeds the 2^31-1 limit", k.name, grid));
-    LaunchConfig c;
-    c.grid.x = static_cast<uint32_t>(grid);
-    c.block.x = static_cast<uint32_t>(k.launch.blockSize);
-    c.dynamicSharedBytes = k.dynamicSharedBytes;
-    c.cooperative = k.launch.cooperative;
-    // The kernel reads its cluster's size at run time: a grid the planned size does not divide
-    // (a symbolic tile count) runs without clusters.
-    if (k.launch.clusterSize > 1 && grid % k.launch.clusterSize == 0)
-      c.clusterSize = uint32_t(k.launch.clusterSize);
-    c.clusterRequired = k.launch.clusterRequired;
-    s.launches.push_back(c);
+    s.launches.push_back(launchConfigFor(k, tiles));
   }
   return s;
 }

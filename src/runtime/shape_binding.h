@@ -14,12 +14,23 @@
 namespace weft {
 
 struct CompiledProgram;
+namespace codegen {
+struct CompiledKernel;
+}
 
 struct BoundShapes {
   Binding binding;                    // the call's binding: the kernels' symbol arguments
   std::vector<size_t> bufferBytes;    // per plan buffer, at least 1
   std::vector<LaunchConfig> launches; // per compiled kernel, in launch order
 };
+
+/// The launch of kernel `k` over `tiles` tiles: its grid (at most launch.maxBlocks, at least 1,
+/// rounded up to whole clusters where the kernel requires its clusters), block, dynamic shared
+/// bytes, cooperative flag and cluster size (the planned size where it divides the grid, 1
+/// otherwise: the kernel reads its cluster's size at run time). The one rule every launcher
+/// uses: bindShapes, `weft compile --emit launch` and the tests' simulator runner. Throws Error
+/// when the grid exceeds 2^31-1 blocks.
+LaunchConfig launchConfigFor(const codegen::CompiledKernel& k, int64_t tiles);
 
 /// Evaluates `program` under `binding` (every symbol of its plan bound, or InputError naming
 /// the first unbound one). Throws Error when a kernel's grid exceeds 2^31-1 blocks.

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "ir/interpreter.h"
+#include "runtime/shape_binding.h"
 #include "sim/sim_device.h"
 
 namespace weft::test {
@@ -32,19 +33,7 @@ std::vector<HostTensor> runOnSim(const fusion::FusionPlan& plan,
   ModuleHandle mod = dev->loadModule(module.ptx);
   for (const auto& k : module.kernels) {
     KernelHandle h = dev->getKernel(mod, k.name);
-    int64_t tiles = k.launch.tiles.evaluate(binding);
-    int64_t grid =
-        std::max<int64_t>(1, k.launch.maxBlocks > 0 ? std::min(tiles, k.launch.maxBlocks) : tiles);
-    if (k.launch.clusterRequired)
-      grid = (grid + k.launch.clusterSize - 1) / k.launch.clusterSize * k.launch.clusterSize;
-    LaunchConfig c;
-    c.grid.x = uint32_t(grid);
-    c.block.x = uint32_t(k.launch.blockSize);
-    c.dynamicSharedBytes = k.dynamicSharedBytes;
-    c.cooperative = k.launch.cooperative;
-    if (k.launch.clusterSize > 1 && grid % k.launch.clusterSize == 0)
-      c.clusterSize = uint32_t(k.launch.clusterSize);
-    c.clusterRequired = k.launch.clusterRequired;
+    LaunchConfig c = launchConfigFor(k, k.launch.tiles.evaluate(binding));
     std::vector<KernelArg> args;
     for (const auto& p : k.params) {
       switch (p.kind) {

@@ -305,7 +305,7 @@ TEST_CASE("weft compile --emit launch lists buffers and launches for gpu_replay"
   size_t buffers = 0, kernels = 0;
   in >> word >> version;
   CHECK(word == "weft-launch");
-  CHECK(version == 1);
+  CHECK(version == 2);
   in >> word >> buffers;
   CHECK(word == "buffers");
   CHECK(buffers >= 2); // the input and the output at least
@@ -320,14 +320,28 @@ TEST_CASE("weft compile --emit launch lists buffers and launches for gpu_replay"
   CHECK(word == "kernels");
   CHECK(kernels == 1); // astitch: one kernel
   std::string name;
-  unsigned grid = 0, block = 0, shared = 0, cooperative = 9, params = 0;
-  in >> word >> name >> grid >> block >> shared >> cooperative >> params;
+  unsigned grid = 0, block = 0, shared = 0, cooperative = 9, cluster = 0, required = 9, params = 0;
+  in >> word >> name >> grid >> block >> shared >> cooperative >> cluster >> required >> params;
   CHECK(word == "kernel");
+  CHECK(cluster == 1); // rows of 16 need no cluster
+  CHECK(required == 0);
   CHECK(r.out.find(".entry " + name) == std::string::npos); // the PTX is a separate --emit
   CHECK(grid >= 1);
   CHECK(block >= 32);
   CHECK(cooperative <= 1);
   CHECK(params >= 2);
+  // Rows of 30,000 f32 are shared by clusters of 2 on the h100 profile: the manifest says so,
+  // and the grid is whole clusters (gpu_replay must launch them in clusters to be correct).
+  Result rows = runWeft("compile " + std::string(WEFT_SOURCE_DIR) +
+                        "/examples/graphs/row_reduce_64x30000.json --emit launch");
+  REQUIRE(rows.rc == 0);
+  size_t at = rows.out.find("\nkernel ");
+  REQUIRE(at != std::string::npos);
+  std::istringstream line(rows.out.substr(at + 1));
+  line >> word >> name >> grid >> block >> shared >> cooperative >> cluster >> required;
+  CHECK(cluster == 2);
+  CHECK(required == 1);
+  CHECK(grid == 128);
   // Unbound symbols: a clear error, exit 2.
   Result unbound = runWeft("compile " + g + " --emit launch");
   CHECK(unbound.rc == 2);

@@ -17,6 +17,7 @@
 #include "fusion/plan_printer.h"
 #include "passes/amp.h"
 #include "progress.h"
+#include "runtime/shape_binding.h"
 #include "weft/device_spec.h"
 #include "weft/error.h"
 
@@ -45,8 +46,10 @@ void writeOut(const CompileArgs& a, const std::string& name, const std::string& 
 
 /// The plan's launches as plain text, for running weft's PTX without weft (a driver-API
 /// program, bench/gpu_replay.cc): every buffer's bytes, then every kernel in launch order with
-/// its grid, block, dynamic shared bytes, whether it is cooperative, and its parameters
-/// (b<i>: buffer i; s<n>: a symbol's size; barrier: a zeroed grid-barrier state of 256 B).
+/// its grid, block, dynamic shared bytes, whether it is cooperative, its thread-block cluster
+/// size (1: none), whether the kernel is correct only in such clusters, and its parameters
+/// (b<i>: buffer i; barrier: a zeroed grid-barrier state of 256 B). The launch is the one
+/// bindShapes makes (launchConfigFor).
 std::string launchManifest(const fusion::FusionPlan& plan, const codegen::CompiledModule& m) {
   ir::Binding none;
   auto value = [&](const ir::Dim& d, const std::string& what) {
@@ -55,7 +58,7 @@ std::string launchManifest(const fusion::FusionPlan& plan, const codegen::Compil
                                    what, d.str()));
     return d.size();
   };
-  std::string out = "weft-launch 1\n";
+  std::string out = "weft-launch 2\n";
   out += fmt::format("buffers {}\n", plan.buffers.size());
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const fusion::Buffer& b = plan.buffers[i];
@@ -65,11 +68,10 @@ std::string launchManifest(const fusion::FusionPlan& plan, const codegen::Compil
   }
   out += fmt::format("kernels {}\n", m.kernels.size());
   for (const codegen::CompiledKernel& k : m.kernels) {
-    int64_t tiles = value(k.launch.tiles, "kernel " + k.name + "'s tiles");
-    int64_t grid = std::max<int64_t>(
-        1, k.launch.maxBlocks > 0 ? std::min(tiles, k.launch.maxBlocks) : tiles);
-    out += fmt::format("kernel {} {} {} {} {} {}", k.name, grid, k.launch.blockSize,
-                       k.dynamicSharedBytes, k.launch.cooperative ? 1 : 0, k.params.size());
+    LaunchConfig c = launchConfigFor(k, value(k.launch.tiles, "kernel " + k.name + "'s tiles"));
+    out += fmt::format("kernel {} {} {} {} {} {} {} {}", k.name, c.grid.x, c.block.x,
+                       c.dynamicSharedBytes, c.cooperative ? 1 : 0, c.clusterSize,
+                       c.clusterRequired ? 1 : 0, k.params.size());
     for (const codegen::KernelParam& p : k.params) {
       switch (p.kind) {
       case codegen::KernelParam::Kind::Buffer:

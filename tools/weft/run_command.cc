@@ -1,6 +1,6 @@
 // weft run G.json|M.onnx [--device sim|cuda|auto] [--policy P] [--device-spec S] [--bind ...]
 // [--inputs DIR | --random --seed N] [--check] [--counters] [--graph on|off|auto] [--time N]
-// [--save-outputs DIR] [--amp f16|bf16] [--tf32] [--sweep S=V1,V2,... [--max-bind S=N]]: weft's main job. Compiles the graph (weft::compile), runs it on a
+// [--save-outputs DIR] [--amp f16|bf16] [--tf32] [--no-wgmma] [--sweep S=V1,V2,... [--max-bind S=N]]: weft's main job. Compiles the graph (weft::compile), runs it on a
 // device through an Executable, prints each output's summary and, on request, compares every
 // output with the reference interpreter (exit 1 on a mismatch), prints what the simulator
 // counted per kernel, and times the kernels. --sweep runs one binding after another in one
@@ -36,6 +36,7 @@ struct RunArgs {
   std::string sweep, maxBind;
   std::string amp;   // --amp f16|bf16 (passes/amp.h)
   bool tf32 = false; // --tf32 (CompileOptions::tf32)
+  bool noWgmma = false; // --no-wgmma (CompileOptions::warpgroupMma)
 };
 
 /// --sweep S=V1,V2,...: the symbol and its sizes, in order (InputError naming what is wrong).
@@ -228,6 +229,7 @@ void runGraph(const RunArgs& a) {
   options.device = device->spec(); // the real device's attributes on cuda, the profile on sim
   options.codegen.useLibdevice = !a.noLibdevice;
   options.tf32 = a.tf32;
+  options.warpgroupMma = !a.noWgmma;
   std::shared_ptr<CompiledGraph> compiled = compile(g.graph, options);
   Executable exe(compiled, *device);
   exe.setGraphMode(mode);
@@ -297,6 +299,8 @@ void addRunCommand(CLI::App& app) {
   addShapesOption(cmd, a->shapes);
   addAmpOption(cmd, a->amp);
   addTf32Option(cmd, a->tf32);
+  cmd->add_flag("--no-wgmma", a->noWgmma,
+                "f16/bf16 dots on mma.sync on sm_90 too, not warpgroup MMA (to compare the two)");
   cmd->add_option("--policy", a->policy, "Fusion policy: none, xla, astitch")
       ->capture_default_str();
   cmd->add_option("--device-spec", a->deviceSpec,
