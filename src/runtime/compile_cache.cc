@@ -1,6 +1,5 @@
 #include "runtime/compile_cache.h"
 
-#include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -9,6 +8,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "runtime/cache_base_dir.h"
 #include "weft/error.h"
 
 namespace weft::runtime {
@@ -16,12 +16,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-std::string defaultDir() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/weft";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/weft";
-  return "";
-}
 
 json kernelToJson(const codegen::CompiledKernel& k) {
   json params = json::array();
@@ -90,7 +84,7 @@ codegen::CompiledModule deserializeModule(const std::string& text) {
   }
 }
 
-CompileCache::CompileCache(std::string dir) : dir_(dir == "off" ? "" : dir.empty() ? defaultDir() : dir) {}
+CompileCache::CompileCache(std::string dir) : dir_(dir == "off" ? "" : dir.empty() ? defaultCacheBaseDir() : dir) {}
 
 std::string CompileCache::pathFor(const std::string& key) const {
   return fmt::format("{}/{:016x}.json", dir_, fnv1a64(key));

@@ -6,6 +6,9 @@
 #include "compile.h"
 #include "runtime/cuda/cublaslt_steps.h"
 #include "runtime/shape_binding.h"
+#ifdef WEFT_HAVE_CUDA_DEVICE
+#include "runtime/cuda/cuda_device.h"
+#endif
 
 namespace weft {
 
@@ -126,8 +129,15 @@ Executable::Bound& Executable::bind(const Binding& binding) {
     b->program = program;
     const codegen::CompiledModule& module = program->module;
     auto loaded = modules_.find(program.get());
-    if (loaded == modules_.end())
-      loaded = modules_.emplace(program.get(), device_.loadModule(module.ptx)).first;
+    if (loaded == modules_.end()) {
+#ifdef WEFT_HAVE_CUDA_DEVICE // the cubins beside the compile cache, or none when it is off
+      ModuleHandle handle =
+          runtime::cuda::loadModule(device_, module.ptx, compiled_->options().cacheDir);
+#else
+      ModuleHandle handle = device_.loadModule(module.ptx);
+#endif
+      loaded = modules_.emplace(program.get(), handle).first;
+    }
     b->module = loaded->second;
     const size_t buffers = program->plan.buffers.size();
     b->bufferPtr.assign(buffers, 0);

@@ -8,7 +8,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <sstream>
 #include <unistd.h>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "fake_driver.h"
 #include "runtime/cuda/cuda_device.h"
@@ -404,25 +409,78 @@ TEST_CASE("freed device memory is reused from the cache and given back by a trim
 }
 
 namespace {
-/// WEFT_CUBIN_CACHE set to a fresh directory for one test, unset again after it.
+/// Sets or unsets (nullptr) environment variables for one test and puts them back after it.
+class Environment {
+public:
+  void set(const char* name, const char* value) {
+    const char* old = std::getenv(name);
+    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    value ? ::setenv(name, value, 1) : ::unsetenv(name);
+  }
+  ~Environment() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it)
+      it->second ? ::setenv(it->first, it->second->c_str(), 1) : ::unsetenv(it->first);
+  }
+
+private:
+  std::vector<std::pair<const char*, std::optional<std::string>>> saved_;
+};
+
+/// A fresh, empty folder for one test, removed after it.
+struct ScratchDir {
+  std::filesystem::path path;
+  explicit ScratchDir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() /
+             (name + "-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path); }
+};
+
+size_t cubinFiles(const std::filesystem::path& dir) {
+  size_t n = 0;
+  if (!std::filesystem::exists(dir)) return n;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    n += e.path().extension() == ".cubin";
+  return n;
+}
+
+/// WEFT_CUBIN_CACHE set to a fresh directory for one test, put back (test_cuda: "off") after it.
 struct CubinCacheDir {
   std::filesystem::path dir = std::filesystem::temp_directory_path() /
                               ("weft-cubin-test-" + std::to_string(::getpid()));
+  Environment env;
   CubinCacheDir() {
     std::filesystem::remove_all(dir);
-    ::setenv("WEFT_CUBIN_CACHE", dir.c_str(), 1);
+    env.set("WEFT_CUBIN_CACHE", dir.c_str());
   }
-  ~CubinCacheDir() {
-    ::unsetenv("WEFT_CUBIN_CACHE");
-    std::filesystem::remove_all(dir);
+  ~CubinCacheDir() { std::filesystem::remove_all(dir); }
+  size_t files() const { return cubinFiles(dir); }
+};
+
+/// The warnings (and errors) logged while it lives, one message a line.
+class Warnings {
+public:
+  Warnings() {
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(text_);
+    sink->set_pattern("%v");
+    auto logger = std::make_shared<spdlog::logger>("weft-test-warnings", sink);
+    logger->set_level(spdlog::level::warn);
+    spdlog::set_default_logger(logger);
   }
-  size_t files() const {
-    size_t n = 0;
-    if (!std::filesystem::exists(dir)) return n;
-    for (const auto& e : std::filesystem::directory_iterator(dir))
-      n += e.path().extension() == ".cubin";
-    return n;
+  ~Warnings() { spdlog::set_default_logger(saved_); } // unregisters this one
+  std::vector<std::string> lines() const {
+    std::vector<std::string> out;
+    std::istringstream in(text_.str());
+    for (std::string line; std::getline(in, line);)
+      out.push_back(line);
+    return out;
   }
+
+private:
+  std::shared_ptr<spdlog::logger> saved_ = spdlog::default_logger();
+  std::ostringstream text_;
 };
 } // namespace
 
@@ -584,4 +642,125 @@ TEST_CASE("a big module is linked in parts on several threads, each part cached 
   CHECK(std::count(fakeDriver().calls.begin(), fakeDriver().calls.end(), "cuModuleLoadData") == 2);
   CHECK(std::count(fakeDriver().calls.begin(), fakeDriver().calls.end(), "cuLinkCreate") == 0);
   ::unsetenv("WEFT_LINK_THREADS");
+}
+
+TEST_CASE("without WEFT_CUBIN_CACHE the cubins are kept in the compile cache's folder, cubins",
+          "[cuda]") {
+  ScratchDir xdg("weft-xdg-test");
+  Environment env;
+  env.set("WEFT_CUBIN_CACHE", nullptr);
+  env.set("XDG_CACHE_HOME", xdg.path.c_str());
+  const std::filesystem::path cubins = xdg.path / "weft" / "cubins";
+  CHECK(cubinCacheFor("").dir == cubins.string());
+  CHECK_FALSE(cubinCacheFor("").driverJit);
+  auto api = fakeDriverApi();
+  {
+    CudaDevice device(api, 0);
+    fakeDriver().calls.clear();
+    device.loadModule(".version 8.0 // kernel k");
+    CHECK(fakeDriver().calls == Calls{"cuLinkCreate", "cuLinkAddData", "cuLinkComplete",
+                                      "cuModuleLoadData", "cuLinkDestroy"});
+    CHECK(cubinFiles(cubins) == 1);
+  }
+  CudaDevice device(api, 0); // a second process: the cubin from disk
+  fakeDriver().calls.clear();
+  fakeDriver().loadedImages.clear();
+  device.loadModule(".version 8.0 // kernel k");
+  CHECK(fakeDriver().calls == Calls{"cuModuleLoadData"});
+  CHECK(fakeDriver().loadedImages == std::vector<std::string>{"cubin of .version 8.0 // kernel k"});
+
+  env.set("WEFT_CUBIN_CACHE", ""); // empty is unset
+  CHECK(cubinCacheFor("").dir == cubins.string());
+  env.set("XDG_CACHE_HOME", nullptr); // then $HOME/.cache, as the compile cache
+  env.set("HOME", "/home/someone");
+  CHECK(cubinCacheFor("").dir == "/home/someone/.cache/weft/cubins");
+}
+
+TEST_CASE("WEFT_CUBIN_CACHE=off hands the PTX to the driver's JIT and keeps nothing", "[cuda]") {
+  ScratchDir xdg("weft-xdg-test");
+  Environment env;
+  env.set("WEFT_CUBIN_CACHE", "off");
+  env.set("XDG_CACHE_HOME", xdg.path.c_str());
+  CHECK(cubinCacheFor("").driverJit);
+  CHECK(cubinCacheFor("/some/compile/cache").driverJit);
+  auto api = fakeDriverApi();
+  CudaDevice device(api, 0);
+  fakeDriver().calls.clear();
+  device.getKernel(device.loadModule(".version 8.0 // kernel k"), "k");
+  CHECK(fakeDriver().calls ==
+        Calls{"cuModuleLoadDataEx", "cuModuleGetFunction", "cuFuncGetAttribute"});
+  CHECK(std::filesystem::is_empty(xdg.path));
+}
+
+TEST_CASE("the cubin cache follows CompileOptions::cacheDir unless WEFT_CUBIN_CACHE names one",
+          "[cuda]") {
+  ScratchDir xdg("weft-xdg-test");
+  Environment env;
+  env.set("WEFT_CUBIN_CACHE", nullptr);
+  env.set("XDG_CACHE_HOME", xdg.path.c_str());
+  CHECK(cubinCacheFor("/some/compile/cache").dir == "/some/compile/cache/cubins");
+  // A program that turned the compile cache off keeps nothing on disk; weft still links.
+  CubinCache off = cubinCacheFor("off");
+  CHECK_FALSE(off.driverJit);
+  CHECK(off.dir.empty());
+  auto api = fakeDriverApi();
+  {
+    CudaDevice device(api, 0);
+    fakeDriver().calls.clear();
+    ModuleHandle m = loadModule(device, ".version 8.0 // kernel k", "off");
+    CHECK(fakeDriver().calls == Calls{"cuLinkCreate", "cuLinkAddData", "cuLinkComplete",
+                                      "cuModuleLoadData", "cuLinkDestroy"});
+    device.getKernel(m, "k");
+    CHECK(std::filesystem::is_empty(xdg.path));
+  }
+  // WEFT_CUBIN_CACHE=DIR, the user's word, wins over the program's "off".
+  CubinCacheDir named;
+  CHECK(cubinCacheFor("off").dir == named.dir.string());
+  CudaDevice device(api, 0);
+  loadModule(device, ".version 8.0 // kernel k", "off");
+  CHECK(named.files() == 1);
+}
+
+TEST_CASE("a cubin cache that cannot be written is warned about once, and modules still load",
+          "[cuda]") {
+  ScratchDir scratch("weft-xdg-test");
+  const std::filesystem::path file = scratch.path / "a-file"; // no folder can be made in it
+  std::ofstream(file) << "not a folder";
+  Environment env;
+  env.set("WEFT_CUBIN_CACHE", nullptr);
+  env.set("XDG_CACHE_HOME", file.c_str());
+  auto api = fakeDriverApi();
+  Warnings warnings;
+  CudaDevice device(api, 0);
+  fakeDriver().calls.clear();
+  KernelHandle a = device.getKernel(device.loadModule(".version 8.0 // kernel a"), "a");
+  KernelHandle b = device.getKernel(device.loadModule(".version 8.0 // kernel b"), "b");
+  CHECK(a != b);
+  CHECK(std::count(fakeDriver().calls.begin(), fakeDriver().calls.end(), "cuLinkComplete") == 2);
+  CHECK(fakeDriver().loadedImages == std::vector<std::string>{"cubin of .version 8.0 // kernel a",
+                                                              "cubin of .version 8.0 // kernel b"});
+  std::vector<std::string> lines = warnings.lines();
+  REQUIRE(lines.size() == 1);
+  CHECK_THAT(lines[0], Catch::Contains("the cubin cache " + (file / "weft/cubins").string() +
+                                       " cannot be written (") &&
+                           Catch::Contains("linking the PTX without keeping its cubins"));
+  CHECK(std::filesystem::is_regular_file(file));
+}
+
+TEST_CASE("with no XDG_CACHE_HOME and no HOME the PTX is linked without a cache or a warning",
+          "[cuda]") {
+  Environment env;
+  env.set("WEFT_CUBIN_CACHE", nullptr);
+  env.set("XDG_CACHE_HOME", nullptr);
+  env.set("HOME", nullptr);
+  CHECK(cubinCacheFor("").dir.empty());
+  auto api = fakeDriverApi();
+  Warnings warnings;
+  CudaDevice device(api, 0);
+  fakeDriver().calls.clear();
+  device.getKernel(device.loadModule(".version 8.0 // kernel k"), "k");
+  CHECK(fakeDriver().calls == Calls{"cuLinkCreate", "cuLinkAddData", "cuLinkComplete",
+                                    "cuModuleLoadData", "cuLinkDestroy", "cuModuleGetFunction",
+                                    "cuFuncGetAttribute"});
+  CHECK(warnings.lines().empty());
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -9,6 +10,12 @@ namespace weft::runtime::cuda::testing {
 namespace {
 
 FakeDriver state;
+
+// The cuda device keeps cubins under $XDG_CACHE_HOME or $HOME by default. test_cuda's tests
+// check what the device asks of the driver's JIT and write nothing there: the cache is off
+// for the whole binary, and the tests of the cubin cache set WEFT_CUBIN_CACHE (or unset it
+// and point XDG_CACHE_HOME at a folder of their own) themselves.
+[[maybe_unused]] const bool kCubinCacheOff = ::setenv("WEFT_CUBIN_CACHE", "off", 1) == 0;
 
 std::mutex& fakeMutex() { // the cubin cache links a module's parts on several threads
   static std::mutex m;

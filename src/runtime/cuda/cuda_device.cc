@@ -1,6 +1,7 @@
 #include "runtime/cuda/cuda_device.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -13,10 +14,13 @@
 #include <thread>
 #include <utility>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "runtime/cache_base_dir.h"
 #include "runtime/cuda/cuda_device_impl.h"
 #include "runtime/cuda/ptx_split.h"
 #include "runtime/fnv1a64.h"
@@ -260,15 +264,6 @@ void CudaDevice::memset(DevicePtr dst, uint8_t value, size_t bytes) {
 
 namespace {
 
-/// WEFT_CUBIN_CACHE=DIR keeps the cubins the driver compiles from weft's PTX in DIR, so that
-/// a later process loads them without the PTX JIT (graph_10000's PTX took the driver about a
-/// minute); unset or "off": every load JITs the PTX.
-std::string cubinCacheDir() {
-  const char* dir = std::getenv("WEFT_CUBIN_CACHE");
-  if (!dir || !*dir || std::string(dir) == "off") return "";
-  return dir;
-}
-
 std::optional<std::string> readFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
@@ -322,17 +317,51 @@ size_t cubinOffset(const std::string& entry, const std::string& ptx) {
 
 } // namespace
 
-std::string CudaDevice::cubinPath(const std::string& ptx) const {
-  std::string dir = cubinCacheDir();
-  if (dir.empty()) return "";
+CubinCache cubinCacheFor(const std::string& compileCacheDir) {
+  // The cubin cache is the default because the driver's JIT is slow and serial: graph_10000
+  // (398 kernels, 6.9 MB of PTX) on an H200 spent 13 s in it, against 2.4 s linked in parallel
+  // into an empty cache and 0.1 s loading the cached cubins.
+  if (const char* env = std::getenv("WEFT_CUBIN_CACHE"); env && *env) {
+    if (std::string_view(env) == "off") return {true, ""};
+    return {false, env};
+  }
+  if (compileCacheDir == "off") return {};
+  std::string base = compileCacheDir.empty() ? defaultCacheBaseDir() : compileCacheDir;
+  if (base.empty()) return {};
+  return {false, base + "/cubins"};
+}
+
+std::string CudaDevice::cubinPath(const std::string& dir, const std::string& ptx) const {
   // The key: the PTX, the SM it runs on and the driver that compiled it.
   return fmt::format("{}/{:016x}-{}b-sm{}-driver{}.cubin", dir, fnv1a64(ptx), ptx.size(),
                      spec_.computeCapability, driverVersion_);
 }
 
+bool CudaDevice::cubinCacheWritable(const std::string& dir) {
+  auto known = cubinDirWritable_.find(dir);
+  if (known != cubinDirWritable_.end()) return known->second;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::string why = ec ? ec.message() : "";
+  if (why.empty() && ::access(dir.c_str(), W_OK | X_OK) != 0) why = std::strerror(errno);
+  if (!why.empty())
+    spdlog::warn("{}: the cubin cache {} cannot be written ({}); linking the PTX without keeping "
+                 "its cubins (WEFT_CUBIN_CACHE=DIR picks another directory, =off the driver's JIT)",
+                 name_, dir, why);
+  return cubinDirWritable_[dir] = why.empty();
+}
+
 ModuleHandle CudaDevice::loadModule(const std::string& ptx) {
+  return loadModule(ptx, "");
+}
+
+ModuleHandle CudaDevice::loadModule(const std::string& ptx, const std::string& compileCacheDir) {
   makeCurrent();
-  if (!cubinPath(ptx).empty()) return loadThroughCubinCache(ptx);
+  CubinCache cache = cubinCacheFor(compileCacheDir);
+  if (!cache.driverJit) {
+    bool store = !cache.dir.empty() && cubinCacheWritable(cache.dir);
+    return loadThroughCubinCache(ptx, cache.dir, store);
+  }
   JitLogs logs;
   CUmodule module = nullptr;
   CUresult r = api_->cuModuleLoadDataEx(&module, ptx.c_str(), 4, logs.options, logs.values);
@@ -343,7 +372,8 @@ ModuleHandle CudaDevice::loadModule(const std::string& ptx) {
   return ModuleHandle(modules_.size() - 1);
 }
 
-ModuleHandle CudaDevice::loadThroughCubinCache(const std::string& ptx) {
+ModuleHandle CudaDevice::loadThroughCubinCache(const std::string& ptx, const std::string& dir,
+                                               bool store) {
   // A big module is split so that its parts are compiled on all cores at once, each part
   // cached on its own (ptx_split.h).
   std::vector<PtxPart> parts = splitPtxModule(ptx, linkParts(ptx.size()));
@@ -352,7 +382,8 @@ ModuleHandle CudaDevice::loadThroughCubinCache(const std::string& ptx) {
   auto link = [&](size_t p) {
     try {
       makeCurrent(); // on this thread
-      modules[p] = cubinModule(parts[p].ptx, cubinPath(parts[p].ptx));
+      std::string path = dir.empty() ? "" : cubinPath(dir, parts[p].ptx);
+      modules[p] = cubinModule(parts[p].ptx, path, store);
     } catch (...) {
       errors[p] = std::current_exception();
     }
@@ -393,9 +424,9 @@ size_t CudaDevice::linkParts(size_t ptxBytes) const {
   return std::max<size_t>(1, std::min(threads, ptxBytes / kLinkPartBytes));
 }
 
-CUmodule CudaDevice::cubinModule(const std::string& ptx, const std::string& path) {
+CUmodule CudaDevice::cubinModule(const std::string& ptx, const std::string& path, bool store) {
   CUmodule module = nullptr;
-  if (std::optional<std::string> entry = readFile(path)) {
+  if (std::optional<std::string> entry = path.empty() ? std::nullopt : readFile(path)) {
     size_t offset = cubinOffset(*entry, ptx);
     if (offset == std::string::npos) {
       spdlog::warn("{}: the cubin cache entry {} was not compiled from this PTX (another PTX "
@@ -418,8 +449,10 @@ CUmodule CudaDevice::cubinModule(const std::string& ptx, const std::string& path
   size_t cubinBytes = 0;
   if (r == CUDA_SUCCESS) failed = "cuLinkComplete", r = api_->cuLinkComplete(link, &cubin, &cubinBytes);
   if (r == CUDA_SUCCESS) {
-    std::string entry = cacheEntry(ptx, cubin, cubinBytes);
-    writeFile(path, entry.data(), entry.size());
+    if (store) {
+      std::string entry = cacheEntry(ptx, cubin, cubinBytes);
+      writeFile(path, entry.data(), entry.size());
+    }
     failed = "cuModuleLoadData", r = api_->cuModuleLoadData(&module, cubin);
   }
   // The logs end at their first NUL (the sizes written back are not relied on here).
@@ -851,6 +884,12 @@ bool cudaDriverAvailable(std::string* why, const std::string& driverLibrary) {
 
 bool cudaDriverAvailable(std::string* why) {
   return cudaDriverAvailable(why, kDriverLibrary);
+}
+
+ModuleHandle loadModule(Device& device, const std::string& ptx,
+                        const std::string& compileCacheDir) {
+  auto* cuda = dynamic_cast<CudaDevice*>(&device);
+  return cuda ? cuda->loadModule(ptx, compileCacheDir) : device.loadModule(ptx);
 }
 
 size_t trimDeviceMemoryCache(Device& device) {

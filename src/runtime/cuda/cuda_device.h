@@ -24,6 +24,12 @@ std::unique_ptr<Device> makeCudaDevice(int ordinal, const std::string& driverLib
 bool cudaDriverAvailable(std::string* why);
 bool cudaDriverAvailable(std::string* why, const std::string& driverLibrary);
 
+/// `device.loadModule(ptx)`, except that a cuda device keeps the cubins beside the compile
+/// cache `compileCacheDir` (CompileOptions::cacheDir; "off": none), unless WEFT_CUBIN_CACHE
+/// says otherwise (cuda_device_impl.h, cubinCacheFor).
+ModuleHandle loadModule(Device& device, const std::string& ptx,
+                        const std::string& compileCacheDir);
+
 /// Gives the cached free device memory of a cuda device back to the driver; returns the
 /// bytes released (0 for any other device).
 size_t trimDeviceMemoryCache(Device& device);

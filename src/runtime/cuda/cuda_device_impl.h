@@ -15,6 +15,18 @@
 
 namespace weft::runtime::cuda {
 
+/// How the cuda device turns PTX into modules. WEFT_CUBIN_CACHE decides when set: "off" hands
+/// the PTX to the driver's JIT (cuModuleLoadDataEx, one module at a time), a directory keeps
+/// the cubins there. Unset (or empty) it follows the compile cache (CompileOptions::cacheDir):
+/// "" keeps them in defaultCacheBaseDir()/cubins, a directory D in D/cubins, and "off" (a
+/// program that wants nothing on disk) links in parallel without keeping them, as when there
+/// is no $XDG_CACHE_HOME or $HOME.
+struct CubinCache {
+  bool driverJit = false; // WEFT_CUBIN_CACHE=off
+  std::string dir;        // "" when linked without a cache (or driverJit)
+};
+CubinCache cubinCacheFor(const std::string& compileCacheDir);
+
 /// The DeviceSpec of `device`, from its attributes: SM count, threads, blocks and registers
 /// per SM, shared memory per SM and per block (default and opt-in), compute capability,
 /// clock, and DRAM bandwidth = bus width × memory clock × 2 (double data rate).
@@ -37,9 +49,14 @@ public:
   void copyToHost(void* dst, DevicePtr src, size_t bytes) override;
   void memset(DevicePtr dst, uint8_t value, size_t bytes) override;
 
+  /// Through the cubin cache of the default compile cache (cubinCacheFor("")).
   ModuleHandle loadModule(const std::string& ptx) override;
-  /// Where the cubin of `ptx` is cached (WEFT_CUBIN_CACHE), "" when the cache is off.
-  std::string cubinPath(const std::string& ptx) const;
+  /// Through cubinCacheFor(compileCacheDir): a directory that cannot be created or written is
+  /// warned about once and the PTX linked without keeping its cubins; loading never fails
+  /// for the cache's sake.
+  ModuleHandle loadModule(const std::string& ptx, const std::string& compileCacheDir);
+  /// Where the cubin of `ptx` is kept in the cubin cache `dir`.
+  std::string cubinPath(const std::string& dir, const std::string& ptx) const;
   KernelHandle getKernel(ModuleHandle module, const std::string& name) override;
   void launch(KernelHandle kernel, const LaunchConfig& config,
               const std::vector<KernelArg>& args) override;
@@ -68,12 +85,17 @@ public:
   const CachingAllocator::Stats& memoryStats() const { return allocator_.stats(); }
 
 private:
-  /// `ptx` through the cubin cache, in parts linked in parallel when it is big.
-  ModuleHandle loadThroughCubinCache(const std::string& ptx);
+  /// `ptx` linked by weft, in parts linked in parallel when it is big, through the cubin
+  /// cache `dir` ("" = none; kept there only when `store`).
+  ModuleHandle loadThroughCubinCache(const std::string& ptx, const std::string& dir, bool store);
+  /// Whether cubins can be written to `dir` (created if missing); warns once per directory
+  /// when not.
+  bool cubinCacheWritable(const std::string& dir);
   /// How many parts a module of `ptxBytes` is linked in.
   size_t linkParts(size_t ptxBytes) const;
-  /// A cubin from the cache at `path`, else the driver's link of `ptx` (stored there), loaded.
-  CUmodule cubinModule(const std::string& ptx, const std::string& path);
+  /// A cubin from the cache at `path` (none when ""), else the driver's link of `ptx` (stored
+  /// there when `store`), loaded.
+  CUmodule cubinModule(const std::string& ptx, const std::string& path, bool store);
   struct Kernel {
     CUfunction function = nullptr;
     std::string name;
@@ -135,6 +157,7 @@ private:
   // in modules_) and which part defines each kernel.
   std::map<ModuleHandle, std::vector<CUmodule>> partModules_;
   std::map<ModuleHandle, std::map<std::string, size_t>> kernelPart_;
+  std::map<std::string, bool> cubinDirWritable_; // asked once per cubin cache directory
   bool cooperativeLaunch_ = false;
   CachingAllocator allocator_;
   std::vector<CUmodule> modules_;

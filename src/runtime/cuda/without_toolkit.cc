@@ -25,6 +25,10 @@ bool cudaDriverAvailable(std::string* why) {
   return cudaDriverAvailable(why, "libcuda.so.1");
 }
 
+ModuleHandle loadModule(Device& device, const std::string& ptx, const std::string&) {
+  return device.loadModule(ptx);
+}
+
 size_t trimDeviceMemoryCache(Device&) {
   return 0;
 }
