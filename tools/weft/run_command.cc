@@ -326,6 +326,10 @@ void addRunCommand(CLI::App& app) {
                   "With --sweep: the largest size of each symbol, e.g. B=4096; a generic "
                   "program's buffers are allocated for it once (default: the upper end of a "
                   "--bind range, B=1..4096)");
+  cmd->footer("On cuda the PTX is linked to cubins on every core and they are kept in "
+              "$XDG_CACHE_HOME/weft/cubins (or ~/.cache/weft/cubins) for the next run; "
+              "WEFT_CUBIN_CACHE=DIR keeps them in DIR, WEFT_CUBIN_CACHE=off hands the PTX to "
+              "the driver's JIT instead.");
   cmd->callback([a] { withHostMemoryCheck(a->file, a->in, [&] { runGraph(*a); }); });
 }
 
