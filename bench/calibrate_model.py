@@ -6,6 +6,8 @@ measures a GPU.
 
   bench/calibrate_model.py collect [BUILD] DIR   # weft bench --format json per measured graph
   bench/calibrate_model.py fit DIR [--fixed]     # fit (or, --fixed, use cost_model.cc's values)
+  bench/calibrate_model.py h200 DIR              # the fixed constants against the H200's times
+                                                 # (every point held out: nothing was fitted on it)
 
 The formula is bench/perf_model.cc's, restated here so the fit can vary its constants.
 """
@@ -28,6 +30,22 @@ MEASURED = {
     "row_reduce_750000x32": (40.1, 42.1, 41.1),
     "row_reduce_64x30000": (8.8, 10.3, 10.5),
     "log_softmax_nll": (418.1, 89.3, 41.3),
+}
+# scripts/gpu-time on an NVIDIA H200 (2026-11-26, docs/performance.md "Measured on an H200"): µs
+# for none, xla, astitch at 4135b01, except rms_norm: its plans under all three policies changed
+# with the block-per-row rule and were measured again beside the old ones (the A/B run).
+MEASURED_H200 = {
+    "layer_norm": (316.9, 76.0, 36.9),
+    "layer_norm_backward": (533.0, 143.4, 56.9),
+    "residual_add_layer_norm": (353.8, 110.8, 59.0),
+    "softmax": (139.7, 38.3, 31.6),
+    "gelu_bias": (778.4, 114.3, 114.9),
+    "rms_norm": (221.2, 66.8, 42.9),
+    "astitch_fig7": (48.8, 25.2, 26.8),
+    "column_reduce_bias_grad": (16.8, 17.3, 17.1),
+    "row_reduce_750000x32": (34.6, 33.8, 33.5),
+    "row_reduce_64x30000": (7.6, 7.8, 8.4),
+    "log_softmax_nll": (330.1, 84.5, 35.3),
 }
 # graph file and binding, as scripts/gpu-time runs them
 CASES = {
@@ -61,6 +79,9 @@ SPLIT_ROW_REDUCE = {
 }
 
 H100 = {"sms": 132, "peak": 3350.0, "issue": 132 * 4 * 1.755, "l2": 50e6}
+# The H200: the H100's chip (132 SMs, sm_90) with HBM3e at 4.8 TB/s; clock as nvidia-smi gave
+# it (1980 MHz), L2 as PyTorch reports it on these machines (60 MB).
+H200 = {"sms": 132, "peak": 4800.0, "issue": 132 * 4 * 1.98, "l2": 60e6}
 
 
 def collect(build, out):
@@ -75,7 +96,7 @@ def collect(build, out):
         subprocess.run(cmd, check=True)
 
 
-def load(out):
+def load(out, device="h100"):
     runs = {}
     for name in CASES:
         j = json.load(open(f"{out}/{name}.json"))
@@ -84,7 +105,7 @@ def load(out):
             if r["profile"] != "h100":
                 continue
             launches = r["launches"]
-            if name == "row_reduce_64x30000" and r["policy"] != "none":
+            if device == "h100" and name == "row_reduce_64x30000" and r["policy"] != "none":
                 launches = [SPLIT_ROW_REDUCE]
             runs[(name, r["policy"])] = (launches, w["compulsoryBytes"], old_model(launches))
     return runs
@@ -113,10 +134,10 @@ def l2_hits(launches, l2_bytes):
     return hits
 
 
-def model(launches, c):
-    sms, peak = H100["sms"], H100["peak"]
+def model(launches, c, gpu=H100):
+    sms, peak = gpu["sms"], gpu["peak"]
     dram, l2bw = peak * c["eff"], peak * c["l2ratio"]
-    hits = l2_hits(launches, H100["l2"] * c["l2frac"])
+    hits = l2_hits(launches, gpu["l2"] * c["l2frac"])
     total = 0.0
     for l, h in zip(launches, hits):
         blocks = max(1, l["blocks"])
@@ -134,7 +155,7 @@ def model(launches, c):
         active = min(max(min(blocks, sms), 1), sms)
         bw = min(dram, active * inflight / latency)
         mem = (moved - h) / (bw * 1e3) + h / (l2bw * 1e3)
-        issue = l["warpInstructions"] / (H100["issue"] * 1e3 * busy)
+        issue = l["warpInstructions"] / (gpu["issue"] * 1e3 * busy)
         total += max(mem, issue) + c["launch"] + l["gridBarriers"] * (
             c["barrier"] + 0.002 * blocks)
     return total
@@ -277,6 +298,29 @@ def table(runs, c):
         print(f"| {name} | {xa:.2f}x | {before:.2f}x | {now:.2f}x |")
 
 
+def h200_table(runs, c):
+    """The model, constants as fitted on the H100, with the H200's bandwidth, clock and L2,
+    against the H200's times: every point held out."""
+    print("| graph | policy | measured H200 µs | modeled µs | error |")
+    print("|---|---|---:|---:|---:|")
+    errs = []
+    for name in CASES:
+        for p in POLICIES:
+            m = MEASURED_H200[name][POLICIES.index(p)]
+            now = model(runs[(name, p)][0], c, H200)
+            errs.append(abs(now / m - 1))
+            print(f"| {name} | {p} | {m:.1f} | {now:.1f} | {100 * (now / m - 1):+.0f}% |")
+    print()
+    print(f"mean |error|: {100 * sum(errs) / len(errs):.0f}% ({len(errs)} points, all held out)")
+    print()
+    print("| graph | astitch vs xla measured H200 | modeled |")
+    print("|---|---:|---:|")
+    for name in CASES:
+        xa = MEASURED_H200[name][1] / MEASURED_H200[name][2]
+        now = model(runs[(name, "xla")][0], c, H200) / model(runs[(name, "astitch")][0], c, H200)
+        print(f"| {name} | {xa:.2f}x | {now:.2f}x |")
+
+
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "collect":
         build, out = (sys.argv[2], sys.argv[3]) if len(sys.argv) > 3 else ("build", sys.argv[2])
@@ -287,6 +331,9 @@ def main():
         print("constants:", ", ".join(f"{k} = {v:.4g}" for k, v in c.items()))
         print()
         table(runs, c)
+        return 0
+    if len(sys.argv) >= 3 and sys.argv[1] == "h200":
+        h200_table(load(sys.argv[2], "h200"), dict(FIXED))
         return 0
     print(__doc__, file=sys.stderr)
     return 2

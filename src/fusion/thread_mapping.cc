@@ -204,6 +204,31 @@ MappingChoice mapFor(const LoopSpace& s, const DeviceSpec& spec, int blockSize) 
   return mapElementwise(s, spec, blockSize);
 }
 
+/// A whole row per block streams at the bytes its SM holds in flight, and an SM holds as many
+/// rows as it holds blocks: with a thread's part of the row in registers (at most
+/// kClusterRowElementsPerThread elements), the smallest block that holds the row keeps the most
+/// rows, and bytes, in flight per SM. Measured on an H200 (docs/performance.md, the sweep):
+/// rows of 2,048 f32 in 1024-thread blocks (2 elements a thread, one block an SM) streamed at
+/// 35% of a copy's speed and rows of 16,384 (16 a thread) at 86%; bf16, half the bytes in
+/// flight, 20% and 51%. So a block-per-row choice `chosen` (unsplit, no cluster) gives way to
+/// the smallest block of `choices` (largest first) that maps the same rows the same way, unsplit
+/// and unclustered, at most kClusterRowElementsPerThread elements a thread.
+MappingChoice mostRowsInFlight(const LoopSpace& space, const std::vector<MappingChoice>& choices,
+                               const MappingChoice& chosen) {
+  auto wholeRows = [](const MappingChoice& c) {
+    const auto* m = std::get_if<RowReduceMapping>(&c.mapping);
+    return m && m->kind == RowReduceMapping::Kind::BlockPerRow && m->splitFactor == 1 &&
+           m->clusterBlocks == 1;
+  };
+  if (!wholeRows(chosen)) return chosen;
+  const int64_t len = std::max<int64_t>(1, space.assumedRowLength);
+  for (auto c = choices.rbegin(); c != choices.rend(); ++c) // smallest first
+    if (c->blockSize < chosen.blockSize && wholeRows(*c) &&
+        ceilDiv(len, c->blockSize) <= kClusterRowElementsPerThread)
+      return *c;
+  return chosen;
+}
+
 } // namespace
 
 static LoopSpace loopSpaceShape(const ir::Graph& g, ir::NodeId dominant) {
@@ -263,7 +288,8 @@ MappingChoice chooseThreadMapping(const LoopSpace& space, const DeviceSpec& spec
   for (const MappingChoice& c : choices)
     best = std::max(best, c.waveUtilization);
   for (const MappingChoice& c : choices) // largest first
-    if (c.waveUtilization >= best - kUtilizationSlack) return c;
+    if (c.waveUtilization >= best - kUtilizationSlack)
+      return space.kind == LoopSpace::Kind::RowReduce ? mostRowsInFlight(space, choices, c) : c;
   return choices.front();
 }
 

@@ -202,7 +202,7 @@ TEST_CASE("a broadcast input reached through a convert is staged once per block"
 
 TEST_CASE("one row per tile, several tiles per block: the weight is staged per block",
           "[codegen][traffic][sim]") {
-  ir::Graph g = example("rms_norm", 512); // x [512, 4096] block per row, weight [4096]
+  ir::Graph g = example("rms_norm", 1024); // x [1024, 4096] block per row, weight [4096]
   fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
   const fusion::KernelPlan& k = onlyKernel(plan);
   REQUIRE(k.groups.at(0).rowsPerTile == 1);
