@@ -44,12 +44,13 @@ std::string cacheKey(const ir::Graph& canonical, const CompileOptions& o) {
   return fmt::format(
       "weft {} ({})\npolicy {}\n"
       "device {} sm_{} sms={} warp={} threads={}/{} blocks={} regs={}/{} smem={}/{}/{} "
-      "bw={:a} clock={:a} schedulers={}\n"
+      "bw={:a} clock={:a} schedulers={} gemmLibrary={}\n"
       "libdevice={} path={} optimise={} keepLlvmIr={}\ntf32={} wgmma={}\n{}",
       WEFT_VERSION, WEFT_SOURCE_HASH, fusion::policyName(o.policy), d.name, d.computeCapability,
       d.smCount, d.warpSize, d.maxThreadsPerBlock, d.maxThreadsPerSM, d.maxBlocksPerSM,
       d.registersPerSM, d.maxRegistersPerThread, d.sharedMemoryPerBlock, d.sharedMemoryPerSM,
       d.sharedMemoryPerBlockDefault, d.memoryBandwidthGBs, d.clockGHz, d.warpSchedulersPerSM,
+      d.gemmLibrary,
       c.useLibdevice, c.libdevicePath, c.optimise, c.keepLlvmIr, o.tf32, o.warpgroupMma,
       ir::fingerprint(canonical));
 }

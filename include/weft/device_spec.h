@@ -26,6 +26,14 @@ struct DeviceSpec {
   double memoryBandwidthGBs = 3350;   // DRAM bandwidth, GB/s
   double clockGHz = 1.755;            // boost clock, for modeled instruction time
   int warpSchedulersPerSM = 4;        // warp instructions issued per cycle per SM
+  // The device runs plain GEMM steps on a vendor library where that is faster (cuBLASLt on the
+  // cuda device, chosen by timing at run time: runtime/cuda/cublaslt_steps.h). astitch then
+  // keeps dots plain (no epilogue, prologue or store layout fused into them), so that the
+  // library can run them: on an H200, weft's GEMM ran the BERT-base layer's FFN GEMMs with
+  // their bias and GELU fused 2.5-10x slower than cuBLASLt ran them plain (docs/performance.md).
+  // False in the profiles; `weft run --device cuda` sets it for a graph with dots when cuBLASLt
+  // loads (runtime::cuda::gemmLibraryAvailable).
+  bool gemmLibrary = false;
 
   std::string smName() const { return "sm_" + std::to_string(computeCapability); }
   /// Threads that can be resident on the whole device at once (one "wave" of thread slots).

@@ -19,7 +19,8 @@ FusionPlan planUnder(const ir::Graph& graph, const DeviceSpec& device, Policy po
   case Policy::Xla:
     return planXla(graph, device, ranges);
   case Policy::AStitch:
-    return planAStitch(graph, device, ranges);
+    // Dots that a library may run stay plain (DeviceSpec::gemmLibrary).
+    return planAStitch(graph, device, ranges, /*gemmEpilogues=*/!device.gemmLibrary);
   }
   throw Error("unknown fusion policy " + std::to_string(static_cast<int>(policy)));
 }

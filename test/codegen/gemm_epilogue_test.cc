@@ -328,3 +328,29 @@ TEST_CASE("gemm epilogue: casts of the dot and of a broadcast bias run in the ep
     check(plan, toleranceFor(t));
   }
 }
+
+// A device that runs plain GEMMs on a library (DeviceSpec::gemmLibrary: cuBLASLt on the cuda
+// device) gets its dots plain under astitch: their consumers and operand casts are stitched
+// into kernels of their own, and the results are the same.
+TEST_CASE("gemm epilogue: none where the device has a GEMM library; the consumers are stitched",
+          "[codegen][sim][gemm][epilogue]") {
+  DeviceSpec library = *deviceSpecProfile("h100");
+  library.gemmLibrary = true;
+  for (DotConsumers consumers : {DotConsumers::Bias, DotConsumers::BiasGelu,
+                                 DotConsumers::Residual, DotConsumers::BiasCast}) {
+    ir::Graph g = dotEpilogueGraph(DType::f32, {}, 70, 96, 130, consumers);
+    INFO(consumersName(consumers));
+    auto fused = fusion::plan(g, *deviceSpecProfile("h100"), fusion::Policy::AStitch);
+    REQUIRE_FALSE(callOf(fused).epilogue.empty());
+    auto plain = fusion::plan(g, library, fusion::Policy::AStitch);
+    const fusion::LibraryCall& call = callOf(plain);
+    CHECK(call.epilogue.empty());
+    CHECK(call.result() == call.op);
+    CHECK_FALSE(call.gemm.a.computed());
+    CHECK_FALSE(call.gemm.b.computed());
+    CHECK(plain.kernelCount() == 1); // the consumers, in one stitched kernel
+    Moved moved = check(plain, toleranceFor(consumers == DotConsumers::BiasCast ? DType::f16
+                                                                               : DType::f32));
+    CHECK(moved.launches == 2);
+  }
+}

@@ -220,6 +220,26 @@ TEST_CASE("cublasLt: other epilogues, computed operands and other dtypes stay we
   }
 }
 
+TEST_CASE("cublasLt: on a device with a GEMM library astitch leaves every dot for it",
+          "[cuda][cublaslt]") {
+  // What stayed weft's above (an epilogue other than a bias, an operand computed on load)
+  // stays plain when the device runs plain GEMMs on cuBLASLt (DeviceSpec::gemmLibrary).
+  DeviceSpec library = *deviceSpecProfile("h100");
+  library.gemmLibrary = true;
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f16, {70, 96}});
+  auto w = g.parameter("w", {DType::f16, {96, 130}});
+  auto half = g.broadcastInDim(g.constant(DType::f16, {}, {0.5}), {70, 96}, {});
+  auto mm = g.dot(g.binary(OpKind::Mul, x, half, "x.scaled"), w, "mm");
+  auto zero = g.broadcastInDim(g.scalar(DType::f16, 0), {70, 130}, {});
+  g.addOutput(g.binary(OpKind::Max, mm, zero, "relu"));
+  REQUIRE_FALSE(lt::whyNotEligible(planOf(g), callOf(planOf(g))).empty());
+  fusion::FusionPlan p = fusion::plan(g, library, fusion::Policy::AStitch);
+  CHECK(lt::whyNotEligible(p, callOf(p)) == "");
+  CHECK(lt::describe(p, callOf(p), {}, false).matmul);
+  CHECK_THAT(lt::explainProviders(p), Catch::Contains("cuBLASLt may run it"));
+}
+
 TEST_CASE("cublasLt: symbolic dims are evaluated under the binding", "[cuda][cublaslt]") {
   ir::Dim B = ir::Dim::symbol("B"), S = ir::Dim::symbol("S");
   ir::Graph g;

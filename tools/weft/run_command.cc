@@ -7,9 +7,11 @@
 // Executable (random inputs, each checked with --check) and says what the sweep cost: programs,
 // versions, graph captures, in-place launch updates and buffer reallocations.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <fmt/format.h>
 #include <memory>
 #include <set>
+#include <spdlog/spdlog.h>
 
 #include "bench/copy_baseline.h"
 #include "bench/perf_model.h"
@@ -21,6 +23,7 @@
 #include "ir/interpreter.h"
 #include "passes/amp.h"
 #include "progress.h"
+#include "runtime/cuda/cublaslt_steps.h"
 #include "runtime/output_check.h"
 #include "weft/error.h"
 
@@ -227,6 +230,13 @@ void runGraph(const RunArgs& a) {
   options.shapes = shapes;
   options.symbolRanges = parseBindRanges(a.in.bind);
   options.device = device->spec(); // the real device's attributes on cuda, the profile on sim
+  // Dots stay plain where cuBLASLt runs them (DeviceSpec::gemmLibrary); asked only for a graph
+  // with dots, which loads cuBLASLt to run them anyway.
+  const bool hasDots = std::any_of(g.graph.nodes().begin(), g.graph.nodes().end(),
+                                   [](const ir::Node& n) { return n.kind == ir::OpKind::Dot; });
+  options.device.gemmLibrary = hasDots && runtime::cuda::gemmLibraryAvailable(*device);
+  if (options.device.gemmLibrary)
+    spdlog::info("dots stay plain GEMM steps: cuBLASLt runs each where it is faster");
   options.codegen.useLibdevice = !a.noLibdevice;
   options.tf32 = a.tf32;
   options.warpgroupMma = !a.noWgmma;

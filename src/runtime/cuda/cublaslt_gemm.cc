@@ -188,7 +188,8 @@ std::string explainProviders(const fusion::FusionPlan& plan) {
   if (lines.empty()) return "";
   return "GEMM providers on the cuda device (cuBLASLt where its library is installed: the faster "
          "of it and weft's kernel is kept at a step's first run; WEFT_GEMM_PROVIDER=weft|cublaslt "
-         "forces one):\n" +
+         "forces one; `weft run --device cuda` plans dots plain where cuBLASLt loads, "
+         "DeviceSpec::gemmLibrary):\n" +
          lines;
 }
 

@@ -296,6 +296,14 @@ private:
 
 } // namespace
 
+bool gemmLibraryAvailable(Device& device) {
+  if (!dynamic_cast<CudaDevice*>(&device)) return false;
+  if (lt::providerModeFromEnvironment() == lt::ProviderMode::Weft) return false;
+  lt::Loaded loaded = lt::load();
+  if (!loaded) spdlog::debug("dots may fuse into weft's GEMMs: {}", loaded.why);
+  return bool(loaded);
+}
+
 std::unique_ptr<LibraryGemms> LibraryGemms::make(Device& device, const fusion::FusionPlan& plan,
                                                  const std::vector<codegen::CompiledKernel>& kernels,
                                                  bool tf32) {
@@ -338,6 +346,7 @@ std::unique_ptr<LibraryGemms> LibraryGemms::make(Device& device, const fusion::F
 #else // no cuda.h: no cuda device, no provider
 
 namespace weft::runtime::cuda {
+bool gemmLibraryAvailable(Device&) { return false; }
 std::unique_ptr<LibraryGemms> LibraryGemms::make(Device&, const fusion::FusionPlan&,
                                                  const std::vector<codegen::CompiledKernel>&,
                                                  bool) {

@@ -19,6 +19,11 @@
 
 namespace weft::runtime::cuda {
 
+/// Whether `device` runs plain GEMM steps on cuBLASLt where faster: the cuda device, with
+/// cuBLASLt loadable and WEFT_GEMM_PROVIDER not "weft" (DeviceSpec::gemmLibrary). Loads the
+/// library (once per process), so it is asked only for a graph with dots.
+bool gemmLibraryAvailable(Device& device);
+
 class LibraryGemms {
 public:
   /// The provider for a program of `plan` whose kernels are `kernels` (one per launch, in
