@@ -63,12 +63,16 @@ void planClusters(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel
   launch.clusterSize = 1;
   for (PhasePlan& p : kernel.phases)
     p.throughCluster = false;
-  // A static grid, so that every binding launches the same clusters (a captured CUDA graph
-  // keeps its nodes' cluster size when their launches are updated).
-  if (!launch.cooperative || launch.maxBlocks <= 0 || spec.smCount <= 0 ||
-      !launch.tiles.isStatic())
-    return;
-  int64_t grid = std::min(launch.tiles.size(), launch.maxBlocks);
+  if (launch.maxBlocks <= 0 || spec.smCount <= 0) return;
+  // A cooperative kernel's grid is static, so that every binding launches the same clusters
+  // (the cuda device checks that they fit at once). Another kernel's grid is planned at its cap
+  // when its tiles are symbolic: every binding with a wave of tiles launches those clusters, a
+  // smaller one launches in clusters of one where the size does not divide its grid (the kernel
+  // reads its cluster's size at run time), and the Executable captures a CUDA graph again when
+  // a binding changes a node's cluster size.
+  if (launch.cooperative && !launch.tiles.isStatic()) return;
+  int64_t grid = launch.tiles.isStatic() ? std::min(launch.tiles.size(), launch.maxBlocks)
+                                         : launch.maxBlocks;
   int size = clusterSizeFor(spec, grid, launch.maxBlocks / spec.smCount);
   if (size == 1) return;
   bool any = false;

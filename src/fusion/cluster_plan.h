@@ -1,9 +1,10 @@
 #pragma once
 // A step of the AStitch planner after phase planning: thread-block clusters (sm_90+) for the
-// per-block copies of a cooperative stitched kernel.
+// per-block copies of a stitched kernel.
 //
-// Every block of a cooperative kernel stages the rows its phase reads whole (a bias, the column
-// sums an earlier phase left behind) and writes one row of partials per across-tiles reduce. With
+// Every block of a kernel stages the rows its phase reads whole (a bias, an RMSNorm's weight, the
+// column sums an earlier phase left behind), and every block of a cooperative one writes one row
+// of partials per across-tiles reduce. With
 // a grid of hundreds of blocks, those per-block copies can outweigh the data the kernel must move
 // (cluster_200: 13 bias rows and 9 column sums per block and phase). Blocks of one cluster share
 // their shared memory (distributed shared memory), so a phase can load each staged row once per
@@ -12,7 +13,8 @@
 //
 // The cluster size is the largest power of two up to 8 (the portable limit) and up to two SMs'
 // worth of blocks (a TPC: GPCs are made of whole TPCs, so clusters that fit in one never leave
-// an SM of the one-wave grid idle) that divides the grid, which must be static. A launch whose
+// an SM of the one-wave grid idle) that divides the grid: a cooperative kernel's static grid,
+// another's grid at its cap where its tiles are symbolic (cluster_plan.cc). A launch whose
 // grid it does not divide, or a device that cannot hold the clusters, runs without clusters: the
 // kernel reads its cluster's size at run time.
 #include "fusion/kernel_plan.h"

@@ -305,6 +305,11 @@ void Executable::launchAll(Bound& b, const std::vector<DevicePtr>& inputs,
                    "captured nodes cannot follow; weft's kernels run them from now on");
     }
   }
+  // A captured node keeps its cluster size when its launch is updated (CUDA graphs): a binding
+  // that changes one is captured again.
+  if (useGraph && b.captured)
+    for (size_t k = 0; k < kernels.size(); ++k)
+      if (b.configs[k].clusterSize != b.lastConfigs[k].clusterSize) b.captured = false;
   auto t0 = std::chrono::steady_clock::now();
 
   if (!useGraph) {

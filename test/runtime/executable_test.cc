@@ -7,6 +7,7 @@
 
 #include "ir/interpreter.h"
 #include "compile.h"
+#include "runtime/shape_binding.h"
 
 using namespace weft;
 using ir::OpKind;
@@ -241,4 +242,49 @@ TEST_CASE("Executable::time reports every kernel and leaves no counters behind",
   CHECK(t.totalMs > 0);
   CHECK(exe.takeCounters().empty());
   CHECK_THROWS_AS(exe.time({in}, 0), InputError);
+}
+
+TEST_CASE("graph mode: a binding that changes a kernel's cluster size is captured again",
+          "[runtime][graph][shapes]") {
+  // y = x * rsqrt(mean(x^2)) * w over rows of 4096: a block per row of 256 threads, 528 blocks
+  // on the h100 profile, its weight staged per cluster of 8 (fusion/cluster_plan.h). A grid of
+  // 136 or 528 blocks launches in clusters of 8, one of 130 in clusters of one: a CUDA graph
+  // node keeps its cluster size when its launch is updated, so those bindings capture again.
+  ir::Graph g;
+  const ir::Dim B = ir::Dim::symbol("B");
+  ir::Shape full = {B, 4096};
+  auto x = g.parameter("x", {DType::f32, full});
+  auto w = g.parameter("w", {DType::f32, {4096}});
+  auto ms = g.binary(OpKind::Div, g.reduce(ir::ReduceKind::Sum, g.binary(OpKind::Mul, x, x), {1}),
+                     g.broadcastInDim(g.scalar(DType::f32, 4096), {B}, {}));
+  auto r = g.unary(OpKind::Rsqrt, ms);
+  g.addOutput(g.binary(OpKind::Mul, g.binary(OpKind::Mul, x, g.broadcastInDim(r, full, {0})),
+                       g.broadcastInDim(w, full, {1}), "y"));
+  CompileOptions o = options(Policy::AStitch);
+  o.shapes = ShapeMode::Generic;
+  auto compiled = compile(g, o);
+  auto device = makeDevice("sim", compiled->options().device);
+  Executable exe(compiled, *device);
+  exe.setGraphMode(GraphMode::On);
+  HostTensor weight(DType::f32, {4096});
+  for (int64_t i = 0; i < 4096; ++i)
+    weight.set(i, 1 + 0.25 * std::cos(double(i)));
+  std::vector<uint32_t> clusters;
+  for (int64_t b : {136, 130, 136, 600, 130}) {
+    HostTensor in(DType::f32, {b, 4096});
+    for (int64_t i = 0; i < in.numElements(); ++i)
+      in.set(i, std::sin(double(i) * 0.37 + double(b)));
+    auto got = exe.run({in, weight});
+    auto want = ir::interpret(g, {in, weight}, {{"B", b}});
+    REQUIRE(got[0].shape == want[0].shape);
+    for (int64_t i = 0; i < got[0].numElements(); ++i)
+      REQUIRE(got[0].get(i) == Approx(want[0].get(i)).epsilon(1e-4).margin(1e-5));
+    const CompiledProgram& p = compiledProgram(exe.programFor({{"B", b}}));
+    REQUIRE(p.module.kernels.size() == 1);
+    clusters.push_back(bindShapes(p, {{"B", b}}).launches[0].clusterSize);
+  }
+  CHECK(clusters == std::vector<uint32_t>{8, 1, 8, 8, 1});
+  CHECK(exe.stats().captures == 4);     // every change of cluster size
+  CHECK(exe.stats().launchUpdates == 1); // 136 -> 600 rows: a new grid, the same clusters
+  CHECK(exe.stats().replays == 5);
 }
