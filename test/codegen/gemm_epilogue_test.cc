@@ -332,7 +332,7 @@ TEST_CASE("gemm epilogue: casts of the dot and of a broadcast bias run in the ep
 // A device that runs plain GEMMs on a library (DeviceSpec::gemmLibrary: cuBLASLt on the cuda
 // device) gets its dots plain under astitch: their consumers and operand casts are stitched
 // into kernels of their own, and the results are the same.
-TEST_CASE("gemm epilogue: none where the device has a GEMM library; the consumers are stitched",
+TEST_CASE("gemm epilogue: none where the device has a GEMM library, whose consumers are stitched",
           "[codegen][sim][gemm][epilogue]") {
   DeviceSpec library = *deviceSpecProfile("h100");
   library.gemmLibrary = true;
