@@ -77,6 +77,9 @@ struct CompileOptions {
   /// mma.sync there too, as on sm_80, to compare the two. Part of the cache key.
   bool warpgroupMma = true;
   /// Disk cache directory: "" = $XDG_CACHE_HOME/weft (or ~/.cache/weft); "off" = no disk cache.
+  /// The cuda device keeps the cubins it links in its `cubins` folder (D/cubins); with "off" it
+  /// still links the PTX in parallel and keeps nothing. WEFT_CUBIN_CACHE=DIR|off overrides both
+  /// (runtime/cuda/cuda_device_impl.h, cubinCacheFor).
   std::string cacheDir;
 };
 
