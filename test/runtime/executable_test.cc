@@ -7,6 +7,7 @@
 
 #include "ir/interpreter.h"
 #include "compile.h"
+#include "frontend/json_reader.h"
 #include "runtime/shape_binding.h"
 
 using namespace weft;
@@ -246,20 +247,12 @@ TEST_CASE("Executable::time reports every kernel and leaves no counters behind",
 
 TEST_CASE("graph mode: a binding that changes a kernel's cluster size is captured again",
           "[runtime][graph][shapes]") {
-  // y = x * rsqrt(mean(x^2)) * w over rows of 4096: a block per row of 256 threads, 528 blocks
-  // on the h100 profile, its weight staged per cluster of 8 (fusion/cluster_plan.h). A grid of
-  // 136 or 528 blocks launches in clusters of 8, one of 130 in clusters of one: a CUDA graph
-  // node keeps its cluster size when its launch is updated, so those bindings capture again.
-  ir::Graph g;
-  const ir::Dim B = ir::Dim::symbol("B");
-  ir::Shape full = {B, 4096};
-  auto x = g.parameter("x", {DType::f32, full});
-  auto w = g.parameter("w", {DType::f32, {4096}});
-  auto ms = g.binary(OpKind::Div, g.reduce(ir::ReduceKind::Sum, g.binary(OpKind::Mul, x, x), {1}),
-                     g.broadcastInDim(g.scalar(DType::f32, 4096), {B}, {}));
-  auto r = g.unary(OpKind::Rsqrt, ms);
-  g.addOutput(g.binary(OpKind::Mul, g.binary(OpKind::Mul, x, g.broadcastInDim(r, full, {0})),
-                       g.broadcastInDim(w, full, {1}), "y"));
+  // examples/graphs/rms_norm.json, x [B, 4096]: a block per row of 256 threads, 528 blocks on
+  // the h100 profile, its weight staged per cluster of 8 (fusion/cluster_plan.h). A grid of 136
+  // or 528 blocks launches in clusters of 8, one of 130 in clusters of one: a CUDA graph node
+  // keeps its cluster size when its launch is updated, so those bindings capture again.
+  ir::Graph g =
+      frontend::readGraphFile(std::string(WEFT_SOURCE_DIR) + "/examples/graphs/rms_norm.json").graph;
   CompileOptions o = options(Policy::AStitch);
   o.shapes = ShapeMode::Generic;
   auto compiled = compile(g, o);
