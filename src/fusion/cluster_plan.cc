@@ -43,12 +43,18 @@ int clusterSizeFor(const DeviceSpec& spec, int64_t grid, int64_t blocksPerSM) {
 
 void keepRowClustersWhereEmittable(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel,
                                    const ir::SymbolRanges& ranges) {
-  if (!kernel.launch.clusterRequired) return;
+  const LaunchPlan& launch = kernel.launch;
+  if (!launch.clusterRequired) return;
   bool emittable = kernel.groups.size() == 1 && kernel.phases.size() == 1 &&
-                   !kernel.launch.cooperative && kernel.phases[0].slots &&
+                   !launch.cooperative && kernel.phases[0].slots &&
                    kernel.phases[0].slots->group == 0 && kernel.phases[0].acrossStages.empty() &&
-                   kernel.phases[0].space.clusterParts == kernel.launch.clusterSize;
-  if (emittable) return;
+                   kernel.phases[0].space.clusterParts == launch.clusterSize;
+  // A row the kernel reads once (its slots keep no value for a later stage) loses nothing to
+  // a block per row: the cluster pays only where the rows alone leave SMs idle.
+  const int64_t rows = ir::assumedSize(launch.tiles, ranges) / std::max(1, launch.clusterSize);
+  bool pays = !kernel.phases.empty() && kernel.phases[0].slots &&
+              (!kernel.phases[0].slots->reused.empty() || rows < launch.maxBlocks);
+  if (emittable && pays) return;
   for (Group& group : kernel.groups)
     if (auto* r = std::get_if<RowReduceMapping>(&group.mapping)) r->clusterBlocks = 1;
   configureLaunch(g, kernel, spec);

@@ -89,6 +89,8 @@ TEST_CASE("a cooperative kernel on sm_90 stages rows and combines partials throu
   codegen::CompiledModule m = codegen::compileToPtx(plan);
   CHECK_THAT(m.ptx, Catch::Contains("mapa.shared::cluster.u32"));
   CHECK_THAT(m.ptx, Catch::Contains("barrier.cluster.wait"));
+  // The staged column sums come from the peers in 16-byte vectors (codegen/shared_staging.h).
+  CHECK_THAT(m.ptx, Catch::Contains("ld.shared::cluster.v4.b32"));
   std::vector<LaunchCounters> with, without;
   // (column sums of 4096 rows: 2e-3 of max(1, |want|) holds with or without clusters)
   test::checkOnSim(plan, m, 2e-3, &with);
@@ -303,6 +305,43 @@ TEST_CASE("a row shared by a cluster falls back to a block per row where its par
     }
   codegen::CompiledModule m = codegen::compileToPtx(plan);
   test::checkOnSim(plan, m, 1e-2);
+}
+
+TEST_CASE("a row read once takes a cluster only where its rows leave SMs idle", "[planner][sim]") {
+  // A row max keeps no value of the row for a later stage: each element is read once with or
+  // without a cluster. With a wave of rows (264 blocks of 1024 threads on the h100) a block per
+  // row loses nothing and saves the cluster barriers; with 64 rows the cluster of 2 puts 128
+  // SMs on them instead of 64. Softmax keeps its row in registers: a cluster at any count.
+  auto rowMax = [](int64_t rows, int64_t row) {
+    ir::Graph g;
+    auto x = g.parameter("x", {DType::f32, {rows, row}});
+    g.setOutputs({g.reduce(ir::ReduceKind::Max, x, {1}, "m")});
+    return g;
+  };
+  for (fusion::Policy policy : {fusion::Policy::None, fusion::Policy::Xla, fusion::Policy::AStitch}) {
+    INFO(fusion::policyName(policy));
+    fusion::FusionPlan many = fusion::plan(rowMax(512, 30000), h100(), policy);
+    CHECK(rowMapping(onlyKernel(many)).clusterBlocks == 1);
+    CHECK_FALSE(onlyKernel(many).launch.clusterRequired);
+    fusion::FusionPlan few = fusion::plan(rowMax(64, 30000), h100(), policy);
+    CHECK(rowMapping(onlyKernel(few)).clusterBlocks == 2);
+    CHECK(onlyKernel(few).launch.clusterRequired);
+  }
+  fusion::FusionPlan softmax =
+      fusion::plan(rowGraph("softmax", DType::f32, 512, 30000), h100(), fusion::Policy::AStitch);
+  CHECK(rowMapping(onlyKernel(softmax)).clusterBlocks == 2);
+
+  // Read once either way: 300 rows of 20,000 without a cluster, 64 with one (within 2%: the
+  // warps past a ragged row's end re-read its last vector, one sector each).
+  for (int64_t rows : {300, 64}) {
+    INFO(rows << " rows");
+    ir::Graph g = rowMax(rows, 20000);
+    fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+    CHECK(onlyKernel(plan).launch.clusterRequired == (rows == 64));
+    std::vector<LaunchCounters> counters;
+    test::checkOnSim(plan, codegen::compileToPtx(plan), 0, &counters);
+    CHECK(globalBytes(counters) <= uint64_t(rows) * 20000 * 4 * 102 / 100);
+  }
 }
 
 TEST_CASE("kernels whose rows a cluster shares assemble with ptxas for sm_90 without spills",
