@@ -11,6 +11,7 @@
 
 #include "codegen/cluster_access.h"
 #include "codegen/grid_barrier.h"
+#include "codegen/shared_staging.h"
 #include "codegen/stitched_kernel_emitter.h"
 #include "weft/error.h"
 
@@ -518,11 +519,10 @@ void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
   // Each staged input is copied into shared memory once per block, before the phase's tiles,
   // and the phase reads it there. Through the cluster, block r of C loads elements
   // [r * chunk, (r + 1) * chunk) from global memory and copies the others from the cluster's
-  // blocks that loaded them (chunk = ceil(n / C)).
+  // blocks that loaded them (chunk = ceil(n / C), rounded up to whole 16-byte vectors).
   if (phase.staged.empty()) return;
   llvm::LLVMContext& c = m_.getContext();
   llvm::Value* array = stagingArray(phase.stagedOffset);
-  llvm::Value* tid = k_.toIndex(k_.threadId());
   llvm::Value* rank = nullptr;
   llvm::Value* blocks = nullptr;
   if (phase.throughCluster) {
@@ -544,13 +544,12 @@ void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
     ClusterShare own{k_.index(0), count};
     llvm::Value* chunk = nullptr;
     if (phase.throughCluster) {
-      chunk = clusterChunk(k_, count, blocks);
+      // Whole 16-byte vectors per block, so that every share starts aligned.
+      llvm::Value* vec = k_.index(elementsPerVector(n.type.dtype));
+      chunk = b_.CreateMul(clusterChunk(k_, clusterChunk(k_, count, blocks), vec), vec);
       own = clusterShare(k_, count, chunk, rank);
     }
-    k_.loop(n.name + ".stage", b_.CreateAdd(own.lo, tid), own.hi, k_.index(k_.blockSize),
-            [&](llvm::Value* i) {
-              k_.storeElement(shared, n.type.dtype, i, k_.loadElement(global, n.type.dtype, i));
-            });
+    copyGlobalToShared(k_, n.name + ".stage", global, shared, n.type.dtype, own.lo, own.hi);
     copies.push_back({&n, shared, chunk});
     gen_->setGenerator(in.input, [this, shared, &n](const Index& idx) {
       return k_.loadTensorElement(shared, n.type.dtype, n.type.shape, idx);
@@ -568,11 +567,8 @@ void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
         k_.ifThen(b_.CreateAnd(b_.CreateICmpULT(peer, blocks), b_.CreateICmpNE(peer, rank)), [&] {
           llvm::Value* array = mapToClusterBlock(k_, cp.shared, b_.getInt32(uint32_t(q)));
           ClusterShare theirs = clusterShare(k_, count, cp.chunk, peer);
-          k_.loop(n.name + ".peer", b_.CreateAdd(theirs.lo, tid), theirs.hi, k_.index(k_.blockSize),
-                  [&](llvm::Value* i) {
-                    k_.storeElement(cp.shared, n.type.dtype, i,
-                                    loadClusterElement(k_, array, n.type.dtype, i));
-                  });
+          copyPeerToShared(k_, n.name + ".peer", array, cp.shared, n.type.dtype, theirs.lo,
+                           theirs.hi);
         });
       }
     }

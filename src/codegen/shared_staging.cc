@@ -1,0 +1,85 @@
+#include "codegen/shared_staging.h"
+
+#include <algorithm>
+#include <functional>
+
+#include <llvm/IR/InlineAsm.h>
+
+#include "codegen/cluster_access.h"
+
+namespace weft::codegen {
+
+namespace {
+
+constexpr int kVectorBytes = 16;
+
+/// Element i (indexTy) of [lo, hi) → `load` it at its byte offset (indexTy) from the array's
+/// start, store it at the same offset of `shared`: vectors of elementsPerVector(t) elements from
+/// lo while whole ones fit, one element at a time after (the scalar load is `scalar(i)`).
+void copyRange(KernelContext& k, const std::string& name, llvm::Value* shared, ir::DType t,
+               llvm::Value* lo, llvm::Value* hi,
+               const std::function<llvm::Value*(llvm::Value* byteOffset)>& loadVector,
+               const std::function<llvm::Value*(llvm::Value* i)>& scalar) {
+  llvm::IRBuilder<>& b = *k.b;
+  const int vec = elementsPerVector(t);
+  llvm::Value* tid = k.toIndex(k.threadId());
+  llvm::Value* vecEnd = lo;
+  if (vec > 1) {
+    llvm::Value* whole = b.CreateMul(b.CreateUDiv(b.CreateSub(hi, lo), k.index(vec)), k.index(vec));
+    vecEnd = b.CreateAdd(lo, whole);
+    k.loop(name + ".vec", b.CreateAdd(lo, b.CreateMul(tid, k.index(vec))), vecEnd,
+           k.index(int64_t(k.blockSize) * vec), [&](llvm::Value* i) {
+             llvm::Value* offset = b.CreateMul(i, k.index(int64_t(ir::dtypeBytes(t))));
+             llvm::Value* to = b.CreateInBoundsGEP(b.getInt8Ty(), shared, offset);
+             b.CreateAlignedStore(loadVector(offset), to, llvm::Align(kVectorBytes));
+           });
+  }
+  k.loop(name, b.CreateAdd(vecEnd, tid), hi, k.index(k.blockSize),
+         [&](llvm::Value* i) { k.storeElement(shared, t, i, scalar(i)); });
+}
+
+llvm::VectorType* vectorType(KernelContext& k) {
+  return llvm::FixedVectorType::get(k.b->getInt32Ty(), kVectorBytes / 4);
+}
+
+} // namespace
+
+int elementsPerVector(ir::DType t) {
+  return std::max(1, kVectorBytes / int(ir::dtypeBytes(t)));
+}
+
+void copyGlobalToShared(KernelContext& k, const std::string& name, llvm::Value* global,
+                        llvm::Value* shared, ir::DType t, llvm::Value* lo, llvm::Value* hi) {
+  llvm::IRBuilder<>& b = *k.b;
+  copyRange(
+      k, name, shared, t, lo, hi,
+      [&](llvm::Value* offset) -> llvm::Value* {
+        return b.CreateAlignedLoad(vectorType(k), b.CreateInBoundsGEP(b.getInt8Ty(), global, offset),
+                                   llvm::Align(kVectorBytes));
+      },
+      [&](llvm::Value* i) { return k.loadElement(global, t, i); });
+}
+
+void copyPeerToShared(KernelContext& k, const std::string& name, llvm::Value* peer,
+                      llvm::Value* shared, ir::DType t, llvm::Value* lo, llvm::Value* hi) {
+  llvm::IRBuilder<>& b = *k.b;
+  auto* i32 = b.getInt32Ty();
+  copyRange(
+      k, name, shared, t, lo, hi,
+      [&](llvm::Value* offset) -> llvm::Value* {
+        // LLVM 19 has no shared::cluster address space (cluster_access.cc): inline PTX.
+        auto* four = llvm::StructType::get(k.ctx(), {i32, i32, i32, i32});
+        auto* load = llvm::InlineAsm::get(llvm::FunctionType::get(four, {i32}, false),
+                                          "ld.shared::cluster.v4.b32 {$0, $1, $2, $3}, [$4];",
+                                          "=r,=r,=r,=r,r,~{memory}", true);
+        llvm::Value* parts =
+            b.CreateCall(load, {b.CreateAdd(peer, b.CreateZExtOrTrunc(offset, i32))});
+        llvm::Value* v = llvm::PoisonValue::get(vectorType(k));
+        for (unsigned j = 0; j < 4; ++j)
+          v = b.CreateInsertElement(v, b.CreateExtractValue(parts, j), uint64_t(j));
+        return v;
+      },
+      [&](llvm::Value* i) { return loadClusterElement(k, peer, t, i); });
+}
+
+} // namespace weft::codegen
