@@ -1064,6 +1064,7 @@ EmittedKernel KernelEmitter::run() {
   b_.CreateRetVoid();
   finishStagingArena();
   if (kp_.registerLimit > 0) annotate(m_, k_.fn, "maxnreg", kp_.registerLimit);
+  if (kp_.minBlocksPerSM > 0) annotate(m_, k_.fn, "minctasm", kp_.minBlocksPerSM);
 
   info_.name = kp_.name;
   info_.launch = kp_.launch;

@@ -50,10 +50,11 @@ void keepRowClustersWhereEmittable(const ir::Graph& g, const DeviceSpec& spec, K
                    kernel.phases[0].slots->group == 0 && kernel.phases[0].acrossStages.empty() &&
                    kernel.phases[0].space.clusterParts == launch.clusterSize;
   // A row the kernel reads once (its slots keep no value for a later stage) loses nothing to
-  // a block per row: the cluster pays only where the rows alone leave SMs idle.
-  const int64_t rows = ir::assumedSize(launch.tiles, ranges) / std::max(1, launch.clusterSize);
+  // a block per row: the cluster pays only where it puts more SMs on rows that all run in one
+  // wave of clusters (64 rows of 30,000 in clusters of 2: 128 SMs instead of 64).
+  const int64_t blocks = ir::assumedSize(launch.tiles, ranges);
   bool pays = !kernel.phases.empty() && kernel.phases[0].slots &&
-              (!kernel.phases[0].slots->reused.empty() || rows < launch.maxBlocks);
+              (!kernel.phases[0].slots->reused.empty() || blocks <= launch.maxBlocks);
   if (emittable && pays) return;
   for (Group& group : kernel.groups)
     if (auto* r = std::get_if<RowReduceMapping>(&group.mapping)) r->clusterBlocks = 1;

@@ -39,8 +39,9 @@ int clusterSizeFor(const DeviceSpec& spec, int64_t grid, int64_t blocksPerSM);
 /// rows too long for one block's registers) are emitted only where each block keeps its part
 /// of the row in registers from the first reduce to the last store: a kernel of one group whose
 /// one phase runs as slots. And they are kept only where they pay: the slots keep a value for
-/// a later stage (without the cluster the row would be read again), or the rows are fewer than
-/// a wave of blocks (the cluster puts more SMs on them). A row read once by one of many blocks
+/// a later stage (without the cluster the row would be read again), or the clustered grid fits
+/// one wave (the cluster puts more SMs on rows that all run at once). A row read once by one of
+/// many blocks
 /// gains nothing from a cluster and pays two cluster barriers per reduce, and every per-row
 /// value its warps read is read by twice the warps (log-softmax's xla kernels over rows of
 /// 30,000). Otherwise the kernel is planned again with a block per row: its launch configured

@@ -351,6 +351,7 @@ struct KernelPlan {
   int64_t reduceScratchBytes = 0;   // static shared memory of the reduce emitters' scratch
   int64_t stagingBytes = 0;         // static shared memory of the staging arena (largest phase)
   int registerLimit = 0;            // .maxnreg (0: none, .maxntid bounds the registers)
+  int minBlocksPerSM = 0;           // .minnctapersm (0: none): blocks per SM the bound plans for
   // Resident values (ValuePlacement::resident) live in phases that cut residentSpace into the
   // same tiles, of which each block handles at most residentTiles (0: the kernel has none).
   // Codegen checks every such phase against residentSpace and traps past residentTiles.

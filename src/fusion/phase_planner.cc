@@ -62,6 +62,16 @@ public:
     // sized their grid (slotPlanOf's budget).
     k_.registerLimit =
         slotRegisters_ > 0 && !k_.launch.cooperative ? 0 : k_.launch.maxRegisters;
+    // Without .maxnreg, ptxas picks the occupancy itself: it aimed 512-thread blocks of a row
+    // shared by a cluster at three per SM (40 registers) and spilled, where the plan counts on
+    // two at its register bound. Such a kernel states the blocks per SM it was planned for.
+    k_.minBlocksPerSM = 0;
+    if (k_.registerLimit == 0) {
+      const int perSM = blocksPerSM(d_, k_.launch.blockSize, k_.launch.maxRegisters,
+                                    k_.launch.sharedBytes + k_.reduceScratchBytes +
+                                        k_.stagingBytes);
+      if (perSM >= 2) k_.minBlocksPerSM = perSM;
+    }
   }
 
 private:

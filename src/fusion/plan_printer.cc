@@ -281,9 +281,11 @@ std::string printKernelPlan(const KernelPlan& k, const ir::Graph& g) {
   os << fmt::format("  registers: estimated {} = base {} + {} buffer(s) + max(loop {}, combine {}) "
                     "+ slots {}\n",
                     r.total(), r.base, r.pointers, r.stream, r.combine, r.slots);
-  os << fmt::format("  emission: reduce scratch {} B, staging arena {} B, .maxnreg {}\n",
+  os << fmt::format("  emission: reduce scratch {} B, staging arena {} B, .maxnreg {}{}\n",
                     k.reduceScratchBytes, k.stagingBytes,
-                    k.registerLimit > 0 ? std::to_string(k.registerLimit) : "none");
+                    k.registerLimit > 0 ? std::to_string(k.registerLimit) : "none",
+                    k.minBlocksPerSM > 0 ? fmt::format(", .minnctapersm {}", k.minBlocksPerSM)
+                                         : "");
   return os.str();
 }
 

@@ -213,18 +213,37 @@ MappingChoice mapFor(const LoopSpace& s, const DeviceSpec& spec, int blockSize) 
 /// flight, 20% and 51%. So a block-per-row choice `chosen` (unsplit, no cluster) gives way to
 /// the smallest block of `choices` (largest first) that maps the same rows the same way, unsplit
 /// and unclustered, at most kClusterRowElementsPerThread elements a thread.
+///
+/// Rows shared by a cluster (32,768 f32 and longer) measured 20-78% of the copy on the same
+/// H200, in 1024-thread blocks, one an SM: while a block waits at its cluster barriers (two per
+/// row reduce) its SM moves nothing. So a clustered choice gives way to the next smaller block
+/// whose cluster (at most the portable 8) still holds the row at kClusterRowElementsPerThread:
+/// half the threads in twice the blocks, two blocks an SM, one cluster's loads in flight while
+/// another's barrier waits (32,768: 2 x 1024 -> 4 x 512; 65,536: 4 x 1024 -> 8 x 512; 131,072
+/// and longer have no such choice). Not yet measured on a GPU.
 MappingChoice mostRowsInFlight(const LoopSpace& space, const std::vector<MappingChoice>& choices,
                                const MappingChoice& chosen) {
-  auto wholeRows = [](const MappingChoice& c) {
+  auto perRow = [](const MappingChoice& c) -> const RowReduceMapping* {
     const auto* m = std::get_if<RowReduceMapping>(&c.mapping);
-    return m && m->kind == RowReduceMapping::Kind::BlockPerRow && m->splitFactor == 1 &&
-           m->clusterBlocks == 1;
+    return m && m->kind == RowReduceMapping::Kind::BlockPerRow && m->splitFactor == 1 ? m
+                                                                                       : nullptr;
   };
-  if (!wholeRows(chosen)) return chosen;
+  const RowReduceMapping* mapped = perRow(chosen);
+  if (!mapped) return chosen;
   const int64_t len = std::max<int64_t>(1, space.assumedRowLength);
+  auto holds = [&](const MappingChoice& c, const RowReduceMapping& m) {
+    return ceilDiv(len, int64_t(c.blockSize) * m.clusterBlocks) <= kClusterRowElementsPerThread;
+  };
+  if (mapped->clusterBlocks > 1) {
+    for (const MappingChoice& c : choices) // largest first
+      if (const RowReduceMapping* m = perRow(c);
+          m && c.blockSize < chosen.blockSize && m->clusterBlocks > 1 && holds(c, *m))
+        return c;
+    return chosen;
+  }
   for (auto c = choices.rbegin(); c != choices.rend(); ++c) // smallest first
-    if (c->blockSize < chosen.blockSize && wholeRows(*c) &&
-        ceilDiv(len, c->blockSize) <= kClusterRowElementsPerThread)
+    if (const RowReduceMapping* m = perRow(*c);
+        m && c->blockSize < chosen.blockSize && m->clusterBlocks == 1 && holds(*c, *m))
       return *c;
   return chosen;
 }

@@ -205,19 +205,25 @@ const fusion::RowReduceMapping& rowMapping(const fusion::KernelPlan& k) {
 TEST_CASE("rows too long for one block's registers are shared by a thread-block cluster",
           "[planner][codegen]") {
   // 1024 threads keep 16 elements each of a row: 16,384. Longer rows take the fewest blocks of a
-  // cluster (a power of two up to 8) that hold their parts; every block keeps its part in
-  // registers (slots), so x is read once.
+  // cluster (a power of two up to 8) that hold their parts, in blocks of 512 where a cluster of
+  // at most 8 of them still does (two blocks an SM: one cluster's loads in flight while
+  // another's barriers wait); every block keeps its part in registers (slots), so x is read
+  // once.
   struct Case {
     int64_t row;
     int cluster;
+    int block;
   };
-  for (Case c : {Case{16384, 1}, Case{20000, 2}, Case{32768, 2}, Case{65536, 4},
-                 Case{131072, 8}}) {
+  for (Case c : {Case{16384, 1, 1024}, Case{20000, 4, 512}, Case{32768, 4, 512},
+                 Case{65536, 8, 512}, Case{131072, 8, 1024}}) {
     INFO("softmax f32 row " << c.row);
     fusion::FusionPlan plan =
         fusion::plan(rowGraph("softmax", DType::f32, 256, c.row), h100(), fusion::Policy::AStitch);
     const fusion::KernelPlan& k = onlyKernel(plan);
     CHECK(rowMapping(k).clusterBlocks == c.cluster);
+    CHECK(k.launch.blockSize == c.block);
+    // ptxas is told the two blocks per SM the 512-thread plan counts on
+    CHECK(k.minBlocksPerSM == (c.block == 512 ? 2 : 0));
     CHECK(k.launch.clusterSize == c.cluster);
     CHECK(k.launch.clusterRequired == (c.cluster > 1));
     REQUIRE(k.phases.size() == 1);
@@ -309,9 +315,9 @@ TEST_CASE("a row shared by a cluster falls back to a block per row where its par
 
 TEST_CASE("a row read once takes a cluster only where its rows leave SMs idle", "[planner][sim]") {
   // A row max keeps no value of the row for a later stage: each element is read once with or
-  // without a cluster. With a wave of rows (264 blocks of 1024 threads on the h100) a block per
-  // row loses nothing and saves the cluster barriers; with 64 rows the cluster of 2 puts 128
-  // SMs on them instead of 64. Softmax keeps its row in registers: a cluster at any count.
+  // without a cluster. With more rows than one wave of clusters holds, a block per row loses
+  // nothing and saves the cluster barriers; 64 rows in clusters of 4 blocks of 512 all run at
+  // once, on every SM instead of 64. Softmax keeps its row in registers: a cluster at any count.
   auto rowMax = [](int64_t rows, int64_t row) {
     ir::Graph g;
     auto x = g.parameter("x", {DType::f32, {rows, row}});
@@ -324,12 +330,12 @@ TEST_CASE("a row read once takes a cluster only where its rows leave SMs idle", 
     CHECK(rowMapping(onlyKernel(many)).clusterBlocks == 1);
     CHECK_FALSE(onlyKernel(many).launch.clusterRequired);
     fusion::FusionPlan few = fusion::plan(rowMax(64, 30000), h100(), policy);
-    CHECK(rowMapping(onlyKernel(few)).clusterBlocks == 2);
+    CHECK(rowMapping(onlyKernel(few)).clusterBlocks == 4);
     CHECK(onlyKernel(few).launch.clusterRequired);
   }
   fusion::FusionPlan softmax =
       fusion::plan(rowGraph("softmax", DType::f32, 512, 30000), h100(), fusion::Policy::AStitch);
-  CHECK(rowMapping(onlyKernel(softmax)).clusterBlocks == 2);
+  CHECK(rowMapping(onlyKernel(softmax)).clusterBlocks == 4);
 
   // Read once either way: 300 rows of 20,000 without a cluster, 64 with one (within 2%: the
   // warps past a ragged row's end re-read its last vector, one sector each).
