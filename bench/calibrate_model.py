@@ -8,6 +8,9 @@ measures a GPU.
   bench/calibrate_model.py fit DIR [--fixed]     # fit (or, --fixed, use cost_model.cc's values)
   bench/calibrate_model.py h200 DIR              # the fixed constants against the H200's times
                                                  # (every point held out: nothing was fitted on it)
+  bench/calibrate_model.py h200-sweep FILE       # the same against the H200's row sweep; FILE from
+      weft bench sweep --policy astitch --sample-blocks 8 --compile-runs 1 --scaling off \
+                       --format json -o FILE     # (plans of 4135b01 for rows of 32,768 and longer)
 
 The formula is bench/perf_model.cc's, restated here so the fit can vary its constants.
 """
@@ -46,6 +49,76 @@ MEASURED_H200 = {
     "row_reduce_750000x32": (34.6, 33.8, 33.5),
     "row_reduce_64x30000": (7.6, 7.8, 8.4),
     "log_softmax_nll": (330.1, 84.5, 35.3),
+}
+# scripts/gpu-time on the H200 (2026-11-26): the row sweep under astitch, µs. Plans at 4135b01,
+# except rows of 2,048-8,192: the block-per-row rule's plans, from the A/B run beside them.
+MEASURED_H200_SWEEP = {
+    "sweep_layer_norm_bf16_256": 148.7,
+    "sweep_layer_norm_bf16_512": 115.8,
+    "sweep_layer_norm_bf16_1024": 88.2,
+    "sweep_layer_norm_bf16_2048": 87.8,
+    "sweep_layer_norm_bf16_4096": 93.8,
+    "sweep_layer_norm_bf16_8192": 101.7,
+    "sweep_layer_norm_bf16_16384": 128.1,
+    "sweep_layer_norm_bf16_32768": 177.0,
+    "sweep_layer_norm_bf16_65536": 327.9,
+    "sweep_layer_norm_bf16_131072": 336.0,
+    "sweep_layer_norm_bf16_262144": 226.5,
+    "sweep_layer_norm_f32_256": 102.9,
+    "sweep_layer_norm_f32_512": 81.6,
+    "sweep_layer_norm_f32_1024": 80.8,
+    "sweep_layer_norm_f32_2048": 81.0,
+    "sweep_layer_norm_f32_4096": 80.7,
+    "sweep_layer_norm_f32_8192": 78.9,
+    "sweep_layer_norm_f32_16384": 83.1,
+    "sweep_layer_norm_f32_32768": 120.9,
+    "sweep_layer_norm_f32_65536": 194.7,
+    "sweep_layer_norm_f32_131072": 201.6,
+    "sweep_layer_norm_f32_262144": 152.4,
+    "sweep_rms_norm_bf16_256": 127.2,
+    "sweep_rms_norm_bf16_512": 102.4,
+    "sweep_rms_norm_bf16_1024": 77.9,
+    "sweep_rms_norm_bf16_2048": 80.2,
+    "sweep_rms_norm_bf16_4096": 82.9,
+    "sweep_rms_norm_bf16_8192": 88.7,
+    "sweep_rms_norm_bf16_16384": 108.6,
+    "sweep_rms_norm_bf16_32768": 138.9,
+    "sweep_rms_norm_bf16_65536": 240.4,
+    "sweep_rms_norm_bf16_131072": 253.8,
+    "sweep_rms_norm_bf16_262144": 183.7,
+    "sweep_rms_norm_f32_256": 89.4,
+    "sweep_rms_norm_f32_512": 76.4,
+    "sweep_rms_norm_f32_1024": 78.5,
+    "sweep_rms_norm_f32_2048": 79.1,
+    "sweep_rms_norm_f32_4096": 78.7,
+    "sweep_rms_norm_f32_8192": 77.7,
+    "sweep_rms_norm_f32_16384": 77.5,
+    "sweep_rms_norm_f32_32768": 96.6,
+    "sweep_rms_norm_f32_65536": 144.1,
+    "sweep_rms_norm_f32_131072": 155.5,
+    "sweep_rms_norm_f32_262144": 122.0,
+    "sweep_softmax_bf16_256": 171.1,
+    "sweep_softmax_bf16_512": 138.9,
+    "sweep_softmax_bf16_1024": 137.4,
+    "sweep_softmax_bf16_2048": 109.0,
+    "sweep_softmax_bf16_4096": 114.7,
+    "sweep_softmax_bf16_8192": 124.1,
+    "sweep_softmax_bf16_16384": 146.9,
+    "sweep_softmax_bf16_32768": 192.1,
+    "sweep_softmax_bf16_65536": 355.4,
+    "sweep_softmax_bf16_131072": 376.5,
+    "sweep_softmax_bf16_262144": 323.0,
+    "sweep_softmax_f32_256": 104.4,
+    "sweep_softmax_f32_512": 83.5,
+    "sweep_softmax_f32_1024": 87.1,
+    "sweep_softmax_f32_2048": 79.7,
+    "sweep_softmax_f32_4096": 76.3,
+    "sweep_softmax_f32_8192": 77.7,
+    "sweep_softmax_f32_16384": 87.9,
+    "sweep_softmax_f32_32768": 117.2,
+    "sweep_softmax_f32_65536": 186.5,
+    "sweep_softmax_f32_131072": 196.3,
+    "sweep_softmax_f32_262144": 165.3,
 }
 # graph file and binding, as scripts/gpu-time runs them
 CASES = {
@@ -321,6 +394,32 @@ def h200_table(runs, c):
         print(f"| {name} | {xa:.2f}x | {now:.2f}x |")
 
 
+def h200_sweep_table(path, c):
+    """The model against the H200's row sweep (every point held out), by dtype and row length."""
+    j = json.load(open(path))
+    groups = {}
+    print("| point | measured H200 µs | modeled µs | error |")
+    print("|---|---:|---:|---:|")
+    for w in j["workloads"]:
+        name = w["name"]
+        if name not in MEASURED_H200_SWEEP:
+            continue
+        run = [r for r in w["runs"] if r["policy"] == "astitch" and r["profile"] == "h100"][0]
+        m = MEASURED_H200_SWEEP[name]
+        now = model(run["launches"], c, H200)
+        print(f"| {name} | {m:.1f} | {now:.1f} | {100 * (now / m - 1):+.0f}% |")
+        row = int(name.rsplit("_", 1)[1])
+        band = ("up to 1,024" if row <= 1024 else "2,048-16,384" if row <= 16384
+                else "32,768 and longer (clusters)")
+        groups.setdefault(("bf16" if "_bf16_" in name else "f32", band), []).append(now / m - 1)
+    print()
+    print("| dtype | rows | points | mean error | mean |error| | range |")
+    print("|---|---|---:|---:|---:|---:|")
+    for (dtype, band), e in sorted(groups.items()):
+        print(f"| {dtype} | {band} | {len(e)} | {100 * sum(e) / len(e):+.0f}% | "
+              f"{100 * sum(map(abs, e)) / len(e):.0f}% | {100 * min(e):+.0f}% .. {100 * max(e):+.0f}% |")
+
+
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "collect":
         build, out = (sys.argv[2], sys.argv[3]) if len(sys.argv) > 3 else ("build", sys.argv[2])
@@ -331,6 +430,9 @@ def main():
         print("constants:", ", ".join(f"{k} = {v:.4g}" for k, v in c.items()))
         print()
         table(runs, c)
+        return 0
+    if len(sys.argv) >= 3 and sys.argv[1] == "h200-sweep":
+        h200_sweep_table(sys.argv[2], dict(FIXED))
         return 0
     if len(sys.argv) >= 3 and sys.argv[1] == "h200":
         h200_table(load(sys.argv[2], "h200"), dict(FIXED))

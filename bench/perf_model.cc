@@ -33,6 +33,7 @@ ProgramShape programShape(const CompiledProgram& program,
   for (const codegen::CompiledKernel& k : program.module.kernels) {
     KernelShape s;
     s.blockSize = k.launch.blockSize;
+    s.clusterSize = std::max(1, k.launch.clusterSize);
     const int registers = k.launch.maxRegisters > 0 ? k.launch.maxRegisters : 32;
     s.blocksPerSM = std::max(1, blocksPerSM(spec, k.launch.blockSize, registers,
                                             k.launch.sharedBytes));

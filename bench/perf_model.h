@@ -61,6 +61,7 @@ struct KernelShape {
   /// Independent loads a thread has in flight: a slot phase's steps × the values it loads
   /// per step (the row is loaded before it is used), else the buffers a loop iteration reads.
   int loadsInFlight = 1;
+  int clusterSize = 1; // blocks per thread-block cluster as launched
   std::vector<BufferUse> reads, writes;
 };
 using ProgramShape = std::vector<KernelShape>;

@@ -311,7 +311,9 @@ std::string formatJson(const SuiteResult& r) {
                    {"warpInstructions", c.warpInstructions},
                    {"blocks", c.blocks},
                    {"gridBarriers", c.gridBarriers},
-                   {"blockBarriers", c.blockBarriers}};
+                   {"blockBarriers", c.blockBarriers},
+                   {"clusterBarriers", c.clusterBarriers},
+                   {"clusterSharedLoads", c.clusterSharedLoads}};
         if (k < run.shape.size()) {
           const KernelShape& ks = run.shape[k];
           auto uses = [](const std::vector<BufferUse>& v) {
@@ -323,6 +325,7 @@ std::string formatJson(const SuiteResult& r) {
           jl["blockSize"] = ks.blockSize;
           jl["blocksPerSM"] = ks.blocksPerSM;
           jl["loadsInFlight"] = ks.loadsInFlight;
+          jl["clusterSize"] = ks.clusterSize;
           jl["reads"] = uses(ks.reads);
           jl["writes"] = uses(ks.writes);
         }
