@@ -533,6 +533,7 @@ void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
     const ir::Node* n;
     llvm::Value* shared;
     llvm::Value* chunk; // elements each block of the cluster loads
+    int vector;         // elements per copy
   };
   std::vector<Copy> copies;
   for (const fusion::StagedInput& in : phase.staged) {
@@ -543,14 +544,16 @@ void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
     llvm::Value* count = k_.elements(n.type.shape);
     ClusterShare own{k_.index(0), count};
     llvm::Value* chunk = nullptr;
+    const int vector = in.vector;
     if (phase.throughCluster) {
-      // Whole 16-byte vectors per block, so that every share starts aligned.
-      llvm::Value* vec = k_.index(elementsPerVector(n.type.dtype));
+      // Whole vectors per block, so that every share starts aligned.
+      llvm::Value* vec = k_.index(vector);
       chunk = b_.CreateMul(clusterChunk(k_, clusterChunk(k_, count, blocks), vec), vec);
       own = clusterShare(k_, count, chunk, rank);
     }
-    copyGlobalToShared(k_, n.name + ".stage", global, shared, n.type.dtype, own.lo, own.hi);
-    copies.push_back({&n, shared, chunk});
+    copyGlobalToShared(k_, n.name + ".stage", global, shared, n.type.dtype, vector, own.lo,
+                       own.hi);
+    copies.push_back({&n, shared, chunk, vector});
     gen_->setGenerator(in.input, [this, shared, &n](const Index& idx) {
       return k_.loadTensorElement(shared, n.type.dtype, n.type.shape, idx);
     });
@@ -567,8 +570,8 @@ void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
         k_.ifThen(b_.CreateAnd(b_.CreateICmpULT(peer, blocks), b_.CreateICmpNE(peer, rank)), [&] {
           llvm::Value* array = mapToClusterBlock(k_, cp.shared, b_.getInt32(uint32_t(q)));
           ClusterShare theirs = clusterShare(k_, count, cp.chunk, peer);
-          copyPeerToShared(k_, n.name + ".peer", array, cp.shared, n.type.dtype, theirs.lo,
-                           theirs.hi);
+          copyPeerToShared(k_, n.name + ".peer", array, cp.shared, n.type.dtype, cp.vector,
+                           theirs.lo, theirs.hi);
         });
       }
     }

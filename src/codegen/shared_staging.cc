@@ -14,14 +14,13 @@ namespace {
 constexpr int kVectorBytes = 16;
 
 /// Element i (indexTy) of [lo, hi) → `load` it at its byte offset (indexTy) from the array's
-/// start, store it at the same offset of `shared`: vectors of elementsPerVector(t) elements from
-/// lo while whole ones fit, one element at a time after (the scalar load is `scalar(i)`).
+/// start, store it at the same offset of `shared`: vectors of `vec` elements (16 bytes) from lo
+/// while whole ones fit, one element at a time after (the scalar load is `scalar(i)`).
 void copyRange(KernelContext& k, const std::string& name, llvm::Value* shared, ir::DType t,
-               llvm::Value* lo, llvm::Value* hi,
+               int vec, llvm::Value* lo, llvm::Value* hi,
                const std::function<llvm::Value*(llvm::Value* byteOffset)>& loadVector,
                const std::function<llvm::Value*(llvm::Value* i)>& scalar) {
   llvm::IRBuilder<>& b = *k.b;
-  const int vec = elementsPerVector(t);
   llvm::Value* tid = k.toIndex(k.threadId());
   llvm::Value* vecEnd = lo;
   if (vec > 1) {
@@ -44,15 +43,12 @@ llvm::VectorType* vectorType(KernelContext& k) {
 
 } // namespace
 
-int elementsPerVector(ir::DType t) {
-  return std::max(1, kVectorBytes / int(ir::dtypeBytes(t)));
-}
-
 void copyGlobalToShared(KernelContext& k, const std::string& name, llvm::Value* global,
-                        llvm::Value* shared, ir::DType t, llvm::Value* lo, llvm::Value* hi) {
+                        llvm::Value* shared, ir::DType t, int vector, llvm::Value* lo,
+                        llvm::Value* hi) {
   llvm::IRBuilder<>& b = *k.b;
   copyRange(
-      k, name, shared, t, lo, hi,
+      k, name, shared, t, vector, lo, hi,
       [&](llvm::Value* offset) -> llvm::Value* {
         return b.CreateAlignedLoad(vectorType(k), b.CreateInBoundsGEP(b.getInt8Ty(), global, offset),
                                    llvm::Align(kVectorBytes));
@@ -61,11 +57,12 @@ void copyGlobalToShared(KernelContext& k, const std::string& name, llvm::Value* 
 }
 
 void copyPeerToShared(KernelContext& k, const std::string& name, llvm::Value* peer,
-                      llvm::Value* shared, ir::DType t, llvm::Value* lo, llvm::Value* hi) {
+                      llvm::Value* shared, ir::DType t, int vector, llvm::Value* lo,
+                      llvm::Value* hi) {
   llvm::IRBuilder<>& b = *k.b;
   auto* i32 = b.getInt32Ty();
   copyRange(
-      k, name, shared, t, lo, hi,
+      k, name, shared, t, vector, lo, hi,
       [&](llvm::Value* offset) -> llvm::Value* {
         // LLVM 19 has no shared::cluster address space (cluster_access.cc): inline PTX.
         auto* four = llvm::StructType::get(k.ctx(), {i32, i32, i32, i32});

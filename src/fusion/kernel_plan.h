@@ -291,6 +291,10 @@ struct SlotPlan {
 struct StagedInput {
   ir::NodeId input = -1;
   int64_t offset = 0; // from PhasePlan::stagedOffset
+  // Elements per copy into shared memory: 16 bytes' worth (codegen/shared_staging.h) where the
+  // load/store pairs that saves outnumber the second loop's cost to every warp, else 1
+  // (stagedCopyVector, phase_planner.h).
+  int vector = 1;
 };
 
 /// An input the slot group reads through a broadcast at the same row coordinates in every row

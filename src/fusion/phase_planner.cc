@@ -565,7 +565,7 @@ std::vector<StagedInput> PhasePlanner::stageBroadcasts(const TileSpace& s,
     if (outerOnly && 2 * n.size() > broadcast[v]) continue; // a block reads it less than twice
     int64_t size = align16(n.size() * ir::dtypeBytes(node(v).type.dtype));
     if (bytes + size > room || !keepsGridResident(bytes + size)) continue;
-    chosen.push_back({v, bytes});
+    chosen.push_back({v, bytes, stagedCopyVector(node(v).type.dtype, n.size(), k_.launch.blockSize)});
     bytes += size;
   }
   if (!chosen.empty()) *arrayOffset = allocate(bytes);
@@ -649,6 +649,13 @@ int rowSlotSteps(const ir::Shape& loop, size_t rowDims, const RowReduceMapping& 
   int64_t steps = m.slotSteps(length, blockSize);
   if (length % vector != 0 || steps > kMaxRowSlotSteps) return 0;
   return int(steps);
+}
+
+int stagedCopyVector(ir::DType t, int64_t elements, int blockSize) {
+  constexpr int kCopyBytes = 16;
+  const int vector = std::max(1, kCopyBytes / int(ir::dtypeBytes(t)));
+  const double saved = double(elements) * (1.0 - 1.0 / vector) / 32; // per warp of 32 copies
+  return vector > 1 && saved > double(blockSize) / 32 ? vector : 1;
 }
 
 } // namespace weft::fusion

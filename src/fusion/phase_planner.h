@@ -30,6 +30,13 @@ void planPhases(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel,
 /// planPhases for every kernel of the plan, under the plan's symbolRanges.
 void planPhases(FusionPlan& plan);
 
+/// Elements per copy of a staged input of `elements` (static) of dtype t by blocks of
+/// `blockSize`: a 16-byte vector's worth where that saves more warp instructions than a second
+/// copy loop costs each warp (the vector copy's pairs saved, about elements × (1 - 1/vector) /
+/// 32, against blockSize / 32), else 1. cluster_200's rows of 768 floats in 128-thread blocks
+/// copy as vectors; a bias of 32 in 1024-thread blocks does not.
+int stagedCopyVector(ir::DType t, int64_t elements, int blockSize);
+
 /// Slot steps per thread when a row reduce over `loop` (rows = its leading `rowDims` dims, row
 /// length static and a multiple of the vector width) with mapping m covers a tile of
 /// rowsPerTile rows in one pass; the last step may be ragged. 0 when it does not, or when a

@@ -11,6 +11,7 @@
 #include "codegen/ptxas.h"
 #include "device_profiles.h"
 #include "fusion/cluster_plan.h"
+#include "fusion/phase_planner.h"
 #include "fusion/plan.h"
 #include "fusion/plan_printer.h"
 #include "frontend/json_reader.h"
@@ -89,8 +90,6 @@ TEST_CASE("a cooperative kernel on sm_90 stages rows and combines partials throu
   codegen::CompiledModule m = codegen::compileToPtx(plan);
   CHECK_THAT(m.ptx, Catch::Contains("mapa.shared::cluster.u32"));
   CHECK_THAT(m.ptx, Catch::Contains("barrier.cluster.wait"));
-  // The staged column sums come from the peers in 16-byte vectors (codegen/shared_staging.h).
-  CHECK_THAT(m.ptx, Catch::Contains("ld.shared::cluster.v4.b32"));
   std::vector<LaunchCounters> with, without;
   // (column sums of 4096 rows: 2e-3 of max(1, |want|) holds with or without clusters)
   test::checkOnSim(plan, m, 2e-3, &with);
@@ -201,6 +200,36 @@ const fusion::RowReduceMapping& rowMapping(const fusion::KernelPlan& k) {
 }
 
 } // namespace
+
+TEST_CASE("staged rows copy in 16-byte vectors where that saves instructions, at any cluster size",
+          "[codegen][sim]") {
+  // Vectors pay where the load/store pairs they save outnumber the second loop's cost per warp
+  // (fusion/phase_planner.h): cluster_200's 768-float rows in 128-thread blocks, not a bias of
+  // 32 in 1024-thread blocks.
+  CHECK(fusion::stagedCopyVector(DType::f32, 768, 128) == 4);
+  CHECK(fusion::stagedCopyVector(DType::f32, 32, 1024) == 1);
+  CHECK(fusion::stagedCopyVector(DType::bf16, 4096, 256) == 8);
+  CHECK(fusion::stagedCopyVector(DType::f64, 100000, 1024) == 2);
+  // Column sums of 1,501 floats (odd: every rank's share is whole vectors but the last, whose
+  // tail is copied one element at a time), staged through the cluster.
+  TwoPhase t(1024, 1501);
+  fusion::FusionPlan plan = fusion::plan(t.g, h100(), fusion::Policy::AStitch);
+  const fusion::KernelPlan& k = onlyKernel(plan);
+  REQUIRE(k.launch.clusterSize > 1);
+  REQUIRE(k.phases.size() == 2);
+  REQUIRE(k.phases[1].staged.size() == 1);
+  CHECK(k.phases[1].staged[0].vector == 4);
+  CHECK_THAT(fusion::printFusionPlan(plan), Catch::Contains("%col +0 (x4)"));
+  codegen::CompiledModule m = codegen::compileToPtx(plan);
+  CHECK_THAT(m.ptx, Catch::Contains("ld.shared::cluster.v4.b32"));
+  for (int size : {1, 2, k.launch.clusterSize}) {
+    INFO("clusters of " << size);
+    m.kernels.at(0).launch.clusterSize = size;
+    std::vector<LaunchCounters> counters;
+    test::checkOnSim(plan, m, 2e-3, &counters);
+    CHECK((counters.at(0).clusterSharedLoads > 0) == (size > 1));
+  }
+}
 
 TEST_CASE("rows too long for one block's registers are shared by a thread-block cluster",
           "[planner][codegen]") {
