@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ make pkg-config
   llvm-19-dev libzstd-dev zlib1g-dev libedit-dev libxml2-dev libcurl4-openssl-dev
-  libfmt-dev libspdlog-dev nlohmann-json3-dev libcli11-dev catch2 libbenchmark-dev
+  libfmt-dev libspdlog-dev nlohmann-json3-dev libcli11-dev catch2 libbenchmark-dev libjemalloc-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   python3-dev pybind11-dev python3-numpy python3-pytest python3-torch
 )
