@@ -71,6 +71,20 @@ llvm::Value* loadClusterValue(KernelContext& k, llvm::Value* address, llvm::Type
   return b.CreateBitCast(raw, t);
 }
 
+llvm::Value* loadClusterVector(KernelContext& k, llvm::Value* address) {
+  llvm::IRBuilder<>& b = *k.b;
+  auto* i32 = b.getInt32Ty();
+  auto* four = llvm::StructType::get(k.ctx(), {i32, i32, i32, i32});
+  auto* load = llvm::InlineAsm::get(llvm::FunctionType::get(four, {i32}, false),
+                                    "ld.shared::cluster.v4.b32 {$0, $1, $2, $3}, [$4];",
+                                    "=r,=r,=r,=r,r,~{memory}", true);
+  llvm::Value* parts = b.CreateCall(load, {address});
+  llvm::Value* v = llvm::PoisonValue::get(llvm::FixedVectorType::get(i32, 4));
+  for (unsigned j = 0; j < 4; ++j)
+    v = b.CreateInsertElement(v, b.CreateExtractValue(parts, j), uint64_t(j));
+  return v;
+}
+
 llvm::Value* loadClusterElement(KernelContext& k, llvm::Value* array, ir::DType t,
                                 llvm::Value* flat) {
   llvm::IRBuilder<>& b = *k.b;

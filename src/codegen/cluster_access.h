@@ -39,6 +39,10 @@ llvm::Value* mapToClusterBlock(KernelContext& k, llvm::Value* shared, llvm::Valu
 /// `address` (i32): ld.shared::cluster.
 llvm::Value* loadClusterValue(KernelContext& k, llvm::Value* address, llvm::Type* t);
 
+/// The 16 bytes at shared::cluster address `address` (i32, 16-byte aligned) as <4 x i32>:
+/// ld.shared::cluster.v4.b32.
+llvm::Value* loadClusterVector(KernelContext& k, llvm::Value* address);
+
 /// Element `flat` of the dtype-`t` array at shared::cluster address `array` (from
 /// mapToClusterBlock): ld.shared::cluster, in compute type as KernelContext::loadElement.
 llvm::Value* loadClusterElement(KernelContext& k, llvm::Value* array, ir::DType t,

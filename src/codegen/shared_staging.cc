@@ -1,9 +1,6 @@
 #include "codegen/shared_staging.h"
 
-#include <algorithm>
 #include <functional>
-
-#include <llvm/IR/InlineAsm.h>
 
 #include "codegen/cluster_access.h"
 
@@ -37,10 +34,6 @@ void copyRange(KernelContext& k, const std::string& name, llvm::Value* shared, i
          [&](llvm::Value* i) { k.storeElement(shared, t, i, scalar(i)); });
 }
 
-llvm::VectorType* vectorType(KernelContext& k) {
-  return llvm::FixedVectorType::get(k.b->getInt32Ty(), kVectorBytes / 4);
-}
-
 } // namespace
 
 void copyGlobalToShared(KernelContext& k, const std::string& name, llvm::Value* global,
@@ -50,7 +43,8 @@ void copyGlobalToShared(KernelContext& k, const std::string& name, llvm::Value* 
   copyRange(
       k, name, shared, t, vector, lo, hi,
       [&](llvm::Value* offset) -> llvm::Value* {
-        return b.CreateAlignedLoad(vectorType(k), b.CreateInBoundsGEP(b.getInt8Ty(), global, offset),
+        return b.CreateAlignedLoad(llvm::FixedVectorType::get(b.getInt32Ty(), kVectorBytes / 4),
+                                   b.CreateInBoundsGEP(b.getInt8Ty(), global, offset),
                                    llvm::Align(kVectorBytes));
       },
       [&](llvm::Value* i) { return k.loadElement(global, t, i); });
@@ -63,18 +57,8 @@ void copyPeerToShared(KernelContext& k, const std::string& name, llvm::Value* pe
   auto* i32 = b.getInt32Ty();
   copyRange(
       k, name, shared, t, vector, lo, hi,
-      [&](llvm::Value* offset) -> llvm::Value* {
-        // LLVM 19 has no shared::cluster address space (cluster_access.cc): inline PTX.
-        auto* four = llvm::StructType::get(k.ctx(), {i32, i32, i32, i32});
-        auto* load = llvm::InlineAsm::get(llvm::FunctionType::get(four, {i32}, false),
-                                          "ld.shared::cluster.v4.b32 {$0, $1, $2, $3}, [$4];",
-                                          "=r,=r,=r,=r,r,~{memory}", true);
-        llvm::Value* parts =
-            b.CreateCall(load, {b.CreateAdd(peer, b.CreateZExtOrTrunc(offset, i32))});
-        llvm::Value* v = llvm::PoisonValue::get(vectorType(k));
-        for (unsigned j = 0; j < 4; ++j)
-          v = b.CreateInsertElement(v, b.CreateExtractValue(parts, j), uint64_t(j));
-        return v;
+      [&](llvm::Value* offset) {
+        return loadClusterVector(k, b.CreateAdd(peer, b.CreateZExtOrTrunc(offset, i32)));
       },
       [&](llvm::Value* i) { return loadClusterElement(k, peer, t, i); });
 }

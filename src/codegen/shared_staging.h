@@ -13,7 +13,6 @@
 
 namespace weft::codegen {
 
-
 /// Copies elements [lo, hi) (indexTy) of the dtype-t array at `global` (ptr addrspace(1)) to
 /// the same elements of the array at `shared` (this block's shared memory), `vector` elements
 /// a copy while whole ones fit (StagedInput::vector: 1, or 16 bytes' worth). Both arrays start

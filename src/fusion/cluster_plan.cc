@@ -53,9 +53,7 @@ void keepRowClustersWhereEmittable(const ir::Graph& g, const DeviceSpec& spec, K
   // a block per row: the cluster pays only where it puts more SMs on rows that all run in one
   // wave of clusters (64 rows of 30,000 in clusters of 2: 128 SMs instead of 64).
   const int64_t blocks = ir::assumedSize(launch.tiles, ranges);
-  bool pays = !kernel.phases.empty() && kernel.phases[0].slots &&
-              (!kernel.phases[0].slots->reused.empty() || blocks <= launch.maxBlocks);
-  if (emittable && pays) return;
+  if (emittable && (!kernel.phases[0].slots->reused.empty() || blocks <= launch.maxBlocks)) return;
   for (Group& group : kernel.groups)
     if (auto* r = std::get_if<RowReduceMapping>(&group.mapping)) r->clusterBlocks = 1;
   configureLaunch(g, kernel, spec);

@@ -41,10 +41,9 @@ int clusterSizeFor(const DeviceSpec& spec, int64_t grid, int64_t blocksPerSM);
 /// one phase runs as slots. And they are kept only where they pay: the slots keep a value for
 /// a later stage (without the cluster the row would be read again), or the clustered grid fits
 /// one wave (the cluster puts more SMs on rows that all run at once). A row read once by one of
-/// many blocks
-/// gains nothing from a cluster and pays two cluster barriers per reduce, and every per-row
-/// value its warps read is read by twice the warps (log-softmax's xla kernels over rows of
-/// 30,000). Otherwise the kernel is planned again with a block per row: its launch configured
+/// many blocks gains nothing from a cluster and pays two cluster barriers per reduce, and every
+/// per-row value its warps read is read by twice the warps (log-softmax's xla kernels over rows
+/// of 30,000). Otherwise the kernel is planned again with a block per row: its launch configured
 /// and its phases planned anew. Run after planPhases, before planClusters.
 void keepRowClustersWhereEmittable(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel,
                                    const ir::SymbolRanges& ranges = {});

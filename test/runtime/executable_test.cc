@@ -43,6 +43,23 @@ CompileOptions options(Policy p) {
   return o;
 }
 
+/// g's generic program under policy p on the simulator, run as CUDA graphs (GraphMode::On).
+struct GenericGraphRun {
+  std::shared_ptr<CompiledGraph> compiled;
+  std::unique_ptr<Device> device;
+  Executable exe;
+  GenericGraphRun(const ir::Graph& g, Policy p)
+      : compiled(compile(g, generic(p))), device(makeDevice("sim", compiled->options().device)),
+        exe(compiled, *device) {
+    exe.setGraphMode(GraphMode::On);
+  }
+  static CompileOptions generic(Policy p) {
+    CompileOptions o = options(p);
+    o.shapes = ShapeMode::Generic;
+    return o;
+  }
+};
+
 void requireClose(const HostTensor& got, const HostTensor& want) {
   REQUIRE(got.shape == want.shape);
   for (int64_t i = 0; i < got.numElements(); ++i)
@@ -154,12 +171,9 @@ TEST_CASE("graph mode: capture once, replay, update arguments only when a pointe
 TEST_CASE("graph mode, generic program: one capture per version serves a sweep of shapes",
           "[runtime][graph][shapes]") {
   ir::Graph g = softmaxAndScale();
-  CompileOptions o = options(Policy::None); // several kernels, each with a grid per binding
-  o.shapes = ShapeMode::Generic;
-  auto compiled = compile(g, o);
-  auto device = makeDevice("sim", compiled->options().device);
-  Executable exe(compiled, *device);
-  exe.setGraphMode(GraphMode::On);
+  GenericGraphRun run(g, Policy::None); // several kernels, each with a grid per binding
+  auto& compiled = run.compiled;
+  Executable& exe = run.exe;
   // B = 1 .. 2 run one version, 3 .. 16 another, 17 .. 128 another (ir::sizeClasses), unless
   // the planner maps neighbouring classes alike: count the versions the sweep selects.
   const std::vector<int64_t> sweep = {2, 1, 16, 3, 9, 100, 17, 128, 40, 129, 1000, 700};
@@ -185,12 +199,8 @@ TEST_CASE("graph mode, generic program: one capture per version serves a sweep o
 TEST_CASE("setMaxBinding sizes a generic version's buffers once: no reallocation in a sweep",
           "[runtime][shapes]") {
   ir::Graph g = softmaxAndScale();
-  CompileOptions o = options(Policy::None);
-  o.shapes = ShapeMode::Generic;
-  auto compiled = compile(g, o);
-  auto device = makeDevice("sim", compiled->options().device);
-  Executable exe(compiled, *device);
-  exe.setGraphMode(GraphMode::On);
+  GenericGraphRun run(g, Policy::None);
+  Executable& exe = run.exe;
   exe.setMaxBinding({{"B", 128}});
   for (int64_t b : {17, 18, 64, 128, 100, 33}) {
     auto in = rows(b);
@@ -253,12 +263,8 @@ TEST_CASE("graph mode: a binding that changes a kernel's cluster size is capture
   // keeps its cluster size when its launch is updated, so those bindings capture again.
   ir::Graph g =
       frontend::readGraphFile(std::string(WEFT_SOURCE_DIR) + "/examples/graphs/rms_norm.json").graph;
-  CompileOptions o = options(Policy::AStitch);
-  o.shapes = ShapeMode::Generic;
-  auto compiled = compile(g, o);
-  auto device = makeDevice("sim", compiled->options().device);
-  Executable exe(compiled, *device);
-  exe.setGraphMode(GraphMode::On);
+  GenericGraphRun run(g, Policy::AStitch);
+  Executable& exe = run.exe;
   HostTensor weight(DType::f32, {4096});
   for (int64_t i = 0; i < 4096; ++i)
     weight.set(i, 1 + 0.25 * std::cos(double(i)));
