@@ -68,8 +68,7 @@ public:
     k_.minBlocksPerSM = 0;
     if (k_.registerLimit == 0) {
       const int perSM = blocksPerSM(d_, k_.launch.blockSize, k_.launch.maxRegisters,
-                                    k_.launch.sharedBytes + k_.reduceScratchBytes +
-                                        k_.stagingBytes);
+                                    sharedUsed_ + k_.stagingBytes);
       if (perSM >= 2) k_.minBlocksPerSM = perSM;
     }
   }
