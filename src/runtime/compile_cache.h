@@ -1,9 +1,10 @@
 #pragma once
 // The on-disk compile cache: a CompiledModule stored under a key that names everything the
 // PTX depends on (the bound, canonical graph, policy, DeviceSpec, codegen options and weft's
-// version — the plan is a deterministic function of these). Entries are JSON files written
-// atomically (temp file + rename) with a checksum; an entry whose key or checksum does not
-// match is ignored and overwritten, never loaded.
+// version — the plan is a deterministic function of these). Entries (`<hash of the key>.entry`)
+// are length-prefixed sections holding the PTX as it is (compile_cache.cc), written atomically
+// (temp file + rename) with a checksum; an entry whose key or checksum does not match, or that
+// is not of this format, is ignored and overwritten, never loaded.
 #include <optional>
 #include <string>
 #include <vector>

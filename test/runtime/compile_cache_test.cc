@@ -86,6 +86,15 @@ TEST_CASE("a corrupt or mismatched entry is recompiled, not loaded", "[runtime][
   CHECK_FALSE(cache.load("key").has_value());
   std::ofstream(path, std::ios::trunc) << text.substr(0, text.size() / 2); // truncated
   CHECK_FALSE(cache.load("key").has_value());
+  // A section whose length is off by one no longer ends at its newline.
+  size_t ptxHead = text.find("\nptx ");
+  REQUIRE(ptxHead != std::string::npos);
+  std::string lying = text;
+  lying[ptxHead + 5] = char(lying[ptxHead + 5] + 1);
+  std::ofstream(path, std::ios::trunc) << lying;
+  CHECK_FALSE(cache.load("key").has_value());
+  std::ofstream(path, std::ios::trunc) << "{\"key\": \"key\"}"; // the first format's JSON
+  CHECK_FALSE(cache.load("key").has_value());
   cache.store("key", sampleModule()); // overwritten by the next compile
   CHECK(cache.load("key").has_value());
 }
@@ -104,7 +113,7 @@ TEST_CASE("weft::compile stores on disk and a later compile loads from there", "
   CHECK_FALSE(compile(negGraph(), o)->program({}).fromDiskCache());
   size_t entries = 0;
   for (const auto& e : fs::directory_iterator(dir))
-    entries += e.path().extension() == ".json";
+    entries += e.path().extension() == ".entry";
   CHECK(entries == 2);
 }
 
@@ -128,7 +137,7 @@ double nextUp(double v) {
 size_t entriesIn(const fs::path& dir) {
   size_t n = 0;
   for (const auto& e : fs::directory_iterator(dir))
-    n += e.path().extension() == ".json";
+    n += e.path().extension() == ".entry";
   return n;
 }
 
