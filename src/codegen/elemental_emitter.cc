@@ -62,6 +62,10 @@ void KernelContext::blockBarrier() {
   b->CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
 }
 
+void KernelContext::warpBarrier() {
+  b->CreateIntrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {b->getInt32(~0u)});
+}
+
 void KernelContext::noteFlatIndex(const std::vector<llvm::Value*>& idx, const ir::Shape& s,
                                   llvm::Value* flat) {
   bool dependsOnFlat = std::any_of(idx.begin(), idx.end(),

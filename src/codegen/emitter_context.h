@@ -111,6 +111,8 @@ struct KernelContext {
   llvm::Value* gridSize();
   llvm::Value* laneId() { return b->CreateAnd(threadId(), 31); } // i32
   void blockBarrier();
+  /// bar.warp.sync over all 32 lanes: orders the warp's shared-memory accesses.
+  void warpBarrier();
 
   // control flow
   llvm::AllocaInst* entryAlloca(llvm::Type* t, const std::string& name);

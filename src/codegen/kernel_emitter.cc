@@ -338,7 +338,7 @@ void KernelEmitter::store(const TileSpace& s, ir::NodeId value, llvm::Value* fla
   case Storage::Shared: {
     k_.storeElement(k_.sharedPointer(p.sharedOffset), n.type.dtype, sharedIndex(s, value, flat),
                     v);
-    sharedDirty_ = true;
+    (p.warpLocal ? warpDirty_ : sharedDirty_) = true;
     return;
   }
   case Storage::Global:
@@ -806,10 +806,7 @@ void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::No
 
 void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
   const fusion::Group& g = kp_.groups.at(size_t(st.group));
-  if (st.barrierBefore == fusion::Barrier::Block || sharedDirty_) {
-    k_.blockBarrier();
-    sharedDirty_ = false;
-  }
+  syncShared(st.barrierBefore);
   // Values materialised by earlier stages are loaded from their storage from now on; a value
   // stored for later phases (ValuePlacement::stored, by cost) is regenerated in its own phase.
   auto installWritten = [&] {
@@ -885,12 +882,19 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
   if (rest.empty()) return;
   for (ir::NodeId r : reduces)
     written_.insert(r);
-  if (sharedDirty_) {
-    k_.blockBarrier();
-    sharedDirty_ = false;
-  }
+  syncShared(fusion::Barrier::None);
   installWritten();
   emitElementwiseStage(s, g, rest);
+}
+
+void KernelEmitter::syncShared(fusion::Barrier planned) {
+  if (planned == fusion::Barrier::Block || sharedDirty_) {
+    k_.blockBarrier();
+    sharedDirty_ = warpDirty_ = false;
+  } else if (planned == fusion::Barrier::Warp || warpDirty_) {
+    k_.warpBarrier();
+    warpDirty_ = false;
+  }
 }
 
 void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
@@ -905,7 +909,7 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
   llvm::Value* unitTiles =
       b.CreateUDiv(b.CreateAdd(units, k_.index(s.unitsPerTile - 1)), k_.index(s.unitsPerTile));
   llvm::Value* tiles = b.CreateMul(unitTiles, k_.index(int64_t(s.split) * s.clusterParts));
-  sharedDirty_ = false;
+  sharedDirty_ = warpDirty_ = false;
   std::vector<ir::NodeId>& phaseShared =
       phaseShared_; // shared values of this phase: valid per tile only
   phaseShared.clear();
@@ -999,9 +1003,15 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
           slots_.reset();
           slotGroup_ = -1;
         }
-        if (!phaseShared.empty())
-          k_.blockBarrier(); // the next tile overwrites this tile's shared values
-        sharedDirty_ = false;
+        // The next tile overwrites this tile's shared values and slices: the block's, or only
+        // the warp's own.
+        if (!tileSlices_.empty() ||
+            std::any_of(phaseShared.begin(), phaseShared.end(),
+                        [&](ir::NodeId v) { return !placement(v).warpLocal; }))
+          k_.blockBarrier();
+        else if (!phaseShared.empty())
+          k_.warpBarrier();
+        sharedDirty_ = warpDirty_ = false;
       });
   slotPhase_ = nullptr;
   for (ir::NodeId v : residentInputs)

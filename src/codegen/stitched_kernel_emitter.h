@@ -79,6 +79,10 @@ private:
   void finishStagingArena(); // gives the arena its final size (the plan's stagingBytes)
   void emitSlotStage(const TileSpace& s, const std::vector<ir::NodeId>& values);
   void emitStage(TileSpace& s, const fusion::Stage& st);
+  /// The barrier shared memory needs before the next reads: the block's where the plan asks for
+  /// it or a value other warps read was written, bar.warp.sync where only warp-local values were
+  /// (or the plan asks for Barrier::Warp), none otherwise.
+  void syncShared(fusion::Barrier planned);
   void emitElementwiseStage(TileSpace& s, const fusion::Group& g,
                             const std::vector<ir::NodeId>& values);
   bool tileStartMultipleOf(const TileSpace& s, const ir::Dim& inner, int width) const;
@@ -124,6 +128,7 @@ private:
   std::set<ir::NodeId> written_; // values materialised by an earlier stage
   std::set<ir::NodeId> phaseWritten_; // ... of the current phase
   bool sharedDirty_ = false;            // shared memory written since the last block barrier
+  bool warpDirty_ = false; // warp-local shared values written since the last barrier (warpLocal)
   std::vector<ir::NodeId> phaseShared_; // shared values written by the current phase
   bool untiledLoop_ = false; // emitting values outside the phase's tiles: no shared reads
   int64_t dynamicShared_ = 0;

@@ -15,6 +15,7 @@ namespace {
 
 /// The smallest block size a cooperative kernel is re-mapped to for registers.
 constexpr int kMinRemapBlockSize = 128;
+constexpr int kPackedRowsBlock = 256; // packsRowsBetweenStages
 
 void applyChoice(Group& group, const LoopSpace& space, const MappingChoice& c) {
   group.loopShape = space.shape;
@@ -93,6 +94,20 @@ int tilesToReduceAcross(const ir::Graph& g, const KernelPlan& k, const LoopSpace
 /// their own tiles, other reduces across a row reduce's tiles, elementwise groups in the tiles
 /// of a group they exchange values with), then propagates schedules, stitches and configures
 /// the launch.
+/// Rows packed a warp (or part of one) each into 1024-thread blocks, in a stitched kernel of
+/// several stages: the block waits at barriers between its stages (or its tile slices) with the
+/// SM's only block (its registers take the SM), so nothing is in flight while it waits. In
+/// blocks of kPackedRowsBlock threads, four or more share an SM and one's loads overlap
+/// another's wait: the remedy the H200 measured at 1.4-4.5x for rows a block holds
+/// (mostRowsInFlight, thread_mapping.cc). A one-stage kernel (Figure 6(a)'s row sums, 90% of a
+/// copy's speed on the H200) has no barrier to hide and keeps its blocks. Cooperative kernels
+/// keep theirs: more blocks mean more partials and more arrivals at each grid barrier.
+bool packsRowsBetweenStages(const Group& heaviest, const KernelPlan& k) {
+  const auto* m = std::get_if<RowReduceMapping>(&heaviest.mapping);
+  return m && m->kind == RowReduceMapping::Kind::WarpPerRow && !k.launch.cooperative &&
+         k.stages.size() > 1 && k.launch.blockSize > kPackedRowsBlock;
+}
+
 KernelPlan mapAndStitch(const ir::Graph& g, KernelPlan k, const std::vector<LoopSpace>& spaces,
                         size_t heaviest, int blockSize, const std::vector<int>& groupOfOp,
                         const DeviceSpec& spec, const ir::SymbolRanges& ranges) {
@@ -217,6 +232,11 @@ KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops,
     bool fits = wanted <= spec.maxRegistersPerThread / 8 * 8 &&
                 blocksPerSM(spec, blockSize, wanted, planned.launch.sharedBytes) > 0;
     if (fits || !planned.launch.cooperative || blockSize / 2 < kMinRemapBlockSize) break;
+  }
+  if (packsRowsBetweenStages(planned.groups[heaviest], planned)) {
+    KernelPlan smaller =
+        mapAndStitch(g, k, spaces, heaviest, kPackedRowsBlock, groupOfOp, spec, ranges);
+    if (!smaller.launch.cooperative) planned = std::move(smaller);
   }
   planResidentValues(g, spec, planned, ranges);
   return planned;

@@ -38,7 +38,10 @@ enum class Storage : uint8_t {
   Input,    // produced before this kernel; read from its buffer
 };
 
-enum class Barrier : uint8_t { None, Block, Grid };
+// Before a stage that reads values earlier stages of its phase wrote: none, the warp's lanes
+// (bar.warp.sync: every value it reads is one per row, written by a lane of the warp that owns
+// that row), the block, or the grid (a new phase).
+enum class Barrier : uint8_t { None, Warp, Block, Grid };
 
 // ---- thread mappings (AStitch §4.4, adaptive thread mapping) ----
 
@@ -159,6 +162,10 @@ struct ValuePlacement {
   // of those stages instead of reloading them. Only set across a grid barrier when every block
   // handles a single tile of that group.
   bool registerReuse = false;
+  // A Shared value one per row of a warp-per-row group, written by the lanes of the warp that
+  // owns the row and read by no other warp (fusion/stitching_scheme.cc): its readers wait at
+  // bar.warp.sync, not at a block barrier (Barrier::Warp).
+  bool warpLocal = false;
   // Task splitting: a Scratch buffer of splitFactor x (result elements) for the per-block
   // partials of a split reduce, combined across blocks inside the reduce's stage (grid
   // barrier or atomics); for a reduce of an acrossTiles group, maxBlocks x (result elements).

@@ -89,6 +89,7 @@ private:
   }
 
   void planPhase(const Phase& phase);
+  void widenWarpBarriers(const Phase& phase, const std::optional<SlotPlan>& slots);
   TileSpace spaceOf(const Phase& phase) const;
   std::optional<SlotPlan> slotPlanOf(const TileSpace& s, const Phase& phase) const;
   int keptRegisters(const Phase& phase, SlotPlan& sp, const std::vector<ir::NodeId>& candidates,
@@ -194,6 +195,30 @@ private:
   int slotRegisters_ = 0;        // most registers any phase keeps reused values in
 };
 
+/// The stitching scheme narrowed barriers to the warp where a row reduce's readers run in its
+/// row's lanes, counting the group's values over its loop among them: they do, in the group's
+/// row slots. Where the phase has no slots for that group, or a stage of it computes a value
+/// neither a reduce nor over the slots' loop, the phase's warp barriers widen back to the
+/// block's and its values are no longer warp-local.
+void PhasePlanner::widenWarpBarriers(const Phase& phase, const std::optional<SlotPlan>& slots) {
+  std::set<int> groups; // groups with warp-local values in this phase
+  for (size_t i : phase)
+    for (ir::NodeId v : stage(i).materialized)
+      if (k_.placement.at(v).warpLocal) groups.insert(stage(i).group);
+  bool inLanes = true;
+  for (size_t i : phase) {
+    if (!groups.count(stage(i).group) && stage(i).barrierBefore != Barrier::Warp) continue;
+    inLanes = inLanes && slots && slots->group == stage(i).group;
+    for (ir::NodeId v : stage(i).materialized)
+      inLanes = inLanes && (node(v).kind == ir::OpKind::Reduce || node(v).type.shape == slots->loop);
+  }
+  if (inLanes) return;
+  for (size_t i : phase) {
+    if (k_.stages[i].barrierBefore == Barrier::Warp) k_.stages[i].barrierBefore = Barrier::Block;
+    for (ir::NodeId v : k_.stages[i].materialized) k_.placement.at(v).warpLocal = false;
+  }
+}
+
 void PhasePlanner::planPhase(const Phase& phase) {
   PhasePlan plan;
   plan.firstStage = phase.front();
@@ -205,6 +230,7 @@ void PhasePlanner::planPhase(const Phase& phase) {
   for (size_t i : phase)
     if (isAcrossTiles(groupOf(i), stage(i))) plan.acrossStages.push_back(i);
   plan.slots = slotPlanOf(s, phase);
+  widenWarpBarriers(phase, plan.slots);
   if (plan.slots) {
     SlotPlan& sp = *plan.slots;
     slotRegisters_ = std::max(slotRegisters_, sp.registers);

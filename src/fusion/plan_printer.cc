@@ -141,6 +141,8 @@ std::string barrierName(Barrier b) {
   switch (b) {
   case Barrier::None:
     return "none";
+  case Barrier::Warp:
+    return "warp";
   case Barrier::Block:
     return "block";
   case Barrier::Grid:

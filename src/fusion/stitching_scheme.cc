@@ -281,6 +281,7 @@ private:
       demoted_[at(largest)] = true;
     }
     markRegisterReuse();
+    warpLocalBarriers();
   }
 
   const Group& groupOfValue(ir::NodeId v) const {
@@ -708,6 +709,70 @@ private:
       std::stable_partition(st.materialized.begin(), st.materialized.end(),
                             [&](ir::NodeId v) { return v == dom; });
       k_.stages.push_back(std::move(st));
+    }
+  }
+
+  /// Shared values written and read by one warp, and the barriers that then narrow to it.
+  /// In a warp-per-row group, a row reduce (the dominant or a sub-dominant) is combined by its
+  /// row's lanes with shuffles and stored by the row's first lane; the elements a row reduce
+  /// reads, and the group's values over its loop in the row slots, are evaluated by the row's
+  /// lanes. So a row reduce whose every reader is such a value of the same group is written and
+  /// read by one warp only (ValuePlacement::warpLocal). Not other readers: an elementwise value
+  /// one per row is computed with the tile's rows spread over the block's threads. Not when
+  /// the reduce's stage also stores a value to global memory: the reduce emitter then hands each
+  /// row's result to consecutive threads of the block (coalesced stores), lanes of other warps.
+  /// A block barrier before a stage whose reads from its own phase are all warp-local narrows
+  /// to bar.warp.sync (Barrier::Warp): softmax's sum of exp(x - max) waits for its row's max
+  /// only. Values over the loop run in the row's lanes only in the row slots, which the phase
+  /// planner decides later: where a phase gets none, it widens these back
+  /// (fusion/phase_planner.cc, widenWarpBarriers). Only where every tile is whole, for every
+  /// binding the plan's ranges admit: the slots of rows past the last clamp to the tile's first
+  /// row (codegen's makeRowSlots), whose values another warp wrote.
+  void warpLocalBarriers() {
+    auto warpPerRow = [&](const Group& gr) {
+      const auto* m = std::get_if<RowReduceMapping>(&gr.mapping);
+      return m && m->kind == RowReduceMapping::Kind::WarpPerRow && !gr.acrossTiles &&
+             splitFactor(gr.mapping) == 1 && gr.rowsPerTile > 0 &&
+             ir::knownDivisor(gr.rows, ranges_) % gr.rowsPerTile == 0;
+    };
+    auto rowReduceOf = [&](const Group& gr, ir::NodeId v) {
+      return g_.node(v).kind == ir::OpKind::Reduce && spaceOf(g_, gr, v) == OpSpace::Row &&
+             (v == gr.dominant ||
+              std::find(gr.subDominants.begin(), gr.subDominants.end(), v) != gr.subDominants.end());
+    };
+    // A value the row's own lanes compute: a row reduce, or a value over the group's loop.
+    auto inRowLanes = [&](int group, ir::NodeId v) {
+      const Group& gr = k_.groups[static_cast<size_t>(group)];
+      return warpPerRow(gr) && (rowReduceOf(gr, v) || spaceOf(g_, gr, v) == OpSpace::Loop);
+    };
+    auto storesGlobally = [&](size_t s) {
+      return std::any_of(stages_[s].values.begin(), stages_[s].values.end(), [&](ir::NodeId v) {
+        Storage st = k_.placement.at(v).storage;
+        return st == Storage::Global || st == Storage::Output;
+      });
+    };
+    for (size_t p = 0; p < stages_.size(); ++p) {
+      const int group = stages_[p].group;
+      if (!warpPerRow(k_.groups[static_cast<size_t>(group)]) || storesGlobally(p)) continue;
+      for (ir::NodeId v : stages_[p].values) {
+        ValuePlacement& pl = k_.placement.at(v);
+        if (pl.storage != Storage::Shared || !rowReduceOf(k_.groups[static_cast<size_t>(group)], v))
+          continue;
+        const auto& readers = readers_[at(v)];
+        pl.warpLocal = std::all_of(readers.begin(), readers.end(), [&](const auto& reader) {
+          return stages_[static_cast<size_t>(stageOf(reader.first))].group == group &&
+                 inRowLanes(group, reader.first);
+        });
+      }
+    }
+    for (size_t s = 0; s < stages_.size(); ++s) {
+      if (barriers_[s] != Barrier::Block) continue;
+      bool warpLocal = true;
+      for (ir::NodeId v : stages_[s].values)
+        for (const Read& r : reads_.at(v))
+          if (phaseOfStage_[static_cast<size_t>(stageOf(r.value))] == phaseOfStage_[s])
+            warpLocal = warpLocal && k_.placement.at(r.value).warpLocal;
+      if (warpLocal) k_.stages[s].barrierBefore = Barrier::Warp;
     }
   }
 

@@ -132,6 +132,40 @@ TEST_CASE("LayerNorm as one kernel: shared-memory stages with block barriers", "
   }
 }
 
+TEST_CASE("softmax's stages wait for their warp, not the block", "[codegen][sim]") {
+  // A warp per row: each reduce is combined by its row's lanes and read by them, so the stages
+  // are separated by bar.warp.sync; the block barriers left guard the mask's slice, copied to
+  // shared memory per tile (after the copy, and before the next tile's).
+  auto parsed = frontend::readGraphFile(std::string(WEFT_SOURCE_DIR) + "/examples/graphs/softmax.json");
+  ir::Graph g = ir::bindSymbols(parsed.graph, {{"B", 2}});
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  codegen::CompiledModule m = codegen::compileToPtx(plan);
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = m.ptx.find(what); at != std::string::npos; at = m.ptx.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  CHECK(count("bar.warp.sync") == 2);
+  CHECK(count("bar.sync") == 2);
+  checkAgainstInterpreter(plan, 1e-5);
+
+  // Rows that leave the last tile ragged: its idle rows' lanes read the tile's first row (in
+  // bounds), which another warp wrote, so the stages wait for the block again.
+  ir::Graph r;
+  auto x = r.parameter("x", {DType::f32, {1001, 128}});
+  auto max = r.reduce(ir::ReduceKind::Max, x, {1}, "max");
+  auto e = r.unary(OpKind::Exp, r.binary(OpKind::Sub, x, r.broadcastInDim(max, {1001, 128}, {0})), "e");
+  auto sum = r.reduce(ir::ReduceKind::Sum, e, {1}, "sum");
+  r.setOutputs({r.binary(OpKind::Div, e, r.broadcastInDim(sum, {1001, 128}, {0}), "y")});
+  fusion::FusionPlan ragged = fusion::plan(r, h100(), fusion::Policy::AStitch);
+  const fusion::KernelPlan& k = std::get<fusion::KernelPlan>(ragged.steps.front());
+  REQUIRE(1001 % k.groups.front().rowsPerTile != 0);
+  for (const fusion::Stage& st : k.stages) CHECK(st.barrierBefore != fusion::Barrier::Warp);
+  CHECK(codegen::compileToPtx(ragged).ptx.find("bar.warp.sync") == std::string::npos);
+  checkAgainstInterpreter(ragged, 1e-5);
+}
+
 TEST_CASE("a Global value read after a grid barrier (cooperative kernel)", "[codegen][sim]") {
   auto plan = test::gridBarrierKernel(h100(), 100, 24, 3);
   codegen::CompiledModule m = codegen::compileToPtx(plan);

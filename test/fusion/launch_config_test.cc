@@ -62,6 +62,8 @@ TEST_CASE("launch config: grid-barrier kernels are cooperative and capped at one
     CHECK_FALSE(lk.launch.cooperative);
     CHECK(lk.launch.maxBlocks ==
           blocksPerWave(spec, lk.launch.blockSize, lk.launch.maxRegisters, lk.launch.sharedBytes));
-    CHECK(lk.launch.tiles == ir::Dim(16384 / 32));
+    // a warp per row, 8 rows in each 256-thread block (packsRowsBetweenStages)
+    CHECK(lk.launch.blockSize == 256);
+    CHECK(lk.launch.tiles == ir::Dim(16384 / 8));
   }
 }

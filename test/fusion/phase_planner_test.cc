@@ -136,6 +136,29 @@ TEST_CASE("phases: weft plan prints the phase plan", "[planner][phases][printer]
   CHECK(contains(softmax, ".maxnreg none"));
 }
 
+TEST_CASE("phases: a warp barrier widens back where a stage's values are not in the row's lanes",
+          "[planner][phases]") {
+  // Layer norm's mean is one per row, computed with the tile's rows spread over the block's
+  // threads: a warp barrier before it (set here by hand) would let a thread read another warp's
+  // sum before it is written. The phase planner widens it back and clears warpLocal.
+  FusionPlan p = planExample("layer_norm", 64, "h100");
+  auto& k = std::get<KernelPlan>(p.steps.front());
+  REQUIRE(k.stages.size() == 5);
+  REQUIRE(k.stages[1].barrierBefore == Barrier::Block);
+  k.stages[1].barrierBefore = Barrier::Warp;
+  k.placement.at(k.stages[0].materialized.front()).warpLocal = true;
+  planPhases(p);
+  CHECK(k.stages[1].barrierBefore == Barrier::Block);
+  CHECK_FALSE(k.placement.at(k.stages[0].materialized.front()).warpLocal);
+  // Softmax's stages are all in the row slots: its warp barriers stay.
+  FusionPlan s = planExample("softmax", 2, "h100");
+  const KernelPlan& ks = std::get<KernelPlan>(s.steps.front());
+  REQUIRE(ks.phases.front().slots);
+  CHECK(ks.stages[1].barrierBefore == Barrier::Warp);
+  CHECK(ks.stages[2].barrierBefore == Barrier::Warp);
+  CHECK(contains(printFusionPlan(s), "barrier before warp"));
+}
+
 TEST_CASE("phases: a split reduce that shares its phase is refused by name",
           "[planner][phases][errors]") {
   FusionPlan p = planExample("row_reduce_64x30000", 1, "h100");

@@ -104,8 +104,12 @@ TEST_CASE("stitching: layer norm is one kernel with block barriers only", "[plan
   CHECK(storageOf(g, k, "rstd") == Storage::Shared);
   CHECK(storageOf(g, k, "out") == Storage::Output);
   CHECK(storageOf(g, k, "centered") == Storage::Register);
+  // mean and rstd, one per row, are computed with the tile's rows spread over the block's
+  // threads: their reads of sum and sqsum cross warps, so no barrier narrows to the warp.
   CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Block, Barrier::Block,
                                             Barrier::Block, Barrier::Block});
+  CHECK_FALSE(k.placement.at(id(g, "sum")).warpLocal);
+  CHECK_FALSE(k.placement.at(id(g, "sqsum")).warpLocal);
   CHECK_FALSE(hasGrid(k));
   CHECK_FALSE(k.launch.cooperative);
   // x is read by three stages of the same group: loaded once, kept in registers
@@ -151,7 +155,18 @@ TEST_CASE("stitching: softmax keeps both reductions on chip", "[planner][stitchi
   CHECK(storageOf(g, k, "max") == Storage::Shared);
   CHECK(storageOf(g, k, "sum") == Storage::Shared);
   CHECK(storageOf(g, k, "exp") == Storage::Register); // recomputed per stage: exp is one-to-one
-  CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Block, Barrier::Block});
+  // A warp per row: max and sum are combined by the row's lanes and read by them (the sum's
+  // elements and the output's, in the row slots), so the stages wait for the warp only.
+  CHECK(std::get<RowReduceMapping>(k.groups[0].mapping).kind == RowReduceMapping::Kind::WarpPerRow);
+  CHECK(k.placement.at(id(g, "max")).warpLocal);
+  CHECK(k.placement.at(id(g, "sum")).warpLocal);
+  CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Warp, Barrier::Warp});
+  // A block per row: the block's threads combine each reduce, so they wait for the block.
+  FusionPlan wide = plan(softmax(64, 8192), profile("h100"), Policy::AStitch);
+  const KernelPlan& kw = *kernelsOf(wide)[0];
+  CHECK(std::get<RowReduceMapping>(kw.groups[0].mapping).kind == RowReduceMapping::Kind::BlockPerRow);
+  CHECK_FALSE(kw.placement.at(id(wide.graph, "max")).warpLocal);
+  CHECK(barriers(kw) == std::vector<Barrier>{Barrier::None, Barrier::Block, Barrier::Block});
 }
 
 TEST_CASE("stitching: layer norm backward — one pass: sibling reduces share a stage, column "
@@ -245,10 +260,12 @@ TEST_CASE("stitching: symbolic shapes plan too (rows unknown until launch)",
   CHECK(storageOf(p.graph, k, "mean") == Storage::Shared);
   CHECK_FALSE(k.launch.tiles.isStatic());
   // x is kept in registers between the sum and the subtraction, so the launch assumes 64
-  // registers: one 1024-thread block per SM, still one wave.
+  // registers: a warp per row in 256-thread blocks between stages (packsRowsBetweenStages),
+  // four blocks per SM, still one wave.
   CHECK(k.placement.at(x).registerReuse);
   CHECK(k.launch.maxRegisters == 64);
-  CHECK(k.launch.maxBlocks == 132);
+  CHECK(k.launch.blockSize == 256);
+  CHECK(k.launch.maxBlocks == 4 * 132);
   CHECK(k.groups[0].rows == b);
 }
 

@@ -212,3 +212,24 @@ TEST_CASE("thread mapping: a column reduce over more than 2^31 assumed columns m
   CHECK(m.tileColumns == 32);
   CHECK(m.splitFactor == 1);
 }
+
+TEST_CASE("thread mapping: rows packed into blocks between stitched stages take 256-thread blocks",
+          "[planner][mapping]") {
+  // Softmax over rows of 1024: a warp per row, three stages. In 1024-thread blocks an SM holds
+  // one block and stalls at its barriers; in 256-thread blocks several share the SM.
+  for (std::string dev : {"a100", "h100"}) {
+    DYNAMIC_SECTION(dev) {
+      FusionPlan p = plan(softmax(4096, 1024), profile(dev), Policy::AStitch);
+      const KernelPlan& k = *kernelsOf(p).front();
+      auto m = std::get<RowReduceMapping>(k.groups.front().mapping);
+      CHECK(m.kind == RowReduceMapping::Kind::WarpPerRow);
+      CHECK(k.stages.size() == 3);
+      CHECK(k.launch.blockSize == 256);
+      CHECK(m.rowsPerBlock == 8);
+      CHECK(k.launch.maxBlocks >= 4 * profile(dev).smCount);
+      // One stage (Figure 6(a)'s row sums): nothing to wait for, the big blocks stay.
+      FusionPlan one = plan(rowReduce(750000, 32), profile(dev), Policy::AStitch);
+      CHECK(kernelsOf(one).front()->launch.blockSize == 1024);
+    }
+  }
+}
