@@ -11,12 +11,15 @@
 // cluster, each block its share, and combine its blocks' partials in shared memory before one
 // row per cluster goes to global memory.
 //
+// Only cooperative kernels share these copies through clusters: the H200 ran RMSNorm, layer norm
+// and GELU's bias 1.2-1.6x slower with the copies of their non-cooperative kernels shared by
+// clusters of 8 than with each block making its own (planClusters).
+//
 // The cluster size is the largest power of two up to 8 (the portable limit) and up to two SMs'
 // worth of blocks (a TPC: GPCs are made of whole TPCs, so clusters that fit in one never leave
-// an SM of the one-wave grid idle) that divides the grid: a cooperative kernel's static grid,
-// another's grid at its cap where its tiles are symbolic (cluster_plan.cc). A launch whose
-// grid it does not divide, or a device that cannot hold the clusters, runs without clusters: the
-// kernel reads its cluster's size at run time.
+// an SM of the one-wave grid idle) that divides the cooperative kernel's static grid
+// (cluster_plan.cc). A launch whose grid it does not divide, or a device that cannot hold the
+// clusters, runs without clusters: the kernel reads its cluster's size at run time.
 #include "fusion/kernel_plan.h"
 #include "ir/symbol_ranges.h"
 #include "weft/device_spec.h"

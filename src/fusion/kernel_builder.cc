@@ -90,24 +90,30 @@ int tilesToReduceAcross(const ir::Graph& g, const KernelPlan& k, const LoopSpace
   return -1;
 }
 
+/// Rows packed a warp (or part of one) each into 1024-thread blocks, in a stitched kernel of
+/// several stages that wait for their warp only (Barrier::Warp: softmax): the block still waits
+/// for its tile slices, with the SM's only block (its registers take the SM), so nothing is in
+/// flight while it waits. In blocks of kPackedRowsBlock threads, four or more share an SM and
+/// one's loads overlap another's wait. Measured on the H200 (2026-11-26, before and after in
+/// one run): softmax [49152, 128] 54% -> 74% of a copy's speed, the sweep's softmax rows of
+/// 256-1,024 1.06-1.58x faster. Not where a stage waits for the block: layer norm's and
+/// RMSNorm's rows of 512 and 1,024 ran 0.81-0.96x as fast in 256-thread blocks (four block
+/// barriers per 8 rows instead of per 32). A one-stage kernel (Figure 6(a)'s row sums, 88-90%
+/// of a copy's speed) has no barrier to hide and keeps its blocks; cooperative kernels keep
+/// theirs: more blocks mean more partials and more arrivals at each grid barrier.
+bool packsRowsBetweenStages(const Group& heaviest, const KernelPlan& k) {
+  const auto* m = std::get_if<RowReduceMapping>(&heaviest.mapping);
+  const bool warpBarriers = std::none_of(k.stages.begin(), k.stages.end(), [](const Stage& s) {
+    return s.barrierBefore == Barrier::Block;
+  });
+  return m && m->kind == RowReduceMapping::Kind::WarpPerRow && !k.launch.cooperative &&
+         k.stages.size() > 1 && warpBarriers && k.launch.blockSize > kPackedRowsBlock;
+}
+
 /// Maps every group for block size `blockSize` (the heaviest group first, then row reduces in
 /// their own tiles, other reduces across a row reduce's tiles, elementwise groups in the tiles
 /// of a group they exchange values with), then propagates schedules, stitches and configures
 /// the launch.
-/// Rows packed a warp (or part of one) each into 1024-thread blocks, in a stitched kernel of
-/// several stages: the block waits at barriers between its stages (or its tile slices) with the
-/// SM's only block (its registers take the SM), so nothing is in flight while it waits. In
-/// blocks of kPackedRowsBlock threads, four or more share an SM and one's loads overlap
-/// another's wait: the remedy the H200 measured at 1.4-4.5x for rows a block holds
-/// (mostRowsInFlight, thread_mapping.cc). A one-stage kernel (Figure 6(a)'s row sums, 90% of a
-/// copy's speed on the H200) has no barrier to hide and keeps its blocks. Cooperative kernels
-/// keep theirs: more blocks mean more partials and more arrivals at each grid barrier.
-bool packsRowsBetweenStages(const Group& heaviest, const KernelPlan& k) {
-  const auto* m = std::get_if<RowReduceMapping>(&heaviest.mapping);
-  return m && m->kind == RowReduceMapping::Kind::WarpPerRow && !k.launch.cooperative &&
-         k.stages.size() > 1 && k.launch.blockSize > kPackedRowsBlock;
-}
-
 KernelPlan mapAndStitch(const ir::Graph& g, KernelPlan k, const std::vector<LoopSpace>& spaces,
                         size_t heaviest, int blockSize, const std::vector<int>& groupOfOp,
                         const DeviceSpec& spec, const ir::SymbolRanges& ranges) {

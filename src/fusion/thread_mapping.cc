@@ -216,11 +216,15 @@ MappingChoice mapFor(const LoopSpace& s, const DeviceSpec& spec, int blockSize) 
 ///
 /// Rows shared by a cluster (32,768 f32 and longer) measured 20-78% of the copy on the same
 /// H200, in 1024-thread blocks, one an SM: while a block waits at its cluster barriers (two per
-/// row reduce) its SM moves nothing. So a clustered choice gives way to the next smaller block
-/// whose cluster (at most the portable 8) still holds the row at kClusterRowElementsPerThread:
-/// half the threads in twice the blocks, two blocks an SM, one cluster's loads in flight while
-/// another's barrier waits (32,768: 2 x 1024 -> 4 x 512; 65,536: 4 x 1024 -> 8 x 512; 131,072
-/// and longer have no such choice). Not yet measured on a GPU.
+/// row reduce) its SM moves nothing. So a clustered choice of 4 blocks or more gives way to the
+/// next smaller block whose cluster (at most the portable 8) still holds the row at
+/// kClusterRowElementsPerThread: half the threads in twice the blocks, two blocks an SM, one
+/// cluster's loads in flight while another's barrier waits (65,536: 4 x 1024 -> 8 x 512;
+/// 131,072 and longer have no such choice). Measured on the H200 (2026-11-26, the sweep, 6
+/// workloads each): 65,536 in 8 x 512 ran 6-8 points of the copy faster than in 4 x 1024
+/// (softmax f32 41% -> 48%, RMSNorm f32 52% -> 59%), but 32,768 in 4 x 512 ran 11-17 points
+/// slower than in 2 x 1024 (softmax f32 65% -> 50%, RMSNorm f32 78% -> 61%): a cluster of 2
+/// keeps its 1024-thread blocks.
 MappingChoice mostRowsInFlight(const LoopSpace& space, const std::vector<MappingChoice>& choices,
                                const MappingChoice& chosen) {
   auto perRow = [](const MappingChoice& c) -> const RowReduceMapping* {
@@ -235,6 +239,7 @@ MappingChoice mostRowsInFlight(const LoopSpace& space, const std::vector<Mapping
     return ceilDiv(len, int64_t(c.blockSize) * m.clusterBlocks) <= kClusterRowElementsPerThread;
   };
   if (mapped->clusterBlocks > 1) {
+    if (mapped->clusterBlocks < 4) return chosen;
     for (const MappingChoice& c : choices) // largest first
       if (const RowReduceMapping* m = perRow(c);
           m && c.blockSize < chosen.blockSize && m->clusterBlocks > 1 && holds(c, *m))

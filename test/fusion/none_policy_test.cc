@@ -60,16 +60,15 @@ TEST_CASE("Figure 6: [64, 30000] row reduce is block-per-row, not split (the bar
   const KernelPlan& k = kernelAt(p, 0);
   const auto& m = std::get<RowReduceMapping>(k.groups.at(0).mapping);
   CHECK(m.kind == RowReduceMapping::Kind::BlockPerRow);
-  CHECK(m.threadsPerRow == 512);
+  CHECK(m.threadsPerRow == 1024);
   CHECK(m.rowsPerBlock == 1);
   CHECK(m.vectorWidth == 4);
   CHECK(m.splitFactor == 1);
-  CHECK(k.launch.blockSize == 512);
-  // h100: a row of 30,000 is more than one block keeps in registers; a cluster shares it
-  // (fusion/cluster_plan.h): 4 blocks of 512 (two an SM), so 256 blocks, combined without a
-  // grid barrier
-  CHECK(m.clusterBlocks == 4);
-  CHECK(k.launch.tiles == ir::Dim(256));
+  CHECK(k.launch.blockSize == 1024);
+  // h100: a row of 30,000 is more than one block keeps in registers; a cluster of 2 blocks
+  // shares it (fusion/cluster_plan.h), so 128 blocks, combined without a grid barrier
+  CHECK(m.clusterBlocks == 2);
+  CHECK(k.launch.tiles == ir::Dim(128));
   CHECK_FALSE(k.launch.cooperative);
   ir::NodeId s = p.graph.outputs().at(0);
   CHECK(k.placement.at(s).partialsBuffer < 0);
@@ -190,14 +189,14 @@ TEST_CASE("policy names, the dispatcher and the printers", "[fusion][none]") {
                        "fusion plan: policy none, device h100 (sm_90), 1 step(s), 1 kernel(s)"));
   CHECK_THAT(text, Catch::Matchers::Contains(
                        "group 0: dominant %s, sub-dominants -, mapping row_reduce(block_per_row, "
-                       "threads_per_row=512, rows_per_block=1, split=1, vector=4, "
-                       "cluster_per_row=4)"));
+                       "threads_per_row=1024, rows_per_block=1, split=1, vector=4, "
+                       "cluster_per_row=2)"));
   CHECK_THAT(text,
              Catch::Matchers::Contains("stage 0: group 0, barrier before none, materialize %s"));
   CHECK_THAT(text, Catch::Matchers::Contains("%x: input b0"));
   CHECK_THAT(text,
-             Catch::Matchers::Contains("launch: block 512, tiles 256, max blocks 528, shared 64 B"));
-  CHECK_THAT(text, Catch::Matchers::Contains("cooperative no, cluster 4 (rows shared)"));
+             Catch::Matchers::Contains("launch: block 1024, tiles 128, max blocks 264, shared 128 B"));
+  CHECK_THAT(text, Catch::Matchers::Contains("cooperative no, cluster 2 (rows shared)"));
   CHECK(text == printFusionPlan(p)); // stable
   std::string dot = fusionPlanDot(p);
   CHECK(dot.rfind("digraph plan {", 0) == 0);

@@ -260,12 +260,13 @@ TEST_CASE("stitching: symbolic shapes plan too (rows unknown until launch)",
   CHECK(storageOf(p.graph, k, "mean") == Storage::Shared);
   CHECK_FALSE(k.launch.tiles.isStatic());
   // x is kept in registers between the sum and the subtraction, so the launch assumes 64
-  // registers: a warp per row in 256-thread blocks between stages (packsRowsBetweenStages),
-  // four blocks per SM, still one wave.
+  // registers: one 1024-thread block per SM, still one wave. The rows are symbolic, so a tile
+  // may be ragged: its stages wait for the block, and it keeps the big blocks.
   CHECK(k.placement.at(x).registerReuse);
   CHECK(k.launch.maxRegisters == 64);
-  CHECK(k.launch.blockSize == 256);
-  CHECK(k.launch.maxBlocks == 4 * 132);
+  CHECK(k.launch.blockSize == 1024);
+  CHECK(k.launch.maxBlocks == 132);
+  CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Block, Barrier::Block});
   CHECK(k.groups[0].rows == b);
 }
 
