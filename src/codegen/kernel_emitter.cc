@@ -360,10 +360,18 @@ void KernelEmitter::emitElementwiseStage(TileSpace& s, const fusion::Group& g,
   if (const auto* e = std::get_if<fusion::ElementwiseMapping>(&g.mapping))
     vector = std::max(1, e->vectorWidth);
   // In a slot phase, the group's values over its loop visit the slots (in registers).
-  std::vector<ir::NodeId> inLoop, others;
-  for (ir::NodeId v : values)
-    (inSlots(g) && node(v).type.shape == slotPhase_->loop ? inLoop : others).push_back(v);
+  // Warp-local values one per row: in the row's own lanes.
+  std::vector<ir::NodeId> inLoop, inLanes, others;
+  for (ir::NodeId v : values) {
+    if (placement(v).warpLocal && !inSlots(g))
+      k_.fail(v, "is warp-local, but its stage does not run in its group's row slots");
+    (inSlots(g) && node(v).type.shape == slotPhase_->loop ? inLoop
+     : placement(v).warpLocal                             ? inLanes
+                                                          : others)
+        .push_back(v);
+  }
   if (!inLoop.empty()) emitSlotStage(s, inLoop);
+  if (!inLanes.empty()) emitInRowLanes(s, inLanes);
   // One loop per distinct element count (usually one: the group's dominant's).
   std::map<ir::Dim, std::vector<ir::NodeId>> byCount;
   for (ir::NodeId v : others)
@@ -657,6 +665,27 @@ void KernelEmitter::loadResidentInputs(const TileSpace& s, const std::vector<ir:
 
 bool KernelEmitter::inSlots(const fusion::Group& g) const {
   return slots_ && slotGroup_ >= 0 && &g == &kp_.groups.at(size_t(slotGroup_));
+}
+
+void KernelEmitter::emitInRowLanes(const TileSpace& s, const std::vector<ir::NodeId>& values) {
+  // Every lane of a row computes the row's values from values its own warp wrote; the row's
+  // first lane stores them (fusion/stitching_scheme.cc, warpLocalBarriers).
+  const RowSlots& slots = *slots_;
+  const int lanes = slotPhase_->mapping.threadsPerRow;
+  llvm::Value* first =
+      b_.CreateICmpEQ(b_.CreateURem(k_.toIndex(k_.threadId()), k_.index(lanes)), k_.index(0));
+  // Warp-local tiles are whole (a plan condition); a row past the tile would still read the
+  // tile's first, in bounds, as the slots do.
+  llvm::Value* row = b_.CreateSelect(slots.valid, slots.row, s.u0);
+  gen_->clearCache();
+  std::vector<llvm::Value*> results;
+  for (ir::NodeId v : values)
+    results.push_back(gen_->emit(v, delinearize(k_, node(v).type.shape, row)));
+  gen_->clearCache();
+  k_.ifThen(b_.CreateAnd(slots.valid, first), [&] {
+    for (size_t i = 0; i < values.size(); ++i)
+      store(s, values[i], slots.row, results[i]);
+  });
 }
 
 void KernelEmitter::emitSlotStage(const TileSpace& s, const std::vector<ir::NodeId>& values) {

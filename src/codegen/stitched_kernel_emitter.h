@@ -83,6 +83,9 @@ private:
   /// it or a value other warps read was written, bar.warp.sync where only warp-local values were
   /// (or the plan asks for Barrier::Warp), none otherwise.
   void syncShared(fusion::Barrier planned);
+  /// Warp-local values one per row (ValuePlacement::warpLocal), in a slot phase: computed by
+  /// every lane of the row, stored by its first.
+  void emitInRowLanes(const TileSpace& s, const std::vector<ir::NodeId>& values);
   void emitElementwiseStage(TileSpace& s, const fusion::Group& g,
                             const std::vector<ir::NodeId>& values);
   bool tileStartMultipleOf(const TileSpace& s, const ir::Dim& inner, int width) const;

@@ -91,14 +91,15 @@ int tilesToReduceAcross(const ir::Graph& g, const KernelPlan& k, const LoopSpace
 }
 
 /// Rows packed a warp (or part of one) each into 1024-thread blocks, in a stitched kernel of
-/// several stages that wait for their warp only (Barrier::Warp: softmax): the block still waits
-/// for its tile slices, with the SM's only block (its registers take the SM), so nothing is in
-/// flight while it waits. In blocks of kPackedRowsBlock threads, four or more share an SM and
-/// one's loads overlap another's wait. Measured on the H200 (2026-11-26, before and after in
-/// one run): softmax [49152, 128] 54% -> 74% of a copy's speed, the sweep's softmax rows of
-/// 256-1,024 1.06-1.58x faster. Not where a stage waits for the block: layer norm's and
-/// RMSNorm's rows of 512 and 1,024 ran 0.81-0.96x as fast in 256-thread blocks (four block
-/// barriers per 8 rows instead of per 32). A one-stage kernel (Figure 6(a)'s row sums, 88-90%
+/// several stages that wait for their warp only (Barrier::Warp: softmax, layer norm): the block
+/// still waits for its tile slices, with the SM's only block (its registers take the SM), so
+/// nothing is in flight while it waits. In blocks of kPackedRowsBlock threads, four or more
+/// share an SM and one's loads overlap another's wait. Measured on the H200 (2026-11-26, before
+/// and after in one run): softmax [49152, 128] 54% -> 74% of a copy's speed, the sweep's
+/// softmax rows of 256-1,024 1.06-1.58x faster; with layer norm's stages on the warp too, layer
+/// norm 86% -> 98%. Not where a stage waits for the block: layer norm's and RMSNorm's rows of
+/// 512 and 1,024 ran 0.81-0.96x as fast in 256-thread blocks while their stages still waited for
+/// the block (four block barriers per 8 rows instead of per 32). A one-stage kernel (Figure 6(a)'s row sums, 88-90%
 /// of a copy's speed) has no barrier to hide and keeps its blocks; cooperative kernels keep
 /// theirs: more blocks mean more partials and more arrivals at each grid barrier.
 bool packsRowsBetweenStages(const Group& heaviest, const KernelPlan& k) {

@@ -195,11 +195,11 @@ private:
   int slotRegisters_ = 0;        // most registers any phase keeps reused values in
 };
 
-/// The stitching scheme narrowed barriers to the warp where a row reduce's readers run in its
-/// row's lanes, counting the group's values over its loop among them: they do, in the group's
-/// row slots. Where the phase has no slots for that group, or a stage of it computes a value
-/// neither a reduce nor over the slots' loop, the phase's warp barriers widen back to the
-/// block's and its values are no longer warp-local.
+/// The stitching scheme narrowed barriers to the warp where a row value's readers run in its
+/// row's lanes, counting the group's values over its loop and its warp-local row values among
+/// them: they do, in the group's row slots. Where the phase has no slots for that group, or a
+/// stage of it computes a value neither a reduce, nor over the slots' loop, nor warp-local, the
+/// phase's warp barriers widen back to the block's and its values are no longer warp-local.
 void PhasePlanner::widenWarpBarriers(const Phase& phase, const std::optional<SlotPlan>& slots) {
   std::set<int> groups; // groups with warp-local values in this phase
   for (size_t i : phase)
@@ -210,7 +210,8 @@ void PhasePlanner::widenWarpBarriers(const Phase& phase, const std::optional<Slo
     if (!groups.count(stage(i).group) && stage(i).barrierBefore != Barrier::Warp) continue;
     inLanes = inLanes && slots && slots->group == stage(i).group;
     for (ir::NodeId v : stage(i).materialized)
-      inLanes = inLanes && (node(v).kind == ir::OpKind::Reduce || node(v).type.shape == slots->loop);
+      inLanes = inLanes && (node(v).kind == ir::OpKind::Reduce || node(v).type.shape == slots->loop ||
+                            k_.placement.at(v).warpLocal);
   }
   if (inLanes) return;
   for (size_t i : phase) {

@@ -716,11 +716,14 @@ private:
   /// In a warp-per-row group, a row reduce (the dominant or a sub-dominant) is combined by its
   /// row's lanes with shuffles and stored by the row's first lane; the elements a row reduce
   /// reads, and the group's values over its loop in the row slots, are evaluated by the row's
-  /// lanes. So a row reduce whose every reader is such a value of the same group is written and
-  /// read by one warp only (ValuePlacement::warpLocal). Not other readers: an elementwise value
-  /// one per row is computed with the tile's rows spread over the block's threads. Not when
-  /// the reduce's stage also stores a value to global memory: the reduce emitter then hands each
-  /// row's result to consecutive threads of the block (coalesced stores), lanes of other warps.
+  /// lanes; and a warp-local value one per row (layer norm's mean and rstd) is computed by every
+  /// lane of its row and stored by the first (codegen: emitInRowLanes). So a row value whose
+  /// every reader is such a value of the same group is written and read by one warp only
+  /// (ValuePlacement::warpLocal). Not a row value another group reads, nor one read by a row
+  /// value that is not warp-local itself (it is computed with the tile's rows spread over the
+  /// block's threads). Not when the value's stage also stores a value to global memory: the
+  /// reduce emitter then hands each row's result to consecutive threads of the block
+  /// (coalesced stores), lanes of other warps.
   /// A block barrier before a stage whose reads from its own phase are all warp-local narrows
   /// to bar.warp.sync (Barrier::Warp): softmax's sum of exp(x - max) waits for its row's max
   /// only. Values over the loop run in the row's lanes only in the row slots, which the phase
@@ -740,29 +743,42 @@ private:
              (v == gr.dominant ||
               std::find(gr.subDominants.begin(), gr.subDominants.end(), v) != gr.subDominants.end());
     };
-    // A value the row's own lanes compute: a row reduce, or a value over the group's loop.
-    auto inRowLanes = [&](int group, ir::NodeId v) {
-      const Group& gr = k_.groups[static_cast<size_t>(group)];
-      return warpPerRow(gr) && (rowReduceOf(gr, v) || spaceOf(g_, gr, v) == OpSpace::Loop);
-    };
     auto storesGlobally = [&](size_t s) {
       return std::any_of(stages_[s].values.begin(), stages_[s].values.end(), [&](ir::NodeId v) {
         Storage st = k_.placement.at(v).storage;
         return st == Storage::Global || st == Storage::Output;
       });
     };
+    // Candidates: the row values (row reduces, and one-per-row values computed from them) a
+    // warp-per-row group keeps in shared memory, from stages that store nothing globally.
+    std::vector<ir::NodeId> candidates;
     for (size_t p = 0; p < stages_.size(); ++p) {
-      const int group = stages_[p].group;
-      if (!warpPerRow(k_.groups[static_cast<size_t>(group)]) || storesGlobally(p)) continue;
-      for (ir::NodeId v : stages_[p].values) {
+      const Group& gr = k_.groups[static_cast<size_t>(stages_[p].group)];
+      if (!warpPerRow(gr) || storesGlobally(p)) continue;
+      for (ir::NodeId v : stages_[p].values)
+        if (k_.placement.at(v).storage == Storage::Shared && spaceOf(g_, gr, v) == OpSpace::Row)
+          k_.placement.at(v).warpLocal = true, candidates.push_back(v);
+    }
+    // A reader runs in the row's lanes when it is of the same group and is a row reduce, a value
+    // over the group's loop, or a row value computed in the row's lanes itself (warp-local): the
+    // largest such set, by removing candidates with a reader elsewhere until none changes.
+    auto inRowLanes = [&](int group, ir::NodeId v) {
+      const Group& gr = k_.groups[static_cast<size_t>(group)];
+      return rowReduceOf(gr, v) || spaceOf(g_, gr, v) == OpSpace::Loop ||
+             k_.placement.at(v).warpLocal;
+    };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (ir::NodeId v : candidates) {
         ValuePlacement& pl = k_.placement.at(v);
-        if (pl.storage != Storage::Shared || !rowReduceOf(k_.groups[static_cast<size_t>(group)], v))
-          continue;
+        if (!pl.warpLocal) continue;
+        const int group = stages_[static_cast<size_t>(stageOf(v))].group;
         const auto& readers = readers_[at(v)];
         pl.warpLocal = std::all_of(readers.begin(), readers.end(), [&](const auto& reader) {
           return stages_[static_cast<size_t>(stageOf(reader.first))].group == group &&
                  inRowLanes(group, reader.first);
         });
+        changed = changed || !pl.warpLocal;
       }
     }
     for (size_t s = 0; s < stages_.size(); ++s) {

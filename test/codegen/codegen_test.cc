@@ -166,6 +166,27 @@ TEST_CASE("softmax's stages wait for their warp, not the block", "[codegen][sim]
   checkAgainstInterpreter(ragged, 1e-5);
 }
 
+TEST_CASE("layer norm's row values are computed in their row's lanes, its stages wait for the warp",
+          "[codegen][sim]") {
+  // mean and rstd, one per row, are computed by every lane of the row from the sums its own
+  // warp combined, so all four stage barriers are the warp's. With 7 rows the last tile is
+  // ragged: its idle rows read the tile's first row, another warp's, so the block waits.
+  auto parsed = frontend::readGraphFile(std::string(WEFT_SOURCE_DIR) + "/examples/graphs/layer_norm.json");
+  for (int64_t rows : {64, 7}) {
+    INFO(rows << " rows");
+    ir::Graph g = ir::bindSymbols(parsed.graph, {{"B", rows}});
+    fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+    const fusion::KernelPlan& k = std::get<fusion::KernelPlan>(plan.steps.front());
+    int warp = 0;
+    for (const fusion::Stage& st : k.stages)
+      warp += st.barrierBefore == fusion::Barrier::Warp;
+    CHECK(warp == (rows == 64 ? 4 : 0));
+    std::string ptx = codegen::compileToPtx(plan).ptx;
+    CHECK((ptx.find("bar.warp.sync") != std::string::npos) == (rows == 64));
+    checkAgainstInterpreter(plan, 1e-4);
+  }
+}
+
 TEST_CASE("a Global value read after a grid barrier (cooperative kernel)", "[codegen][sim]") {
   auto plan = test::gridBarrierKernel(h100(), 100, 24, 3);
   codegen::CompiledModule m = codegen::compileToPtx(plan);

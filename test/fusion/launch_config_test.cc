@@ -62,9 +62,9 @@ TEST_CASE("launch config: grid-barrier kernels are cooperative and capped at one
     CHECK_FALSE(lk.launch.cooperative);
     CHECK(lk.launch.maxBlocks ==
           blocksPerWave(spec, lk.launch.blockSize, lk.launch.maxRegisters, lk.launch.sharedBytes));
-    // a warp per row, 32 rows per 1024-thread block: its stages wait for the block, so it keeps
-    // the big blocks (packsRowsBetweenStages)
-    CHECK(lk.launch.blockSize == 1024);
-    CHECK(lk.launch.tiles == ir::Dim(16384 / 32));
+    // a warp per row whose stages wait for the warp: 8 rows per 256-thread block
+    // (packsRowsBetweenStages)
+    CHECK(lk.launch.blockSize == 256);
+    CHECK(lk.launch.tiles == ir::Dim(16384 / 8));
   }
 }

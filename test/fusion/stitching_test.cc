@@ -88,7 +88,8 @@ TEST_CASE("stitching: examples/graphs/astitch_fig7.json plans like the built Fig
   }
 }
 
-TEST_CASE("stitching: layer norm is one kernel with block barriers only", "[planner][stitching]") {
+TEST_CASE("stitching: layer norm is one kernel whose stages wait for their warp",
+          "[planner][stitching]") {
   FusionPlan p = plan(layerNorm(16384, 768), profile("a100"), Policy::AStitch);
   const ir::Graph& g = p.graph;
   REQUIRE(p.kernelCount() == 1);
@@ -104,18 +105,20 @@ TEST_CASE("stitching: layer norm is one kernel with block barriers only", "[plan
   CHECK(storageOf(g, k, "rstd") == Storage::Shared);
   CHECK(storageOf(g, k, "out") == Storage::Output);
   CHECK(storageOf(g, k, "centered") == Storage::Register);
-  // mean and rstd, one per row, are computed with the tile's rows spread over the block's
-  // threads: their reads of sum and sqsum cross warps, so no barrier narrows to the warp.
-  CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Block, Barrier::Block,
-                                            Barrier::Block, Barrier::Block});
-  CHECK_FALSE(k.placement.at(id(g, "sum")).warpLocal);
-  CHECK_FALSE(k.placement.at(id(g, "sqsum")).warpLocal);
+  // A warp per row: sum and sqsum are combined by the row's lanes, mean and rstd computed by
+  // every lane of the row from them, and every reader is in the row's lanes (the reduces, the
+  // output over the loop in the row slots): each stage waits for its warp only.
+  for (const char* v : {"sum", "mean", "sqsum", "rstd"})
+    CHECK(k.placement.at(id(g, v)).warpLocal);
+  CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::Warp, Barrier::Warp,
+                                            Barrier::Warp, Barrier::Warp});
   CHECK_FALSE(hasGrid(k));
   CHECK_FALSE(k.launch.cooperative);
   // x is read by three stages of the same group: loaded once, kept in registers
   CHECK(k.placement.at(id(g, "x")).registerReuse);
   auto m = std::get<RowReduceMapping>(groupDominatedBy(g, k, "sum").mapping);
   CHECK(m.kind == RowReduceMapping::Kind::WarpPerRow);
+  CHECK(k.launch.blockSize == 256); // stages that wait for the warp: packsRowsBetweenStages
   CHECK(k.launch.sharedBytes < 4096); // a few floats per row of the tile
 }
 
@@ -185,7 +188,9 @@ TEST_CASE("stitching: layer norm backward — one pass: sibling reduces share a 
   CHECK(names(g, k.stages[1].materialized) ==
         std::vector<std::string>{"sum_dxhat", "sum_dxhat_xhat", "scale"});
   CHECK(names(g, k.stages[2].materialized) == std::vector<std::string>{"dx"});
-  CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::None, Barrier::Block});
+  // dx reads the row sums and scale, each combined or computed in its row's lanes: the warp's
+  // barrier (fusion/stitching_scheme.cc, warpLocalBarriers)
+  CHECK(barriers(k) == std::vector<Barrier>{Barrier::None, Barrier::None, Barrier::Warp});
   CHECK(storageOf(g, k, "dgamma") == Storage::Output);
   CHECK(k.placement.at(id(g, "dgamma")).partialsBuffer >= 0);
   CHECK(k.placement.at(id(g, "dbeta")).partialsBuffer >= 0);
