@@ -99,9 +99,10 @@ int tilesToReduceAcross(const ir::Graph& g, const KernelPlan& k, const LoopSpace
 /// softmax rows of 256-1,024 1.06-1.58x faster; with layer norm's stages on the warp too, layer
 /// norm 86% -> 98%. Not where a stage waits for the block: layer norm's and RMSNorm's rows of
 /// 512 and 1,024 ran 0.81-0.96x as fast in 256-thread blocks while their stages still waited for
-/// the block (four block barriers per 8 rows instead of per 32). A one-stage kernel (Figure 6(a)'s row sums, 88-90%
-/// of a copy's speed) has no barrier to hide and keeps its blocks; cooperative kernels keep
-/// theirs: more blocks mean more partials and more arrivals at each grid barrier.
+/// the block (four block barriers per 8 rows instead of per 32). A one-stage kernel (Figure
+/// 6(a)'s row sums, 88-90% of a copy's speed) has no barrier to hide and keeps its blocks;
+/// cooperative kernels keep theirs: more blocks mean more partials and more arrivals at each
+/// grid barrier.
 bool packsRowsBetweenStages(const Group& heaviest, const KernelPlan& k) {
   const auto* m = std::get_if<RowReduceMapping>(&heaviest.mapping);
   const bool warpBarriers = std::none_of(k.stages.begin(), k.stages.end(), [](const Stage& s) {

@@ -282,6 +282,7 @@ private:
     }
     markRegisterReuse();
     warpLocalBarriers();
+    emitStages();
   }
 
   const Group& groupOfValue(ir::NodeId v) const {
@@ -699,6 +700,11 @@ private:
       if ((perTile + k_.launch.blockSize - 1) / k_.launch.blockSize > kMaxReusedPerThread) continue;
       k_.placement[value].registerReuse = true;
     }
+  }
+
+  /// The plan's stages: each stage's group, the barrier before it, its values (the dominant
+  /// first).
+  void emitStages() {
     k_.stages.clear();
     for (size_t s = 0; s < stages_.size(); ++s) {
       Stage st;
@@ -788,7 +794,7 @@ private:
         for (const Read& r : reads_.at(v))
           if (phaseOfStage_[static_cast<size_t>(stageOf(r.value))] == phaseOfStage_[s])
             warpLocal = warpLocal && k_.placement.at(r.value).warpLocal;
-      if (warpLocal) k_.stages[s].barrierBefore = Barrier::Warp;
+      if (warpLocal) barriers_[s] = Barrier::Warp;
     }
   }
 
