@@ -593,9 +593,15 @@ void KernelEmitter::installTileSlices(const fusion::PhasePlan& phase) {
   llvm::LLVMContext& c = m_.getContext();
   llvm::Value* array = stagingArray(phase.slicesOffset);
   for (const fusion::TileSlice& slice : phase.slices) {
-    TileSlice t{&slice, b_.CreateConstInBoundsGEP1_64(llvm::Type::getInt8Ty(c), array,
-                                                      uint64_t(slice.offset))};
     const ir::Node& n = node(slice.input);
+    TileSlice t{&slice,
+                b_.CreateConstInBoundsGEP1_64(llvm::Type::getInt8Ty(c), array,
+                                              uint64_t(slice.offset)),
+                nullptr};
+    if (phase.contiguousTiles) {
+      t.copiedFrom = k_.entryAlloca(k_.indexTy, n.name + ".slice_from");
+      b_.CreateStore(k_.index(-1), t.copiedFrom);
+    }
     llvm::Value* global = k_.bufferPointer(placement(slice.input).buffer, slice.input);
     // Slot stages read the tile's slice (their rows are the tile's); anything else the input.
     gen_->setGenerator(slice.input, [this, t, global, &n](const Index& idx) {
@@ -609,33 +615,65 @@ void KernelEmitter::installTileSlices(const fusion::PhasePlan& phase) {
   }
 }
 
-void KernelEmitter::copyTileSlices(const TileSpace& s, const fusion::SlotPlan& sp) {
+void KernelEmitter::copyTileSlices(const TileSpace& s, const fusion::SlotPlan& sp,
+                                   bool contiguous) {
   if (tileSlices_.empty()) return;
   // Row coordinates of the tile's first row; every row of the tile has the slices' ones.
   ir::Shape rowShape(sp.loop.begin(), sp.loop.begin() + int64_t(sp.rowDims));
   Index row = delinearize(k_, rowShape, s.u0);
-  for (const TileSlice& slice : tileSlices_) {
+  // The input element at slice position `in` of this tile's slice.
+  auto inputIndex = [&](const TileSlice& slice, const Index& in) {
     const fusion::TileSlice& t = *slice.plan;
-    const ir::Node& n = node(t.input);
-    llvm::Value* global = k_.bufferPointer(placement(t.input).buffer, t.input);
-    k_.loop(n.name + ".slice", k_.toIndex(k_.threadId()), k_.elements(t.shape),
-            k_.index(k_.blockSize), [&](llvm::Value* i) {
-              Index in = delinearize(k_, t.shape, i), full;
-              size_t next = 0;
-              for (size_t d = 0; d < n.type.shape.size(); ++d) {
-                if (t.rowDimOf[d] >= 0)
-                  full.push_back(row[size_t(t.rowDimOf[d])]);
-                else if (next < t.sliceDims.size() && t.sliceDims[next] == d)
-                  full.push_back(in[next++]);
-                else
-                  full.push_back(k_.index(0)); // stretched
-              }
-              k_.storeElement(
-                  slice.shared, n.type.dtype, i,
-                  k_.loadElement(global, n.type.dtype, linearize(k_, n.type.shape, full)));
-            });
+    const ir::Shape& shape = node(t.input).type.shape;
+    Index full;
+    size_t next = 0;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (t.rowDimOf[d] >= 0)
+        full.push_back(row[size_t(t.rowDimOf[d])]);
+      else if (next < t.sliceDims.size() && t.sliceDims[next] == d)
+        full.push_back(in[next++]);
+      else
+        full.push_back(k_.index(0)); // stretched
+    }
+    return linearize(k_, shape, full);
+  };
+  auto copy = [&] {
+    for (const TileSlice& slice : tileSlices_) {
+      const fusion::TileSlice& t = *slice.plan;
+      const ir::Node& n = node(t.input);
+      llvm::Value* global = k_.bufferPointer(placement(t.input).buffer, t.input);
+      k_.loop(n.name + ".slice", k_.toIndex(k_.threadId()), k_.elements(t.shape),
+              k_.index(k_.blockSize), [&](llvm::Value* i) {
+                k_.storeElement(slice.shared, n.type.dtype, i,
+                                k_.loadElement(global, n.type.dtype,
+                                               inputIndex(slice, delinearize(k_, t.shape, i))));
+              });
+    }
+  };
+  if (!contiguous) {
+    copy(); // the previous tile's end barrier let every reader of the last slices finish
+    k_.blockBarrier();
+    return;
   }
-  k_.blockBarrier();
+  // Contiguous tiles: copy only where a slice starts elsewhere than the copied one (the same
+  // in every thread of the block, so the barriers inside are reached by all). The barrier
+  // before the copy lets the previous tiles' readers finish.
+  llvm::Value* changed = b_.getFalse();
+  std::vector<llvm::Value*> from;
+  for (const TileSlice& slice : tileSlices_) {
+    Index zero(slice.plan->shape.size(), k_.index(0));
+    from.push_back(inputIndex(slice, zero));
+    changed = b_.CreateOr(changed,
+                          b_.CreateICmpNE(from.back(), b_.CreateLoad(k_.indexTy,
+                                                                      slice.copiedFrom)));
+  }
+  k_.ifThen(changed, [&] {
+    k_.blockBarrier();
+    copy();
+    for (size_t i = 0; i < tileSlices_.size(); ++i)
+      b_.CreateStore(from[i], tileSlices_[i].copiedFrom);
+    k_.blockBarrier();
+  });
 }
 
 void KernelEmitter::loadResidentInputs(const TileSpace& s, const std::vector<ir::NodeId>& inputs) {
@@ -980,9 +1018,26 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
       if (!slotAccumulators_.count(r)) emitAcrossTilesInit(r);
   emitStagedInputs(plan);
   installTileSlices(plan);
+  // A block's tiles: every grid-size-th from its index, or one contiguous run of them
+  // (PhasePlan::contiguousTiles), the runs' lengths within one of each other.
+  const bool contiguous = plan.contiguousTiles;
+  if (contiguous && (residentTiles || !across.empty() || s.split > 1 || s.clusterParts > 1))
+    k_.fail(kp_.groups.front().dominant,
+            "has contiguous tiles in a phase whose tile order is read (a plan error)");
+  llvm::Value* block = k_.toIndex(k_.blockId());
+  llvm::Value* grid = k_.toIndex(k_.gridSize());
+  // Block b's run starts at b * tiles / grid, in 64 bits (the product can pass 32).
+  auto runStart = [&](llvm::Value* blockIndex) {
+    llvm::Type* i64 = b.getInt64Ty();
+    return k_.toIndex(b.CreateUDiv(b.CreateMul(b.CreateZExt(blockIndex, i64),
+                                               b.CreateZExt(tiles, i64)),
+                                   b.CreateZExt(grid, i64)));
+  };
+  llvm::Value* firstOfBlock = contiguous ? runStart(block) : block;
+  llvm::Value* endOfBlock = contiguous ? runStart(b.CreateAdd(block, k_.index(1))) : tiles;
   k_.loop(
-      "tile", k_.toIndex(k_.blockId()), tiles, k_.toIndex(k_.gridSize()), [&](llvm::Value* tile) {
-        s.firstTile = b.CreateICmpEQ(tile, k_.toIndex(k_.blockId()));
+      "tile", firstOfBlock, endOfBlock, contiguous ? k_.index(1) : grid, [&](llvm::Value* tile) {
+        s.firstTile = b.CreateICmpEQ(tile, firstOfBlock);
         llvm::Value* unitTile = s.split > 1 ? b.CreateUDiv(tile, k_.index(s.split)) : tile;
         s.part = s.split > 1 ? b.CreateURem(tile, k_.index(s.split)) : k_.index(0);
         if (s.clusterParts > 1) {
@@ -1007,7 +1062,7 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
                                 s.u1, s.clusterPart);
           slotGroup_ = slotPhase->group;
           gen_->beginReuse(slotPhase->reused);
-          copyTileSlices(s, *slotPhase);
+          copyTileSlices(s, *slotPhase, contiguous);
         }
         for (const fusion::Stage* st : phase) {
           emitStage(s, *st);
@@ -1033,8 +1088,8 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
           slotGroup_ = -1;
         }
         // The next tile overwrites this tile's shared values and slices: the block's, or only
-        // the warp's own.
-        if (!tileSlices_.empty() ||
+        // the warp's own. Contiguous tiles wait for the block before a slice's copy instead.
+        if ((!tileSlices_.empty() && !contiguous) ||
             std::any_of(phaseShared.begin(), phaseShared.end(),
                         [&](ir::NodeId v) { return !placement(v).warpLocal; }))
           k_.blockBarrier();

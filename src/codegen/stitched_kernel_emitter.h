@@ -69,7 +69,7 @@ private:
   bool inSlots(const fusion::Group& g) const;
   void emitStagedInputs(const fusion::PhasePlan& phase);
   void installTileSlices(const fusion::PhasePlan& phase);
-  void copyTileSlices(const TileSpace& s, const fusion::SlotPlan& sp);
+  void copyTileSlices(const TileSpace& s, const fusion::SlotPlan& sp, bool contiguous);
   /// Loads the current tile of each resident input into its slot (its first phase).
   void loadResidentInputs(const TileSpace& s, const std::vector<ir::NodeId>& inputs);
   /// The staging arena (the kernel's static shared memory for inputs staged per block or tile,
@@ -145,6 +145,8 @@ private:
   struct TileSlice {
     const fusion::TileSlice* plan = nullptr;
     llvm::Value* shared = nullptr;
+    // In contiguous tiles: the input element the copied slice starts at (-1: none yet).
+    llvm::AllocaInst* copiedFrom = nullptr;
   };
   std::vector<TileSlice> tileSlices_;
   bool slotsReading_ = false; // slot stages are being emitted: tile slices may be read

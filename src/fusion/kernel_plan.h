@@ -340,6 +340,10 @@ struct PhasePlan {
   std::vector<StagedInput> staged;
   int64_t slicesOffset = 0; // tile slices' array in the staging arena
   std::vector<TileSlice> slices;
+  // Each block takes one contiguous run of the tiles instead of every grid-size-th tile, so that
+  // its consecutive tiles mostly read the same slices: a slice is copied only when the tile's
+  // differs from the previous tile's (softmax's mask: once per block and batch, not per tile).
+  bool contiguousTiles = false;
   int64_t stagingBytes = 0; // of the staging arena this phase uses
   // Shared through the block's thread-block cluster (launch.clusterSize > 1): each block loads
   // its share of the staged inputs and copies the rest from its cluster's blocks, and the

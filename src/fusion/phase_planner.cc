@@ -645,6 +645,13 @@ void PhasePlanner::planTileSlices(const TileSpace& s, const SlotPlan& sp, PhaseP
   if (chosen.empty()) return;
   plan.slicesOffset = allocate(bytes);
   plan.slices = std::move(chosen);
+  // Contiguous runs of tiles keep a block on one slice for many tiles. The tile order is free
+  // where nothing else reads it: split rows and cluster parts are found from the tile's index
+  // modulo the grid, resident values from its ordinal, and across-tiles partials would change
+  // their summation order.
+  plan.contiguousTiles = s.split == 1 && s.clusterParts == 1 && k_.residentTiles == 0 &&
+                         plan.acrossStages.empty() && plan.sharedPartials.empty() &&
+                         sp.across.empty();
 }
 
 } // namespace

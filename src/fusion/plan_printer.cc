@@ -224,8 +224,12 @@ std::string printPhasePlan(const PhasePlan& p, size_t index, const ir::Graph& g)
     for (const TileSlice& s : p.slices)
       list += fmt::format("{}{} {} +{}", list.empty() ? "" : ", ", valueName(g, s.input),
                           ir::shapeStr(s.shape), s.offset);
-    os << fmt::format("    tile slices in shared memory per tile, at {}: {}\n", p.slicesOffset,
-                      list);
+    os << fmt::format("    tile slices in shared memory {}, at {}: {}\n",
+                      p.contiguousTiles
+                          ? "where the tile's differ from the previous tile's (contiguous tiles "
+                            "per block)"
+                          : "per tile",
+                      p.slicesOffset, list);
   }
   return os.str();
 }

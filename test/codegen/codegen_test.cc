@@ -134,11 +134,16 @@ TEST_CASE("LayerNorm as one kernel: shared-memory stages with block barriers", "
 
 TEST_CASE("softmax's stages wait for their warp, not the block", "[codegen][sim]") {
   // A warp per row: each reduce is combined by its row's lanes and read by them, so the stages
-  // are separated by bar.warp.sync; the block barriers left guard the mask's slice, copied to
-  // shared memory per tile (after the copy, and before the next tile's).
+  // are separated by bar.warp.sync, and so are the tiles. The block barriers left guard the
+  // mask's slice, copied to shared memory where a tile's batch differs from the block's previous
+  // tile's (before the copy and after it): each block takes a contiguous run of tiles.
   auto parsed = frontend::readGraphFile(std::string(WEFT_SOURCE_DIR) + "/examples/graphs/softmax.json");
-  ir::Graph g = ir::bindSymbols(parsed.graph, {{"B", 2}});
+  const int64_t batches = 3;
+  ir::Graph g = ir::bindSymbols(parsed.graph, {{"B", batches}});
   fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  const fusion::KernelPlan& kp = std::get<fusion::KernelPlan>(plan.steps.front());
+  REQUIRE(kp.phases.size() == 1);
+  CHECK(kp.phases[0].contiguousTiles);
   codegen::CompiledModule m = codegen::compileToPtx(plan);
   auto count = [&](const std::string& what) {
     size_t n = 0;
@@ -146,9 +151,21 @@ TEST_CASE("softmax's stages wait for their warp, not the block", "[codegen][sim]
       ++n;
     return n;
   };
-  CHECK(count("bar.warp.sync") == 2);
+  CHECK(count("bar.warp.sync") == 3);
   CHECK(count("bar.sync") == 2);
   checkAgainstInterpreter(plan, 1e-5);
+  // Bytes read: the scores once, and one 512-byte mask row per block and batch it meets, not
+  // one per tile (a grid smaller than the tiles, so blocks run several).
+  std::vector<LaunchCounters> counters;
+  auto inputs = test::makeInputs(plan.graph);
+  auto want = ir::interpret(plan.graph, inputs);
+  auto got = test::runOnSim(plan, m, inputs, {}, &counters);
+  CHECK(test::maxError(got[0], want[0]) <= 1e-5);
+  REQUIRE(counters.size() == 1);
+  const uint64_t scores = uint64_t(batches) * 12 * 128 * 128 * 4;
+  const uint64_t tiles = uint64_t(batches) * 12 * 128 / uint64_t(kp.groups.front().rowsPerTile);
+  REQUIRE(counters[0].blocks < tiles);
+  CHECK(counters[0].globalSectorsRead * 32 <= scores + (counters[0].blocks + batches) * 512);
 
   // Rows that leave the last tile ragged: its idle rows' lanes read the tile's first row (in
   // bounds), which another warp wrote, so the stages wait for the block again.

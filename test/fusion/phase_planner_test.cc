@@ -132,7 +132,8 @@ TEST_CASE("phases: weft plan prints the phase plan", "[planner][phases][printer]
                  "staged in shared memory once per block"));
   CHECK(contains(text, "emission: reduce scratch"));
   std::string softmax = printFusionPlan(planExample("softmax", 7, "h100"));
-  CHECK(contains(softmax, "tile slices in shared memory per tile, at 0: %mask [128] +0"));
+  CHECK(contains(softmax, "tile slices in shared memory where the tile's differ from the "
+                          "previous tile's (contiguous tiles per block), at 0: %mask [128] +0"));
   CHECK(contains(softmax, ".maxnreg none"));
 }
 
