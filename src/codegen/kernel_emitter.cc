@@ -726,30 +726,6 @@ void KernelEmitter::emitInRowLanes(const TileSpace& s, const std::vector<ir::Nod
   });
 }
 
-void KernelEmitter::loadSlotElements(const RowSlots& slots, const std::vector<ir::NodeId>& inputs,
-                                     const std::vector<llvm::AllocaInst*>& into) {
-  // Input by input, step by step, lane by lane: the order rememberSlotElements reads them in.
-  size_t at = 0;
-  for (ir::NodeId v : inputs)
-    emitAtSlots(k_, *gen_, slots, v,
-                [&](const RowSlots::Step&, const std::vector<llvm::Value*>& lanes) {
-                  for (llvm::Value* lane : lanes)
-                    b_.CreateStore(lane, into.at(at++));
-                });
-}
-
-void KernelEmitter::rememberSlotElements(const RowSlots& slots,
-                                         const std::vector<ir::NodeId>& inputs,
-                                         const std::vector<llvm::AllocaInst*>& from) {
-  size_t at = 0;
-  for (ir::NodeId v : inputs)
-    for (const RowSlots::Step& step : slots.steps)
-      for (const Index& idx : step.lanes) {
-        llvm::AllocaInst* a = from.at(at++);
-        gen_->remember(v, idx, b_.CreateLoad(a->getAllocatedType(), a));
-      }
-}
-
 void KernelEmitter::emitSlotStage(const TileSpace& s, const std::vector<ir::NodeId>& values) {
   // Each of the thread's slot steps: every value's lanes (vector loads shared), kept for later
   // stages, then stored where the row is inside the tile.
@@ -1059,22 +1035,6 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
   };
   llvm::Value* firstOfBlock = contiguous ? runStart(block) : block;
   llvm::Value* endOfBlock = contiguous ? runStart(b.CreateAdd(block, k_.index(1))) : tiles;
-  // Prefetched inputs (SlotPlan::prefetched): their elements at the slots of this tile and of
-  // the block's next one, one register each (allocas, promoted by LLVM).
-  const std::vector<ir::NodeId> prefetch =
-      slotPhase ? slotPhase->prefetched : std::vector<ir::NodeId>{};
-  if (!prefetch.empty() && (s.split > 1 || s.clusterParts > 1 || residentTiles))
-    k_.fail(prefetch.front(), "is prefetched in a phase of split or resident tiles (a plan error)");
-  std::vector<llvm::AllocaInst*> current, next;
-  for (ir::NodeId v : prefetch) {
-    const ir::Node& n = node(v);
-    int64_t count = int64_t(slotPhase->steps) * std::max(1, slotPhase->mapping.vectorWidth);
-    for (int64_t i = 0; i < count; ++i) {
-      llvm::Type* t = computeType(k_.ctx(), n.type.dtype);
-      current.push_back(k_.entryAlloca(t, fmt::format("{}.this{}", n.name, i)));
-      next.push_back(k_.entryAlloca(t, fmt::format("{}.next{}", n.name, i)));
-    }
-  }
   k_.loop(
       "tile", firstOfBlock, endOfBlock, contiguous ? k_.index(1) : grid, [&](llvm::Value* tile) {
         s.firstTile = b.CreateICmpEQ(tile, firstOfBlock);
@@ -1102,21 +1062,6 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
                                 s.u1, s.clusterPart);
           slotGroup_ = slotPhase->group;
           gen_->beginReuse(slotPhase->reused);
-          if (!prefetch.empty()) {
-            // This tile's elements came with the previous tile (loaded now on the block's
-            // first); the next tile's are loaded before this one's stages run.
-            k_.ifThen(s.firstTile, [&] { loadSlotElements(*slots_, prefetch, current); });
-            rememberSlotElements(*slots_, prefetch, current);
-            llvm::Value* nextTile = b.CreateAdd(tile, contiguous ? k_.index(1) : grid);
-            k_.ifThen(b.CreateICmpSLT(nextTile, endOfBlock), [&] {
-              llvm::Value* u0 = b.CreateMul(nextTile, k_.index(s.unitsPerTile));
-              llvm::Value* u1 = b.CreateBinaryIntrinsic(
-                  llvm::Intrinsic::smin, b.CreateAdd(u0, k_.index(s.unitsPerTile)), units);
-              loadSlotElements(makeRowSlots(k_, slotPhase->loop, slotPhase->rowDims,
-                                            slotPhase->mapping, u0, u1),
-                               prefetch, next);
-            });
-          }
           copyTileSlices(s, *slotPhase, contiguous);
         }
         for (const fusion::Stage* st : phase) {
@@ -1142,8 +1087,6 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
           slots_.reset();
           slotGroup_ = -1;
         }
-        for (size_t i = 0; i < current.size(); ++i)
-          b.CreateStore(b.CreateLoad(current[i]->getAllocatedType(), next[i]), current[i]);
         // The next tile overwrites this tile's shared values and slices: the block's, or only
         // the warp's own. Contiguous tiles wait for the block before a slice's copy instead.
         if ((!tileSlices_.empty() && !contiguous) ||

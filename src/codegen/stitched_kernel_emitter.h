@@ -70,12 +70,6 @@ private:
   void emitStagedInputs(const fusion::PhasePlan& phase);
   void installTileSlices(const fusion::PhasePlan& phase);
   void copyTileSlices(const TileSpace& s, const fusion::SlotPlan& sp, bool contiguous);
-  /// Prefetch (SlotPlan::prefetched): the inputs' elements at `slots`, into one alloca each;
-  /// and those allocas' values handed to the elemental emitter as the current tile's elements.
-  void loadSlotElements(const RowSlots& slots, const std::vector<ir::NodeId>& inputs,
-                        const std::vector<llvm::AllocaInst*>& into);
-  void rememberSlotElements(const RowSlots& slots, const std::vector<ir::NodeId>& inputs,
-                            const std::vector<llvm::AllocaInst*>& from);
   /// Loads the current tile of each resident input into its slot (its first phase).
   void loadResidentInputs(const TileSpace& s, const std::vector<ir::NodeId>& inputs);
   /// The staging arena (the kernel's static shared memory for inputs staged per block or tile,

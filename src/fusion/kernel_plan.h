@@ -282,10 +282,6 @@ struct SlotPlan {
   int steps = 0;               // slot steps per thread
   std::set<ir::NodeId> reused; // values kept in registers (constants: folded, no registers)
   int registers = 0;           // per thread, for the reused values and the across accumulators
-  // Inputs of `reused` whose elements at the thread's slots of the block's next tile are loaded
-  // while this tile's stages run (their registers counted twice in `registers`), so the next
-  // tile's loads are in flight during this tile's reductions and barriers. Empty: none.
-  std::vector<ir::NodeId> prefetched;
   // Across-tiles reduces of the phase over the slots' loop that reduce its rows away: each
   // thread accumulates them at its slots, in registers, over every tile it handles (layer norm
   // backward's dgamma and dbeta), and the block combines them once after its tiles, in shared

@@ -126,7 +126,6 @@ private:
                                            int64_t maxElements, bool outerOnly,
                                            int64_t* arrayOffset);
   void planTileSlices(const TileSpace& s, const SlotPlan& sp, PhasePlan& plan);
-  void planPrefetch(const TileSpace& s, SlotPlan& sp) const;
 
   /// The offset in the staging arena of `bytes` more of the current phase, 16-byte aligned.
   int64_t allocate(int64_t bytes) {
@@ -235,7 +234,6 @@ void PhasePlanner::planPhase(const Phase& phase) {
   widenWarpBarriers(phase, plan.slots);
   if (plan.slots) {
     SlotPlan& sp = *plan.slots;
-    planPrefetch(s, sp);
     slotRegisters_ = std::max(slotRegisters_, sp.registers);
     // Allocated before any staging, which must leave the combine its room.
     if (!sp.across.empty()) sp.combineOffset = allocate(sp.combineBytes);
@@ -598,31 +596,6 @@ std::vector<StagedInput> PhasePlanner::stageBroadcasts(const TileSpace& s,
   }
   if (!chosen.empty()) *arrayOffset = allocate(bytes);
   return chosen;
-}
-
-void PhasePlanner::planPrefetch(const TileSpace& s, SlotPlan& sp) const {
-  // A block's loads are in flight only while its tile loads them: its reductions and barriers
-  // wait with nothing outstanding. Inputs the slots keep in registers are loaded for the block's
-  // next tile before this tile's stages run, where blocks run several tiles each (the next
-  // tile is found by adding to this one: no split, cluster part or resident slot) and a second
-  // copy of their registers keeps the planned blocks per SM. Cooperative kernels sized their
-  // grid by their register bound: none.
-  if (k_.launch.cooperative || s.split != 1 || s.clusterParts != 1 || k_.residentTiles != 0 ||
-      !manyTilesPerBlock(s))
-    return;
-  const int64_t elements = int64_t(sp.steps) * std::max(1, sp.mapping.vectorWidth);
-  int registers = kAssumedRegisters + sp.registers;
-  for (ir::NodeId v : sp.reused) {
-    auto p = k_.placement.find(v);
-    if (p == k_.placement.end() || p->second.storage != Storage::Input ||
-        node(v).type.shape != sp.loop)
-      continue;
-    int cost = int(elements * ((ir::dtypeBytes(node(v).type.dtype) + 3) / 4));
-    if (registers + cost > k_.launch.maxRegisters) continue;
-    sp.prefetched.push_back(v);
-    registers += cost;
-    sp.registers += cost;
-  }
 }
 
 void PhasePlanner::planTileSlices(const TileSpace& s, const SlotPlan& sp, PhasePlan& plan) {

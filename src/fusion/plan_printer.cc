@@ -198,9 +198,6 @@ std::string printPhasePlan(const PhasePlan& p, size_t index, const ir::Graph& g)
     os << fmt::format("    slots: group {}, {} step(s) of {} per thread, {} registers, reused {}\n",
                       sp.group, sp.steps, std::max(1, sp.mapping.vectorWidth), sp.registers,
                       valueList(g, reused));
-    if (!sp.prefetched.empty())
-      os << fmt::format("    prefetched: {} at the next tile's slots, loaded while this tile runs\n",
-                        valueList(g, sp.prefetched));
     if (!sp.across.empty()) {
       os << fmt::format("    slot accumulators: {}, combined in shared memory at {} ({} B)\n",
                         valueList(g, sp.across), sp.combineOffset, sp.combineBytes);

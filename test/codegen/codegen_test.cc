@@ -183,42 +183,6 @@ TEST_CASE("softmax's stages wait for their warp, not the block", "[codegen][sim]
   checkAgainstInterpreter(ragged, 1e-5);
 }
 
-TEST_CASE("prefetched slot inputs: the next tile's loads, the same results and bytes",
-          "[codegen][sim]") {
-  // Blocks that run several tiles load the next tile's scores while this tile's stages run:
-  // in contiguous runs (the masked softmax, 1,152 tiles) and every grid-size-th tile (a plain
-  // softmax over 17,003 rows, whose last tile is ragged). The results are bit for bit those of
-  // the same plan without prefetch, and so are the bytes read: the last tile loads no next one.
-  auto parsed = frontend::readGraphFile(std::string(WEFT_SOURCE_DIR) + "/examples/graphs/softmax.json");
-  ir::Graph plain;
-  auto x = plain.parameter("x", {DType::f32, {17003, 64}});
-  auto max = plain.reduce(ir::ReduceKind::Max, x, {1}, "max");
-  auto e = plain.unary(OpKind::Exp, plain.binary(OpKind::Sub, x, plain.broadcastInDim(max, {17003, 64}, {0})), "e");
-  auto sum = plain.reduce(ir::ReduceKind::Sum, e, {1}, "sum");
-  plain.setOutputs({plain.binary(OpKind::Div, e, plain.broadcastInDim(sum, {17003, 64}, {0}), "y")});
-  for (const ir::Graph& g : {ir::bindSymbols(parsed.graph, {{"B", 6}}), plain}) {
-    fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
-    fusion::KernelPlan& k = std::get<fusion::KernelPlan>(plan.steps.front());
-    REQUIRE(k.phases.size() == 1);
-    REQUIRE(k.phases[0].slots);
-    INFO("contiguous tiles: " << k.phases[0].contiguousTiles);
-    REQUIRE(k.phases[0].slots->prefetched.size() == 1);
-    fusion::FusionPlan without = plan;
-    std::get<fusion::KernelPlan>(without.steps.front()).phases[0].slots->prefetched.clear();
-    auto inputs = test::makeInputs(plan.graph);
-    auto want = ir::interpret(plan.graph, inputs);
-    std::vector<LaunchCounters> with, none;
-    auto got = test::runOnSim(plan, codegen::compileToPtx(plan), inputs, {}, &with);
-    auto base = test::runOnSim(without, codegen::compileToPtx(without), inputs, {}, &none);
-    CHECK(test::maxError(got[0], want[0]) <= 1e-5);
-    CHECK(test::maxError(got[0], base[0]) == 0);
-    REQUIRE(with.size() == 1);
-    REQUIRE(none.size() == 1);
-    CHECK(with[0].globalSectorsRead == none[0].globalSectorsRead);
-    CHECK(with[0].globalSectorsWritten == none[0].globalSectorsWritten);
-  }
-}
-
 TEST_CASE("layer norm's row values are computed in their row's lanes, its stages wait for the warp",
           "[codegen][sim]") {
   // mean and rstd, one per row, are computed by every lane of the row from the sums its own

@@ -112,40 +112,6 @@ TEST_CASE("phases: softmax reads its mask row from a per-tile slice and keeps no
   CHECK(k.registerLimit == 0);
 }
 
-TEST_CASE("phases: slot inputs are prefetched where blocks run several tiles and registers allow",
-          "[planner][phases]") {
-  // Softmax at 32 batches: 6,144 tiles of 8 rows for 528 blocks, 4 registers per thread for
-  // the scores at the next tile's slots. At 2 batches a block runs one tile or none: none.
-  for (int64_t batches : {32, 2}) {
-    INFO(batches << " batches");
-    FusionPlan p = planExample("softmax", batches, "h100");
-    const KernelPlan& k = onlyKernel(p);
-    REQUIRE(k.phases.front().slots);
-    const SlotPlan& sp = *k.phases.front().slots;
-    if (batches == 32) {
-      REQUIRE(sp.prefetched.size() == 1);
-      CHECK(nameOf(p.graph, sp.prefetched.front()) == "scores");
-      CHECK(contains(printFusionPlan(p), "prefetched: %scores at the next tile's slots"));
-    } else {
-      CHECK(sp.prefetched.empty());
-    }
-  }
-  // A cooperative kernel sized its grid by its register bound: nothing is prefetched (the LM
-  // loss: a grid barrier before the mean over the tokens).
-  auto parsed = frontend::readGraphFile(std::string(WEFT_SOURCE_DIR) +
-                                        "/bench/workloads/log_softmax_nll.json");
-  FusionPlan nll = plan(parsed.graph, *deviceSpecProfile("h100"), Policy::AStitch);
-  for (const KernelPlan* k : kernelsOf(nll))
-    for (const PhasePlan& phase : k->phases)
-      if (phase.slots) CHECK(phase.slots->prefetched.empty());
-  // Registers: layer norm over [16384, 768] keeps 6 steps of 4 f32 values of x, and a second
-  // copy would cost the kernel a block per SM.
-  FusionPlan ln = planExample("layer_norm", 16384, "h100");
-  const SlotPlan& lsp = *onlyKernel(ln).phases.front().slots;
-  CHECK(kAssumedRegisters + lsp.registers + 24 > onlyKernel(ln).launch.maxRegisters);
-  CHECK(lsp.prefetched.empty());
-}
-
 TEST_CASE("phases: a plan without register slots keeps the launch's register bound",
           "[planner][phases]") {
   FusionPlan p = planExample("row_reduce_750000x32", 1, "h100", Policy::None);
