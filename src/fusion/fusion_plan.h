@@ -1,6 +1,7 @@
 #pragma once
 // FusionPlan: a whole graph as a sequence of steps — stitched kernels (KernelPlan) and
 // library calls for compute-intensive ops — plus the buffers between them.
+// Every field is serialised by fusion/plan_serialization.cc: add new ones there.
 #include <cstdint>
 #include <optional>
 #include <string>

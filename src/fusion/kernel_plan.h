@@ -1,6 +1,7 @@
 #pragma once
 // KernelPlan: what one stitched kernel computes and how — the contract between the planner
 // (src/fusion) and codegen (src/codegen). It is plain data, printable as text and DOT.
+// Every field is serialised by fusion/plan_serialization.cc: add new ones there.
 //
 // Model (AStitch §3–4). A kernel computes a set of graph ops. The ops are partitioned into
 // groups; each group has one dominant op whose thread mapping decides how every op of the
