@@ -33,26 +33,41 @@ double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-/// Everything the PTX depends on: weft's version and source hash, the policy, every field of
-/// the device spec and of the codegen options that reaches the module, and the exact
-/// canonical graph (ir::fingerprint: every constant by its bits). The plan is a deterministic
-/// function of these. The cache compares the whole key on load, so two keys that hash to one
-/// file name still never share a program.
+/// Everything the plan and the PTX depend on: weft's version and source hash, the policy, every
+/// field of the device spec and of the codegen options that reaches the module, tf32 and wgmma
+/// (replanGemms), and the exact canonical graph (ir::fingerprint: every constant by its bits);
+/// a generic compile adds its declared ranges. The plans are a deterministic function of these,
+/// so the cache holds them too. The cache compares the whole key on load, so two keys that hash
+/// to one file name still never share a program.
 std::string cacheKey(const ir::Graph& canonical, const CompileOptions& o) {
   const DeviceSpec& d = o.device;
   const codegen::CodegenOptions& c = o.codegen;
   return fmt::format(
       "weft {} ({})\npolicy {}\n"
-      "device {} sm_{} sms={} warp={} threads={}/{} blocks={} regs={}/{} smem={}/{}/{} "
+      "device {} sm_{} sms={} warp={} threads={}/{} blocks={} regs={}/{} smem={}/{}/{}/{} "
       "bw={:a} clock={:a} schedulers={} gemmLibrary={}\n"
       "libdevice={} path={} optimise={} keepLlvmIr={}\ntf32={} wgmma={}\n{}",
       WEFT_VERSION, WEFT_SOURCE_HASH, fusion::policyName(o.policy), d.name, d.computeCapability,
       d.smCount, d.warpSize, d.maxThreadsPerBlock, d.maxThreadsPerSM, d.maxBlocksPerSM,
       d.registersPerSM, d.maxRegistersPerThread, d.sharedMemoryPerBlock, d.sharedMemoryPerSM,
-      d.sharedMemoryPerBlockDefault, d.memoryBandwidthGBs, d.clockGHz, d.warpSchedulersPerSM,
-      d.gemmLibrary,
+      d.sharedMemoryPerBlockDefault, d.sharedMemoryReservedPerBlock, d.memoryBandwidthGBs,
+      d.clockGHz, d.warpSchedulersPerSM, d.gemmLibrary,
       c.useLibdevice, c.libdevicePath, c.optimise, c.keepLlvmIr, o.tf32, o.warpgroupMma,
       ir::fingerprint(canonical));
+}
+
+/// A sanity check of a loaded entry against the compile it is for (the key already says all of
+/// this): the policy and device its plans were made for, and one version unless generic, whose
+/// last version serves every binding.
+bool matchesCompile(const runtime::CacheEntry& e, const CompileOptions& o, bool generic) {
+  if (e.plans.empty() || e.plans.size() != e.modules.size()) return false;
+  if (!generic && e.plans.size() != 1) return false;
+  if (!e.plans.back().guard.empty()) return false;
+  return std::all_of(e.plans.begin(), e.plans.end(), [&](const fusion::PlanVersion& v) {
+    return v.plan.policy == o.policy && v.plan.device.name == o.device.name &&
+           v.plan.device.computeCapability == o.device.computeCapability &&
+           v.plan.device.smCount == o.device.smCount;
+  });
 }
 
 /// A program embedding weft logs at warn unless it configured spdlog itself (a default logger
@@ -92,37 +107,56 @@ ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
   canonical = std::move(hoisted.graph);
   spdlog::debug("canonical graph:\n{}", ir::printGraph(canonical));
 
-  // Generic: one plan per size class the planner decides differently on (plan_versions.h).
+  // One cache entry holds every version's plan and module: the versions are a function of the
+  // key, and the key is known before planning, so a warm process skips planning too.
   const ir::SymbolRanges declared = ir::declaredRanges(options.symbolRanges, canonical.symbols());
-  std::vector<fusion::PlanVersion> plans =
-      generic ? fusion::planVersions(canonical, options.device, options.policy, declared)
-              : std::vector<fusion::PlanVersion>{
-                    {fusion::plan(canonical, options.device, options.policy), {}}};
-  // The policies plan dots for exact arithmetic on the fastest units; --tf32 lets f32 dots take
-  // tensor cores, --no-wgmma keeps f16/bf16 dots on mma.sync.
-  if (options.tf32 || !options.warpgroupMma)
-    for (fusion::PlanVersion& v : plans)
-      fusion::replanGemms(v.plan, {.tf32 = options.tf32, .warpgroupMma = options.warpgroupMma});
-  const double planMs = msSince(t0);
-  spdlog::info("plan: {} kernel(s) under policy {}, {} version(s), in {:.1f} ms",
-               plans.back().plan.kernelCount(), fusion::policyName(options.policy), plans.size(),
-               planMs);
+  runtime::CompileCache cache(options.cacheDir);
+  std::string key;
+  std::optional<runtime::CacheEntry> cached;
+  if (cache.enabled()) {
+    key = cacheKey(canonical, options);
+    if (generic) key += fmt::format("\ngeneric for {}", ir::rangesStr(declared));
+    auto t1 = std::chrono::steady_clock::now();
+    cached = cache.load(key);
+    if (cached && !matchesCompile(*cached, options, generic)) {
+      spdlog::warn("compile cache: entry {} holds plans for another compile; planning again",
+                   cache.pathFor(key));
+      cached.reset();
+    }
+    if (cached)
+      spdlog::info("plan and codegen: loaded from the compile cache ({}: {} kernel(s) under "
+                   "policy {}, {} version(s), read in {:.1f} ms)",
+                   cache.pathFor(key), cached->plans.back().plan.kernelCount(),
+                   fusion::policyName(options.policy), cached->plans.size(), msSince(t1));
+  }
+  const bool fromDiskCache = cached.has_value();
+  std::vector<fusion::PlanVersion> plans;
+  std::vector<codegen::CompiledModule> modules;
+  double planMs = 0;
+  if (cached) {
+    plans = std::move(cached->plans);
+    modules = std::move(cached->modules);
+    planMs = msSince(t0);
+  } else {
+    // Generic: one plan per size class the planner decides differently on (plan_versions.h).
+    plans = generic ? fusion::planVersions(canonical, options.device, options.policy, declared)
+                    : std::vector<fusion::PlanVersion>{
+                          {fusion::plan(canonical, options.device, options.policy), {}}};
+    // The policies plan dots for exact arithmetic on the fastest units; --tf32 lets f32 dots
+    // take tensor cores, --no-wgmma keeps f16/bf16 dots on mma.sync.
+    if (options.tf32 || !options.warpgroupMma)
+      for (fusion::PlanVersion& v : plans)
+        fusion::replanGemms(v.plan, {.tf32 = options.tf32, .warpgroupMma = options.warpgroupMma});
+    planMs = msSince(t0);
+    spdlog::info("plan: {} kernel(s) under policy {}, {} version(s), in {:.1f} ms",
+                 plans.back().plan.kernelCount(), fusion::policyName(options.policy),
+                 plans.size(), planMs);
+  }
   if (spdlog::should_log(spdlog::level::debug))
     for (const fusion::PlanVersion& v : plans)
       spdlog::debug("plan for {}:\n{}", ir::guardStr(v.guard), fusion::printFusionPlan(v.plan));
 
-  // One cache entry holds every version: the versions are a function of the key.
-  runtime::CompileCache cache(options.cacheDir);
-  std::string key = cacheKey(canonical, options);
-  if (generic)
-    key += fmt::format("\n{} generic version(s) for {}", plans.size(), ir::rangesStr(declared));
-  std::vector<codegen::CompiledModule> modules;
-  bool fromDiskCache = false;
-  if (auto cached = cache.loadVersions(key, plans.size())) {
-    modules = std::move(*cached);
-    fromDiskCache = true;
-    spdlog::info("codegen: loaded from the compile cache ({})", cache.pathFor(key));
-  } else {
+  if (!fromDiskCache) {
     // The versions are independent modules: compiled side by side (a generic program has up to
     // seven, and most are one kernel, which compileToPtx alone would run on one thread). Each
     // version's PTX is what a serial compile gives.
@@ -134,7 +168,11 @@ ProgramVersions compileVersions(const ir::Graph& graph, const Binding& binding,
     for (const codegen::CompiledModule& m : modules)
       spdlog::info("codegen: LLVM IR {:.1f} ms, optimise {:.1f} ms, PTX {:.1f} ms",
                    m.timings.llvmIrMs, m.timings.optimiseMs, m.timings.ptxMs);
-    cache.storeVersions(key, modules);
+    if (cache.enabled()) {
+      auto t1 = std::chrono::steady_clock::now();
+      cache.store(key, plans, modules);
+      spdlog::debug("compile cache: stored {} version(s) in {:.1f} ms", plans.size(), msSince(t1));
+    }
   }
 
   ProgramVersions versions;

@@ -1,5 +1,7 @@
 #include "runtime/compile_cache.h"
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -10,6 +12,7 @@
 #include <string_view>
 #include <unistd.h>
 
+#include "fusion/plan_serialization.h"
 #include "runtime/cache_base_dir.h"
 #include "weft/error.h"
 
@@ -69,16 +72,18 @@ codegen::CompiledKernel kernelFromJson(const json& j) {
 } // namespace
 
 // An entry is a few length-prefixed sections, so that loading reads the PTX once, in place:
-//   weft-compile-cache 2\n
+//   weft-compile-cache 3\n
 //   key <bytes>\n<key>\n
 //   checksum <fnv1a64 of the payload, 16 hex digits>\n
 //   payload <bytes>\n<payload>\n
-// and a payload is "modules <count>\n", then per module "kernels <bytes>\n<JSON>\n" (the launch
-// metadata, small) and "ptx <bytes>\n<PTX>\n". The first format (one JSON document holding the
-// PTX escaped twice over) parsed 7 MB of PTX three times on a warm start of graph_10000.
+// and a payload is "versions <count>\n", then per version "guard <bytes>\n<guard>\n" and
+// "plan <bytes>\n<plan>\n" (fusion/plan_serialization.h: binary, with a checksum of its own),
+// "kernels <bytes>\n<JSON>\n" (the launch metadata, small) and "ptx <bytes>\n<PTX>\n".
+// Format 2 held the modules only (a warm start planned again); the first format was one JSON
+// document holding the PTX escaped twice over. Entries of either are never read.
 namespace {
 
-constexpr std::string_view kMagic = "weft-compile-cache 2\n";
+constexpr std::string_view kMagic = "weft-compile-cache 3\n";
 
 void putSection(std::string& out, std::string_view name, std::string_view bytes) {
   out += fmt::format("{} {}\n", name, bytes.size());
@@ -125,23 +130,63 @@ codegen::CompiledModule takeModule(std::string_view text, size_t& at) {
   return m;
 }
 
+/// "modules <count>\n" and each module: what serializeModule holds.
 std::string modulesPayload(const std::vector<const codegen::CompiledModule*>& modules) {
   std::string out = fmt::format("modules {}\n", modules.size());
   for (const codegen::CompiledModule* m : modules) putModule(out, *m);
   return out;
 }
 
-std::vector<codegen::CompiledModule> modulesFromPayload(std::string_view payload) {
-  size_t eol = payload.find('\n');
+/// The count a payload's first line states after `word`, at most `max`; `at` moves past it.
+size_t takeCount(std::string_view payload, size_t& at, const char* word, size_t max) {
+  size_t eol = payload.find('\n', at);
   size_t count = 0;
+  std::string format = fmt::format("{} %zu", word);
   if (eol == std::string_view::npos ||
-      std::sscanf(std::string(payload.substr(0, eol)).c_str(), "modules %zu", &count) != 1 || count > 4096)
-    throw Error("compile cache: malformed module count");
-  size_t at = eol + 1;
+      std::sscanf(std::string(payload.substr(at, eol - at)).c_str(), format.c_str(), &count) != 1 ||
+      count > max)
+    throw Error(fmt::format("compile cache: malformed {} count", word));
+  at = eol + 1;
+  return count;
+}
+
+std::vector<codegen::CompiledModule> modulesFromPayload(std::string_view payload) {
+  size_t at = 0;
+  size_t count = takeCount(payload, at, "modules", 4096);
   std::vector<codegen::CompiledModule> modules;
   for (size_t i = 0; i < count; ++i) modules.push_back(takeModule(payload, at));
   if (at != payload.size()) throw Error("compile cache: bytes after the last module");
   return modules;
+}
+
+std::string entryPayload(const std::vector<fusion::PlanVersion>& plans,
+                         const std::vector<codegen::CompiledModule>& modules) {
+  std::string out = fmt::format("versions {}\n", plans.size());
+  for (size_t i = 0; i < plans.size(); ++i) {
+    putSection(out, "guard", fusion::serializeGuard(plans[i].guard));
+    putSection(out, "plan", fusion::serializePlan(plans[i].plan));
+    putModule(out, modules.at(i));
+  }
+  return out;
+}
+
+CacheEntry entryFromPayload(std::string_view payload) {
+  size_t at = 0;
+  size_t count = takeCount(payload, at, "versions", 4096);
+  if (count == 0) throw Error("compile cache: an entry of no versions");
+  CacheEntry entry;
+  for (size_t i = 0; i < count; ++i) {
+    std::string_view guard = takeSection(payload, at, "guard");
+    std::string_view plan = takeSection(payload, at, "plan");
+    try {
+      entry.plans.push_back({fusion::deserializePlan(plan), fusion::deserializeGuard(guard)});
+    } catch (const std::runtime_error& e) {
+      throw Error(fmt::format("compile cache: version {}: {}", i, e.what()));
+    }
+    entry.modules.push_back(takeModule(payload, at));
+  }
+  if (at != payload.size()) throw Error("compile cache: bytes after the last version");
+  return entry;
 }
 
 } // namespace
@@ -164,9 +209,12 @@ std::string CompileCache::pathFor(const std::string& key) const {
 
 std::optional<std::string> CompileCache::loadPayload(const std::string& key) const {
   if (!enabled()) return std::nullopt;
-  std::ifstream in(pathFor(key), std::ios::binary);
+  std::ifstream in(pathFor(key), std::ios::binary | std::ios::ate);
   if (!in) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // In one read: an entry of graph_10000 is 8 MB.
+  std::string text(size_t(std::max<std::streamoff>(in.tellg(), 0)), '\0');
+  in.seekg(0);
+  if (!in.read(text.data(), std::streamsize(text.size()))) return std::nullopt;
   try {
     std::string_view view(text);
     if (view.substr(0, kMagic.size()) != kMagic) throw Error("compile cache: not an entry of this format");
@@ -175,48 +223,45 @@ std::optional<std::string> CompileCache::loadPayload(const std::string& key) con
     std::string_view checksum = takeSection(view, at, "checksum");
     std::string_view payload = takeSection(view, at, "payload");
     if (at != view.size() || storedKey != key || checksum != fmt::format("{:016x}", fnv1a64(payload))) {
-      spdlog::warn("compile cache: entry {} does not match its key or checksum; recompiling", pathFor(key));
+      spdlog::warn("compile cache: entry {} does not match its key or checksum; planning and "
+                   "compiling again",
+                   pathFor(key));
       return std::nullopt;
     }
     return std::string(payload);
   } catch (const std::exception& e) {
-    spdlog::warn("compile cache: entry {} is corrupt ({}); recompiling", pathFor(key), e.what());
+    spdlog::warn("compile cache: entry {} is corrupt ({}); planning and compiling again",
+                 pathFor(key), e.what());
     return std::nullopt;
   }
 }
 
-std::optional<codegen::CompiledModule> CompileCache::load(const std::string& key) const {
-  auto modules = loadVersions(key, 1);
-  if (!modules) return std::nullopt;
-  return std::move(modules->front());
-}
-
-std::optional<std::vector<codegen::CompiledModule>>
-CompileCache::loadVersions(const std::string& key, size_t count) const {
+std::optional<CacheEntry> CompileCache::load(const std::string& key) const {
+  auto t0 = std::chrono::steady_clock::now();
   auto payload = loadPayload(key);
   if (!payload) return std::nullopt;
   try {
-    std::vector<codegen::CompiledModule> modules = modulesFromPayload(*payload);
-    if (modules.size() == count) return modules;
-    spdlog::warn("compile cache: entry {} holds {} version(s), not {}; recompiling", pathFor(key),
-                 modules.size(), count);
+    auto t1 = std::chrono::steady_clock::now();
+    CacheEntry entry = entryFromPayload(*payload);
+    if (spdlog::should_log(spdlog::level::debug)) {
+      using ms = std::chrono::duration<double, std::milli>;
+      spdlog::debug("compile cache: {} bytes read and checked in {:.1f} ms, {} version(s) parsed "
+                    "in {:.1f} ms",
+                    payload->size(), ms(t1 - t0).count(), entry.plans.size(),
+                    ms(std::chrono::steady_clock::now() - t1).count());
+    }
+    return entry;
   } catch (const std::exception& e) {
-    spdlog::warn("compile cache: entry {} is corrupt ({}); recompiling", pathFor(key), e.what());
+    spdlog::warn("compile cache: entry {} is corrupt ({}); planning and compiling again",
+                 pathFor(key), e.what());
   }
   return std::nullopt;
 }
 
-void CompileCache::storeVersions(const std::string& key,
-                                 const std::vector<codegen::CompiledModule>& modules) const {
+void CompileCache::store(const std::string& key, const std::vector<fusion::PlanVersion>& plans,
+                         const std::vector<codegen::CompiledModule>& modules) const {
   if (!enabled()) return;
-  std::vector<const codegen::CompiledModule*> list;
-  for (const codegen::CompiledModule& m : modules) list.push_back(&m);
-  storePayload(key, modulesPayload(list));
-}
-
-void CompileCache::store(const std::string& key, const codegen::CompiledModule& module) const {
-  if (!enabled()) return;
-  storePayload(key, serializeModule(module));
+  storePayload(key, entryPayload(plans, modules));
 }
 
 void CompileCache::storePayload(const std::string& key, const std::string& payload) const {

@@ -1,18 +1,28 @@
 #pragma once
-// The on-disk compile cache: a CompiledModule stored under a key that names everything the
-// PTX depends on (the bound, canonical graph, policy, DeviceSpec, codegen options and weft's
-// version — the plan is a deterministic function of these). Entries (`<hash of the key>.entry`)
-// are length-prefixed sections holding the PTX as it is (compile_cache.cc), written atomically
-// (temp file + rename) with a checksum; an entry whose key or checksum does not match, or that
-// is not of this format, is ignored and overwritten, never loaded.
+// The on-disk compile cache: a compile's plans and modules stored under a key that names
+// everything planning and the PTX depend on (the bound, canonical graph, policy, DeviceSpec,
+// codegen options and weft's version — the plans are a deterministic function of these), so
+// that a warm process skips planning as well as codegen. Entries (`<hash of the key>.entry`) are
+// length-prefixed sections holding each version's guard and plan (fusion/plan_serialization.h)
+// beside its PTX as it is (compile_cache.cc), written atomically (temp file + rename) with a
+// checksum; an entry whose key or checksum does not match, that does not parse, or that is not
+// of this format, is ignored (logged at warn) and overwritten, never loaded.
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "codegen/compile.h"
+#include "fusion/plan_versions.h"
 #include "runtime/fnv1a64.h"
 
 namespace weft::runtime {
+
+/// What one compile leaves in the cache: its versions (one for a specialised binding; a generic
+/// program's versions in order, each plan with its guard), one module each.
+struct CacheEntry {
+  std::vector<fusion::PlanVersion> plans;
+  std::vector<codegen::CompiledModule> modules;
+};
 
 class CompileCache {
 public:
@@ -21,16 +31,12 @@ public:
   bool enabled() const { return !dir_.empty(); }
   const std::string& dir() const { return dir_; }
 
-  std::optional<codegen::CompiledModule> load(const std::string& key) const;
+  /// The entry stored under `key`; nullopt when there is none or it cannot be used (logged).
+  std::optional<CacheEntry> load(const std::string& key) const;
   /// Best effort: a cache that cannot be written is logged at warn level and skipped.
-  void store(const std::string& key, const codegen::CompiledModule& module) const;
-  /// A generic program's versions (fusion/plan_versions.h), one module each, in one entry: a
-  /// graph leaves one entry however many versions it has. nullopt unless the entry holds
-  /// exactly `count` modules.
-  std::optional<std::vector<codegen::CompiledModule>> loadVersions(const std::string& key,
-                                                                   size_t count) const;
-  void storeVersions(const std::string& key,
-                     const std::vector<codegen::CompiledModule>& modules) const;
+  /// `plans` and `modules` pair up, one module per version.
+  void store(const std::string& key, const std::vector<fusion::PlanVersion>& plans,
+             const std::vector<codegen::CompiledModule>& modules) const;
   std::string pathFor(const std::string& key) const;
 
 private:
