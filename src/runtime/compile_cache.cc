@@ -130,13 +130,6 @@ codegen::CompiledModule takeModule(std::string_view text, size_t& at) {
   return m;
 }
 
-/// "modules <count>\n" and each module: what serializeModule holds.
-std::string modulesPayload(const std::vector<const codegen::CompiledModule*>& modules) {
-  std::string out = fmt::format("modules {}\n", modules.size());
-  for (const codegen::CompiledModule* m : modules) putModule(out, *m);
-  return out;
-}
-
 /// The count a payload's first line states after `word`, at most `max`; `at` moves past it.
 size_t takeCount(std::string_view payload, size_t& at, const char* word, size_t max) {
   size_t eol = payload.find('\n', at);
@@ -148,15 +141,6 @@ size_t takeCount(std::string_view payload, size_t& at, const char* word, size_t 
     throw Error(fmt::format("compile cache: malformed {} count", word));
   at = eol + 1;
   return count;
-}
-
-std::vector<codegen::CompiledModule> modulesFromPayload(std::string_view payload) {
-  size_t at = 0;
-  size_t count = takeCount(payload, at, "modules", 4096);
-  std::vector<codegen::CompiledModule> modules;
-  for (size_t i = 0; i < count; ++i) modules.push_back(takeModule(payload, at));
-  if (at != payload.size()) throw Error("compile cache: bytes after the last module");
-  return modules;
 }
 
 std::string entryPayload(const std::vector<fusion::PlanVersion>& plans,
@@ -190,16 +174,6 @@ CacheEntry entryFromPayload(std::string_view payload) {
 }
 
 } // namespace
-
-std::string serializeModule(const codegen::CompiledModule& module) {
-  return modulesPayload({&module});
-}
-
-codegen::CompiledModule deserializeModule(const std::string& text) {
-  std::vector<codegen::CompiledModule> modules = modulesFromPayload(text);
-  if (modules.size() != 1) throw Error("compile cache: an entry of one module holds several");
-  return std::move(modules.front());
-}
 
 CompileCache::CompileCache(std::string dir) : dir_(dir == "off" ? "" : dir.empty() ? defaultCacheBaseDir() : dir) {}
 

@@ -45,8 +45,4 @@ private:
   std::string dir_;
 };
 
-std::string serializeModule(const codegen::CompiledModule& module);
-/// Throws weft::Error on malformed text.
-codegen::CompiledModule deserializeModule(const std::string& text);
-
 } // namespace weft::runtime
