@@ -42,6 +42,8 @@ struct Kernel {
   bool cooperative = false;
   unsigned cluster = 1;         // thread-block cluster size along x (1: none)
   bool clusterRequired = false; // correct only in clusters of `cluster`
+  bool fillSMs = false;          // the grid rises to the blocks the SMs keep resident
+  unsigned long long tiles = 1;
   std::vector<std::string> params; // b<i> or barrier
   CUfunction fn = nullptr;
   std::vector<CUdeviceptr> args;
@@ -59,8 +61,8 @@ Manifest readManifest(const std::string& path) {
   Manifest m;
   std::string word;
   int version = 0;
-  if (!(in >> word >> version) || word != "weft-launch" || version != 2)
-    throw std::runtime_error(path + ": not a weft launch manifest (weft-launch 2)");
+  if (!(in >> word >> version) || word != "weft-launch" || version != 3)
+    throw std::runtime_error(path + ": not a weft launch manifest (weft-launch 3)");
   size_t count = 0;
   in >> word >> count; // buffers N
   m.bufferBytes.resize(count);
@@ -73,10 +75,11 @@ Manifest readManifest(const std::string& path) {
   in >> word >> count; // kernels N
   for (size_t i = 0; i < count; ++i) {
     Kernel k;
-    int cooperative = 0, required = 0;
+    int cooperative = 0, required = 0, fill = 0;
     size_t params = 0;
     in >> word >> k.name >> k.grid >> k.block >> k.shared >> cooperative >> k.cluster >>
-        required >> params;
+        required >> fill >> k.tiles >> params;
+    k.fillSMs = fill != 0;
     if (word != "kernel" || !in || k.cluster == 0 || k.grid % k.cluster != 0)
       throw std::runtime_error(path + ": bad kernel line");
     k.cooperative = cooperative != 0;
@@ -155,6 +158,15 @@ int run(int argc, char** argv) {
     }
     for (CUdeviceptr& a : k.args)
       k.argPtrs.push_back(&a);
+    if (k.fillSMs) { // as weft's Executable: the blocks the SMs keep resident, where more
+      int perSM = 0, sms = 0;
+      check(cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSM, k.fn, int(k.block), k.shared),
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+      check(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+            "cuDeviceGetAttribute");
+      unsigned long long resident = static_cast<unsigned long long>(perSM) * unsigned(sms);
+      k.grid = unsigned(std::max<unsigned long long>(k.grid, std::min(k.tiles, resident)));
+    }
   }
 
   // In clusters as the manifest says (cuLaunchKernelEx), as weft's cuda device launches them; a

@@ -235,6 +235,11 @@ struct LaunchPlan {
   // The kernel is correct only in clusters of clusterSize (its rows are shared by a cluster's
   // blocks: RowReduceMapping::clusterBlocks); the grid is then always a multiple of it.
   bool clusterRequired = false;
+  // The grid is as many blocks as the compiled kernel keeps resident on every SM where that is
+  // more than maxBlocks (the device tells at load: Device::maxActiveBlocksPerSM), for kernels
+  // whose threads keep few bytes in flight per load (phase_planner.cc, fillsSMs). Such a kernel
+  // runs any grid: its tiles follow the grid's size, read at run time.
+  bool fillSMs = false;
 };
 
 // ---- phases: every emission decision (the planner's last step, src/fusion/phase_planner.h) ----

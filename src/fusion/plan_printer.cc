@@ -277,10 +277,11 @@ std::string printKernelPlan(const KernelPlan& k, const ir::Graph& g) {
   for (size_t i = 0; i < k.phases.size(); ++i)
     os << printPhasePlan(k.phases[i], i, g);
   const LaunchPlan& l = k.launch;
-  os << fmt::format("  launch: block {}, tiles {}, max blocks {}, shared {} B, max registers {}, "
+  os << fmt::format("  launch: block {}, tiles {}, max blocks {}{}, shared {} B, max registers {}, "
                     "cooperative {}{}\n",
-                    l.blockSize, l.tiles.str(), l.maxBlocks, l.sharedBytes, l.maxRegisters,
-                    l.cooperative ? "yes" : "no",
+                    l.blockSize, l.tiles.str(), l.maxBlocks,
+                    l.fillSMs ? " (more where the compiled kernel fits more per SM)" : "",
+                    l.sharedBytes, l.maxRegisters, l.cooperative ? "yes" : "no",
                     l.clusterSize > 1 ? fmt::format(", cluster {}{}", l.clusterSize,
                                                     l.clusterRequired ? " (rows shared)" : "")
                                       : "");

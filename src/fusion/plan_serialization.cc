@@ -153,7 +153,7 @@ template <class IO> void fields(IO& io, Stage& s) {
 }
 template <class IO> void fields(IO& io, LaunchPlan& l) {
   io.fields("LaunchPlan", l.blockSize, l.tiles, l.maxBlocks, l.sharedBytes, l.maxRegisters,
-            l.cooperative, l.clusterSize, l.clusterRequired);
+            l.cooperative, l.clusterSize, l.clusterRequired, l.fillSMs);
 }
 template <class IO> void fields(IO& io, TileSpace& t) {
   io.fields("TileSpace", t.kind, t.units, t.unitsPerTile, t.split, t.clusterParts, t.anchor);

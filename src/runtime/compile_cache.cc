@@ -39,7 +39,8 @@ json kernelToJson(const codegen::CompiledKernel& k) {
             {"maxRegisters", l.maxRegisters},
             {"cooperative", l.cooperative},
             {"clusterSize", l.clusterSize},
-            {"clusterRequired", l.clusterRequired}}}};
+            {"clusterRequired", l.clusterRequired},
+            {"fillSMs", l.fillSMs}}}};
 }
 
 codegen::CompiledKernel kernelFromJson(const json& j) {
@@ -66,6 +67,7 @@ codegen::CompiledKernel kernelFromJson(const json& j) {
   k.launch.clusterSize = l.at("clusterSize").get<int>();
   if (k.launch.clusterSize < 1) throw Error("compile cache: malformed cluster size");
   k.launch.clusterRequired = l.at("clusterRequired").get<bool>();
+  k.launch.fillSMs = l.at("fillSMs").get<bool>();
   return k;
 }
 

@@ -25,6 +25,7 @@ struct Executable::Bound {
   bool shaped = false;
   ModuleHandle module = -1;
   std::vector<KernelHandle> kernels;   // per CompiledKernel
+  std::vector<int64_t> residentBlocks; // per CompiledKernel: the device's, where it fills SMs
   std::vector<LaunchConfig> configs;   // per CompiledKernel, under the current binding
   std::vector<DevicePtr> owned;        // allocations that live as long as the Bound
   std::vector<DevicePtr> bufferPtr;    // per plan buffer; Input/Output filled per call
@@ -144,6 +145,13 @@ Executable::Bound& Executable::bind(const Binding& binding) {
     b->capacity.assign(buffers, 0);
     for (const codegen::CompiledKernel& k : module.kernels) {
       b->kernels.push_back(device_.getKernel(b->module, k.name));
+      // As many blocks as the compiled kernel keeps on every SM (LaunchPlan::fillSMs).
+      b->residentBlocks.push_back(
+          k.launch.fillSMs ? int64_t(device_.spec().smCount) *
+                                 device_.maxActiveBlocksPerSM(b->kernels.back(),
+                                                              k.launch.blockSize,
+                                                              k.dynamicSharedBytes)
+                           : 0);
       bool needsBarrier =
           std::any_of(k.params.begin(), k.params.end(), [](const codegen::KernelParam& p) {
             return p.kind == codegen::KernelParam::Kind::BarrierState;
@@ -199,7 +207,7 @@ DevicePtr Executable::regrow(DevicePtr old, size_t& capacity, size_t bytes) {
 void Executable::reshape(Bound& b, const Binding& binding) {
   const CompiledProgram& program = *b.program;
   const fusion::FusionPlan& plan = program.plan;
-  b.shapes = bindShapes(program, binding);
+  b.shapes = bindShapes(program, binding, b.residentBlocks);
   b.bytes = b.shapes.bufferBytes;
   b.configs = b.shapes.launches;
   b.shaped = true;

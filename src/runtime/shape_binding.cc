@@ -28,8 +28,11 @@ int64_t tilesUnder(const fusion::FusionPlan& plan, const codegen::CompiledKernel
 
 } // namespace
 
-LaunchConfig launchConfigFor(const codegen::CompiledKernel& k, int64_t tiles) {
-  int64_t grid = k.launch.maxBlocks > 0 ? std::min(tiles, k.launch.maxBlocks) : tiles;
+LaunchConfig launchConfigFor(const codegen::CompiledKernel& k, int64_t tiles,
+                             int64_t residentBlocks) {
+  int64_t cap = k.launch.maxBlocks;
+  if (k.launch.fillSMs && cap > 0) cap = std::max(cap, residentBlocks);
+  int64_t grid = cap > 0 ? std::min(tiles, cap) : tiles;
   grid = std::max<int64_t>(grid, 1);
   if (k.launch.clusterRequired) // whole clusters (blocks past the tiles have none to run)
     grid = (grid + k.launch.clusterSize - 1) / k.launch.clusterSize * k.launch.clusterSize;
@@ -46,7 +49,8 @@ LaunchConfig launchConfigFor(const codegen::CompiledKernel& k, int64_t tiles) {
   return c;
 }
 
-BoundShapes bindShapes(const CompiledProgram& program, const Binding& binding) {
+BoundShapes bindShapes(const CompiledProgram& program, const Binding& binding,
+                       const std::vector<int64_t>& residentBlocks) {
   const fusion::FusionPlan& plan = program.plan;
   BoundShapes s;
   s.binding = binding;
@@ -54,9 +58,11 @@ BoundShapes bindShapes(const CompiledProgram& program, const Binding& binding) {
   for (const fusion::Buffer& b : plan.buffers)
     s.bufferBytes.push_back(std::max<size_t>(
         static_cast<size_t>(b.elements.evaluate(binding)) * ir::dtypeBytes(b.dtype), 1));
-  for (const codegen::CompiledKernel& k : program.module.kernels) {
+  for (size_t i = 0; i < program.module.kernels.size(); ++i) {
+    const codegen::CompiledKernel& k = program.module.kernels[i];
     int64_t tiles = tilesUnder(plan, k, binding);
-    s.launches.push_back(launchConfigFor(k, tiles));
+    s.launches.push_back(
+        launchConfigFor(k, tiles, i < residentBlocks.size() ? residentBlocks[i] : 0));
   }
   return s;
 }

@@ -24,16 +24,21 @@ struct BoundShapes {
   std::vector<LaunchConfig> launches; // per compiled kernel, in launch order
 };
 
-/// The launch of kernel `k` over `tiles` tiles: its grid (at most launch.maxBlocks, at least 1,
-/// rounded up to whole clusters where the kernel requires its clusters), block, dynamic shared
-/// bytes, cooperative flag and cluster size (the planned size where it divides the grid, 1
-/// otherwise: the kernel reads its cluster's size at run time). The one rule every launcher
-/// uses: bindShapes, `weft compile --emit launch` and the tests' simulator runner. Throws Error
-/// when the grid exceeds 2^31-1 blocks.
-LaunchConfig launchConfigFor(const codegen::CompiledKernel& k, int64_t tiles);
+/// The launch of kernel `k` over `tiles` tiles: its grid (at most launch.maxBlocks, or
+/// `residentBlocks` where the kernel fills the SMs (LaunchPlan::fillSMs) and that is more: the
+/// blocks the device keeps resident at once; at least 1, rounded up to whole clusters where the
+/// kernel requires its clusters), block, dynamic shared bytes, cooperative flag and cluster size
+/// (the planned size where it divides the grid, 1 otherwise: the kernel reads its cluster's size
+/// at run time). The one rule every launcher uses: bindShapes, `weft compile --emit launch` (and
+/// gpu_replay, which applies fillSMs itself), the tests' simulator runner. Throws Error when the
+/// grid exceeds 2^31-1 blocks.
+LaunchConfig launchConfigFor(const codegen::CompiledKernel& k, int64_t tiles,
+                             int64_t residentBlocks = 0);
 
 /// Evaluates `program` under `binding` (every symbol of its plan bound, or InputError naming
-/// the first unbound one). Throws Error when a kernel's grid exceeds 2^31-1 blocks.
-BoundShapes bindShapes(const CompiledProgram& program, const Binding& binding);
+/// the first unbound one), with `residentBlocks` per compiled kernel where the device told them
+/// (empty: the planned grids). Throws Error when a kernel's grid exceeds 2^31-1 blocks.
+BoundShapes bindShapes(const CompiledProgram& program, const Binding& binding,
+                       const std::vector<int64_t>& residentBlocks = {});
 
 } // namespace weft

@@ -112,6 +112,30 @@ TEST_CASE("phases: softmax reads its mask row from a per-tile slice and keeps no
   CHECK(k.registerLimit == 0);
 }
 
+TEST_CASE("phases: kernels whose threads load few bytes per slot step fill the SMs",
+          "[planner][phases]") {
+  // Softmax over rows of 128 f32 (one slot step per thread) and RMSNorm over bf16 rows (8-byte
+  // vectors) take as many blocks as the compiled kernel keeps per SM; layer norm's rows of 768
+  // f32 (six 16-byte steps per thread) keep the planned grid, and so does a cooperative kernel.
+  auto workload = [](const std::string& name) {
+    auto parsed = frontend::readGraphFile(std::string(WEFT_SOURCE_DIR) + "/bench/workloads/" +
+                                          name + ".json");
+    return plan(parsed.graph, *deviceSpecProfile("h100"), Policy::AStitch);
+  };
+  FusionPlan softmax = workload("softmax");
+  CHECK(onlyKernel(softmax).phases.front().slots->steps == 1);
+  CHECK(onlyKernel(softmax).launch.fillSMs);
+  CHECK(contains(printFusionPlan(softmax),
+                 "max blocks 528 (more where the compiled kernel fits more per SM)"));
+  CHECK(onlyKernel(workload("rms_norm_bf16")).launch.fillSMs);
+  FusionPlan ln = workload("layer_norm_f32");
+  CHECK(onlyKernel(ln).phases.front().slots->steps > 1);
+  CHECK_FALSE(onlyKernel(ln).launch.fillSMs);
+  CHECK_FALSE(contains(printFusionPlan(ln), "more where the compiled kernel"));
+  for (const KernelPlan* k : kernelsOf(workload("log_softmax_nll")))
+    if (k->launch.cooperative) CHECK_FALSE(k->launch.fillSMs);
+}
+
 TEST_CASE("phases: a plan without register slots keeps the launch's register bound",
           "[planner][phases]") {
   FusionPlan p = planExample("row_reduce_750000x32", 1, "h100", Policy::None);

@@ -287,3 +287,46 @@ TEST_CASE("graph mode: a binding that changes only a kernel's grid updates the c
   CHECK(exe.stats().launchUpdates == 4); // 136, 130, 136, 528 (600 rows) and 130 blocks
   CHECK(exe.stats().replays == 5);
 }
+
+TEST_CASE("a kernel that fills the SMs launches the blocks the device keeps resident",
+          "[runtime]") {
+  // Softmax over rows of 128 (fusion::LaunchPlan::fillSMs): the plan's grid is 4 blocks per
+  // SM, the simulator's register count lets more stay resident, and the Executable launches
+  // that many (never fewer than planned, never more than the tiles); the results match.
+  auto parsed =
+      frontend::readGraphFile(std::string(WEFT_SOURCE_DIR) + "/examples/graphs/softmax.json");
+  ir::Graph g = ir::bindSymbols(parsed.graph, {{"B", 8}});
+  auto compiled = compile(g);
+  auto device = makeDevice("sim", compiled->options().device);
+  Executable exe(compiled, *device);
+  const CompiledProgram& p = compiledProgram(exe.programFor({}));
+  REQUIRE(p.module.kernels.size() == 1);
+  const codegen::CompiledKernel& k = p.module.kernels[0];
+  REQUIRE(k.launch.fillSMs);
+  std::vector<HostTensor> inputs;
+  for (ir::NodeId id : g.inputs()) {
+    std::vector<int64_t> shape;
+    for (const ir::Dim& d : g.node(id).type.shape)
+      shape.push_back(d.size());
+    HostTensor t(g.node(id).type.dtype, shape);
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      t.set(i, std::sin(double(i) * 0.11));
+    inputs.push_back(std::move(t));
+  }
+  auto got = exe.run(inputs);
+  auto want = ir::interpret(g, inputs);
+  for (int64_t i = 0; i < got[0].numElements(); ++i)
+    REQUIRE(got[0].get(i) == Approx(want[0].get(i)).epsilon(1e-5).margin(1e-7));
+  std::vector<LaunchCounters> counters = exe.takeCounters();
+  REQUIRE(counters.size() == 1);
+  const int64_t tiles = k.launch.tiles.size();
+  const int64_t planned = std::min(tiles, k.launch.maxBlocks);
+  REQUIRE(tiles > k.launch.maxBlocks);
+  // The simulator's own answer, as the Executable asked it.
+  ModuleHandle m = device->loadModule(p.module.ptx);
+  int64_t resident = int64_t(device->spec().smCount) *
+                     device->maxActiveBlocksPerSM(device->getKernel(m, k.name),
+                                                  k.launch.blockSize, k.dynamicSharedBytes);
+  CHECK(resident > planned);
+  CHECK(int64_t(counters[0].blocks) == std::min(tiles, std::max(planned, resident)));
+}

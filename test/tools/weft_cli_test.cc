@@ -305,7 +305,7 @@ TEST_CASE("weft compile --emit launch lists buffers and launches for gpu_replay"
   size_t buffers = 0, kernels = 0;
   in >> word >> version;
   CHECK(word == "weft-launch");
-  CHECK(version == 2);
+  CHECK(version == 3);
   in >> word >> buffers;
   CHECK(word == "buffers");
   CHECK(buffers >= 2); // the input and the output at least
@@ -320,11 +320,15 @@ TEST_CASE("weft compile --emit launch lists buffers and launches for gpu_replay"
   CHECK(word == "kernels");
   CHECK(kernels == 1); // astitch: one kernel
   std::string name;
-  unsigned grid = 0, block = 0, shared = 0, cooperative = 9, cluster = 0, required = 9, params = 0;
-  in >> word >> name >> grid >> block >> shared >> cooperative >> cluster >> required >> params;
+  unsigned grid = 0, block = 0, shared = 0, cooperative = 9, cluster = 0, required = 9, fill = 9,
+           tiles = 0, params = 0;
+  in >> word >> name >> grid >> block >> shared >> cooperative >> cluster >> required >> fill >>
+      tiles >> params;
   CHECK(word == "kernel");
   CHECK(cluster == 1); // rows of 16 need no cluster
   CHECK(required == 0);
+  CHECK(fill <= 1);
+  CHECK(tiles >= grid); // the replayer raises the grid up to the tiles where the kernel fills
   CHECK(r.out.find(".entry " + name) == std::string::npos); // the PTX is a separate --emit
   CHECK(grid >= 1);
   CHECK(block >= 32);

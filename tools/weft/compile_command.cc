@@ -47,9 +47,10 @@ void writeOut(const CompileArgs& a, const std::string& name, const std::string& 
 /// The plan's launches as plain text, for running weft's PTX without weft (a driver-API
 /// program, bench/gpu_replay.cc): every buffer's bytes, then every kernel in launch order with
 /// its grid, block, dynamic shared bytes, whether it is cooperative, its thread-block cluster
-/// size (1: none), whether the kernel is correct only in such clusters, and its parameters
-/// (b<i>: buffer i; barrier: a zeroed grid-barrier state of 256 B). The launch is the one
-/// bindShapes makes (launchConfigFor).
+/// size (1: none), whether the kernel is correct only in such clusters, whether it fills the
+/// SMs (LaunchPlan::fillSMs) and its tiles, and its parameters (b<i>: buffer i; barrier: a
+/// zeroed grid-barrier state of 256 B). The launch is the one bindShapes makes
+/// (launchConfigFor) without the device's resident blocks: the replayer applies fillSMs.
 std::string launchManifest(const fusion::FusionPlan& plan, const codegen::CompiledModule& m) {
   ir::Binding none;
   auto value = [&](const ir::Dim& d, const std::string& what) {
@@ -58,7 +59,7 @@ std::string launchManifest(const fusion::FusionPlan& plan, const codegen::Compil
                                    what, d.str()));
     return d.size();
   };
-  std::string out = "weft-launch 2\n";
+  std::string out = "weft-launch 3\n";
   out += fmt::format("buffers {}\n", plan.buffers.size());
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const fusion::Buffer& b = plan.buffers[i];
@@ -69,9 +70,12 @@ std::string launchManifest(const fusion::FusionPlan& plan, const codegen::Compil
   out += fmt::format("kernels {}\n", m.kernels.size());
   for (const codegen::CompiledKernel& k : m.kernels) {
     LaunchConfig c = launchConfigFor(k, value(k.launch.tiles, "kernel " + k.name + "'s tiles"));
-    out += fmt::format("kernel {} {} {} {} {} {} {} {}", k.name, c.grid.x, c.block.x,
+    // fillSMs and the tiles: a launcher that knows the device's resident blocks raises the
+    // grid up to them (LaunchPlan::fillSMs).
+    out += fmt::format("kernel {} {} {} {} {} {} {} {} {} {}", k.name, c.grid.x, c.block.x,
                        c.dynamicSharedBytes, c.cooperative ? 1 : 0, c.clusterSize,
-                       c.clusterRequired ? 1 : 0, k.params.size());
+                       c.clusterRequired ? 1 : 0, k.launch.fillSMs ? 1 : 0,
+                       value(k.launch.tiles, "kernel " + k.name + "'s tiles"), k.params.size());
     for (const codegen::KernelParam& p : k.params) {
       switch (p.kind) {
       case codegen::KernelParam::Kind::Buffer:
