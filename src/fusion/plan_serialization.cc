@@ -32,27 +32,6 @@
 // A field added to one of them is one name in its fields() list; both directions read it.
 // Bump kFormatVersion when the order changes (cache entries are also keyed by weft's source
 // hash, so an old entry is never read by a newer build anyway).
-namespace weft::ir {
-// ir::Graph records its symbol equalities and fresh-name counters only as it is built and has
-// no setter for them (graph.h); the reader restores those two private members through
-// explicitly instantiated member pointers, which C++ lets name private members
-// ([temp.spec.general]). A restoring constructor in graph.h would replace this.
-namespace {
-struct GraphEqualitiesTag {
-  using type = std::vector<SymbolEquality> Graph::*;
-  friend type member(GraphEqualitiesTag);
-};
-struct GraphNameCountersTag {
-  using type = std::vector<int> Graph::*;
-  friend type member(GraphNameCountersTag);
-};
-template <class Tag, typename Tag::type M> struct GraphMember {
-  friend typename Tag::type member(Tag) { return M; }
-};
-template struct GraphMember<GraphEqualitiesTag, &Graph::equalities_>;
-template struct GraphMember<GraphNameCountersTag, &Graph::nameCounters_>;
-} // namespace
-} // namespace weft::ir
 
 namespace weft::fusion {
 namespace {
@@ -285,7 +264,7 @@ private:
     value(g.outputs());
     value(g.inputs());
     value(g.symbolEqualities());
-    value(g.*member(ir::GraphNameCountersTag{}));
+    value(g.nameCounters());
   }
 };
 
@@ -464,10 +443,12 @@ private:
       if (o < 0 || size_t(o) >= n) fail(fmt::format("output {}", o));
     g.setOutputs(outputs);
     if (g.outputs() != outputs || g.inputs() != inputs) fail("the graph's inputs or outputs");
-    value(g.*member(ir::GraphEqualitiesTag{}));
-    std::vector<int>& counters = g.*member(ir::GraphNameCountersTag{});
+    std::vector<ir::SymbolEquality> equalities;
+    std::vector<int> counters;
+    value(equalities);
     value(counters);
     if (counters.size() != size_t(ir::kNumOpKinds)) fail("the fresh-name counters");
+    g.restoreBuildState(std::move(equalities), std::move(counters));
     where_ = outer;
     return g;
   }

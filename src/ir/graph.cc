@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <set>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "ir/shape_inference.h"
@@ -146,6 +147,15 @@ void Graph::addOutput(NodeId id) {
   if (id < 0 || static_cast<size_t>(id) >= nodes_.size())
     throw InputError(fmt::format("output refers to an undefined value (id {})", id));
   if (!isOutput(id)) outputs_.push_back(id);
+}
+
+void Graph::restoreBuildState(std::vector<SymbolEquality> equalities,
+                              std::vector<int> nameCounters) {
+  if (nameCounters.size() != size_t(kNumOpKinds))
+    throw std::invalid_argument(fmt::format("restoreBuildState: {} fresh-name counters for {} op kinds",
+                                            nameCounters.size(), kNumOpKinds));
+  equalities_ = std::move(equalities);
+  nameCounters_ = std::move(nameCounters);
 }
 
 void Graph::setOutputs(std::vector<NodeId> ids) {

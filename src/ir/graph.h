@@ -89,6 +89,12 @@ public:
   const std::vector<SymbolEquality>& symbolEqualities() const { return equalities_; }
   /// Takes `from`'s equalities (a pass's result graph keeps its source's).
   void inheritSymbolEqualities(const Graph& from) { equalities_ = from.equalities_; }
+  /// The next fresh name's number per op kind (freshName): with the nodes and equalities, all
+  /// a serialised graph needs to be rebuilt exactly (fusion/plan_serialization.h).
+  const std::vector<int>& nameCounters() const { return nameCounters_; }
+  /// Restores the equalities and fresh-name counters of a graph whose nodes were rebuilt from
+  /// its serialised form; throws std::invalid_argument unless there is one counter per op kind.
+  void restoreBuildState(std::vector<SymbolEquality> equalities, std::vector<int> nameCounters);
 
 private:
   std::string freshName(OpKind kind);

@@ -70,3 +70,20 @@ TEST_CASE("a graph without outputs does not verify", "[ir][graph]") {
   g.parameter("x", {DType::f32, {Dim(4)}});
   CHECK_THROWS_WITH(verify(g), Catch::Contains("no outputs"));
 }
+
+TEST_CASE("a rebuilt graph takes back its equalities and fresh-name counters", "[ir][graph]") {
+  // What fusion/plan_serialization.cc needs to rebuild a graph exactly: the next fresh name
+  // of a rebuilt graph is the original's, and a counter list of the wrong length is refused.
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {4}});
+  g.setOutputs({g.unary(OpKind::Exp, g.unary(OpKind::Exp, x))});
+  ir::Graph rebuilt;
+  rebuilt.parameter("x", {DType::f32, {4}});
+  rebuilt.restoreBuildState(g.symbolEqualities(), g.nameCounters());
+  CHECK(rebuilt.nameCounters() == g.nameCounters());
+  auto a = g.unary(OpKind::Exp, x);
+  auto b = rebuilt.unary(OpKind::Exp, *rebuilt.find("x"));
+  CHECK(g.node(a).name == rebuilt.node(b).name);
+  CHECK_THROWS_WITH(rebuilt.restoreBuildState({}, {1, 2}),
+                    Catch::Contains("restoreBuildState: 2 fresh-name counters"));
+}
