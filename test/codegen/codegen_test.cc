@@ -25,19 +25,24 @@ namespace {
 using test::h100;
 
 /// Compiles `plan`, runs it on the simulator and checks every output against ir::interpret.
-void checkAgainstInterpreter(const fusion::FusionPlan& plan, double tolerance,
-                             const ir::Binding& binding = {},
-                             codegen::CodegenOptions options = {}) {
+/// Runs the plan on the simulator against the reference interpreter; returns what the
+/// simulator counted per launch.
+std::vector<LaunchCounters> checkAgainstInterpreter(const fusion::FusionPlan& plan,
+                                                    double tolerance,
+                                                    const ir::Binding& binding = {},
+                                                    codegen::CodegenOptions options = {}) {
   codegen::CompiledModule m = codegen::compileToPtx(plan, options);
   auto inputs = test::makeInputs(plan.graph, binding);
   auto want = ir::interpret(plan.graph, inputs, binding);
-  auto got = test::runOnSim(plan, m, inputs, binding);
+  std::vector<LaunchCounters> counters;
+  auto got = test::runOnSim(plan, m, inputs, binding, &counters);
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     INFO("output " << plan.graph.node(plan.graph.outputs()[i]).name << " " << want[i].typeStr());
     double err = test::maxError(got[i], want[i]);
     CHECK(err <= tolerance);
   }
+  return counters;
 }
 
 } // namespace
@@ -153,14 +158,9 @@ TEST_CASE("softmax's stages wait for their warp, not the block", "[codegen][sim]
   };
   CHECK(count("bar.warp.sync") == 3);
   CHECK(count("bar.sync") == 2);
-  checkAgainstInterpreter(plan, 1e-5);
   // Bytes read: the scores once, and one 512-byte mask row per block and batch it meets, not
   // one per tile (a grid smaller than the tiles, so blocks run several).
-  std::vector<LaunchCounters> counters;
-  auto inputs = test::makeInputs(plan.graph);
-  auto want = ir::interpret(plan.graph, inputs);
-  auto got = test::runOnSim(plan, m, inputs, {}, &counters);
-  CHECK(test::maxError(got[0], want[0]) <= 1e-5);
+  std::vector<LaunchCounters> counters = checkAgainstInterpreter(plan, 1e-5);
   REQUIRE(counters.size() == 1);
   const uint64_t scores = uint64_t(batches) * 12 * 128 * 128 * 4;
   const uint64_t tiles = uint64_t(batches) * 12 * 128 / uint64_t(kp.groups.front().rowsPerTile);
@@ -212,11 +212,7 @@ TEST_CASE("a Global value read after a grid barrier (cooperative kernel)", "[cod
   CHECK(m.kernels[0].params.back().kind == codegen::KernelParam::Kind::BarrierState);
   CHECK(m.ptx.find(".func weft_grid_barrier") != std::string::npos);
   CHECK(m.ptx.find("call.uni") != std::string::npos);
-  std::vector<LaunchCounters> counters;
-  auto inputs = test::makeInputs(plan.graph);
-  auto want = ir::interpret(plan.graph, inputs);
-  auto got = test::runOnSim(plan, m, inputs, {}, &counters);
-  CHECK(test::maxError(got[0], want[0]) <= 1e-5);
+  std::vector<LaunchCounters> counters = checkAgainstInterpreter(plan, 1e-5);
   REQUIRE(counters.size() == 1);
   CHECK(counters[0].gridBarriers == 1);
 }
