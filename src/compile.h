@@ -33,7 +33,7 @@ struct CompiledProgram {
   // them once per program. Shared by a compile's versions; never part of the cache key.
   std::shared_ptr<const std::vector<HostTensor>> hoistedWeights;
   bool fromDiskCache = false;
-  double planMs = 0;  // passes + planning
+  double planMs = 0;  // passes + planning, or passes + the compile cache's read on a hit
   double totalMs = 0; // the whole pipeline for this binding
 };
 

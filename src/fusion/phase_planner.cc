@@ -77,7 +77,8 @@ public:
   /// A register-heavy kernel (no .maxnreg: ptxas takes up to the planned bound) is planned at
   /// the blocks per SM that bound allows, but ptxas often needs fewer registers and the SM
   /// could keep more blocks. More blocks pay where each thread's slot loads move few bytes:
-  /// 2-byte inputs (8-byte vectors) or a row of one slot step (one load per row and thread).
+  /// 2-byte values kept in the slots (8-byte vectors) or a row of one slot step (one load per
+  /// row and thread).
   /// Measured on an H200 (docs/performance.md): softmax [49152, 128] 75% -> 84% of the copy,
   /// RMSNorm bf16 [4096, 4096] 81% -> 88%, the sweep's bf16 rows of 256-4,096 up to +13%; f32
   /// rows of two or more steps per thread gained nothing and lost up to 7%.
