@@ -13,6 +13,8 @@
 #include <variant>
 #include <vector>
 
+#include "ir/fnv1a64.h"
+
 // Bytes, version kFormatVersion:
 //   "WEFTPLAN"  what (1 byte: 'P' a plan, 'G' a guard)  format version (u32)
 //   body bytes (u64)  FNV-1a 64 of the body (u64)  body
@@ -39,15 +41,6 @@ namespace {
 constexpr std::string_view kMagic = "WEFTPLAN";
 constexpr uint32_t kFormatVersion = 1;
 constexpr size_t kHeaderBytes = 8 + 1 + 4 + 8 + 8;
-
-uint64_t fnv1a64(std::string_view bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 // ---- the fields of every struct, in order: one list for both directions ----
 
@@ -478,7 +471,7 @@ std::string withHeader(char what, const std::string& body) {
   out.push_back(what);
   putFixed(out, kFormatVersion, 4);
   putFixed(out, body.size(), 8);
-  putFixed(out, fnv1a64(body), 8);
+  putFixed(out, ir::fnv1a64(body), 8);
   out += body;
   return out;
 }
@@ -501,7 +494,7 @@ std::string_view checkedBody(std::string_view bytes, char what) {
   if (size != body.size())
     throw malformed(
         fmt::format("a body of {} bytes where the header says {} (truncated?)", body.size(), size));
-  if (fnv1a64(body) != checksum) throw malformed("the checksum does not match (corrupt bytes)");
+  if (ir::fnv1a64(body) != checksum) throw malformed("the checksum does not match (corrupt bytes)");
   return body;
 }
 

@@ -180,7 +180,7 @@ CacheEntry entryFromPayload(std::string_view payload) {
 CompileCache::CompileCache(std::string dir) : dir_(dir == "off" ? "" : dir.empty() ? defaultCacheBaseDir() : dir) {}
 
 std::string CompileCache::pathFor(const std::string& key) const {
-  return fmt::format("{}/{:016x}.entry", dir_, fnv1a64(key));
+  return fmt::format("{}/{:016x}.entry", dir_, ir::fnv1a64(key));
 }
 
 std::optional<std::string> CompileCache::loadPayload(const std::string& key) const {
@@ -198,7 +198,7 @@ std::optional<std::string> CompileCache::loadPayload(const std::string& key) con
     std::string_view storedKey = takeSection(view, at, "key");
     std::string_view checksum = takeSection(view, at, "checksum");
     std::string_view payload = takeSection(view, at, "payload");
-    if (at != view.size() || storedKey != key || checksum != fmt::format("{:016x}", fnv1a64(payload))) {
+    if (at != view.size() || storedKey != key || checksum != fmt::format("{:016x}", ir::fnv1a64(payload))) {
       spdlog::warn("compile cache: entry {} does not match its key or checksum; planning and "
                    "compiling again",
                    pathFor(key));
@@ -245,7 +245,7 @@ void CompileCache::storePayload(const std::string& key, const std::string& paylo
   fs::create_directories(dir_, ec);
   std::string entry(kMagic);
   putSection(entry, "key", key);
-  putSection(entry, "checksum", fmt::format("{:016x}", fnv1a64(payload)));
+  putSection(entry, "checksum", fmt::format("{:016x}", ir::fnv1a64(payload)));
   putSection(entry, "payload", payload);
   std::string path = pathFor(key);
   std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());

@@ -13,7 +13,7 @@
 
 #include "codegen/compile.h"
 #include "fusion/plan_versions.h"
-#include "runtime/fnv1a64.h"
+#include "ir/fnv1a64.h"
 
 namespace weft::runtime {
 

@@ -20,6 +20,7 @@
 #include "fusion/plan_serialization.h"
 #include "fusion/plan_versions.h"
 #include "ir/fingerprint.h"
+#include "ir/fnv1a64.h"
 #include "ir/printer.h"
 #include "passes/pipeline.h"
 #include "weft/device_spec.h"
@@ -225,13 +226,8 @@ std::vector<const NamedPlan*> ptxSubset() {
 std::string bodyChecksummed(const std::string& bytes, const std::string& body) {
   // The header as serializePlan writes it (plan_serialization.cc): magic, kind, version, then
   // the body's size and FNV-1a 64 (little-endian).
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : body) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
   std::string out = bytes.substr(0, 13);
-  for (uint64_t v : {uint64_t(body.size()), h})
+  for (uint64_t v : {uint64_t(body.size()), ir::fnv1a64(body)})
     for (int i = 0; i < 8; ++i)
       out.push_back(char(v >> (8 * i)));
   return out + body;

@@ -115,7 +115,7 @@ std::string rechecksummed(const std::string& entry) {
   size_t end = entry.size() - 1; // the payload's closing newline
   size_t sum = entry.find("\nchecksum 16\n") + 13;
   std::string_view bytes = std::string_view(entry).substr(payload, end - payload);
-  return entry.substr(0, sum) + fmt::format("{:016x}", runtime::fnv1a64(bytes)) +
+  return entry.substr(0, sum) + fmt::format("{:016x}", ir::fnv1a64(bytes)) +
          entry.substr(sum + 16);
 }
 

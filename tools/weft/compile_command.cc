@@ -69,13 +69,14 @@ std::string launchManifest(const fusion::FusionPlan& plan, const codegen::Compil
   }
   out += fmt::format("kernels {}\n", m.kernels.size());
   for (const codegen::CompiledKernel& k : m.kernels) {
-    LaunchConfig c = launchConfigFor(k, value(k.launch.tiles, "kernel " + k.name + "'s tiles"));
+    const int64_t tiles = value(k.launch.tiles, "kernel " + k.name + "'s tiles");
+    LaunchConfig c = launchConfigFor(k, tiles);
     // fillSMs and the tiles: a launcher that knows the device's resident blocks raises the
     // grid up to them (LaunchPlan::fillSMs).
     out += fmt::format("kernel {} {} {} {} {} {} {} {} {} {}", k.name, c.grid.x, c.block.x,
                        c.dynamicSharedBytes, c.cooperative ? 1 : 0, c.clusterSize,
-                       c.clusterRequired ? 1 : 0, k.launch.fillSMs ? 1 : 0,
-                       value(k.launch.tiles, "kernel " + k.name + "'s tiles"), k.params.size());
+                       c.clusterRequired ? 1 : 0, k.launch.fillSMs ? 1 : 0, tiles,
+                       k.params.size());
     for (const codegen::KernelParam& p : k.params) {
       switch (p.kind) {
       case codegen::KernelParam::Kind::Buffer:

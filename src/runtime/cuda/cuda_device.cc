@@ -23,7 +23,7 @@
 #include "runtime/cache_base_dir.h"
 #include "runtime/cuda/cuda_device_impl.h"
 #include "runtime/cuda/ptx_split.h"
-#include "runtime/fnv1a64.h"
+#include "ir/fnv1a64.h"
 #include "weft/error.h"
 
 namespace weft::runtime::cuda {
@@ -333,7 +333,7 @@ CubinCache cubinCacheFor(const std::string& compileCacheDir) {
 
 std::string CudaDevice::cubinPath(const std::string& dir, const std::string& ptx) const {
   // The key: the PTX, the SM it runs on and the driver that compiled it.
-  return fmt::format("{}/{:016x}-{}b-sm{}-driver{}.cubin", dir, fnv1a64(ptx), ptx.size(),
+  return fmt::format("{}/{:016x}-{}b-sm{}-driver{}.cubin", dir, ir::fnv1a64(ptx), ptx.size(),
                      spec_.computeCapability, driverVersion_);
 }
 
