@@ -487,7 +487,8 @@ PYBIND11_MODULE(_weft, m) {
   const std::pair<const char*, Reduce> reduce[] = {
       {"reduce_sum", &weft::Graph::reduceSum}, {"reduce_max", &weft::Graph::reduceMax},
       {"reduce_min", &weft::Graph::reduceMin}, {"reduce_prod", &weft::Graph::reduceProd},
-      {"reduce_any", &weft::Graph::reduceAny}, {"reduce_all", &weft::Graph::reduceAll}};
+      {"reduce_any", &weft::Graph::reduceAny}, {"reduce_all", &weft::Graph::reduceAll},
+      {"reduce_logsumexp", &weft::Graph::reduceLogSumExp}};
   for (const auto& [name, f] : reduce)
     graph.def(name, f, py::arg("x"), py::arg("axes"), py::arg("name") = "");
 

@@ -148,6 +148,8 @@ public:
   Value reduceProd(Value x, std::vector<int64_t> axes, std::string name = "");
   Value reduceAny(Value x, std::vector<int64_t> axes, std::string name = "");
   Value reduceAll(Value x, std::vector<int64_t> axes, std::string name = "");
+  /// log(sum(exp(x))) over `axes`, without overflow (floats only).
+  Value reduceLogSumExp(Value x, std::vector<int64_t> axes, std::string name = "");
 
   /// Batched matmul [..., M, K] x [..., K, N] -> [..., M, N] (a library kernel, never fused).
   Value dot(Value a, Value b, std::string name = "");

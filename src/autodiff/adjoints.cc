@@ -226,6 +226,7 @@ NodeId concatAdjoint(Builder& b, const Graph& g, const Node& y, size_t k, NodeId
 
 /// reduce's adjoint. sum: dy broadcast back. max/min: dy shared evenly among the elements
 /// equal to the result (a tie splits it, as numpy-style amax gradients do). prod: dy * y / x.
+/// logsumexp: dy * softmax(x) = dy * exp(x - y), y broadcast back.
 NodeId reduceAdjoint(Builder& b, const Node& y, const Node& x, NodeId dy) {
   const auto& a = y.attr<ReduceAttrs>();
   const Shape& in = x.type.shape;
@@ -241,6 +242,9 @@ NodeId reduceAdjoint(Builder& b, const Node& y, const Node& x, NodeId dy) {
   }
   case ReduceKind::Prod:
     return b.div(b.broadcast(b.mul(dy, y.id), in, kept), x.id);
+  case ReduceKind::LogSumExp:
+    return b.mul(b.broadcast(dy, in, kept),
+                 b.un(OpKind::Exp, b.sub(x.id, b.broadcast(y.id, in, kept))));
   case ReduceKind::Any:
   case ReduceKind::All:
     return -1; // bool: never asked (want is false for bool operands)

@@ -100,7 +100,7 @@ void KernelEmitter::writeClusterPartials(ir::NodeId reduce, llvm::Value* shared)
             llvm::Value* acc = reductionIdentity(k_.ctx(), kind, r.type.dtype);
             for (size_t q = 0; q < arrays.size(); ++q) {
               llvm::Value* v = loadClusterElement(k_, arrays[q], partialType, c);
-              llvm::Value* combined = reductionCombine(b, kind, r.type.dtype, acc, v);
+              llvm::Value* combined = reductionCombine(k_, kind, r.type.dtype, acc, v);
               acc = q == 0 ? combined
                            : b.CreateSelect(b.CreateICmpULT(b.getInt32(uint32_t(q)), blocks),
                                             combined, acc);
@@ -177,7 +177,7 @@ void KernelEmitter::emitAcrossTilesAccumulate(const TileSpace& s, ir::NodeId red
               k_.loop(r.name + ".reds", redLo, redHi, k_.index(1), [&](llvm::Value* red) {
                 gen_->clearCache();
                 llvm::Value* v = gen_->emit(r.operands[0], reduceOperandIndex(k_, geo, c, red));
-                b.CreateStore(reductionCombine(b, kind, r.type.dtype,
+                b.CreateStore(reductionCombine(k_, kind, r.type.dtype,
                                                b.CreateLoad(acc->getAllocatedType(), acc), v),
                               acc);
               });
@@ -205,7 +205,7 @@ void KernelEmitter::emitSlotAccumulate(ir::NodeId reduce) {
                 for (llvm::Value* v : lanes) {
                   llvm::AllocaInst* acc = accs.at(a++);
                   llvm::Value* old = b.CreateLoad(acc->getAllocatedType(), acc);
-                  llvm::Value* sum = reductionCombine(b, kind, r.type.dtype, old, v);
+                  llvm::Value* sum = reductionCombine(k_, kind, r.type.dtype, old, v);
                   b.CreateStore(b.CreateSelect(slots.valid, inRowOr(b, step, sum, old), old), acc);
                 }
               });
@@ -245,7 +245,7 @@ void KernelEmitter::emitSlotAccumulatorsToPartials(const fusion::SlotPlan& sp) {
           k_.ifThen(b.CreateICmpSLT(column, results), [&] { // a ragged row's last step
             llvm::Value* v = b.CreateLoad(accs[a]->getAllocatedType(), accs[a]);
             if (round > 0)
-              v = reductionCombine(b, kind, r.type.dtype,
+              v = reductionCombine(k_, kind, r.type.dtype,
                                    k_.loadElement(sharedOf(i), sharedPartialDType(r.type.dtype), column), v);
             k_.storeElement(sharedOf(i), sharedPartialDType(r.type.dtype), column, v);
           });
@@ -312,7 +312,7 @@ void KernelEmitter::emitAcrossTilesCombine(const fusion::Stage& st) {
         llvm::Value* v =
             k_.loadElement(partials, r.type.dtype, b.CreateAdd(b.CreateMul(blk, results), c));
         b.CreateStore(
-            reductionCombine(b, kind, r.type.dtype, b.CreateLoad(acc->getAllocatedType(), acc), v),
+            reductionCombine(k_, kind, r.type.dtype, b.CreateLoad(acc->getAllocatedType(), acc), v),
             acc);
       });
     }
@@ -355,7 +355,7 @@ void KernelEmitter::emitPartialsCombine(const TileSpace& s, const fusion::Group&
     llvm::Value* acc = reductionIdentity(k_.ctx(), kind, r.type.dtype);
     for (int part = 0; part < s.split; ++part) {
       llvm::Value* slot = b.CreateAdd(b.CreateMul(k_.index(part), results), kept);
-      acc = reductionCombine(b, kind, r.type.dtype, acc,
+      acc = reductionCombine(k_, kind, r.type.dtype, acc,
                              k_.loadElement(partials, r.type.dtype, slot));
     }
     gen_->setGenerator(reduce, [acc](const Index&) { return acc; });

@@ -809,17 +809,16 @@ llvm::Value* ElementalEmitter::reduceInline(const ir::Node& n, const Index& inde
   ReduceGeometry geo = reduceGeometry(*k_.graph, n);
   ir::ReduceKind kind = n.attr<ir::ReduceAttrs>().kind;
   DType t = n.type.dtype;
-  llvm::AllocaInst* acc = k_.entryAlloca(computeType(k_.ctx(), t), n.name + ".acc");
-  b.CreateStore(reductionIdentity(k_.ctx(), kind, t), acc);
+  ThreadAccumulator acc(k_, kind, t, n.name + ".acc");
+  acc.reset();
   llvm::Value* keptFlat = linearize(k_, n.type.shape, index);
   auto saved = cache_;
   k_.loop(n.name + ".serial", k_.index(0), k_.dim(geo.reduced), k_.index(1), [&](llvm::Value* r) {
     cache_ = saved;
-    llvm::Value* v = emit(n.operands[0], reduceOperandIndex(k_, geo, keptFlat, r));
-    b.CreateStore(reductionCombine(b, kind, t, b.CreateLoad(acc->getAllocatedType(), acc), v), acc);
+    acc.add(emit(n.operands[0], reduceOperandIndex(k_, geo, keptFlat, r)));
   });
   cache_ = saved;
-  llvm::Value* result = b.CreateLoad(acc->getAllocatedType(), acc);
+  llvm::Value* result = acc.value();
   return ir::isFloat(t) ? roundToDType(b, result, t) : result;
 }
 

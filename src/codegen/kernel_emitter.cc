@@ -871,6 +871,40 @@ void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::No
   gen_->clearCache();
 }
 
+bool KernelEmitter::emitSiblingRowReduces(TileSpace& s, const fusion::Group& g,
+                                          const std::vector<ir::NodeId>& reduces) {
+  const auto* rm = std::get_if<fusion::RowReduceMapping>(&g.mapping);
+  if (reduces.size() < 2 || !rm || isSplit(g) || inSlots(g) || s.kind != TileSpace::Kind::Rows)
+    return false;
+  const ir::Node& first = node(reduces.front());
+  std::vector<const ir::Node*> nodes;
+  for (ir::NodeId r : reduces) {
+    const ir::Node& n = node(r);
+    if (node(n.operands[0]).type.shape != node(first.operands[0]).type.shape ||
+        n.attr<ir::ReduceAttrs>().axes != first.attr<ir::ReduceAttrs>().axes ||
+        !(reduceGeometry(plan_.graph, n).kept == s.units))
+      return false;
+    nodes.push_back(&n);
+  }
+  llvm::IRBuilder<>& b = b_;
+  bool toGlobal = false;
+  std::vector<ReduceResult> onResults;
+  for (const ir::Node* n : nodes) {
+    toGlobal = toGlobal || placement(n->id).storage == Storage::Global ||
+               placement(n->id).storage == Storage::Output;
+    onResults.push_back([this, &b, &s, n](llvm::Value* kept, llvm::Value* value) {
+      gen_->clearCache();
+      llvm::Value* result = ir::isFloat(n->type.dtype) ? roundToDType(b, value, n->type.dtype) : value;
+      store(s, n->id, kept, result);
+      gen_->clearCache();
+    });
+  }
+  emitRowReduces(k_, *gen_, nodes, *rm, s.u0, s.u1, k_.index(0),
+                 k_.dim(reduceGeometry(plan_.graph, first).reduced), onResults, toGlobal);
+  gen_->clearCache();
+  return true;
+}
+
 void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
   const fusion::Group& g = kp_.groups.at(size_t(st.group));
   syncShared(st.barrierBefore);
@@ -940,6 +974,9 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
           .push_back(v);
     emitReduceStage(s, g, g.dominant, perResult);
     rest = others;
+  } else if (emitSiblingRowReduces(s, g, reduces)) {
+    for (ir::NodeId r : reduces)
+      written_.insert(r);
   } else {
     for (ir::NodeId r : reduces) {
       emitReduceStage(s, g, r, {r});

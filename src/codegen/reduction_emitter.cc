@@ -8,6 +8,7 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include "codegen/cluster_access.h"
+#include "codegen/math_emitter.h"
 #include "weft/error.h"
 
 namespace weft::codegen {
@@ -34,12 +35,33 @@ llvm::Value* reductionIdentity(llvm::LLVMContext& c, ReduceKind kind, DType t) {
     if (ir::isFloat(t)) return llvm::ConstantFP::getInfinity(ty, /*Negative=*/false);
     if (ir::isBool(t)) return llvm::ConstantInt::getTrue(c);
     return llvm::ConstantInt::get(c, llvm::APInt::getSignedMaxValue(ty->getIntegerBitWidth()));
+  case ReduceKind::LogSumExp:
+    return llvm::ConstantFP::getInfinity(ty, /*Negative=*/true);
   }
   return nullptr;
 }
 
-llvm::Value* reductionCombine(llvm::IRBuilder<>& b, ReduceKind kind, DType t, llvm::Value* x,
+namespace {
+
+/// x - y, but 0 where they are equal: equal infinities differ by 0, not NaN (a NaN operand
+/// still gives NaN).
+llvm::Value* gapOrZero(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y) {
+  return b.CreateSelect(b.CreateFCmpOEQ(x, y), llvm::ConstantFP::get(x->getType(), 0.0),
+                        b.CreateFSub(x, y));
+}
+
+/// exp(-|d|): the smaller operand's exponential relative to the larger's (never above 1).
+llvm::Value* expOfMinusAbs(KernelContext& k, llvm::Value* d) {
+  llvm::IRBuilder<>& b = *k.b;
+  llvm::Value* abs = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, d);
+  return emitMath(k, ir::OpKind::Exp, b.CreateFNeg(abs));
+}
+
+} // namespace
+
+llvm::Value* reductionCombine(KernelContext& k, ReduceKind kind, DType t, llvm::Value* x,
                               llvm::Value* y) {
+  llvm::IRBuilder<>& b = *k.b;
   bool fp = ir::isFloat(t);
   switch (kind) {
   case ReduceKind::Sum:
@@ -54,8 +76,60 @@ llvm::Value* reductionCombine(llvm::IRBuilder<>& b, ReduceKind kind, DType t, ll
     return b.CreateOr(x, y);
   case ReduceKind::All:
     return b.CreateAnd(x, y);
+  case ReduceKind::LogSumExp: {
+    // max(x, y) + log(1 + exp(-|x - y|)); equal operands (±inf too) give x + log 2, NaN NaN.
+    llvm::Value* d = gapOrZero(b, x, y);
+    llvm::Value* hi = b.CreateSelect(b.CreateFCmpOGT(d, llvm::ConstantFP::get(d->getType(), 0.0)),
+                                     x, y);
+    llvm::Value* one = llvm::ConstantFP::get(d->getType(), 1.0);
+    return b.CreateFAdd(hi, emitMath(k, ir::OpKind::Log, b.CreateFAdd(one, expOfMinusAbs(k, d))));
+  }
   }
   return nullptr;
+}
+
+ThreadAccumulator::ThreadAccumulator(KernelContext& k, ReduceKind kind, DType t,
+                                     const std::string& name)
+    : k_(k), kind_(kind), t_(t), acc_(k.entryAlloca(computeType(k.ctx(), t), name)) {
+  if (kind == ReduceKind::LogSumExp)
+    sum_ = k.entryAlloca(computeType(k.ctx(), t), name + ".sum");
+}
+
+void ThreadAccumulator::reset() {
+  llvm::IRBuilder<>& b = *k_.b;
+  b.CreateStore(reductionIdentity(k_.ctx(), kind_, t_), acc_);
+  if (sum_) b.CreateStore(llvm::ConstantFP::get(sum_->getAllocatedType(), 0.0), sum_);
+}
+
+void ThreadAccumulator::add(llvm::Value* x, llvm::Value* when) {
+  llvm::IRBuilder<>& b = *k_.b;
+  llvm::Type* ty = acc_->getAllocatedType();
+  llvm::Value* old = b.CreateLoad(ty, acc_);
+  auto keep = [&](llvm::Value* next, llvm::Value* prev) {
+    return when ? b.CreateSelect(when, next, prev) : next;
+  };
+  if (!sum_) {
+    b.CreateStore(keep(reductionCombine(k_, kind_, t_, old, x), old), acc_);
+    return;
+  }
+  // x above the maximum m: s = s * exp(m - x) + 1 and m = x; otherwise s += exp(x - m). Equal
+  // values add exp(0) (-inf into an empty sum too: m + log(1) = -inf); a NaN makes s NaN.
+  llvm::Value* s = b.CreateLoad(ty, sum_);
+  llvm::Value* d = gapOrZero(b, x, old);
+  llvm::Value* above = b.CreateFCmpOGT(d, llvm::ConstantFP::get(ty, 0.0));
+  llvm::Value* e = expOfMinusAbs(k_, d);
+  llvm::Value* scaled = b.CreateFAdd(b.CreateFMul(s, e), llvm::ConstantFP::get(ty, 1.0));
+  b.CreateStore(keep(b.CreateSelect(above, scaled, b.CreateFAdd(s, e)), s), sum_);
+  b.CreateStore(keep(b.CreateSelect(above, x, old), old), acc_);
+}
+
+llvm::Value* ThreadAccumulator::value() {
+  llvm::IRBuilder<>& b = *k_.b;
+  llvm::Type* ty = acc_->getAllocatedType();
+  llvm::Value* v = b.CreateLoad(ty, acc_);
+  if (!sum_) return v;
+  // s is 0 only when nothing was added (m = -inf): -inf + log(0) = -inf.
+  return b.CreateFAdd(v, emitMath(k_, ir::OpKind::Log, b.CreateLoad(ty, sum_)));
 }
 
 namespace {
@@ -114,36 +188,37 @@ Index mergeIndex(const ReduceGeometry& geo, const Index& kept, const Index& red)
   return idx;
 }
 
-/// acc ⊕= operand[kept, r] for r = start, start + step, ... while r < end, with `vector`
-/// consecutive elements per step (then a scalar tail). `first` is a multiple of `vector`, so
-/// when the reduced axes end with the operand's innermost one each step is a vector group
-/// (one vector load per operand read).
-void accumulate(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
-                const ReduceGeometry& geo, llvm::AllocaInst* acc, llvm::Value* kept,
+/// acc[i] ⊕= operand i[kept, r] for r = start, start + step, ... while r < end, with `vector`
+/// consecutive elements per step (then a scalar tail), for every reduce i (all of geometry
+/// `geo`: one pass over the elements serves them all, and an input they share is loaded once
+/// per element). `first` is a multiple of `vector`, so when the reduced axes end with the
+/// operand's innermost one each step is a vector group (one vector load per operand read).
+void accumulate(KernelContext& k, ElementalEmitter& gen, const std::vector<const ir::Node*>& reduces,
+                const ReduceGeometry& geo, std::vector<ThreadAccumulator>& accs, llvm::Value* kept,
                 llvm::Value* first, llvm::Value* end, int lane0Step, int vector,
                 llvm::Value* laneOffset, const OperandSink& onOperand = {}) {
   llvm::IRBuilder<>& b = *k.b;
-  ReduceKind kind = reduce.attr<ir::ReduceAttrs>().kind;
-  DType t = reduce.type.dtype;
-  llvm::Type* at = acc->getAllocatedType();
   auto combine = [&](const Index& idx) {
-    gen.clearCache();
-    llvm::Value* v = gen.emit(reduce.operands[0], idx);
-    if (onOperand) onOperand(idx, v);
-    b.CreateStore(reductionCombine(b, kind, t, b.CreateLoad(at, acc), v), acc);
+    gen.clearCache(); // a new element: what the reduces share is generated once for it
+    for (size_t i = 0; i < reduces.size(); ++i) {
+      llvm::Value* v = gen.emit(reduces[i]->operands[0], idx);
+      if (onOperand) onOperand(idx, v);
+      accs[i].add(v);
+    }
   };
   auto add = [&](llvm::Value* r) { combine(reduceOperandIndex(k, geo, kept, r)); };
   llvm::Value* start = b.CreateAdd(first, b.CreateMul(laneOffset, k.index(vector)));
   llvm::Value* step = k.index(int64_t(lane0Step) * vector);
   if (vector <= 1) {
-    k.loop(reduce.name + ".acc", start, end, step, add);
+    k.loop(reduces.front()->name + ".acc", start, end, step, add);
     return;
   }
   size_t rank = geo.keptAxes.size() + geo.reducedAxes.size();
   bool grouped = (vector & (vector - 1)) == 0 && !geo.reducedAxes.empty() &&
                  geo.reducedAxes.back() == int64_t(rank) - 1;
   llvm::Value* vecEnd = b.CreateSub(end, k.index(vector - 1));
-  k.loop(reduce.name + ".vacc", start, vecEnd, step, [&](llvm::Value* r) {
+  const std::string& name = reduces.front()->name;
+  k.loop(name + ".vacc", start, vecEnd, step, [&](llvm::Value* r) {
     if (!grouped) {
       for (int v = 0; v < vector; ++v)
         add(b.CreateAdd(r, k.index(v)));
@@ -161,14 +236,14 @@ void accumulate(KernelContext& k, ElementalEmitter& gen, const ir::Node& reduce,
   llvm::Value* len = b.CreateSub(end, first);
   llvm::Value* tailStart =
       b.CreateAdd(first, b.CreateMul(b.CreateSDiv(len, k.index(vector)), k.index(vector)));
-  k.loop(reduce.name + ".tail", b.CreateAdd(tailStart, laneOffset), end, k.index(lane0Step), add);
+  k.loop(name + ".tail", b.CreateAdd(tailStart, laneOffset), end, k.index(lane0Step), add);
 }
 
 } // namespace
 
 llvm::Value* warpReduce(KernelContext& k, ReduceKind kind, DType t, llvm::Value* v, int width) {
   for (int off = width / 2; off >= 1; off /= 2)
-    v = reductionCombine(*k.b, kind, t, v, shuffleXor(k, v, off));
+    v = reductionCombine(k, kind, t, v, shuffleXor(k, v, off));
   return v;
 }
 
@@ -182,54 +257,56 @@ void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& redu
                    const fusion::RowReduceMapping& m, llvm::Value* begin, llvm::Value* end,
                    llvm::Value* reducedBegin, llvm::Value* reducedEnd, const ReduceResult& onResult,
                    bool coalesceResults, const RowSlots* slots) {
+  emitRowReduces(k, gen, {&reduce}, m, begin, end, reducedBegin, reducedEnd, {onResult},
+                 coalesceResults, slots);
+}
+
+void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
+                    const std::vector<const ir::Node*>& reduces, const fusion::RowReduceMapping& m,
+                    llvm::Value* begin, llvm::Value* end, llvm::Value* reducedBegin,
+                    llvm::Value* reducedEnd, const std::vector<ReduceResult>& onResults,
+                    bool coalesceResults, const RowSlots* slots) {
   llvm::IRBuilder<>& b = *k.b;
+  const ir::Node& first = *reduces.front();
   bool warpPerRow = m.kind == fusion::RowReduceMapping::Kind::WarpPerRow;
   int tpr = warpPerRow ? m.threadsPerRow : k.blockSize;
   if (warpPerRow && (tpr < 1 || tpr > 32 || (tpr & (tpr - 1)) != 0 || k.blockSize % tpr != 0))
-    k.fail(reduce.id,
+    k.fail(first.id,
            fmt::format("warp-per-row needs threadsPerRow a power of two <= 32 dividing the block "
                        "size {}, got {}",
                        k.blockSize, tpr));
   if (!warpPerRow && k.blockSize % 32 != 0)
-    k.fail(reduce.id,
+    k.fail(first.id,
            fmt::format("block-per-row needs a block size that is a multiple of 32, got {}",
                        k.blockSize));
   int vector = std::max(1, m.vectorWidth);
-  ReduceGeometry geo = reduceGeometry(*k.graph, reduce);
-  ReduceKind kind = reduce.attr<ir::ReduceAttrs>().kind;
-  DType t = reduce.type.dtype;
-  llvm::Type* at = computeType(k.ctx(), t);
+  ReduceGeometry geo = reduceGeometry(*k.graph, first);
+  for (const ir::Node* r : reduces)
+    if (k.graph->node(r->operands[0]).type.shape != k.graph->node(first.operands[0]).type.shape ||
+        r->attr<ir::ReduceAttrs>().axes != first.attr<ir::ReduceAttrs>().axes)
+      k.fail(r->id, fmt::format("shares a row pass with reduce \"{}\" but not its operand's "
+                                "shape and axes (a plan error)",
+                                first.name));
   int rowsPerPass = k.blockSize / tpr;
   llvm::Value* tid = k.toIndex(k.threadId());
   llvm::Value* rowInPass = b.CreateUDiv(tid, k.index(tpr));
   llvm::Value* lane = b.CreateURem(tid, k.index(tpr));
-  llvm::AllocaInst* acc = k.entryAlloca(at, reduce.name + ".acc");
+  std::vector<ThreadAccumulator> accs;
+  for (const ir::Node* r : reduces)
+    accs.emplace_back(k, r->attr<ir::ReduceAttrs>().kind, r->type.dtype, r->name + ".acc");
   // A row shared by a thread-block cluster: this block accumulates its part (its slots) and the
   // cluster combines the parts.
   int cluster = warpPerRow ? 1 : std::max(1, m.clusterBlocks);
   if (cluster > 1 && !slots)
-    k.fail(reduce.id, "a row shared by a thread-block cluster needs the row's slots (registers)");
+    k.fail(first.id, "a row shared by a thread-block cluster needs the row's slots (registers)");
 
-  auto emitPass = [&](llvm::Value* pass) {
-    llvm::Value* row = b.CreateAdd(pass, rowInPass);
-    llvm::Value* valid = b.CreateICmpSLT(row, end);
-    b.CreateStore(reductionIdentity(k.ctx(), kind, t), acc);
-    if (slots) {
-      // Rows past the tile accumulate their clamped row's elements; their result is dropped.
-      emitAtSlots(k, gen, *slots, reduce.operands[0],
-                  [&](const RowSlots::Step& step, const std::vector<llvm::Value*>& lanes) {
-                    for (llvm::Value* x : lanes) {
-                      llvm::Value* old = b.CreateLoad(at, acc);
-                      b.CreateStore(inRowOr(b, step, reductionCombine(b, kind, t, old, x), old),
-                                    acc);
-                    }
-                  });
-    } else {
-      // Lanes of a row past the end accumulate nothing but still take part in the shuffles.
-      llvm::Value* rowEnd = b.CreateSelect(valid, reducedEnd, reducedBegin);
-      accumulate(k, gen, reduce, geo, acc, row, reducedBegin, rowEnd, tpr, vector, lane);
-    }
-    llvm::Value* v = b.CreateLoad(at, acc);
+  // Reduce i's thread value v across the row's threads, then onResults[i] by one thread.
+  auto combineRow = [&](size_t i, llvm::Value* row, llvm::Value* valid, llvm::Value* pass,
+                        llvm::Value* v) {
+    ReduceKind kind = reduces[i]->attr<ir::ReduceAttrs>().kind;
+    DType t = reduces[i]->type.dtype;
+    llvm::Type* at = computeType(k.ctx(), t);
+    const ReduceResult& onResult = onResults[i];
     if (warpPerRow && (!coalesceResults || rowsPerPass == 1)) {
       v = warpReduce(k, kind, t, v, tpr);
       k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(lane, k.index(0))), [&] { onResult(row, v); });
@@ -275,21 +352,46 @@ void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& redu
       llvm::Value* slot0 = b.CreateInBoundsGEP(st, k.reduceScratch, k.index(0));
       llvm::Value* total = reductionIdentity(k.ctx(), kind, t);
       for (int q = 0; q < cluster; ++q) {
-        llvm::Value* v = loadClusterValue(k, mapToClusterBlock(k, slot0, b.getInt32(uint32_t(q))), st);
-        if (at->isIntegerTy(1)) v = b.CreateTrunc(v, at);
-        total = reductionCombine(b, kind, t, total, v);
+        llvm::Value* part = loadClusterValue(k, mapToClusterBlock(k, slot0, b.getInt32(uint32_t(q))), st);
+        if (at->isIntegerTy(1)) part = b.CreateTrunc(part, at);
+        total = reductionCombine(k, kind, t, total, part);
       }
       k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(tid, k.index(0))), [&] { onResult(row, total); });
       clusterBarrier(k);
     }
-    k.blockBarrier(); // the scratch is reused by the next row
+    k.blockBarrier(); // the scratch is reused by the next row (or reduce)
+  };
+
+  auto emitPass = [&](llvm::Value* pass) {
+    llvm::Value* row = b.CreateAdd(pass, rowInPass);
+    llvm::Value* valid = b.CreateICmpSLT(row, end);
+    for (ThreadAccumulator& acc : accs)
+      acc.reset();
+    if (slots) {
+      // Rows past the tile accumulate their clamped row's elements; their result is dropped.
+      for (size_t i = 0; i < reduces.size(); ++i)
+        emitAtSlots(k, gen, *slots, reduces[i]->operands[0],
+                    [&](const RowSlots::Step& step, const std::vector<llvm::Value*>& lanes) {
+                      for (llvm::Value* x : lanes)
+                        accs[i].add(x, step.inRow);
+                    });
+    } else {
+      // Lanes of a row past the end accumulate nothing but still take part in the shuffles.
+      llvm::Value* rowEnd = b.CreateSelect(valid, reducedEnd, reducedBegin);
+      accumulate(k, gen, reduces, geo, accs, row, reducedBegin, rowEnd, tpr, vector, lane);
+    }
+    std::vector<llvm::Value*> values;
+    for (ThreadAccumulator& acc : accs)
+      values.push_back(acc.value());
+    for (size_t i = 0; i < reduces.size(); ++i)
+      combineRow(i, row, valid, pass, values[i]);
   };
   if (slots) {
     emitPass(
         begin); // the tile is one pass: straight-line code, so slot values dominate what follows
     return;
   }
-  k.loop(reduce.name + ".rows", begin, end, k.index(rowsPerPass), emitPass);
+  k.loop(first.name + ".rows", begin, end, k.index(rowsPerPass), emitPass);
 }
 
 void emitAtSlots(KernelContext& k, ElementalEmitter& gen, const RowSlots& slots, ir::NodeId value,
@@ -389,16 +491,17 @@ void emitColumnReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& r
   llvm::Value* ty = b.CreateUDiv(tid, k.index(tc));
   llvm::Value* col = b.CreateAdd(begin, tx);
   llvm::Value* valid = b.CreateICmpSLT(col, end);
-  llvm::AllocaInst* acc = k.entryAlloca(at, reduce.name + ".acc");
-  b.CreateStore(reductionIdentity(k.ctx(), kind, t), acc);
-  accumulate(k, gen, reduce, geo, acc, col, reducedBegin,
+  std::vector<ThreadAccumulator> accs;
+  accs.emplace_back(k, kind, t, reduce.name + ".acc");
+  accs[0].reset();
+  accumulate(k, gen, {&reduce}, geo, accs, col, reducedBegin,
              b.CreateSelect(valid, reducedEnd, reducedBegin), tr, 1, ty, onOperand);
-  storeSlot(k, tid, b.CreateLoad(at, acc));
+  storeSlot(k, tid, accs[0].value());
   k.blockBarrier();
   k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(ty, k.index(0))), [&] {
     llvm::Value* v = loadSlot(k, at, tx);
     for (int j = 1; j < tr; ++j)
-      v = reductionCombine(b, kind, t, v,
+      v = reductionCombine(k, kind, t, v,
                            loadSlot(k, at, b.CreateAdd(tx, k.index(int64_t(j) * tc))));
     onResult(col, v);
   });

@@ -15,8 +15,30 @@
 namespace weft::codegen {
 
 llvm::Value* reductionIdentity(llvm::LLVMContext& c, ir::ReduceKind kind, ir::DType t);
-llvm::Value* reductionCombine(llvm::IRBuilder<>& b, ir::ReduceKind kind, ir::DType t,
-                              llvm::Value* x, llvm::Value* y);
+/// x ⊕ y for two partial results (logsumexp: max + log(1 + exp(min - max)), an exponential and
+/// a logarithm; a thread accumulating elements uses ThreadAccumulator instead).
+llvm::Value* reductionCombine(KernelContext& k, ir::ReduceKind kind, ir::DType t, llvm::Value* x,
+                              llvm::Value* y);
+
+/// One thread's running reduction of elements, in registers (allocas at the function's entry).
+/// Every kind keeps one value combined with reductionCombine, except logsumexp, which keeps a
+/// running maximum m and the sum s of exp(x - m) below it: one exponential per element where
+/// the pairwise combine takes an exponential and a logarithm, and value() = m + log(s).
+class ThreadAccumulator {
+public:
+  ThreadAccumulator(KernelContext& k, ir::ReduceKind kind, ir::DType t, const std::string& name);
+  void reset(); // to the identity
+  /// Combines element x (a compute value) in; only where `when` (an i1) holds, if given.
+  void add(llvm::Value* x, llvm::Value* when = nullptr);
+  llvm::Value* value(); // the reduction of what was added, as a compute value
+
+private:
+  KernelContext& k_;
+  ir::ReduceKind kind_;
+  ir::DType t_;
+  llvm::AllocaInst* acc_;            // the value (logsumexp: the running maximum m)
+  llvm::AllocaInst* sum_ = nullptr;  // logsumexp: s, the sum of exp(x - m)
+};
 /// Butterfly over lanes xor width/2 ... 1 (width a power of two <= 32): afterwards every lane
 /// of each aligned group of `width` lanes holds the group's combined value.
 llvm::Value* warpReduce(KernelContext& k, ir::ReduceKind kind, ir::DType t, llvm::Value* v,
@@ -78,6 +100,15 @@ void emitRowReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& redu
                    const fusion::RowReduceMapping& m, llvm::Value* begin, llvm::Value* end,
                    llvm::Value* reducedBegin, llvm::Value* reducedEnd, const ReduceResult& onResult,
                    bool coalesceResults = false, const RowSlots* slots = nullptr);
+/// emitRowReduce for several reduces of one operand shape and axes (sibling reduces of a stage,
+/// log-softmax's logsumexp next to its one-hot pick): one pass over each row accumulates them
+/// all, each element generated once for all of them, then each is combined across the row's
+/// threads and handed to its onResults entry.
+void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
+                    const std::vector<const ir::Node*>& reduces, const fusion::RowReduceMapping& m,
+                    llvm::Value* begin, llvm::Value* end, llvm::Value* reducedBegin,
+                    llvm::Value* reducedEnd, const std::vector<ReduceResult>& onResults,
+                    bool coalesceResults = false, const RowSlots* slots = nullptr);
 /// Called with each operand element a reduce adds up, once per element: its index and value.
 using OperandSink = std::function<void(const Index& index, llvm::Value* value)>;
 

@@ -91,6 +91,11 @@ private:
   bool tileStartMultipleOf(const TileSpace& s, const ir::Dim& inner, int width) const;
   void emitVectorGroup(const TileSpace& s, const std::vector<ir::NodeId>& values,
                        llvm::Value* flat0, int width);
+  /// Sibling row reduces of one operand shape and axes, each materialising only itself, in one
+  /// pass over the rows (emitRowReduces); false where they cannot share it (a split group,
+  /// register slots, other shapes), and nothing was emitted.
+  bool emitSiblingRowReduces(TileSpace& s, const fusion::Group& g,
+                             const std::vector<ir::NodeId>& reduces);
   void emitReduceStage(TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
                        const std::vector<ir::NodeId>& materialized,
                        const std::vector<ir::NodeId>& operandStores = {});

@@ -204,19 +204,23 @@ Variance variance(const Site& s, NodeId x, const std::vector<int64_t>& axes,
 NodeId softmax(const Site& s, NodeId x, const std::vector<int64_t>& axes, bool logarithm,
                const std::string& name) {
   Shape shape = s.type(x).shape;
+  if (logarithm) {
+    // x - logsumexp(x): one reduction, which reads each row once (a running maximum and the
+    // sum of exponentials below it) where max-then-sum reads it twice. The result's absolute
+    // error is that of the row's logsumexp, a few ulps of max(x), as a cross-entropy kernel's
+    // lse - x[label] has.
+    NodeId lse = s.g.reduce(ir::ReduceKind::LogSumExp, x, axes, s.name("logsumexp"));
+    return s.g.binary(OpKind::Sub, x, broadcastBack(s, lse, shape, axes, s.name("lse_broadcast")),
+                      name);
+  }
   NodeId max = s.g.reduce(ir::ReduceKind::Max, x, axes, s.name("max"));
   NodeId shifted = s.g.binary(OpKind::Sub, x,
                               broadcastBack(s, max, shape, axes, s.name("max_broadcast")),
                               s.name("shifted"));
   NodeId e = s.g.unary(OpKind::Exp, shifted, s.name("exp"));
   NodeId sum = s.g.reduce(ir::ReduceKind::Sum, e, axes, s.name("sum"));
-  if (!logarithm)
-    return s.g.binary(OpKind::Div, e, broadcastBack(s, sum, shape, axes, s.name("sum_broadcast")),
-                      name);
-  // log of the reduced sum, then broadcast: one log per row, not per element
-  NodeId logSum = s.g.unary(OpKind::Log, sum, s.name("log_sum"));
-  return s.g.binary(OpKind::Sub, shifted,
-                    broadcastBack(s, logSum, shape, axes, s.name("log_sum_broadcast")), name);
+  return s.g.binary(OpKind::Div, e, broadcastBack(s, sum, shape, axes, s.name("sum_broadcast")),
+                    name);
 }
 
 // --- normalizations ---

@@ -86,7 +86,7 @@ struct Variance {
 Variance variance(const Site& s, ir::NodeId x, const std::vector<int64_t>& axes,
                   const std::string& name);
 
-/// softmax(x) (or log-softmax with `logarithm`) over `axes`, shifted by the max for range.
+/// softmax(x) over `axes`, shifted by the max for range; with `logarithm`, x - logsumexp(x).
 ir::NodeId softmax(const Site& s, ir::NodeId x, const std::vector<int64_t>& axes,
                    bool logarithm, const std::string& name);
 

@@ -447,7 +447,7 @@ NodeId lowerReduce(OpContext& c) {
   if (!k)
     c.fields.fail(
         "kind",
-        fmt::format("unknown reduction \"{}\"; use one of sum, max, min, prod, any, all", kind));
+        fmt::format("unknown reduction \"{}\"; use one of sum, max, min, prod, any, all, logsumexp", kind));
   auto axes = c.axes(c.fields.integers("axes"), c.rank(c.in[0]), "axes");
   return c.g.reduce(*k, c.in[0], std::move(axes), c.name());
 }

@@ -37,7 +37,8 @@ int64_t rowStart(const Graph& g, const std::vector<NodeId>& rowReduces, const No
   // Summing low-precision partials would round each row's sum before the total.
   ir::DType dt = n.type.dtype;
   if ((dt == ir::DType::f16 || dt == ir::DType::bf16) &&
-      (attrs.kind == ir::ReduceKind::Sum || attrs.kind == ir::ReduceKind::Prod))
+      (attrs.kind == ir::ReduceKind::Sum || attrs.kind == ir::ReduceKind::Prod ||
+       attrs.kind == ir::ReduceKind::LogSumExp))
     return -1;
   int64_t run = rank - 1; // the trailing run of reduced dims starts at `run`
   while (run > 0 && std::binary_search(axes.begin(), axes.end(), run - 1))

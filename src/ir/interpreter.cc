@@ -541,8 +541,19 @@ double reduceIdentity(ReduceKind k) {
     return 0.0;
   case ReduceKind::All:
     return 1.0;
+  case ReduceKind::LogSumExp:
+    return -std::numeric_limits<double>::infinity();
   }
   return 0.0;
+}
+
+/// log(exp(a) + exp(b)) without overflow; equal operands (±inf included) give a + log 2, a NaN
+/// gives NaN.
+double logSumExp(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  if (a == b) return a + std::log(2.0);
+  double hi = std::max(a, b), lo = std::min(a, b);
+  return hi + std::log1p(std::exp(lo - hi));
 }
 
 int64_t reduceIdentityInt(ReduceKind k, DType t) {
@@ -614,6 +625,9 @@ Value evalReduce(const Node& n, const Value& x, const Sizes& shape) {
     break;
   case ReduceKind::All:
     accumulate([](double s, double v) { return truth(s != 0 && v != 0); });
+    break;
+  case ReduceKind::LogSumExp:
+    accumulate(logSumExp);
     break;
   }
   return out;

@@ -85,7 +85,8 @@ std::string_view opClassName(OpClass c) {
 
 namespace {
 constexpr std::array<std::string_view, 6> kCompareNames = {"eq", "ne", "lt", "le", "gt", "ge"};
-constexpr std::array<std::string_view, 6> kReduceNames = {"sum", "max", "min", "prod", "any", "all"};
+constexpr std::array<std::string_view, 7> kReduceNames = {"sum", "max", "min", "prod",
+                                                          "any", "all", "logsumexp"};
 } // namespace
 
 std::string_view compareDirName(CompareDir d) { return kCompareNames[static_cast<size_t>(d)]; }

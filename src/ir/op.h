@@ -42,7 +42,10 @@ enum class OpClass : uint8_t {
 };
 
 enum class CompareDir : uint8_t { EQ, NE, LT, LE, GT, GE };
-enum class ReduceKind : uint8_t { Sum, Max, Min, Prod, Any, All };
+/// LogSumExp is log(sum(exp(x))) over the reduced axes, computed without overflow (a running
+/// maximum and the sum of exponentials below it); it is associative, so partial results
+/// combine like any other kind's: lse(a, b) = max(a, b) + log(1 + exp(min(a, b) - max(a, b))).
+enum class ReduceKind : uint8_t { Sum, Max, Min, Prod, Any, All, LogSumExp };
 
 struct NoAttrs {
   bool operator==(const NoAttrs&) const = default;

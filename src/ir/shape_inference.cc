@@ -213,6 +213,9 @@ TensorType inferReduce(const std::string& where, const TensorType& x, const Redu
   if (logical != isBool(x.dtype))
     fail(where, fmt::format("reduce {} does not take dtype {}; any/all take bool, the others numbers",
                             reduceKindName(a.kind), dtypeName(x.dtype)));
+  if (a.kind == ReduceKind::LogSumExp && !isFloat(x.dtype))
+    fail(where, fmt::format("reduce logsumexp does not take dtype {}; it takes floats",
+                            dtypeName(x.dtype)));
   if (a.axes.empty()) fail(where, "reduce needs at least one axis");
   for (size_t i = 0; i < a.axes.size(); ++i) {
     checkAxis(where, "reduce axis", a.axes[i], x.shape.size());

@@ -49,6 +49,13 @@ void Rewriter::replaceWith(const Node& n, NodeId existing) {
   map_[static_cast<size_t>(n.id)] = existing;
 }
 
+std::string Rewriter::freshName(const std::string& base) const {
+  std::string name = base;
+  for (int i = 1; source_.find(name) || result_.find(name); ++i)
+    name = base + "." + std::to_string(i);
+  return name;
+}
+
 Graph Rewriter::finish() && {
   const std::vector<NodeId>& sourceOutputs = source_.outputs();
   size_t count = sourceOutputs.size();

@@ -46,6 +46,12 @@ public:
                             ir::Attrs attrs);
   /// Maps source value `n` to an existing result value of the same type; n is not emitted.
   void replaceWith(const ir::Node& n, ir::NodeId existing);
+  /// The result graph, for a pass that emits ops no source value stands for (through its
+  /// builder, which type-checks them), each named with freshName.
+  ir::Graph& emitter() { return result_; }
+  /// `base`, or `base.1`, `base.2`, ...: a name neither graph uses, so that no source value
+  /// copied later finds its name taken.
+  std::string freshName(const std::string& base) const;
 
   /// The result graph, its outputs set and named as the header comment says.
   ir::Graph finish() &&;

@@ -20,8 +20,9 @@ bool rounds(const ir::Node& n) {
   switch (n.kind) {
   case K::Reduce: {
     ir::ReduceKind kind = n.attr<ir::ReduceAttrs>().kind;
-    return ir::isFloat(n.type.dtype) &&
-           (kind == ir::ReduceKind::Sum || kind == ir::ReduceKind::Prod);
+    return ir::isFloat(n.type.dtype) && (kind == ir::ReduceKind::Sum ||
+                                         kind == ir::ReduceKind::Prod ||
+                                         kind == ir::ReduceKind::LogSumExp);
   }
   case K::Parameter: case K::Exp: case K::Log: case K::Tanh: case K::Sqrt: case K::Rsqrt:
   case K::Erf: case K::Sigmoid: case K::Sin: case K::Cos: case K::Reciprocal: case K::Convert:
@@ -57,6 +58,15 @@ bool sumsTerms(const ir::Node& n) {
   if (!ir::isFloat(n.type.dtype)) return false;
   if (n.kind == ir::OpKind::Dot) return true;
   return n.kind == ir::OpKind::Reduce && n.attr<ir::ReduceAttrs>().kind == ir::ReduceKind::Sum;
+}
+
+/// Whether the op is a logsumexp: m + log(s), s a sum of exponentials (each at most 1) in the
+/// device's order. Its error is absolute: a few units of s's last place (log(s(1 + d)) moves by
+/// d) and of the larger of |m| and |log s| (their sum's rounding). So it is measured against
+/// 1 + max |x|, which bounds both, not against its result (0 for a row of log-probabilities).
+bool sumsExponentials(const ir::Node& n) {
+  return n.kind == ir::OpKind::Reduce &&
+         n.attr<ir::ReduceAttrs>().kind == ir::ReduceKind::LogSumExp;
 }
 
 /// The mantissa bits a device accumulates a sum of `t` in: f16 and bf16 in f32.
@@ -104,6 +114,20 @@ std::pair<ir::Graph, std::vector<HostTensor>> withRoundingNoise(const ir::Graph&
     ir::NodeId noise = noisy.parameter("noise." + n.name, n.type);
     noises.push_back({ulps * std::ldexp(1.0, -mantissaBits(n.type.dtype)), false});
     at[size_t(n.id)] = noisy.binary(ir::OpKind::Mul, at[size_t(n.id)], noise, "noisy." + n.name);
+    if (sumsExponentials(n)) {
+      const ir::Node& x = g.node(n.operands[0]);
+      ir::NodeId largest = noisy.reduce(
+          ir::ReduceKind::Max, noisy.unary(ir::OpKind::Abs, at[size_t(x.id)], "lse.abs." + n.name),
+          n.attr<ir::ReduceAttrs>().axes, "lse.largest." + n.name);
+      ir::NodeId bound = noisy.binary(
+          ir::OpKind::Add, largest, noisy.constant(n.type.dtype, n.type.shape, {1.0}, "lse.one." + n.name),
+          "lse.bound." + n.name);
+      ir::NodeId e = noisy.parameter("lse.noise." + n.name, n.type);
+      noises.push_back({ulps * std::ldexp(1.0, -accumulatedBits(n.type.dtype)), true});
+      ir::NodeId moved = noisy.binary(ir::OpKind::Mul, bound, e, "lse.moved." + n.name);
+      at[size_t(n.id)] =
+          noisy.binary(ir::OpKind::Add, at[size_t(n.id)], moved, "lse.noisy." + n.name);
+    }
     if (sumsTerms(n)) {
       bool tf32 = tf32Dots && n.kind == ir::OpKind::Dot && n.type.dtype == ir::DType::f32;
       std::string prefix = tf32 ? "tf32." : "order.";

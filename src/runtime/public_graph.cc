@@ -202,6 +202,7 @@ WEFT_REDUCE(reduceMin, Min)
 WEFT_REDUCE(reduceProd, Prod)
 WEFT_REDUCE(reduceAny, Any)
 WEFT_REDUCE(reduceAll, All)
+WEFT_REDUCE(reduceLogSumExp, LogSumExp)
 #undef WEFT_REDUCE
 
 Value Graph::dot(Value a, Value b, std::string name) {

@@ -120,6 +120,12 @@ std::vector<OpCase> cases() {
   c.push_back({"reduce_min_columns", same(1), {any}, [](Graph& g, const std::vector<NodeId>& x) {
                  return g.reduce(ReduceKind::Min, x[0], {0});
                }});
+  c.push_back({"reduce_logsumexp_rows", same(1), {any}, [](Graph& g, const std::vector<NodeId>& x) {
+                 return g.reduce(ReduceKind::LogSumExp, x[0], {1});
+               }});
+  c.push_back({"reduce_logsumexp_all", same(1), {any}, [](Graph& g, const std::vector<NodeId>& x) {
+                 return g.reduce(ReduceKind::LogSumExp, x[0], {0, 1});
+               }});
   c.push_back({"reduce_prod_middle", [](const Dim& b, int64_t n) { return std::vector<Shape>{{b, n, 2}}; },
                {Range{0.5, 1.5}}, [](Graph& g, const std::vector<NodeId>& x) {
                  return g.reduce(ReduceKind::Prod, x[0], {1});

@@ -326,6 +326,37 @@ TEST_CASE("reduce any/all, NaN in max, and empty axes give the identity", "[ir][
   CHECK(elements(interpret(f, {HostTensor(DType::i8, {2, 0})})[0]) == std::vector<double>{-128, -128});
 }
 
+TEST_CASE("reduce logsumexp does not overflow and keeps infinities and NaN",
+          "[ir][interpreter]") {
+  Graph g;
+  NodeId x = g.parameter("x", {DType::f32, {Dim(6), Dim(3)}});
+  g.addOutput(g.reduce(ReduceKind::LogSumExp, x, {1}));
+  std::vector<double> out = run(g, {tensor(DType::f32, {6, 3},
+                                           {0, 0, 0,              // log 3
+                                            1000, 1000, -kInf,    // 1000 + log 2, no overflow
+                                            -kInf, -kInf, -kInf,  // empty sum: -inf
+                                            kInf, 1, kInf,        // +inf
+                                            kNaN, 1, 2,           // NaN
+                                            -1000, -1001, -1002})}); // no underflow to -inf
+  CHECK(out[0] == Approx(std::log(3.0)));
+  CHECK(out[1] == Approx(1000 + std::log(2.0)));
+  CHECK(out[2] == -kInf);
+  CHECK(out[3] == kInf);
+  CHECK(isNaN(out[4]));
+  CHECK(out[5] == Approx(-1000 + std::log(1 + std::exp(-1.0) + std::exp(-2.0))));
+  // Over nothing: the identity, -inf.
+  Graph e;
+  NodeId z = e.parameter("z", {DType::f32, {Dim(2), Dim(0)}});
+  e.addOutput(e.reduce(ReduceKind::LogSumExp, z, {1}));
+  CHECK(elements(interpret(e, {HostTensor(DType::f32, {2, 0})})[0]) ==
+        std::vector<double>{-kInf, -kInf});
+  // Floats only.
+  Graph i;
+  NodeId n = i.parameter("n", {DType::i32, {Dim(2)}});
+  CHECK_THROWS_WITH(i.reduce(ReduceKind::LogSumExp, n, {0}),
+                    Catch::Contains("reduce logsumexp does not take dtype i32; it takes floats"));
+}
+
 TEST_CASE("broadcast_in_dim maps operand dims and stretches size-1 dims", "[ir][interpreter]") {
   Graph g;
   NodeId row = g.parameter("row", {DType::f32, {Dim(3)}});

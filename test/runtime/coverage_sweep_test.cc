@@ -237,6 +237,8 @@ std::vector<Case> opCases() {
       reduces(k, t);
   for (ReduceKind k : {ReduceKind::Any, ReduceKind::All})
     reduces(k, DType::boolean);
+  for (DType t : kFloats)
+    reduces(ReduceKind::LogSumExp, t);
   // A row max next to a column sum in one stitched kernel (the i8 case that once emitted
   // packed 16x2 instructions), in every dtype.
   for (DType t : numeric())

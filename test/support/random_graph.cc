@@ -137,7 +137,13 @@ private:
         axes = {static_cast<int64_t>(pick(static_cast<int>(s.size())))};
       }
       static const ir::ReduceKind kinds[] = {ir::ReduceKind::Sum, ir::ReduceKind::Max, ir::ReduceKind::Min};
-      NodeId r = g_.reduce(kinds[pick(3)], a, axes);
+      ir::ReduceKind kind = kinds[pick(3)];
+      // A min over the last axis of a float is a logsumexp instead (log-softmax's row statistic),
+      // chosen without a draw so that every other graph stays what it was.
+      if (kind == ir::ReduceKind::Min && ir::isFloat(dtype_) &&
+          axes.back() == static_cast<int64_t>(s.size()) - 1)
+        kind = ir::ReduceKind::LogSumExp;
+      NodeId r = g_.reduce(kind, a, axes);
       if (s.size() > axes.size() && pick(2)) { // broadcast back and combine: a reduce with consumers
         std::vector<int64_t> dims;
         for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d)

@@ -90,7 +90,12 @@ Lowering reduction(Reduction kind) {
       return;
     }
     case Reduction::LogSumExp: {
-      // log(sum(exp(x))), exactly as ONNX defines it
+      // Floats: weft's logsumexp reduce, ONNX's log(sum(exp(x))) without its overflow (x above
+      // 88 in f32). Integers: the definition as written.
+      if (ir::isFloat(c.typeOf(x).dtype)) {
+        c.setOutput(0, c.reduceKeep(ReduceKind::LogSumExp, x, spec.axes, spec.keepdims, name));
+        return;
+      }
       NodeId sum =
           c.reduceKeep(ReduceKind::Sum, c.g.unary(OpKind::Exp, x), spec.axes, spec.keepdims);
       c.setOutput(0, c.g.unary(OpKind::Log, sum, name));
