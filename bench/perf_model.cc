@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "codegen/ptxas.h"
 #include "compile.h"
 #include "copy_kernel.h"
 
@@ -29,6 +30,19 @@ ProgramShape programShape(const CompiledProgram& program,
     const int64_t n = b.elements.isStatic() ? b.elements.size() : b.elements.evaluate(binding);
     return static_cast<uint64_t>(std::max<int64_t>(0, n)) * ir::dtypeBytes(b.dtype);
   };
+  // Kernels that fill the SMs launch as many blocks as the compiled kernel keeps resident
+  // (Executable::bind asks Device::maxActiveBlocksPerSM): on the GPU that follows the registers
+  // ptxas allocates, which the plan's bound only caps. Assembled once per program that has one.
+  std::map<std::string, int> ptxasRegisters;
+  const bool fills = std::any_of(program.module.kernels.begin(), program.module.kernels.end(),
+                                 [](const codegen::CompiledKernel& k) { return k.launch.fillSMs; });
+  if (fills)
+    if (const std::string ptxas = codegen::findPtxas(); !ptxas.empty()) {
+      const codegen::PtxasReport r = codegen::runPtxas(ptxas, program.module.ptx, spec.smName());
+      if (r.ok())
+        for (const codegen::PtxasFunctionReport& f : r.functions)
+          ptxasRegisters[f.name] = f.registers;
+    }
   ProgramShape shape;
   for (const codegen::CompiledKernel& k : program.module.kernels) {
     KernelShape s;
@@ -37,6 +51,22 @@ ProgramShape programShape(const CompiledProgram& program,
     const int registers = k.launch.maxRegisters > 0 ? k.launch.maxRegisters : 32;
     s.blocksPerSM = std::max(1, blocksPerSM(spec, k.launch.blockSize, registers,
                                             k.launch.sharedBytes));
+    if (k.launch.fillSMs) {
+      auto assembled = ptxasRegisters.find(k.name);
+      if (assembled != ptxasRegisters.end()) {
+        // The GPU's grid: the plan's cap raised to what ptxas's registers keep resident.
+        s.blocksPerSM = std::max(1, blocksPerSM(spec, k.launch.blockSize, assembled->second,
+                                                k.launch.sharedBytes));
+        const int64_t tiles =
+            k.launch.tiles.isStatic() ? k.launch.tiles.size() : k.launch.tiles.evaluate(binding);
+        s.fillGrid = std::max<int64_t>(
+            1, std::min(tiles, std::max(k.launch.maxBlocks, int64_t(spec.smCount) * s.blocksPerSM)));
+      } else {
+        // No ptxas: the grid the simulator launched (its own register estimate) is the one
+        // modeled, all of it resident (registers left out of the bound).
+        s.blocksPerSM = std::max(1, blocksPerSM(spec, k.launch.blockSize, 1, k.launch.sharedBytes));
+      }
+    }
     // What the step writes: a kernel's outputs and its own scratch, a library call's result.
     std::set<int> written;
     if (k.planStep >= 0 && size_t(k.planStep) < plan.steps.size()) {
@@ -90,7 +120,10 @@ ModeledTime& ModeledTime::operator+=(const ModeledTime& o) {
 ModeledTime modelKernel(const LaunchCounters& k, const ModelProfile& p, const KernelShape* shape,
                         uint64_t l2Bytes) {
   const fusion::CostModel& m = p.cost;
-  const double blocks = static_cast<double>(std::max<uint64_t>(1, k.blocks));
+  // The grid the GPU launches (a kernel that fills the SMs: what ptxas's registers keep
+  // resident; the simulator's grid-stride loops count the same bytes and instructions).
+  const uint64_t grid = shape && shape->fillGrid > 0 ? uint64_t(shape->fillGrid) : k.blocks;
+  const double blocks = static_cast<double>(std::max<uint64_t>(1, grid));
   const double sms = static_cast<double>(m.smCount);
   const double busy = std::min(1.0, blocks / sms);
   const uint64_t read = k.globalSectorsRead * 32;
@@ -98,30 +131,38 @@ ModeledTime modelKernel(const LaunchCounters& k, const ModelProfile& p, const Ke
   ModeledTime t;
   t.l2Bytes = l2Bytes;
   t.dramBytes = k.globalBytes() - l2Bytes;
-  // Bytes in flight per SM: resident warps × bytes per load request. Unknown block size: a
-  // full SM (what the model assumed before it knew occupancy).
-  double inFlight = 1e30, latencyNs = m.latencyNs;
+  // Bytes in flight per SM and the round a warp's loads wait through (perf_model.h). Unknown
+  // block size: a full SM (what the model assumed before it knew occupancy).
+  double inFlight = 1e30, roundNs = m.latencyNs;
   if (shape && shape->blockSize > 0 && k.globalLoadRequests > 0) {
+    const int loads = std::max(1, shape->loadsInFlight);
+    const double warps = shape->blockSize / 32.0;
     // bytes a warp moves (loads and the stores that follow them) per load it waits for
     const double perRequest = double(k.globalBytes()) / double(k.globalLoadRequests);
-    const double resident = std::min<double>(std::max(1, shape->blocksPerSM), std::ceil(blocks / sms));
-    inFlight = resident * (shape->blockSize / 32.0) * perRequest * std::max(1, shape->loadsInFlight);
-    // What a warp does between one load and the next adds to the wait: its instructions (they
-    // use the data, so run after it came) and its block barriers (every warp waits for the last).
-    // Loads from another block's shared memory (thread-block clusters) are waits too, between
-    // which the instructions run; they move no global bytes.
+    const double resident =
+        std::min<double>(std::max(1, shape->blocksPerSM), std::ceil(blocks / sms));
+    inFlight = resident * warps * perRequest * loads;
+    // What a warp does after its loads came back and before it loads again: its instructions
+    // (they use the data) and its block barriers (every warp waits for the last), per load
+    // it waits for; loads from another block's shared memory (thread-block clusters) are
+    // waits too. A round issues `loads` loads together, then does the work of all of them.
+    // An instruction waits for the one before it (dependentInstructionNs) or for the block's
+    // other warps to issue theirs on the SM's schedulers (they compute between the same
+    // barriers), whichever is longer.
     const double waits = double(k.globalLoadRequests + k.clusterSharedLoads);
-    const double warpBarriers = double(k.blockBarriers) * (shape->blockSize / 32.0);
-    latencyNs += m.dependentInstructionNs * double(k.warpInstructions) / waits +
-                 m.blockBarrierNs * warpBarriers / waits;
+    const double warpBarriers = double(k.blockBarriers) * warps;
+    const double instructionNs = std::max(m.dependentInstructionNs, warps / (m.issueGInstr / sms));
+    const double workPerLoadNs =
+        (instructionNs * double(k.warpInstructions) + m.blockBarrierNs * warpBarriers) / waits;
+    roundNs += loads * workPerLoadNs;
   }
   const double bandwidth =
-      fusion::achievedBandwidthGBs(m, std::min(blocks, sms), inFlight, latencyNs);
+      fusion::achievedBandwidthGBs(m, std::min(blocks, sms), inFlight, roundNs);
   t.memoryUs = double(t.dramBytes) / (bandwidth * 1e3) + double(l2Bytes) / (m.l2GBs * 1e3);
   t.issueUs = static_cast<double>(k.warpInstructions) / (m.issueGInstr * 1e3 * busy);
   t.boundUs = std::max(t.memoryUs, t.issueUs);
   t.launchUs = p.launchUs();
-  t.barrierUs = static_cast<double>(k.gridBarriers) * fusion::gridBarrierUs(m, k.blocks);
+  t.barrierUs = static_cast<double>(k.gridBarriers) * fusion::gridBarrierUs(m, grid);
   return t;
 }
 

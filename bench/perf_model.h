@@ -9,18 +9,32 @@
 //                whatever a kernel reads beyond the sizes of the buffers it reads (its own
 //                re-reads of a row)
 //   DRAM bytes = bytes the simulator counted − L2 bytes (writes always reach DRAM)
-//   in flight  = resident warps per SM × loads in flight per thread × bytes a warp moves per
-//                load request (its loads and the stores that follow them)
-//   latency    = DRAM latency + per warp, between two of its loads: its instructions × a
-//                dependent instruction's time + its block barriers × a barrier's wait
-//   memory     = DRAM bytes / bandwidth(active SMs, in flight, latency)    (Little's law)
-//                + L2 bytes / L2 bandwidth
-//   issue      = warp instructions / (issue rate × min(1, blocks / SMs))
+//   grid       = the blocks the GPU launches: the simulator's grid, except for a kernel that
+//                fills the SMs (LaunchPlan::fillSMs), whose grid is the blocks the compiled
+//                kernel keeps resident (registers from ptxas where it is installed, as the GPU's
+//                occupancy query sees them; else the grid the simulator launched)
+//   resident   = blocks per SM at once: min(occupancy, grid / SMs)
+//   round      = what a warp does between issuing a set of loads and issuing the next: the
+//                loads a thread has in flight together (KernelShape::loadsInFlight, k), the
+//                DRAM latency, then the work that uses them, which waits for the data:
+//                k × (its instructions × an instruction's time + its block barriers × a
+//                barrier's wait) per load (loads from a cluster peer's shared memory count as
+//                loads); an instruction's time is the longer of a dependent instruction's
+//                latency and the block's warps over the SM's issue rate (a block's warps
+//                compute between the same barriers, sharing the SM's schedulers)
+//   in flight  = resident warps per SM × k × bytes a warp moves per load request (its loads
+//                and the stores that follow them)
+//   memory     = DRAM bytes / min(streaming bandwidth, active SMs × in flight / round)
+//                + L2 bytes / L2 bandwidth                                    (Little's law)
+//   issue      = warp instructions / (issue rate × min(1, grid / SMs))
 //   time       = max(memory, issue) + launch (stream or CUDA graph) + grid barriers × barrier
 //
-// A program's time is the sum over its kernels (they run one after another). Without the
-// plan's launch shapes (ProgramShape) no byte is an L2 hit and every SM is taken as full.
-// Not modeled: overlap of consecutive kernels, clocks below boost, L1, SASS instead of PTX.
+// So a phase that loads its row and then reduces it with one block per SM keeps nothing in
+// flight while it reduces (its round is the latency plus all of the row's work), and more
+// resident blocks (or rows) per SM overlap one's work with another's loads. A program's time is
+// the sum over its kernels (they run one after another). Without the plan's launch shapes
+// (ProgramShape) no byte is an L2 hit and every SM is taken as full. Not modeled: overlap of
+// consecutive kernels, clocks below boost, L1, SASS instead of PTX.
 #include <map>
 #include <string>
 #include <vector>
@@ -57,11 +71,17 @@ struct BufferUse {
 /// What the plan says about one launch beyond the counters.
 struct KernelShape {
   int blockSize = 0;   // 0: unknown (SMs taken as full)
-  int blocksPerSM = 0; // resident blocks per SM by occupancy
+  /// Resident blocks per SM by occupancy: the plan's register bound, or for a kernel that
+  /// fills the SMs, the registers ptxas gave it (what the GPU's occupancy query sees).
+  int blocksPerSM = 0;
   /// Independent loads a thread has in flight: a slot phase's steps × the values it loads
   /// per step (the row is loaded before it is used), else the buffers a loop iteration reads.
   int loadsInFlight = 1;
   int clusterSize = 1; // blocks per thread-block cluster as launched
+  /// The grid the GPU launches for a kernel that fills the SMs (LaunchPlan::fillSMs):
+  /// min(tiles, SMs × blocksPerSM) where blocksPerSM came from ptxas; 0 otherwise (the
+  /// simulator's grid is the GPU's).
+  int64_t fillGrid = 0;
   std::vector<BufferUse> reads, writes;
 };
 using ProgramShape = std::vector<KernelShape>;

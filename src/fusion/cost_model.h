@@ -6,8 +6,10 @@
 //
 //   bandwidth(active SMs, bytes in flight per SM)
 //       = min(dramGBs, active SMs × bytes in flight per SM / latency)    (Little's law)
-//   latency = DRAM latency + what a warp waits for between two loads (its dependent
-//             instructions and block barriers; bench/perf_model.h counts them)
+//   latency = DRAM latency + what a warp does after its loads come back and before it loads
+//             again: its instructions (each the longer of a dependent instruction's wait and
+//             the block's warps over the SM's issue rate) and block barriers, for all of the
+//             loads it has in flight at once (bench/perf_model.h counts them)
 //   grid barrier = barrierUs + barrierPerBlockUs × blocks
 //
 // The planner weighs a split row's grid barrier with them (thread_mapping.cc); bench/perf_model.h
@@ -21,16 +23,16 @@ namespace weft::fusion {
 struct CostModel {
   int smCount = 132;
   double peakDramGBs = 3350;  // the profile's DRAM bandwidth (the bandwidth limit's)
-  double dramGBs = 2613;      // what streaming reaches: peak × copy efficiency
+  double dramGBs = 2603;      // what streaming reaches: peak × copy efficiency
   double l2GBs = 7705;        // re-reads that hit in L2
   double l2Bytes = 38e6;      // L2 capacity that holds data across kernels (effective)
   double latencyNs = 450;     // DRAM latency, for Little's law
-  double dependentInstructionNs = 6.0;  // per warp instruction between a warp's loads
-  double blockBarrierNs = 400;          // per block barrier a warp waits at between its loads
+  double dependentInstructionNs = 0;   // per dependent warp instruction after a warp's loads
+  double blockBarrierNs = 151;          // per block barrier a warp waits at after its loads
   double issueGInstr = 926;   // warp instructions per ns over the device
-  double launchUs = 3.46;     // per kernel launched on a stream, back to back
+  double launchUs = 3.44;     // per kernel launched on a stream, back to back
   double graphLaunchUs = 1.0; // per kernel of a replayed CUDA graph
-  double barrierUs = 2.54;    // one grid barrier ...
+  double barrierUs = 2.94;    // one grid barrier ...
   double barrierPerBlockUs = 0.002; // ... plus this per block it waits for
 };
 

@@ -1,8 +1,12 @@
 // The perf model's arithmetic on hand-made counters and shapes (bench/perf_model.h,
-// fusion/cost_model.h): bandwidth, L2 re-reads, bytes in flight, launches, grid barriers.
+// fusion/cost_model.h): bandwidth, L2 re-reads, bytes in flight, a round's work, the grid of a
+// kernel that fills the SMs, launches, grid barriers.
 #include <catch2/catch.hpp>
 
 #include "bench/perf_model.h"
+#include "bench/workloads.h"
+#include "codegen/ptxas.h"
+#include "compile.h"
 
 using namespace weft;
 using namespace weft::bench;
@@ -90,10 +94,12 @@ TEST_CASE("bytes in flight cap the bandwidth of a small grid (Little's law)", "[
   shape.loadsInFlight = 2;
   CHECK(modelKernel(few, toyProfile(), &shape).memoryUs == Approx(25));
   // A warp's instructions and block barriers between its loads lengthen the wait: 1000 warp
-  // instructions per load request at 1 ns each double the 1 µs latency.
+  // instructions per load request at 1 ns each double the 1 µs latency (1 ns: a dependent
+  // instruction's wait, longer than the block's 8 warps over the SM's issue rate of 20 per ns).
   shape.loadsInFlight = 1;
   ModelProfile slow = toyProfile();
   slow.cost.dependentInstructionNs = 1;
+  slow.cost.issueGInstr = 2000;
   LaunchCounters busy = few;
   busy.warpInstructions = 1000 * busy.globalLoadRequests;
   CHECK(modelKernel(busy, slow, &shape).memoryUs == Approx(100));
@@ -156,4 +162,83 @@ TEST_CASE("model profiles come from the device specs", "[bench][model]") {
   CHECK(p.cost.issueGInstr == Approx(h100.smCount * h100.warpSchedulersPerSM * h100.clockGHz));
   // L2 holds more on the H100 than on the V100
   CHECK(p.cost.l2Bytes > modelProfile(*deviceSpecProfile("v100")).cost.l2Bytes);
+}
+
+TEST_CASE("a load-then-reduce phase at one block per SM keeps nothing in flight while it reduces",
+          "[bench][model]") {
+  // 8.192 MB read by 100 blocks of 512 threads (16 warps), one per SM, 8 loads in flight per thread
+  // (the row loaded into registers first), then 1000 warp instructions per load to reduce it.
+  ModelProfile p = toyProfile();
+  p.cost.issueGInstr = 2000; // 20 warp instructions per ns per SM: 16 warps take 0.8 ns each
+  const double bytes = 8192000;
+  LaunchCounters k = memoryKernel(uint64_t(bytes), 0, 100);
+  k.warpInstructions = 1000 * k.globalLoadRequests;
+  KernelShape rows;
+  rows.blockSize = 512;
+  rows.blocksPerSM = 1;
+  rows.loadsInFlight = 8;
+  // A round: 1 µs of latency, then the work of all 8 loads (8 × 1000 × 0.8 ns); in flight:
+  // 16 warps × 512 B × 8 per SM.
+  const double round = 1000 + 8 * 1000 * 0.8, inFlight = 16 * 512.0 * 8;
+  const ModeledTime t = modelKernel(k, p, &rows);
+  CHECK(t.memoryUs == Approx(bytes / (100 * inFlight / round * 1e3)));
+  // The same bytes and work streamed by four resident blocks per SM: one's loads are in flight
+  // while another reduces, and the kernel runs at the bandwidth.
+  LaunchCounters streamed = k;
+  streamed.blocks = 400;
+  KernelShape overlapped = rows;
+  overlapped.blocksPerSM = 4;
+  const ModeledTime s = modelKernel(streamed, p, &overlapped);
+  CHECK(s.memoryUs == Approx(bytes / 1e6));
+  CHECK(t.memoryUs > 1.1 * s.memoryUs);
+  // More loads in flight per thread do not hide the reduce that follows them: 8 loads, against 1,
+  // give far less than 8 times the bandwidth.
+  KernelShape one = rows;
+  one.loadsInFlight = 1;
+  CHECK(modelKernel(k, p, &one).memoryUs < 2 * t.memoryUs);
+  // Block barriers between the loads and the work add to the round: 1 per load at 100 ns.
+  p.cost.blockBarrierNs = 100;
+  LaunchCounters synced = k;
+  synced.blockBarriers = k.globalLoadRequests / 16; // per block: one per load of each warp
+  CHECK(modelKernel(synced, p, &rows).memoryUs ==
+        Approx(bytes / (100 * inFlight / (round + 8 * 100) * 1e3)));
+}
+
+TEST_CASE("a kernel that fills the SMs is modeled with the grid it launches", "[bench][model]") {
+  // The simulator launched 200 blocks (2 per SM by its register estimate); the GPU launches 300
+  // (3 per SM by ptxas's registers), all resident: half as many bytes again in flight.
+  ModelProfile p = toyProfile();
+  p.cost.latencyNs = 2000;
+  LaunchCounters k = memoryKernel(10240000, 0, 200);
+  KernelShape planned;
+  planned.blockSize = 256;
+  planned.blocksPerSM = 3;
+  KernelShape filled = planned;
+  filled.fillGrid = 300;
+  // 8 warps × 512 B per block on 100 SMs over 2 µs: 204.8 bytes per ns per resident block
+  CHECK(modelKernel(k, p, &planned).memoryUs == Approx(10240000 / (2 * 204.8e3)));
+  CHECK(modelKernel(k, p, &filled).memoryUs == Approx(10240000 / (3 * 204.8e3)));
+
+  // Softmax over rows of 128 fills the SMs (LaunchPlan::fillSMs). Where ptxas is installed, its
+  // shape says the GPU's grid: every SM holds the blocks ptxas's registers allow, at least the
+  // plan's; without it, the simulator's own grid is modeled.
+  CompileOptions o;
+  o.cacheDir = "off";
+  const bench::Workload w = bench::findWorkload("softmax", bench::defaultWorkloadsDir());
+  auto compiled = compile(w.build(), o);
+  const CompiledProgram& program = compiledProgram(compiled->program({}));
+  REQUIRE(program.module.kernels.size() == 1);
+  const codegen::CompiledKernel& kernel = program.module.kernels[0];
+  REQUIRE(kernel.launch.fillSMs);
+  const KernelShape s = programShape(program).at(0);
+  const int smCount = program.plan.device.smCount;
+  if (codegen::findPtxas().empty()) {
+    CHECK(s.fillGrid == 0);
+  } else {
+    CHECK(s.fillGrid >= kernel.launch.maxBlocks);
+    CHECK(s.fillGrid == std::min<int64_t>(kernel.launch.tiles.size(),
+                                          std::max<int64_t>(kernel.launch.maxBlocks,
+                                                            int64_t(smCount) * s.blocksPerSM)));
+    CHECK(s.blocksPerSM * int64_t(smCount) >= kernel.launch.maxBlocks);
+  }
 }
