@@ -1,8 +1,9 @@
 #pragma once
 // The GPU cost model the planner and `weft bench` share: its constants per device profile and
-// the formulas that use them (defaults below: the h100 profile). Every time it gives is "modeled", never measured. The constants
-// of the h100 profile are fitted to the H100 times in docs/performance.md ("The model against
-// the H100"); the other profiles scale them by their own specifications.
+// the formulas that use them (defaults below: the h100 profile). Every time it gives is
+// "modeled", never measured. The constants of the h100 profile are fitted to the H100 times in
+// docs/performance.md ("The model against the H100") of the plans weft still makes; the other
+// profiles scale them by their own specifications.
 //
 //   bandwidth(active SMs, bytes in flight per SM)
 //       = min(dramGBs, active SMs × bytes in flight per SM / latency)    (Little's law)
@@ -27,8 +28,8 @@ struct CostModel {
   double l2GBs = 7705;        // re-reads that hit in L2
   double l2Bytes = 38e6;      // L2 capacity that holds data across kernels (effective)
   double latencyNs = 450;     // DRAM latency, for Little's law
-  double dependentInstructionNs = 0;   // per dependent warp instruction after a warp's loads
-  double blockBarrierNs = 151;          // per block barrier a warp waits at after its loads
+  double dependentInstructionNs = 0; // per dependent warp instruction after a warp's loads
+  double blockBarrierNs = 151;       // per block barrier a warp waits at after its loads
   double issueGInstr = 926;   // warp instructions per ns over the device
   double launchUs = 3.44;     // per kernel launched on a stream, back to back
   double graphLaunchUs = 1.0; // per kernel of a replayed CUDA graph
