@@ -52,6 +52,9 @@ public:
   NodeId broadcast(NodeId x, const Shape& s, std::vector<int64_t> dims) {
     return g_.broadcastInDim(x, s, std::move(dims), name());
   }
+  NodeId reduce(ReduceKind kind, NodeId x, std::vector<int64_t> axes) {
+    return g_.reduce(kind, x, std::move(axes), name());
+  }
   NodeId reduceSum(NodeId x, std::vector<int64_t> axes) {
     return axes.empty() ? x : g_.reduce(ReduceKind::Sum, x, std::move(axes), name());
   }
@@ -226,7 +229,9 @@ NodeId concatAdjoint(Builder& b, const Graph& g, const Node& y, size_t k, NodeId
 
 /// reduce's adjoint. sum: dy broadcast back. max/min: dy shared evenly among the elements
 /// equal to the result (a tie splits it, as numpy-style amax gradients do). prod: dy * y / x.
-/// logsumexp: dy * softmax(x) = dy * exp(x - y), y broadcast back.
+/// logsumexp: dy * softmax(x) = dy * exp(x - m) / exp(y - m), m = max(x) (log-softmax's own max,
+/// merged by CSE): x - m and the row's sum of exponentials keep their precision where a
+/// low-precision x (f16 under --amp) would round the broadcast y itself.
 NodeId reduceAdjoint(Builder& b, const Node& y, const Node& x, NodeId dy) {
   const auto& a = y.attr<ReduceAttrs>();
   const Shape& in = x.type.shape;
@@ -242,9 +247,12 @@ NodeId reduceAdjoint(Builder& b, const Node& y, const Node& x, NodeId dy) {
   }
   case ReduceKind::Prod:
     return b.div(b.broadcast(b.mul(dy, y.id), in, kept), x.id);
-  case ReduceKind::LogSumExp:
-    return b.mul(b.broadcast(dy, in, kept),
-                 b.un(OpKind::Exp, b.sub(x.id, b.broadcast(y.id, in, kept))));
+  case ReduceKind::LogSumExp: {
+    NodeId max = b.reduce(ReduceKind::Max, x.id, a.axes);
+    NodeId e = b.un(OpKind::Exp, b.sub(x.id, b.broadcast(max, in, kept)));
+    NodeId sum = b.un(OpKind::Exp, b.sub(y.id, max));
+    return b.mul(b.broadcast(b.div(dy, sum), in, kept), e);
+  }
   case ReduceKind::Any:
   case ReduceKind::All:
     return -1; // bool: never asked (want is false for bool operands)

@@ -79,7 +79,8 @@ llvm::AllocaInst* KernelContext::entryAlloca(llvm::Type* t, const std::string& n
 }
 
 void KernelContext::loop(const std::string& name, llvm::Value* start, llvm::Value* end,
-                         llvm::Value* step, const std::function<void(llvm::Value*)>& body) {
+                         llvm::Value* step, const std::function<void(llvm::Value*)>& body,
+                         int unrollCount) {
   llvm::BasicBlock* pre = b->GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx(), name + ".header", fn);
   auto* bodyBB = llvm::BasicBlock::Create(ctx(), name + ".body", fn);
@@ -97,7 +98,16 @@ void KernelContext::loop(const std::string& name, llvm::Value* start, llvm::Valu
   --depth;
   llvm::Value* next = b->CreateAdd(iv, step, name + ".next", /*HasNUW=*/false, /*HasNSW=*/true);
   iv->addIncoming(next, b->GetInsertBlock());
-  b->CreateBr(header);
+  llvm::BranchInst* latch = b->CreateBr(header);
+  if (unrollCount > 1) {
+    llvm::Metadata* count[] = {
+        llvm::MDString::get(ctx(), "llvm.loop.unroll.count"),
+        llvm::ConstantAsMetadata::get(b->getInt32(uint32_t(unrollCount)))};
+    llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx(), count)};
+    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx(), ops);
+    id->replaceOperandWith(0, id); // a loop ID names itself
+    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+  }
   b->SetInsertPoint(exit);
 }
 

@@ -116,9 +116,11 @@ struct KernelContext {
 
   // control flow
   llvm::AllocaInst* entryAlloca(llvm::Type* t, const std::string& name);
-  /// for (iv = start; iv < end; iv += step) body(iv)   (signed compare, indexTy or i32)
+  /// for (iv = start; iv < end; iv += step) body(iv)   (signed compare, indexTy or i32).
+  /// unrollCount > 1 asks LLVM to unroll it that many times (llvm.loop.unroll.count; a runtime
+  /// trip count gets a remainder loop, after LICM has hoisted what the iterations share).
   void loop(const std::string& name, llvm::Value* start, llvm::Value* end, llvm::Value* step,
-            const std::function<void(llvm::Value*)>& body);
+            const std::function<void(llvm::Value*)>& body, int unrollCount = 0);
   void ifThen(llvm::Value* cond, const std::function<void()>& then);
 
   // memory

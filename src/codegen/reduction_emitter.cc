@@ -57,6 +57,18 @@ llvm::Value* expOfMinusAbs(KernelContext& k, llvm::Value* d) {
   return emitMath(k, ir::OpKind::Exp, b.CreateFNeg(abs));
 }
 
+/// exp(-|d|) per element of a thread's logsumexp: for f32, ex2.approx.ftz of -|d| log2(e) (two
+/// instructions where libdevice's expf takes a dozen; relative error about 2^-22, and the
+/// rounding of the scaled argument moves a term by |d| 2^-24 of itself, so the row's sum, whose
+/// large terms have small |d|, moves by a few units of its last place); f64 through emitMath.
+llvm::Value* fastExpOfMinusAbs(KernelContext& k, llvm::Value* d) {
+  llvm::IRBuilder<>& b = *k.b;
+  if (!d->getType()->isFloatTy()) return expOfMinusAbs(k, d);
+  llvm::Value* abs = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, d);
+  llvm::Value* scaled = b.CreateFMul(abs, llvm::ConstantFP::get(d->getType(), -1.4426950408889634));
+  return b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_ftz_f, {}, {scaled});
+}
+
 } // namespace
 
 llvm::Value* reductionCombine(KernelContext& k, ReduceKind kind, DType t, llvm::Value* x,
@@ -117,7 +129,7 @@ void ThreadAccumulator::add(llvm::Value* x, llvm::Value* when) {
   llvm::Value* s = b.CreateLoad(ty, sum_);
   llvm::Value* d = gapOrZero(b, x, old);
   llvm::Value* above = b.CreateFCmpOGT(d, llvm::ConstantFP::get(ty, 0.0));
-  llvm::Value* e = expOfMinusAbs(k_, d);
+  llvm::Value* e = fastExpOfMinusAbs(k_, d);
   llvm::Value* scaled = b.CreateFAdd(b.CreateFMul(s, e), llvm::ConstantFP::get(ty, 1.0));
   b.CreateStore(keep(b.CreateSelect(above, scaled, b.CreateFAdd(s, e)), s), sum_);
   b.CreateStore(keep(b.CreateSelect(above, x, old), old), acc_);
@@ -188,25 +200,57 @@ Index mergeIndex(const ReduceGeometry& geo, const Index& kept, const Index& red)
   return idx;
 }
 
+/// A reduce's accumulators in one thread: one per vector lane for a logsumexp (its update is a
+/// chain of a dozen dependent instructions; the lanes' chains then run side by side), one for
+/// the other kinds. value() folds the lanes.
+struct LaneAccumulators {
+  LaneAccumulators(KernelContext& k, const ir::Node& reduce, int vector) : k(k), reduce(reduce) {
+    ReduceKind kind = reduce.attr<ir::ReduceAttrs>().kind;
+    int lanes = kind == ReduceKind::LogSumExp ? std::max(1, vector) : 1;
+    for (int l = 0; l < lanes; ++l)
+      accs.emplace_back(k, kind, reduce.type.dtype,
+                        reduce.name + (l ? fmt::format(".acc{}", l) : std::string(".acc")));
+  }
+  void reset() {
+    for (ThreadAccumulator& a : accs)
+      a.reset();
+  }
+  void add(size_t lane, llvm::Value* x, llvm::Value* when = nullptr) {
+    accs[lane % accs.size()].add(x, when);
+  }
+  llvm::Value* value() {
+    llvm::Value* v = accs[0].value();
+    for (size_t l = 1; l < accs.size(); ++l)
+      v = reductionCombine(k, reduce.attr<ir::ReduceAttrs>().kind, reduce.type.dtype, v,
+                           accs[l].value());
+    return v;
+  }
+  KernelContext& k;
+  const ir::Node& reduce;
+  std::vector<ThreadAccumulator> accs;
+};
+
 /// acc[i] ⊕= operand i[kept, r] for r = start, start + step, ... while r < end, with `vector`
 /// consecutive elements per step (then a scalar tail), for every reduce i (all of geometry
 /// `geo`: one pass over the elements serves them all, and an input they share is loaded once
 /// per element). `first` is a multiple of `vector`, so when the reduced axes end with the
-/// operand's innermost one each step is a vector group (one vector load per operand read).
+/// operand's innermost one each step is a vector group (one vector load per operand read). A
+/// loop with a logsumexp is unrolled twice (LLVM leaves so long a body rolled; unrolled, two
+/// loads are in flight per thread, not one).
 void accumulate(KernelContext& k, ElementalEmitter& gen, const std::vector<const ir::Node*>& reduces,
-                const ReduceGeometry& geo, std::vector<ThreadAccumulator>& accs, llvm::Value* kept,
+                const ReduceGeometry& geo, std::vector<LaneAccumulators>& accs, llvm::Value* kept,
                 llvm::Value* first, llvm::Value* end, int lane0Step, int vector,
                 llvm::Value* laneOffset, const OperandSink& onOperand = {}) {
   llvm::IRBuilder<>& b = *k.b;
-  auto combine = [&](const Index& idx) {
+  auto combine = [&](const Index& idx, size_t lane) {
     gen.clearCache(); // a new element: what the reduces share is generated once for it
     for (size_t i = 0; i < reduces.size(); ++i) {
       llvm::Value* v = gen.emit(reduces[i]->operands[0], idx);
       if (onOperand) onOperand(idx, v);
-      accs[i].add(v);
+      accs[i].add(lane, v);
     }
   };
-  auto add = [&](llvm::Value* r) { combine(reduceOperandIndex(k, geo, kept, r)); };
+  auto add = [&](llvm::Value* r) { combine(reduceOperandIndex(k, geo, kept, r), 0); };
   llvm::Value* start = b.CreateAdd(first, b.CreateMul(laneOffset, k.index(vector)));
   llvm::Value* step = k.index(int64_t(lane0Step) * vector);
   if (vector <= 1) {
@@ -218,7 +262,7 @@ void accumulate(KernelContext& k, ElementalEmitter& gen, const std::vector<const
                  geo.reducedAxes.back() == int64_t(rank) - 1;
   llvm::Value* vecEnd = b.CreateSub(end, k.index(vector - 1));
   const std::string& name = reduces.front()->name;
-  k.loop(name + ".vacc", start, vecEnd, step, [&](llvm::Value* r) {
+  auto group = [&](llvm::Value* r) {
     if (!grouped) {
       for (int v = 0; v < vector; ++v)
         add(b.CreateAdd(r, k.index(v)));
@@ -227,11 +271,15 @@ void accumulate(KernelContext& k, ElementalEmitter& gen, const std::vector<const
     k.beginVectorGroup(vector);
     Index keptIdx = delinearize(k, geo.keptShape, kept);
     std::vector<Index> lanes = k.vectorLaneIndices(geo.reducedShape, r);
-    for (const Index& red : lanes)
-      combine(mergeIndex(geo, keptIdx, red));
+    for (size_t l = 0; l < lanes.size(); ++l)
+      combine(mergeIndex(geo, keptIdx, lanes[l]), l);
     k.endVectorGroup();
     gen.clearCache();
+  };
+  bool twoSteps = std::any_of(reduces.begin(), reduces.end(), [](const ir::Node* r) {
+    return r->attr<ir::ReduceAttrs>().kind == ReduceKind::LogSumExp;
   });
+  k.loop(name + ".vacc", start, vecEnd, step, group, twoSteps ? 2 : 0);
   // Tail: the last (end - first) % vector elements, one per lane.
   llvm::Value* len = b.CreateSub(end, first);
   llvm::Value* tailStart =
@@ -291,9 +339,9 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
   llvm::Value* tid = k.toIndex(k.threadId());
   llvm::Value* rowInPass = b.CreateUDiv(tid, k.index(tpr));
   llvm::Value* lane = b.CreateURem(tid, k.index(tpr));
-  std::vector<ThreadAccumulator> accs;
+  std::vector<LaneAccumulators> accs;
   for (const ir::Node* r : reduces)
-    accs.emplace_back(k, r->attr<ir::ReduceAttrs>().kind, r->type.dtype, r->name + ".acc");
+    accs.emplace_back(k, *r, slots ? slots->width : vector);
   // A row shared by a thread-block cluster: this block accumulates its part (its slots) and the
   // cluster combines the parts.
   int cluster = warpPerRow ? 1 : std::max(1, m.clusterBlocks);
@@ -365,15 +413,15 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
   auto emitPass = [&](llvm::Value* pass) {
     llvm::Value* row = b.CreateAdd(pass, rowInPass);
     llvm::Value* valid = b.CreateICmpSLT(row, end);
-    for (ThreadAccumulator& acc : accs)
+    for (LaneAccumulators& acc : accs)
       acc.reset();
     if (slots) {
       // Rows past the tile accumulate their clamped row's elements; their result is dropped.
       for (size_t i = 0; i < reduces.size(); ++i)
         emitAtSlots(k, gen, *slots, reduces[i]->operands[0],
                     [&](const RowSlots::Step& step, const std::vector<llvm::Value*>& lanes) {
-                      for (llvm::Value* x : lanes)
-                        accs[i].add(x, step.inRow);
+                      for (size_t l = 0; l < lanes.size(); ++l)
+                        accs[i].add(l, lanes[l], step.inRow);
                     });
     } else {
       // Lanes of a row past the end accumulate nothing but still take part in the shuffles.
@@ -381,7 +429,7 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
       accumulate(k, gen, reduces, geo, accs, row, reducedBegin, rowEnd, tpr, vector, lane);
     }
     std::vector<llvm::Value*> values;
-    for (ThreadAccumulator& acc : accs)
+    for (LaneAccumulators& acc : accs)
       values.push_back(acc.value());
     for (size_t i = 0; i < reduces.size(); ++i)
       combineRow(i, row, valid, pass, values[i]);
@@ -491,8 +539,8 @@ void emitColumnReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& r
   llvm::Value* ty = b.CreateUDiv(tid, k.index(tc));
   llvm::Value* col = b.CreateAdd(begin, tx);
   llvm::Value* valid = b.CreateICmpSLT(col, end);
-  std::vector<ThreadAccumulator> accs;
-  accs.emplace_back(k, kind, t, reduce.name + ".acc");
+  std::vector<LaneAccumulators> accs;
+  accs.emplace_back(k, reduce, 1);
   accs[0].reset();
   accumulate(k, gen, {&reduce}, geo, accs, col, reducedBegin,
              b.CreateSelect(valid, reducedEnd, reducedBegin), tr, 1, ty, onOperand);

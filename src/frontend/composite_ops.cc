@@ -204,19 +204,20 @@ Variance variance(const Site& s, NodeId x, const std::vector<int64_t>& axes,
 NodeId softmax(const Site& s, NodeId x, const std::vector<int64_t>& axes, bool logarithm,
                const std::string& name) {
   Shape shape = s.type(x).shape;
-  if (logarithm) {
-    // x - logsumexp(x): one reduction, which reads each row once (a running maximum and the
-    // sum of exponentials below it) where max-then-sum reads it twice. The result's absolute
-    // error is that of the row's logsumexp, a few ulps of max(x), as a cross-entropy kernel's
-    // lse - x[label] has.
-    NodeId lse = s.g.reduce(ir::ReduceKind::LogSumExp, x, axes, s.name("logsumexp"));
-    return s.g.binary(OpKind::Sub, x, broadcastBack(s, lse, shape, axes, s.name("lse_broadcast")),
-                      name);
-  }
   NodeId max = s.g.reduce(ir::ReduceKind::Max, x, axes, s.name("max"));
   NodeId shifted = s.g.binary(OpKind::Sub, x,
                               broadcastBack(s, max, shape, axes, s.name("max_broadcast")),
                               s.name("shifted"));
+  if (logarithm) {
+    // (x - max) - (logsumexp(x) - max): the max and the logsumexp are sibling reductions of x,
+    // read in one pass, where log(sum(exp(x - max))) waits for the max and reads the row again.
+    // What is broadcast back is the small log of the row's sum, not the logsumexp, so a
+    // low-precision consumer (f16 under --amp) rounds it as it did log(sum(...)).
+    NodeId lse = s.g.reduce(ir::ReduceKind::LogSumExp, x, axes, s.name("logsumexp"));
+    NodeId logSum = s.g.binary(OpKind::Sub, lse, max, s.name("log_sum"));
+    return s.g.binary(OpKind::Sub, shifted,
+                      broadcastBack(s, logSum, shape, axes, s.name("log_sum_broadcast")), name);
+  }
   NodeId e = s.g.unary(OpKind::Exp, shifted, s.name("exp"));
   NodeId sum = s.g.reduce(ir::ReduceKind::Sum, e, axes, s.name("sum"));
   return s.g.binary(OpKind::Div, e, broadcastBack(s, sum, shape, axes, s.name("sum_broadcast")),

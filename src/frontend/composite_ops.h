@@ -86,7 +86,8 @@ struct Variance {
 Variance variance(const Site& s, ir::NodeId x, const std::vector<int64_t>& axes,
                   const std::string& name);
 
-/// softmax(x) over `axes`, shifted by the max for range; with `logarithm`, x - logsumexp(x).
+/// softmax(x) over `axes`, shifted by the max for range; with `logarithm`,
+/// (x - max) - (logsumexp(x) - max).
 ir::NodeId softmax(const Site& s, ir::NodeId x, const std::vector<int64_t>& axes,
                    bool logarithm, const std::string& name);
 

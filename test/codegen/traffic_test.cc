@@ -13,6 +13,7 @@
 #include "fusion/plan.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
+#include "passes/pipeline.h"
 #include "sim_runner.h"
 #include "device_profiles.h"
 
@@ -312,4 +313,55 @@ TEST_CASE("softmax over ragged rows of 1000 reads its input once", "[codegen][tr
   LaunchCounters c = runOne(plan);
   CHECK(c.globalSectorsRead == uint64_t(sectorsOf(g, x)));
   CHECK(c.globalSectorsWritten == uint64_t(sectorsOf(g, y)));
+}
+
+TEST_CASE("sibling row reduces of one operand read it once, in one pass over the row",
+          "[codegen][traffic][sim]") {
+  // A logsumexp, a sum and a max of the same rows, long enough to be streamed (no register
+  // slots: no value is read after a reduce of its row): x's sectors once. Rows of 3001 floats
+  // are read as scalars from starts off the 32-byte sectors, so a warp's request spans four or
+  // five, as it falls with the loop's shape (LLVM unrolls the sum's and not the logsumexp's):
+  // within 1% of the sum alone.
+  for (int64_t length : {int64_t(3000), int64_t(3001)}) {
+    CAPTURE(length);
+    auto sectorsRead = [&](bool siblings) {
+      ir::Graph g;
+      auto x = g.parameter("x", {DType::f32, {24, length}});
+      std::vector<ir::NodeId> outs = {g.reduce(ir::ReduceKind::Sum, x, {1}, "sum")};
+      if (siblings) {
+        outs.push_back(g.reduce(ir::ReduceKind::LogSumExp, x, {1}, "lse"));
+        outs.push_back(g.reduce(ir::ReduceKind::Max, x, {1}, "max"));
+      }
+      g.setOutputs(outs);
+      fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+      for (const fusion::PhasePlan& phase : onlyKernel(plan).phases)
+        CHECK_FALSE(phase.slots);
+      LaunchCounters c = runOne(plan); // checked against the interpreter
+      if (length % 4 == 0) CHECK(c.globalSectorsRead == uint64_t(sectorsOf(g, x)));
+      return c.globalSectorsRead;
+    };
+    uint64_t siblings = sectorsRead(true), sum = sectorsRead(false);
+    CHECK(siblings >= sum);
+    CHECK(siblings * 100 <= sum * 101);
+  }
+}
+
+TEST_CASE("log-softmax + NLL streams its logits once", "[codegen][traffic][sim]") {
+  // bench/workloads/log_softmax_nll.json, canonicalized as compile() does: the one-hot pick
+  // (passes/one_hot_pick.h) leaves a logsumexp and a masked sum of the logits, which share one
+  // pass.
+  std::filesystem::path f =
+      std::filesystem::path(WEFT_SOURCE_DIR) / "bench" / "workloads" / "log_softmax_nll.json";
+  ir::Graph g = passes::canonicalize(frontend::readGraphFile(f.string()).graph);
+  REQUIRE(g.node(g.inputs().at(0)).name == "logits");
+  fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
+  for (const fusion::PhasePlan& phase : onlyKernel(plan).phases)
+    CHECK_FALSE(phase.slots); // streamed, not held in registers
+  LaunchCounters c = runOne(plan);
+  int64_t logits = sectorsOf(g, g.inputs().at(0)), rows = 512;
+  int64_t warps = onlyKernel(plan).launch.blockSize / 32;
+  // The logits once; each warp of a row's block reads the row's label (a sector); the rows'
+  // statistics and token losses are a few KB.
+  CHECK(c.globalSectorsRead >= uint64_t(logits));
+  CHECK(c.globalSectorsRead <= uint64_t(logits + rows * warps + 1024));
 }
