@@ -34,7 +34,9 @@
 // resident blocks (or rows) per SM overlap one's work with another's loads. A program's time is
 // the sum over its kernels (they run one after another). Without the plan's launch shapes
 // (ProgramShape) no byte is an L2 hit and every SM is taken as full. Not modeled: overlap of
-// consecutive kernels, clocks below boost, L1, SASS instead of PTX.
+// consecutive kernels, clocks below boost, L1, SASS instead of PTX (loops ptxas unrolls keep
+// the PTX's loads in flight), a wait at thread-block cluster barriers (counted, not charged),
+// a kernel's first and last rounds (a single-round kernel is modeled as streaming).
 #include <map>
 #include <string>
 #include <vector>
