@@ -410,6 +410,52 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
     k.blockBarrier(); // the scratch is reused by the next row (or reduce)
   };
 
+  // Block-per-row siblings: every reduce's warp totals at once (independent shuffle trees), then
+  // as many reduces as the scratch holds (32 8-byte words per reduce) combined side by side,
+  // reduce p by warp p, behind one barrier: a row's tail is one combine, not one per reduce.
+  auto combineBlockRows = [&](llvm::Value* row, llvm::Value* valid,
+                              const std::vector<llvm::Value*>& values) {
+    const int warps = k.blockSize / 32;
+    const int64_t scratch = k.kernel ? k.kernel->reduceScratchBytes : 32 * 8;
+    const size_t perBatch =
+        size_t(std::clamp<int64_t>(scratch / (int64_t(warps) * 8), 1, warps));
+    llvm::Value* warp = b.CreateUDiv(tid, k.index(32));
+    llvm::Value* lane32 = b.CreateURem(tid, k.index(32));
+    std::vector<llvm::Value*> totals;
+    for (size_t i = 0; i < reduces.size(); ++i)
+      totals.push_back(warpReduce(k, reduces[i]->attr<ir::ReduceAttrs>().kind,
+                                  reduces[i]->type.dtype, values[i], 32));
+    // Reduce p of a batch keeps its warps' totals from word p * 32 (8 bytes each) on.
+    auto slotOf = [&](size_t p, const ir::Node& r, llvm::Value* index) {
+      int64_t bytes = int64_t(slotType(computeType(k.ctx(), r.type.dtype))->getPrimitiveSizeInBits() / 8);
+      return b.CreateAdd(k.index(int64_t(p) * warps * 8 / std::max<int64_t>(1, bytes)), index);
+    };
+    for (size_t first = 0; first < reduces.size(); first += perBatch) {
+      size_t count = std::min(perBatch, reduces.size() - first);
+      k.ifThen(b.CreateICmpEQ(lane32, k.index(0)), [&] {
+        for (size_t p = 0; p < count; ++p)
+          storeSlot(k, slotOf(p, *reduces[first + p], warp), totals[first + p]);
+      });
+      k.blockBarrier();
+      for (size_t p = 0; p < count; ++p) {
+        const ir::Node& r = *reduces[first + p];
+        ReduceKind kind = r.attr<ir::ReduceAttrs>().kind;
+        DType t = r.type.dtype;
+        llvm::Type* at = computeType(k.ctx(), t);
+        k.ifThen(b.CreateICmpEQ(warp, k.index(int64_t(p))), [&] {
+          llvm::Value* inBlock = b.CreateICmpSLT(lane32, k.index(warps));
+          llvm::Value* partial = b.CreateSelect(
+              inBlock, loadSlot(k, at, slotOf(p, r, b.CreateSelect(inBlock, lane32, k.index(0)))),
+              reductionIdentity(k.ctx(), kind, t));
+          llvm::Value* total = warpReduce(k, kind, t, partial, 32);
+          k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(lane32, k.index(0))),
+                   [&] { onResults[first + p](row, total); });
+        });
+      }
+      k.blockBarrier(); // the scratch is reused by the next batch or row
+    }
+  };
+
   auto emitPass = [&](llvm::Value* pass) {
     llvm::Value* row = b.CreateAdd(pass, rowInPass);
     llvm::Value* valid = b.CreateICmpSLT(row, end);
@@ -431,6 +477,10 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
     std::vector<llvm::Value*> values;
     for (LaneAccumulators& acc : accs)
       values.push_back(acc.value());
+    if (!warpPerRow && cluster == 1 && reduces.size() > 1) {
+      combineBlockRows(row, valid, values);
+      return;
+    }
     for (size_t i = 0; i < reduces.size(); ++i)
       combineRow(i, row, valid, pass, values[i]);
   };

@@ -19,6 +19,7 @@ constexpr int64_t kMaxStagedBytes = 48 * 1024;         // staged inputs, bounded
 constexpr int64_t kMaxSliceBytes = 16 * 1024;          // tile slices
 constexpr int64_t kMaxSharedPartialsBytes = 16 * 1024; // an across-tiles reduce's partials
 constexpr int kMaxCombineRounds = 64; // rows per block tile, combined one after another
+constexpr int64_t kMaxSideBySideReduces = 4; // sibling block-per-row reduces combined at once
 
 int64_t align16(int64_t bytes) {
   return (bytes + 15) / 16 * 16;
@@ -42,9 +43,25 @@ public:
     k_.phases.clear();
     int64_t dynamicShared = k_.sharedValuesEnd(); // resident inputs' slots included
     k_.reduceScratchBytes = 0;
-    for (const Group& group : k_.groups)
-      k_.reduceScratchBytes = std::max(
-          k_.reduceScratchBytes, reduceEmitterScratchBytes(group.mapping, k_.launch.blockSize));
+    for (size_t gi = 0; gi < k_.groups.size(); ++gi) {
+      const Group& group = k_.groups[gi];
+      int64_t bytes = reduceEmitterScratchBytes(group.mapping, k_.launch.blockSize);
+      // Block-per-row sibling reduces of a stage combine side by side, each in its own scratch
+      // (codegen's emitRowReduces), up to kMaxSideBySideReduces at once.
+      const auto* rows = std::get_if<RowReduceMapping>(&group.mapping);
+      if (rows && rows->kind == RowReduceMapping::Kind::BlockPerRow && rows->clusterBlocks <= 1) {
+        int64_t siblings = 1;
+        for (const Stage& st : k_.stages) {
+          if (st.group != int(gi)) continue;
+          int64_t reduces = 0;
+          for (ir::NodeId v : st.materialized)
+            reduces += g_.node(v).kind == ir::OpKind::Reduce;
+          siblings = std::max(siblings, std::min(reduces, kMaxSideBySideReduces));
+        }
+        bytes *= siblings;
+      }
+      k_.reduceScratchBytes = std::max(k_.reduceScratchBytes, bytes);
+    }
     sharedUsed_ = dynamicShared + k_.reduceScratchBytes;
     k_.stagingBytes = 0;
     Phase phase;

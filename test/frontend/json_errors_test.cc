@@ -83,7 +83,7 @@ TEST_CASE("mistyped fields and attributes") {
             R"({"name": "y", "op": "reduce", "inputs": ["x"], "kind": "avg", "axes": [1]})")) ==
         "g.json: op \"y\" (reduce): field \"kind\": unknown reduction \"avg\"; use one of sum, "
         "max, min, prod, "
-        "any, all");
+        "any, all, logsumexp");
   CHECK(
       errorOf(graph(R"({"name": "y", "op": "layer_norm", "inputs": ["x"], "epsilon": "small"})")) ==
       "g.json: op \"y\" (layer_norm): field \"epsilon\": expected a number (or \"inf\", \"-inf\", "

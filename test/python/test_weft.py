@@ -229,3 +229,16 @@ def test_tf32_runs_f32_dots_on_tensor_cores_only_when_asked():
     bound = 2.0**-10 * (np.abs(x).astype(np.float64) @ np.abs(y).astype(np.float64))
     assert np.all(np.abs(got - want) <= bound)  # tf32's rounding, no more
     assert np.max(np.abs(got - want) / bound) > 0.01  # and not exact f32
+
+
+def test_reduce_logsumexp_matches_numpy_without_overflow():
+    g = weft.GraphBuilder("lse")
+    x = g.parameter("x", "f32", [4, 6])
+    g.add_output(g.reduce_logsumexp(x, [1], "lse"))
+    exe = weft.Executable(weft.compile(g, cache_dir="off"), device="sim")
+    x = np.linspace(-3, 3, 24, dtype=np.float32).reshape(4, 6)
+    x[1] += 1000  # exp would overflow f32; logsumexp does not
+    got = exe.run({"x": x})["lse"]
+    m = x.astype(np.float64).max(axis=1, keepdims=True)
+    want = (m + np.log(np.exp(x.astype(np.float64) - m).sum(axis=1, keepdims=True)))[:, 0]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
