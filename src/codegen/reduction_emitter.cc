@@ -57,15 +57,15 @@ llvm::Value* expOfMinusAbs(KernelContext& k, llvm::Value* d) {
   return emitMath(k, ir::OpKind::Exp, b.CreateFNeg(abs));
 }
 
-/// exp(-|d|) per element of a thread's logsumexp: for f32, ex2.approx.ftz of -|d| log2(e) (two
-/// instructions where libdevice's expf takes a dozen; relative error about 2^-22, and the
-/// rounding of the scaled argument moves a term by |d| 2^-24 of itself, so the row's sum, whose
-/// large terms have small |d|, moves by a few units of its last place); f64 through emitMath.
-llvm::Value* fastExpOfMinusAbs(KernelContext& k, llvm::Value* d) {
+/// exp(a), a <= 0 (or NaN), per element of a thread's logsumexp: for f32, ex2.approx.ftz of
+/// a log2(e) (two instructions where libdevice's expf takes a dozen; relative error about
+/// 2^-22, and the rounding of the scaled argument moves a term by |a| 2^-24 of itself, so the
+/// row's sum, whose large terms have small |a|, moves by a few units of its last place; what
+/// the flush to zero drops is below 2^-126 of the largest term); f64 through emitMath.
+llvm::Value* fastExpOfNonPositive(KernelContext& k, llvm::Value* a) {
   llvm::IRBuilder<>& b = *k.b;
-  if (!d->getType()->isFloatTy()) return expOfMinusAbs(k, d);
-  llvm::Value* abs = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, d);
-  llvm::Value* scaled = b.CreateFMul(abs, llvm::ConstantFP::get(d->getType(), -1.4426950408889634));
+  if (!a->getType()->isFloatTy()) return emitMath(k, ir::OpKind::Exp, a);
+  llvm::Value* scaled = b.CreateFMul(a, llvm::ConstantFP::get(a->getType(), 1.4426950408889634));
   return b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_ftz_f, {}, {scaled});
 }
 
@@ -113,7 +113,9 @@ void ThreadAccumulator::reset() {
   if (sum_) b.CreateStore(llvm::ConstantFP::get(sum_->getAllocatedType(), 0.0), sum_);
 }
 
-void ThreadAccumulator::add(llvm::Value* x, llvm::Value* when) {
+void ThreadAccumulator::add(llvm::Value* x, llvm::Value* when) { addGroup({x}, when); }
+
+void ThreadAccumulator::addGroup(const std::vector<llvm::Value*>& xs, llvm::Value* when) {
   llvm::IRBuilder<>& b = *k_.b;
   llvm::Type* ty = acc_->getAllocatedType();
   llvm::Value* old = b.CreateLoad(ty, acc_);
@@ -121,18 +123,29 @@ void ThreadAccumulator::add(llvm::Value* x, llvm::Value* when) {
     return when ? b.CreateSelect(when, next, prev) : next;
   };
   if (!sum_) {
-    b.CreateStore(keep(reductionCombine(k_, kind_, t_, old, x), old), acc_);
+    llvm::Value* v = old;
+    for (llvm::Value* x : xs)
+      v = reductionCombine(k_, kind_, t_, v, x);
+    b.CreateStore(keep(v, old), acc_);
     return;
   }
-  // x above the maximum m: s = s * exp(m - x) + 1 and m = x; otherwise s += exp(x - m). Equal
-  // values add exp(0) (-inf into an empty sum too: m + log(1) = -inf); a NaN makes s NaN.
+  // The group's maximum m' = max(m, x...) (NaN if any is), then s = s exp(m - m') + sum of
+  // exp(x - m'): one exponential per element and one per group, and a chain of a few
+  // instructions per group instead of a dozen per element. A value equal to m' adds exp(0)
+  // (infinities too, where x - m' is NaN; -inf into an empty sum: m + log(k) = -inf).
   llvm::Value* s = b.CreateLoad(ty, sum_);
-  llvm::Value* d = gapOrZero(b, x, old);
-  llvm::Value* above = b.CreateFCmpOGT(d, llvm::ConstantFP::get(ty, 0.0));
-  llvm::Value* e = fastExpOfMinusAbs(k_, d);
-  llvm::Value* scaled = b.CreateFAdd(b.CreateFMul(s, e), llvm::ConstantFP::get(ty, 1.0));
-  b.CreateStore(keep(b.CreateSelect(above, scaled, b.CreateFAdd(s, e)), s), sum_);
-  b.CreateStore(keep(b.CreateSelect(above, x, old), old), acc_);
+  llvm::Value* top = old;
+  for (llvm::Value* x : xs)
+    top = emitMax(b, top, x, t_);
+  llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
+  auto expBelowTop = [&](llvm::Value* v) {
+    return b.CreateSelect(b.CreateFCmpOEQ(v, top), one, fastExpOfNonPositive(k_, b.CreateFSub(v, top)));
+  };
+  llvm::Value* sum = b.CreateFMul(s, expBelowTop(old));
+  for (llvm::Value* x : xs)
+    sum = b.CreateFAdd(sum, expBelowTop(x));
+  b.CreateStore(keep(sum, s), sum_);
+  b.CreateStore(keep(top, old), acc_);
 }
 
 llvm::Value* ThreadAccumulator::value() {
@@ -200,36 +213,6 @@ Index mergeIndex(const ReduceGeometry& geo, const Index& kept, const Index& red)
   return idx;
 }
 
-/// A reduce's accumulators in one thread: one per vector lane for a logsumexp (its update is a
-/// chain of a dozen dependent instructions; the lanes' chains then run side by side), one for
-/// the other kinds. value() folds the lanes.
-struct LaneAccumulators {
-  LaneAccumulators(KernelContext& k, const ir::Node& reduce, int vector) : k(k), reduce(reduce) {
-    ReduceKind kind = reduce.attr<ir::ReduceAttrs>().kind;
-    int lanes = kind == ReduceKind::LogSumExp ? std::max(1, vector) : 1;
-    for (int l = 0; l < lanes; ++l)
-      accs.emplace_back(k, kind, reduce.type.dtype,
-                        reduce.name + (l ? fmt::format(".acc{}", l) : std::string(".acc")));
-  }
-  void reset() {
-    for (ThreadAccumulator& a : accs)
-      a.reset();
-  }
-  void add(size_t lane, llvm::Value* x, llvm::Value* when = nullptr) {
-    accs[lane % accs.size()].add(x, when);
-  }
-  llvm::Value* value() {
-    llvm::Value* v = accs[0].value();
-    for (size_t l = 1; l < accs.size(); ++l)
-      v = reductionCombine(k, reduce.attr<ir::ReduceAttrs>().kind, reduce.type.dtype, v,
-                           accs[l].value());
-    return v;
-  }
-  KernelContext& k;
-  const ir::Node& reduce;
-  std::vector<ThreadAccumulator> accs;
-};
-
 /// acc[i] ⊕= operand i[kept, r] for r = start, start + step, ... while r < end, with `vector`
 /// consecutive elements per step (then a scalar tail), for every reduce i (all of geometry
 /// `geo`: one pass over the elements serves them all, and an input they share is loaded once
@@ -238,19 +221,26 @@ struct LaneAccumulators {
 /// loop with a logsumexp is unrolled twice (LLVM leaves so long a body rolled; unrolled, two
 /// loads are in flight per thread, not one).
 void accumulate(KernelContext& k, ElementalEmitter& gen, const std::vector<const ir::Node*>& reduces,
-                const ReduceGeometry& geo, std::vector<LaneAccumulators>& accs, llvm::Value* kept,
+                const ReduceGeometry& geo, std::vector<ThreadAccumulator>& accs, llvm::Value* kept,
                 llvm::Value* first, llvm::Value* end, int lane0Step, int vector,
                 llvm::Value* laneOffset, const OperandSink& onOperand = {}) {
   llvm::IRBuilder<>& b = *k.b;
-  auto combine = [&](const Index& idx, size_t lane) {
-    gen.clearCache(); // a new element: what the reduces share is generated once for it
-    for (size_t i = 0; i < reduces.size(); ++i) {
-      llvm::Value* v = gen.emit(reduces[i]->operands[0], idx);
-      if (onOperand) onOperand(idx, v);
-      accs[i].add(lane, v);
+  // The reduces' operands at the elements of `idx` (a new element: what the reduces share is
+  // generated once for it), each reduce's values then added as one group.
+  auto combine = [&](const std::vector<Index>& idx) {
+    std::vector<std::vector<llvm::Value*>> values(reduces.size());
+    for (const Index& at : idx) {
+      gen.clearCache();
+      for (size_t i = 0; i < reduces.size(); ++i) {
+        llvm::Value* v = gen.emit(reduces[i]->operands[0], at);
+        if (onOperand) onOperand(at, v);
+        values[i].push_back(v);
+      }
     }
+    for (size_t i = 0; i < reduces.size(); ++i)
+      accs[i].addGroup(values[i]);
   };
-  auto add = [&](llvm::Value* r) { combine(reduceOperandIndex(k, geo, kept, r), 0); };
+  auto add = [&](llvm::Value* r) { combine({reduceOperandIndex(k, geo, kept, r)}); };
   llvm::Value* start = b.CreateAdd(first, b.CreateMul(laneOffset, k.index(vector)));
   llvm::Value* step = k.index(int64_t(lane0Step) * vector);
   if (vector <= 1) {
@@ -270,9 +260,10 @@ void accumulate(KernelContext& k, ElementalEmitter& gen, const std::vector<const
     }
     k.beginVectorGroup(vector);
     Index keptIdx = delinearize(k, geo.keptShape, kept);
-    std::vector<Index> lanes = k.vectorLaneIndices(geo.reducedShape, r);
-    for (size_t l = 0; l < lanes.size(); ++l)
-      combine(mergeIndex(geo, keptIdx, lanes[l]), l);
+    std::vector<Index> lanes;
+    for (const Index& red : k.vectorLaneIndices(geo.reducedShape, r))
+      lanes.push_back(mergeIndex(geo, keptIdx, red));
+    combine(lanes);
     k.endVectorGroup();
     gen.clearCache();
   };
@@ -339,9 +330,9 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
   llvm::Value* tid = k.toIndex(k.threadId());
   llvm::Value* rowInPass = b.CreateUDiv(tid, k.index(tpr));
   llvm::Value* lane = b.CreateURem(tid, k.index(tpr));
-  std::vector<LaneAccumulators> accs;
+  std::vector<ThreadAccumulator> accs;
   for (const ir::Node* r : reduces)
-    accs.emplace_back(k, *r, slots ? slots->width : vector);
+    accs.emplace_back(k, r->attr<ir::ReduceAttrs>().kind, r->type.dtype, r->name + ".acc");
   // A row shared by a thread-block cluster: this block accumulates its part (its slots) and the
   // cluster combines the parts.
   int cluster = warpPerRow ? 1 : std::max(1, m.clusterBlocks);
@@ -459,15 +450,14 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
   auto emitPass = [&](llvm::Value* pass) {
     llvm::Value* row = b.CreateAdd(pass, rowInPass);
     llvm::Value* valid = b.CreateICmpSLT(row, end);
-    for (LaneAccumulators& acc : accs)
+    for (ThreadAccumulator& acc : accs)
       acc.reset();
     if (slots) {
       // Rows past the tile accumulate their clamped row's elements; their result is dropped.
       for (size_t i = 0; i < reduces.size(); ++i)
         emitAtSlots(k, gen, *slots, reduces[i]->operands[0],
                     [&](const RowSlots::Step& step, const std::vector<llvm::Value*>& lanes) {
-                      for (size_t l = 0; l < lanes.size(); ++l)
-                        accs[i].add(l, lanes[l], step.inRow);
+                      accs[i].addGroup(lanes, step.inRow);
                     });
     } else {
       // Lanes of a row past the end accumulate nothing but still take part in the shuffles.
@@ -475,7 +465,7 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
       accumulate(k, gen, reduces, geo, accs, row, reducedBegin, rowEnd, tpr, vector, lane);
     }
     std::vector<llvm::Value*> values;
-    for (LaneAccumulators& acc : accs)
+    for (ThreadAccumulator& acc : accs)
       values.push_back(acc.value());
     if (!warpPerRow && cluster == 1 && reduces.size() > 1) {
       combineBlockRows(row, valid, values);
@@ -589,8 +579,8 @@ void emitColumnReduce(KernelContext& k, ElementalEmitter& gen, const ir::Node& r
   llvm::Value* ty = b.CreateUDiv(tid, k.index(tc));
   llvm::Value* col = b.CreateAdd(begin, tx);
   llvm::Value* valid = b.CreateICmpSLT(col, end);
-  std::vector<LaneAccumulators> accs;
-  accs.emplace_back(k, reduce, 1);
+  std::vector<ThreadAccumulator> accs;
+  accs.emplace_back(k, kind, t, reduce.name + ".acc");
   accs[0].reset();
   accumulate(k, gen, {&reduce}, geo, accs, col, reducedBegin,
              b.CreateSelect(valid, reducedEnd, reducedBegin), tr, 1, ty, onOperand);

@@ -22,14 +22,17 @@ llvm::Value* reductionCombine(KernelContext& k, ir::ReduceKind kind, ir::DType t
 
 /// One thread's running reduction of elements, in registers (allocas at the function's entry).
 /// Every kind keeps one value combined with reductionCombine, except logsumexp, which keeps a
-/// running maximum m and the sum s of exp(x - m) below it: one exponential per element where
-/// the pairwise combine takes an exponential and a logarithm, and value() = m + log(s).
+/// running maximum m and the sum s of exp(x - m) below it: one exponential per element (and
+/// per group of elements) where the pairwise combine takes an exponential and a logarithm, and
+/// value() = m + log(s).
 class ThreadAccumulator {
 public:
   ThreadAccumulator(KernelContext& k, ir::ReduceKind kind, ir::DType t, const std::string& name);
   void reset(); // to the identity
   /// Combines element x (a compute value) in; only where `when` (an i1) holds, if given.
   void add(llvm::Value* x, llvm::Value* when = nullptr);
+  /// add for a group of elements (a vector's lanes): a logsumexp takes their maximum first.
+  void addGroup(const std::vector<llvm::Value*>& xs, llvm::Value* when = nullptr);
   llvm::Value* value(); // the reduction of what was added, as a compute value
 
 private:
