@@ -363,6 +363,10 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
       k.blockBarrier(); // the scratch is reused by the next pass
       return;
     }
+    // Block-per-row in a cluster (block-per-row without one: combineBlockRows below): the
+    // block's part of the row in slot 0, then every block of the cluster combines the blocks'
+    // parts in rank order (the same total in each); the second cluster barrier keeps slot 0
+    // until the whole cluster has read it.
     v = warpReduce(k, kind, t, v, 32);
     llvm::Value* warp = b.CreateUDiv(tid, k.index(32));
     llvm::Value* lane32 = b.CreateURem(tid, k.index(32));
@@ -376,34 +380,26 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
                                                  lane32, k.index(0))),
                          reductionIdentity(k.ctx(), kind, t));
       llvm::Value* total = warpReduce(k, kind, t, partial, 32);
-      if (cluster > 1) { // the block's part of the row, for the cluster's blocks to combine
-        k.ifThen(b.CreateICmpEQ(lane32, k.index(0)), [&] { storeSlot(k, k.index(0), total); });
-        return;
-      }
-      k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(lane32, k.index(0))),
-               [&] { onResult(row, total); });
+      k.ifThen(b.CreateICmpEQ(lane32, k.index(0)), [&] { storeSlot(k, k.index(0), total); });
     });
-    if (cluster > 1) {
-      // Every block of the cluster combines the blocks' parts in rank order (the same total in
-      // each); the second barrier keeps slot 0 until the whole cluster has read it.
-      clusterBarrier(k);
-      llvm::Type* st = slotType(at);
-      llvm::Value* slot0 = b.CreateInBoundsGEP(st, k.reduceScratch, k.index(0));
-      llvm::Value* total = reductionIdentity(k.ctx(), kind, t);
-      for (int q = 0; q < cluster; ++q) {
-        llvm::Value* part = loadClusterValue(k, mapToClusterBlock(k, slot0, b.getInt32(uint32_t(q))), st);
-        if (at->isIntegerTy(1)) part = b.CreateTrunc(part, at);
-        total = reductionCombine(k, kind, t, total, part);
-      }
-      k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(tid, k.index(0))), [&] { onResult(row, total); });
-      clusterBarrier(k);
+    clusterBarrier(k);
+    llvm::Type* st = slotType(at);
+    llvm::Value* slot0 = b.CreateInBoundsGEP(st, k.reduceScratch, k.index(0));
+    llvm::Value* total = reductionIdentity(k.ctx(), kind, t);
+    for (int q = 0; q < cluster; ++q) {
+      llvm::Value* part = loadClusterValue(k, mapToClusterBlock(k, slot0, b.getInt32(uint32_t(q))), st);
+      if (at->isIntegerTy(1)) part = b.CreateTrunc(part, at);
+      total = reductionCombine(k, kind, t, total, part);
     }
+    k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(tid, k.index(0))), [&] { onResult(row, total); });
+    clusterBarrier(k);
     k.blockBarrier(); // the scratch is reused by the next row (or reduce)
   };
 
-  // Block-per-row siblings: every reduce's warp totals at once (independent shuffle trees), then
-  // as many reduces as the scratch holds (32 8-byte words per reduce) combined side by side,
-  // reduce p by warp p, behind one barrier: a row's tail is one combine, not one per reduce.
+  // Block-per-row without a cluster: every reduce's warp totals at once (independent shuffle
+  // trees), then as many reduces as the scratch holds (32 8-byte words per reduce) combined
+  // side by side, reduce p by warp p, behind one barrier: a row's tail is one combine for its
+  // sibling reduces, not one per reduce (a single reduce: warp 0 combines it).
   auto combineBlockRows = [&](llvm::Value* row, llvm::Value* valid,
                               const std::vector<llvm::Value*>& values) {
     const int warps = k.blockSize / 32;
@@ -467,7 +463,7 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
     std::vector<llvm::Value*> values;
     for (ThreadAccumulator& acc : accs)
       values.push_back(acc.value());
-    if (!warpPerRow && cluster == 1 && reduces.size() > 1) {
+    if (!warpPerRow && cluster == 1) {
       combineBlockRows(row, valid, values);
       return;
     }
