@@ -544,7 +544,12 @@ void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
     int vector;         // elements per copy
   };
   std::vector<Copy> copies;
+  // Computed values first: their cones read the inputs from global memory, before the copies
+  // below point those inputs' reads at shared memory not yet written.
+  for (const fusion::StagedInput& in : phase.staged)
+    if (in.computed) computeIntoShared(in, array);
   for (const fusion::StagedInput& in : phase.staged) {
+    if (in.computed) continue;
     const ir::Node& n = node(in.input);
     llvm::Value* global = k_.bufferPointer(placement(in.input).buffer, in.input);
     llvm::Value* shared =
@@ -585,6 +590,22 @@ void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
     }
   }
   k_.blockBarrier();
+}
+
+void KernelEmitter::computeIntoShared(const fusion::StagedInput& in, llvm::Value* array) {
+  // One element per thread per step, each computed from its cone; the phase's reads of the
+  // value then load it from shared memory (behind emitStagedInputs' closing block barrier).
+  const ir::Node& n = node(in.input);
+  llvm::Value* shared = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), array, uint64_t(in.offset));
+  k_.loop(n.name + ".compute", k_.toIndex(k_.threadId()), k_.elements(n.type.shape),
+          k_.index(k_.blockSize), [&](llvm::Value* i) {
+            k_.storeElement(shared, n.type.dtype, i,
+                            gen_->emit(in.input, delinearize(k_, n.type.shape, i)));
+          });
+  gen_->clearCache();
+  gen_->setGenerator(in.input, [this, shared, &n](const Index& idx) {
+    return k_.loadTensorElement(shared, n.type.dtype, n.type.shape, idx);
+  });
 }
 
 void KernelEmitter::installTileSlices(const fusion::PhasePlan& phase) {
@@ -1137,8 +1158,12 @@ void KernelEmitter::emitPhase(const fusion::PhasePlan& plan) {
   slotPhase_ = nullptr;
   for (ir::NodeId v : residentInputs)
     installLoad(v, nullptr); // its reads here captured this phase's `s`
-  for (const fusion::StagedInput& in : plan.staged)
-    installLoad(in.input, nullptr); // later phases read the input from global memory again
+  for (const fusion::StagedInput& in : plan.staged) {
+    if (in.computed)
+      gen_->clearGenerator(in.input); // computed again where a later phase reads it
+    else
+      installLoad(in.input, nullptr); // later phases read the input from global memory again
+  }
   for (const TileSlice& t : tileSlices_)
     installLoad(t.plan->input, nullptr);
   tileSlices_.clear();

@@ -68,6 +68,8 @@ private:
   void emitPhase(const fusion::PhasePlan& phase);
   bool inSlots(const fusion::Group& g) const;
   void emitStagedInputs(const fusion::PhasePlan& phase);
+  /// A computed staged value (StagedInput::computed) into its array of the phase's `array`.
+  void computeIntoShared(const fusion::StagedInput& in, llvm::Value* array);
   void installTileSlices(const fusion::PhasePlan& phase);
   void copyTileSlices(const TileSpace& s, const fusion::SlotPlan& sp, bool contiguous);
   /// Loads the current tile of each resident input into its slot (its first phase).

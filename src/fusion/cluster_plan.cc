@@ -22,7 +22,7 @@ int64_t perBlockBytes(const ir::Graph& g, const PhasePlan& p) {
   };
   int64_t bytes = 0;
   for (const StagedInput& s : p.staged)
-    bytes += bytesOf(s.input);
+    if (!s.computed) bytes += bytesOf(s.input); // a computed one is read from nowhere
   for (const SharedPartials& s : p.sharedPartials)
     bytes += 2 * bytesOf(s.reduce);
   if (p.slots)

@@ -1,6 +1,8 @@
 #include "fusion/graph_queries.h"
 
+#include <algorithm>
 #include <cctype>
+#include <set>
 
 namespace weft::fusion {
 
@@ -23,6 +25,61 @@ bool isExpensiveBroadcastSource(const ir::Graph& g, const Users& users, ir::Node
       for (ir::NodeId w : users[static_cast<size_t>(u)])
         work.push_back(w);
   }
+  return false;
+}
+
+bool isBlockComputable(const ir::Graph& g, const std::vector<bool>& inScope, ir::NodeId op) {
+  auto small = [&](const ir::Node& n) {
+    ir::Dim elements = ir::numElements(n.type.shape);
+    return elements.isStatic() && elements.size() <= kMaxBlockComputedElements &&
+           elements.size() * ir::dtypeBytes(n.type.dtype) <= kMaxBlockComputedBytes;
+  };
+  if (!inScope[size_t(op)] || !small(g.node(op))) return false;
+  std::set<ir::NodeId> seen;
+  std::vector<ir::NodeId> work = {op};
+  while (!work.empty()) {
+    ir::NodeId v = work.back();
+    work.pop_back();
+    if (!inScope[size_t(v)] || !seen.insert(v).second) continue; // read before the scope
+    const ir::Node& n = g.node(v);
+    switch (ir::opClass(n.kind)) {
+    case ir::OpClass::Input:
+    case ir::OpClass::LightElementwise:
+    case ir::OpClass::ExpensiveElementwise:
+    case ir::OpClass::Broadcast:
+    case ir::OpClass::Layout:
+      break;
+    default:
+      return false; // a reduce or a library call: another group's work
+    }
+    // Every intermediate is small too: the block computes each of its elements once per read.
+    if (!small(n) || int(seen.size()) > kMaxBlockComputedOps) return false;
+    work.insert(work.end(), n.operands.begin(), n.operands.end());
+  }
+  return true;
+}
+
+bool isBroadcastAlongOuterDim(const ir::Graph& g, const Users& users, ir::NodeId op) {
+  std::vector<ir::NodeId> work = users[size_t(op)];
+  while (!work.empty()) {
+    ir::NodeId u = work.back();
+    work.pop_back();
+    const ir::Node& n = g.node(u);
+    if (n.kind == ir::OpKind::BroadcastInDim) {
+      ir::Dim in = ir::numElements(g.node(n.operands[0]).type.shape);
+      if (ir::numElements(n.type.shape) != in && variesAlongOuterDim(g, n)) return false;
+    }
+    if (n.kind == ir::OpKind::Reshape || n.kind == ir::OpKind::BroadcastInDim)
+      work.insert(work.end(), users[size_t(u)].begin(), users[size_t(u)].end());
+  }
+  return true;
+}
+
+bool variesAlongOuterDim(const ir::Graph& g, const ir::Node& n) {
+  const ir::Shape& in = g.node(n.operands[0]).type.shape;
+  const auto& dims = n.attr<ir::BroadcastAttrs>().dims;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] == 0 && !(in[i].isStatic() && in[i].size() == 1)) return true;
   return false;
 }
 

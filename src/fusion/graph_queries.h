@@ -18,6 +18,33 @@ bool isSource(const ir::Node& n);
 /// reshapes: AStitch's second kind of dominant candidate (Observation-B).
 bool isExpensiveBroadcastSource(const ir::Graph& g, const Users& users, ir::NodeId op);
 
+/// Values of at most this many elements (and kMaxBlockComputedBytes) that every block may
+/// compute for itself (isBlockComputable).
+inline constexpr int64_t kMaxBlockComputedElements = 4096;
+inline constexpr int64_t kMaxBlockComputedBytes = 16 * 1024;
+/// Ops at most in such a value's cone: what each block computes per element.
+inline constexpr int kMaxBlockComputedOps = 32;
+
+/// A small value that every block of its kernel can compute for itself: its size is static and
+/// small (kMaxBlockComputed*), and it is computed, through at most kMaxBlockComputedOps
+/// elementwise, broadcast and layout ops of the scope, from values read before the scope
+/// (inputs, parameters) and sources only: no reduce, no library call, nothing another group
+/// of the kernel computes first. An expensive op of that kind whose result is broadcast
+/// (Figure 7's power.1 = (parameter.2 / 32)^2 over 128 elements) is then no dominant
+/// candidate: rather than one stage materializing it behind a grid barrier, each phase that
+/// reads it computes it into shared memory once per block (StagedInput::computed).
+bool isBlockComputable(const ir::Graph& g, const std::vector<bool>& inScope, ir::NodeId op);
+
+/// Whether every one-to-many use of `op` (a broadcast that expands it, directly or through
+/// reshapes and broadcasts) repeats it along its result's outermost dim: a row vector that
+/// every row of a loop reads whole (power.1 over Figure 7's rows), not a per-row value (a layer
+/// norm backward's rstd / n, which its row's block materializes without a grid barrier).
+bool isBroadcastAlongOuterDim(const ir::Graph& g, const Users& users, ir::NodeId op);
+
+/// Whether broadcast `n`'s operand varies along its result's outermost dim: an operand dim
+/// maps there and is not a stretched 1 ([1, C] → [N, C] is still a row vector).
+bool variesAlongOuterDim(const ir::Graph& g, const ir::Node& n);
+
 /// loopShape restricted to tileDims (in order).
 ir::Shape rowShapeOf(const ir::Shape& loopShape, const std::vector<int64_t>& tileDims);
 

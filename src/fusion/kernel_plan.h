@@ -308,6 +308,10 @@ struct StagedInput {
   // load/store pairs that saves outnumber the second loop's cost to every warp, else 1
   // (stagedCopyVector, phase_planner.h).
   int vector = 1;
+  // Computed, not copied: a small value of the kernel (fusion/graph_queries.h,
+  // isBlockComputable) that the block computes from its cone, one element per thread, before
+  // the copies; its cone reads the inputs from global memory. Never shared through a cluster.
+  bool computed = false;
 };
 
 /// An input the slot group reads through a broadcast at the same row coordinates in every row

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 
+#include "fusion/graph_queries.h"
 #include "fusion/launch_config.h"
 #include "fusion/stitching_scheme.h"
 #include "ir/reduce_geometry.h"
@@ -164,6 +165,8 @@ private:
                                            int64_t maxElements, bool outerOnly,
                                            int64_t* arrayOffset);
   void planTileSlices(const TileSpace& s, const SlotPlan& sp, PhasePlan& plan);
+  /// Whether `v`'s cone is light ops over sources only (nothing read, nothing expensive).
+  bool isFreeToRegenerate(const std::vector<bool>& inKernel, ir::NodeId v) const;
 
   /// The offset in the staging arena of `bytes` more of the current phase, 16-byte aligned.
   int64_t allocate(int64_t bytes) {
@@ -584,6 +587,22 @@ std::optional<SlotPlan> PhasePlanner::slotPlanOf(const TileSpace& s, const Phase
   return sp;
 }
 
+bool PhasePlanner::isFreeToRegenerate(const std::vector<bool>& inKernel, ir::NodeId v) const {
+  // Light ops over constants and iotas (a mask): cheaper inline than a load from shared memory.
+  std::vector<ir::NodeId> work = {v};
+  std::set<ir::NodeId> seen;
+  while (!work.empty()) {
+    ir::NodeId u = work.back();
+    work.pop_back();
+    if (!seen.insert(u).second) continue;
+    const ir::Node& n = node(u);
+    if (!inKernel[size_t(u)] || ir::opClass(n.kind) == ir::OpClass::ExpensiveElementwise)
+      return false;
+    work.insert(work.end(), n.operands.begin(), n.operands.end());
+  }
+  return true;
+}
+
 std::vector<StagedInput> PhasePlanner::stageBroadcasts(const TileSpace& s,
                                                        const std::vector<int>& groups,
                                                        int64_t maxElements, bool outerOnly,
@@ -618,18 +637,37 @@ std::vector<StagedInput> PhasePlanner::stageBroadcasts(const TileSpace& s,
       int64_t& reads = broadcast[source];
       reads = std::max(reads, elementsPerBlock(s, bc.type.shape));
     }
+  // Small values the kernel computes from its inputs alone (Figure 7's power.1: no dominant,
+  // fusion/graph_queries.h) are staged the same way, computed by each block instead of copied.
+  // Only row vectors (fusion/graph_queries.h, isBroadcastAlongOuterDim): a per-row value is
+  // computed where its rows are.
+  std::vector<bool> inKernel(g_.size(), false);
+  std::set<ir::NodeId> perRow;
+  for (ir::NodeId op : k_.ops) {
+    inKernel[size_t(op)] = true;
+    const ir::Node& bc = node(op);
+    if (bc.kind != ir::OpKind::BroadcastInDim || !variesAlongOuterDim(g_, bc)) continue;
+    for (ir::NodeId v = bc.operands[0];; v = node(v).operands[0]) {
+      perRow.insert(v);
+      if (node(v).kind != ir::OpKind::Reshape && node(v).kind != ir::OpKind::BroadcastInDim) break;
+    }
+  }
   int64_t room = std::min(kMaxStagedBytes, stagingRoom());
   std::vector<StagedInput> chosen;
   int64_t bytes = 0;
   for (const auto& [v, p] : k_.placement) {
     ir::Dim n = ir::numElements(node(v).type.shape);
-    bool readable = p.storage == Storage::Input ||
+    bool computed = p.storage == Storage::Register && broadcast.count(v) && !perRow.count(v) &&
+                    isBlockComputable(g_, inKernel, v) && !isFreeToRegenerate(inKernel, v);
+    bool readable = computed || p.storage == Storage::Input ||
                     (p.storage == Storage::Global && written_.count(v));
     if (!readable || !broadcast.count(v) || !n.isStatic() || n.size() > maxElements) continue;
     if (outerOnly && 2 * n.size() > broadcast[v]) continue; // a block reads it less than twice
     int64_t size = align16(n.size() * ir::dtypeBytes(node(v).type.dtype));
     if (bytes + size > room || !keepsGridResident(bytes + size)) continue;
-    chosen.push_back({v, bytes, stagedCopyVector(node(v).type.dtype, n.size(), k_.launch.blockSize)});
+    StagedInput in{v, bytes, stagedCopyVector(node(v).type.dtype, n.size(), k_.launch.blockSize)};
+    if (computed) in.vector = 1, in.computed = true;
+    chosen.push_back(in);
     bytes += size;
   }
   if (!chosen.empty()) *arrayOffset = allocate(bytes);

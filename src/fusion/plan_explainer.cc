@@ -89,6 +89,13 @@ std::string storageReason(const KernelPlan& k, ir::NodeId v, const ValuePlacemen
   switch (p.storage) {
   case Storage::Register: {
     std::string why = "registers: recomputed inline where it is read (local stitching)";
+    for (const PhasePlan& phase : k.phases)
+      for (const StagedInput& s : phase.staged)
+        if (s.input == v && s.computed)
+          return "shared memory, computed by each block: a small value computed from the "
+                 "kernel's inputs alone, so every phase that reads it through a broadcast "
+                 "computes it once per block instead of one stage storing it behind a grid "
+                 "barrier";
     bool kept = p.registerReuse;
     for (const PhasePlan& phase : k.phases)
       kept = kept || (phase.slots && phase.slots->reused.count(v));

@@ -212,7 +212,9 @@ std::string printPhasePlan(const PhasePlan& p, size_t index, const ir::Graph& g)
     std::string list;
     for (const StagedInput& s : p.staged)
       list += fmt::format("{}{} +{}{}", list.empty() ? "" : ", ", valueName(g, s.input), s.offset,
-                          s.vector > 1 ? fmt::format(" (x{})", s.vector) : "");
+                          s.computed     ? " (computed)"
+                          : s.vector > 1 ? fmt::format(" (x{})", s.vector)
+                                         : "");
     os << fmt::format("    staged in shared memory once per {}, at {}: {}\n",
                       p.throughCluster ? "cluster (each block loads its share, copies the rest "
                                          "from its cluster's blocks)"

@@ -39,7 +39,7 @@ namespace weft::fusion {
 namespace {
 
 constexpr std::string_view kMagic = "WEFTPLAN";
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;
 constexpr size_t kHeaderBytes = 8 + 1 + 4 + 8 + 8;
 
 // ---- the fields of every struct, in order: one list for both directions ----
@@ -135,7 +135,7 @@ template <class IO> void fields(IO& io, SlotPlan& s) {
             s.across, s.combineOffset, s.combineOffsets, s.combineBytes);
 }
 template <class IO> void fields(IO& io, StagedInput& s) {
-  io.fields("StagedInput", s.input, s.offset, s.vector);
+  io.fields("StagedInput", s.input, s.offset, s.vector, s.computed);
 }
 template <class IO> void fields(IO& io, TileSlice& s) {
   io.fields("TileSlice", s.input, s.offset, s.shape, s.sliceDims, s.rowDimOf);

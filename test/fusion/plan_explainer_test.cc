@@ -64,8 +64,16 @@ TEST_CASE("explain: every op of a stitched kernel says its group, role and stora
   for (const ir::Node& n : p.graph.nodes())
     if (n.kind != ir::OpKind::Parameter) CHECK_THAT(text, Contains("%" + n.name + " ("));
   CHECK_THAT(text, Contains("%reduce.1 (reduce): the dominant"));
-  CHECK_THAT(text, Contains("%power.1 (pow): a sub-dominant"));
-  CHECK_THAT(text, Contains("global scratch: read in a later phase, behind a grid barrier"));
+  CHECK_THAT(text, Contains("%power.1 (pow): scheduled by the dominant"));
+  CHECK_THAT(text, Contains("shared memory, computed by each block: a small value computed from "
+                            "the kernel's inputs alone"));
+  CHECK_THAT(text, Contains("global scratch: combined from per-block partials behind a grid "
+                            "barrier"));
+  // over 8,192 columns power.1 is the paper's sub-dominant, stored behind a grid barrier
+  std::string wide = explainPlan(plan(fusion::testing::astitchFig7(64, 8192), h100(),
+                                      Policy::AStitch));
+  CHECK_THAT(wide, Contains("%power.1 (pow): a sub-dominant"));
+  CHECK_THAT(wide, Contains("global scratch: read in a later phase, behind a grid barrier"));
   CHECK_THAT(text, Contains("boundaries (values read from memory across steps): none"));
 }
 

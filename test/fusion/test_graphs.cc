@@ -43,19 +43,22 @@ ir::NodeId affine(ir::Graph& g, ir::NodeId normed, int64_t rows, int64_t hidden)
 
 } // namespace
 
-ir::Graph astitchFig7(int64_t batch) {
+ir::Graph astitchFig7(int64_t batch, int64_t columns) {
+  const int64_t c = columns;
   ir::Graph g;
-  ir::NodeId p1 = g.parameter("parameter.1", {DType::f32, {batch, 128, 32}});
-  ir::NodeId p2 = g.parameter("parameter.2", {DType::f32, {128}});
+  ir::NodeId p1 = g.parameter("parameter.1", {DType::f32, {batch, c, 32}});
+  ir::NodeId p2 = g.parameter("parameter.2", {DType::f32, {c}});
   ir::NodeId r1 = g.reduce(ir::ReduceKind::Sum, p1, {2}, "reduce.1");
-  ir::NodeId b1 = bcastCols(g, p2, batch, 128, "broadcast.1");
+  ir::NodeId b1 = bcastCols(g, p2, batch, c, "broadcast.1");
   ir::NodeId a1 = g.binary(OpKind::Add, r1, b1, "add.1");
-  ir::NodeId d1 = g.binary(OpKind::Div, p2, splat(g, {128}, 32.0, "constant.1"), "divide.1");
-  ir::NodeId pw = g.binary(OpKind::Pow, d1, splat(g, {128}, 2.0, "constant.2"), "power.1");
-  ir::NodeId b2 = bcastCols(g, pw, batch, 128, "broadcast.2");
+  ir::NodeId d1 = g.binary(OpKind::Div, p2, g.constant(DType::f32, {c}, {32.0}, "constant.1"),
+                           "divide.1");
+  ir::NodeId pw = g.binary(OpKind::Pow, d1, g.constant(DType::f32, {c}, {2.0}, "constant.2"),
+                           "power.1");
+  ir::NodeId b2 = bcastCols(g, pw, batch, c, "broadcast.2");
   ir::NodeId a2 = g.binary(OpKind::Add, a1, b2, "add.2");
   ir::NodeId r2 = g.reduce(ir::ReduceKind::Sum, a2, {0}, "reduce.2");
-  ir::NodeId b3 = bcastCols(g, r2, batch, 128, "broadcast.3");
+  ir::NodeId b3 = bcastCols(g, r2, batch, c, "broadcast.3");
   g.addOutput(g.binary(OpKind::Mul, b3, b2, "multiply.1"));
   return g;
 }
