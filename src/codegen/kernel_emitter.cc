@@ -544,10 +544,33 @@ void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
     int vector;         // elements per copy
   };
   std::vector<Copy> copies;
-  // Computed values first: their cones read the inputs from global memory, before the copies
-  // below point those inputs' reads at shared memory not yet written.
+  // A computed value whose cone reads an input the phase copies is computed from the copy,
+  // behind the copies' barrier (Figure 7's power.1 from parameter.2), and the phase waits for it
+  // behind a second one. The others are computed first, from global memory, before the copies
+  // point their inputs' reads at shared memory not yet written.
+  std::set<ir::NodeId> copied;
   for (const fusion::StagedInput& in : phase.staged)
-    if (in.computed) computeIntoShared(in, array);
+    if (!in.computed) copied.insert(in.input);
+  auto readsCopy = [&](ir::NodeId v) {
+    std::vector<ir::NodeId> work = {v};
+    std::set<ir::NodeId> seen;
+    while (!work.empty()) {
+      ir::NodeId u = work.back();
+      work.pop_back();
+      if (copied.count(u)) return true;
+      if (!seen.insert(u).second || placement(u).storage != Storage::Register) continue;
+      work.insert(work.end(), node(u).operands.begin(), node(u).operands.end());
+    }
+    return false;
+  };
+  std::vector<const fusion::StagedInput*> fromCopies;
+  for (const fusion::StagedInput& in : phase.staged) {
+    if (!in.computed) continue;
+    if (readsCopy(in.input))
+      fromCopies.push_back(&in);
+    else
+      computeIntoShared(in, array);
+  }
   for (const fusion::StagedInput& in : phase.staged) {
     if (in.computed) continue;
     const ir::Node& n = node(in.input);
@@ -589,6 +612,10 @@ void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
       }
     }
   }
+  k_.blockBarrier();
+  if (fromCopies.empty()) return;
+  for (const fusion::StagedInput* in : fromCopies)
+    computeIntoShared(*in, array);
   k_.blockBarrier();
 }
 
