@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <set>
 
 namespace weft::fusion {
@@ -10,22 +11,32 @@ bool isSource(const ir::Node& n) {
   return n.kind == ir::OpKind::Constant || n.kind == ir::OpKind::Iota;
 }
 
-bool isExpensiveBroadcastSource(const ir::Graph& g, const Users& users, ir::NodeId op) {
-  if (ir::opClass(g.node(op).kind) != ir::OpClass::ExpensiveElementwise) return false;
-  std::vector<ir::NodeId> work = users[static_cast<size_t>(op)];
+namespace {
+
+/// The broadcasts that expand `op` one-to-many, directly or through reshapes and broadcasts,
+/// until `stop` says so of one (true: found what the caller looks for).
+bool anyExpansion(const ir::Graph& g, const Users& users, ir::NodeId op,
+                  const std::function<bool(const ir::Node&)>& stop) {
+  std::vector<ir::NodeId> work = users[size_t(op)];
   while (!work.empty()) {
     ir::NodeId u = work.back();
     work.pop_back();
     const ir::Node& n = g.node(u);
-    if (n.kind == ir::OpKind::BroadcastInDim) {
-      ir::Dim in = ir::numElements(g.node(n.operands[0]).type.shape);
-      if (ir::numElements(n.type.shape) != in) return true; // a real one-to-many expansion
-    }
+    if (n.kind == ir::OpKind::BroadcastInDim &&
+        ir::numElements(n.type.shape) != ir::numElements(g.node(n.operands[0]).type.shape) &&
+        stop(n))
+      return true;
     if (n.kind == ir::OpKind::Reshape || n.kind == ir::OpKind::BroadcastInDim)
-      for (ir::NodeId w : users[static_cast<size_t>(u)])
-        work.push_back(w);
+      work.insert(work.end(), users[size_t(u)].begin(), users[size_t(u)].end());
   }
   return false;
+}
+
+} // namespace
+
+bool isExpensiveBroadcastSource(const ir::Graph& g, const Users& users, ir::NodeId op) {
+  if (ir::opClass(g.node(op).kind) != ir::OpClass::ExpensiveElementwise) return false;
+  return anyExpansion(g, users, op, [](const ir::Node&) { return true; });
 }
 
 bool isBlockComputable(const ir::Graph& g, const std::vector<bool>& inScope, ir::NodeId op) {
@@ -60,19 +71,7 @@ bool isBlockComputable(const ir::Graph& g, const std::vector<bool>& inScope, ir:
 }
 
 bool isBroadcastAlongOuterDim(const ir::Graph& g, const Users& users, ir::NodeId op) {
-  std::vector<ir::NodeId> work = users[size_t(op)];
-  while (!work.empty()) {
-    ir::NodeId u = work.back();
-    work.pop_back();
-    const ir::Node& n = g.node(u);
-    if (n.kind == ir::OpKind::BroadcastInDim) {
-      ir::Dim in = ir::numElements(g.node(n.operands[0]).type.shape);
-      if (ir::numElements(n.type.shape) != in && variesAlongOuterDim(g, n)) return false;
-    }
-    if (n.kind == ir::OpKind::Reshape || n.kind == ir::OpKind::BroadcastInDim)
-      work.insert(work.end(), users[size_t(u)].begin(), users[size_t(u)].end());
-  }
-  return true;
+  return !anyExpansion(g, users, op, [&](const ir::Node& n) { return variesAlongOuterDim(g, n); });
 }
 
 bool variesAlongOuterDim(const ir::Graph& g, const ir::Node& n) {

@@ -32,15 +32,6 @@ std::vector<std::string> computedStaged(const fusion::FusionPlan& plan) {
   return names;
 }
 
-LaunchCounters runChecked(const fusion::FusionPlan& plan, double tolerance) {
-  codegen::CompiledModule m = codegen::compileToPtx(plan);
-  REQUIRE(m.kernels.size() == 1);
-  std::vector<LaunchCounters> counters;
-  test::checkOnSim(plan, m, tolerance, &counters);
-  REQUIRE(counters.size() == 1);
-  return counters[0];
-}
-
 } // namespace
 
 TEST_CASE("a flat elementwise kernel computes its pow row vector once per block",
@@ -56,7 +47,7 @@ TEST_CASE("a flat elementwise kernel computes its pow row vector once per block"
   const fusion::KernelPlan& k = onlyKernel(plan);
   CHECK_FALSE(k.launch.cooperative); // no stage of p's own, so no grid barrier
   CHECK(computedStaged(plan) == std::vector<std::string>{"p"});
-  LaunchCounters c = runChecked(plan, 1e-5);
+  LaunchCounters c = test::checkOneKernelOnSim(plan, 1e-5);
   CHECK(c.gridBarriers == 0);
   // x read and y written once; w read by each block that computes p
   CHECK(c.globalSectorsWritten * 32 == uint64_t(bytesOf(g, g.outputs()[0])));
@@ -83,7 +74,7 @@ TEST_CASE("an f16 RMSNorm computes its exp(log weight) into shared memory, round
   g.addOutput(scaled);
   fusion::FusionPlan plan = fusion::plan(g, h100(), fusion::Policy::AStitch);
   CHECK(computedStaged(plan) == std::vector<std::string>{"w"});
-  runChecked(plan, 2e-3);
+  test::checkOneKernelOnSim(plan, 2e-3);
 }
 
 TEST_CASE("a cone through a transpose, a slice and a scalar is computed per block",
@@ -107,5 +98,5 @@ TEST_CASE("a cone through a transpose, a slice and a scalar is computed per bloc
   CHECK_FALSE(onlyKernel(plan).launch.cooperative);
   std::vector<std::string> computed = computedStaged(plan);
   CHECK(std::count(computed.begin(), computed.end(), "v") == 1);
-  runChecked(plan, 1e-5);
+  test::checkOneKernelOnSim(plan, 1e-5);
 }

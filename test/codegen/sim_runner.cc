@@ -116,4 +116,15 @@ void checkOnSim(const fusion::FusionPlan& plan, const codegen::CompiledModule& m
   }
 }
 
+LaunchCounters checkOneKernelOnSim(const fusion::FusionPlan& plan, double tolerance,
+                                   codegen::CompiledModule* module) {
+  codegen::CompiledModule m = codegen::compileToPtx(plan);
+  REQUIRE(m.kernels.size() == 1);
+  std::vector<LaunchCounters> counters;
+  checkOnSim(plan, m, tolerance, &counters);
+  REQUIRE(counters.size() == 1);
+  if (module) *module = std::move(m);
+  return counters[0];
+}
+
 } // namespace weft::test

@@ -33,4 +33,9 @@ double maxError(const HostTensor& got, const HostTensor& want);
 void checkOnSim(const fusion::FusionPlan& plan, const codegen::CompiledModule& module,
                 double tolerance = 1e-4, std::vector<LaunchCounters>* counters = nullptr);
 
+/// Compiles `plan`, which must make one kernel, runs it with checkOnSim and returns its
+/// launch's counters; the compiled module goes to `module` when given.
+LaunchCounters checkOneKernelOnSim(const fusion::FusionPlan& plan, double tolerance = 1e-4,
+                                   codegen::CompiledModule* module = nullptr);
+
 } // namespace weft::test

@@ -25,12 +25,7 @@ using test::onlyKernel;
 /// Runs the plan's single kernel on the simulator, checks every output against the
 /// interpreter and returns its counters.
 LaunchCounters runOne(const fusion::FusionPlan& plan, double tolerance = 1e-4) {
-  codegen::CompiledModule m = codegen::compileToPtx(plan);
-  REQUIRE(m.kernels.size() == 1);
-  std::vector<LaunchCounters> counters;
-  test::checkOnSim(plan, m, tolerance, &counters);
-  REQUIRE(counters.size() == 1);
-  return counters[0];
+  return test::checkOneKernelOnSim(plan, tolerance);
 }
 
 } // namespace

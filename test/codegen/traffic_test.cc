@@ -44,13 +44,7 @@ int64_t sectorsOf(const ir::Graph& g, ir::NodeId v) {
 /// Runs the plan's single kernel on the simulator, checks its outputs against the
 /// interpreter and returns its counters.
 LaunchCounters runOne(const fusion::FusionPlan& plan, codegen::CompiledModule* out = nullptr) {
-  codegen::CompiledModule m = codegen::compileToPtx(plan);
-  REQUIRE(m.kernels.size() == 1);
-  std::vector<LaunchCounters> counters;
-  test::checkOnSim(plan, m, 1e-4, &counters);
-  REQUIRE(counters.size() == 1);
-  if (out) *out = std::move(m);
-  return counters[0];
+  return test::checkOneKernelOnSim(plan, 1e-4, out);
 }
 
 const fusion::KernelPlan& onlyKernel(const fusion::FusionPlan& plan) {
