@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "ir/log_sum_exp.h"
 #include "weft/error.h"
 
 namespace weft::frontend {
@@ -213,8 +214,8 @@ NodeId softmax(const Site& s, NodeId x, const std::vector<int64_t>& axes, bool l
     // read in one pass, where log(sum(exp(x - max))) waits for the max and reads the row again.
     // What is broadcast back is the small log of the row's sum, not the logsumexp, so a
     // low-precision consumer (f16 under --amp) rounds it as it did log(sum(...)).
-    NodeId lse = s.g.reduce(ir::ReduceKind::LogSumExp, x, axes, s.name("logsumexp"));
-    NodeId logSum = s.g.binary(OpKind::Sub, lse, max, s.name("log_sum"));
+    NodeId logSum = ir::logSumBelowMax(s.g, x, max, axes,
+                                       [&](const std::string& base) { return s.name(base); });
     return s.g.binary(OpKind::Sub, shifted,
                       broadcastBack(s, logSum, shape, axes, s.name("log_sum_broadcast")), name);
   }

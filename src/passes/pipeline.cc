@@ -5,6 +5,7 @@
 #include "passes/constant_folding.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
+#include "passes/log_sum_exp.h"
 #include "passes/one_hot_pick.h"
 #include "passes/rewriter.h"
 
@@ -16,6 +17,7 @@ Graph canonicalize(const Graph& g) {
   Graph current = g;
   for (int round = 0; round < kMaxCanonicalizeRounds; ++round) {
     Graph next = algebraicSimplify(current);
+    next = recognizeLogSumExp(next);
     next = pickThroughOneHot(next);
     next = foldConstants(next);
     next = cse(next);
