@@ -41,7 +41,7 @@ llvm::Value* KernelContext::dim(const ir::Dim& d) const {
 llvm::Value* KernelContext::elements(const ir::Shape& s) const {
   llvm::Value* v = index(1);
   for (const ir::Dim& d : s)
-    v = d.isStatic() && d.size() == 1 ? v : b->CreateMul(v, dim(d));
+    v = d.isOne() ? v : b->CreateMul(v, dim(d));
   return v;
 }
 
@@ -398,7 +398,7 @@ Index delinearize(KernelContext& k, const ir::Shape& s, llvm::Value* flat) {
   llvm::Value* original = flat;
   Index idx(s.size());
   for (size_t d = s.size(); d-- > 0;) {
-    if (s[d].isStatic() && s[d].size() == 1) {
+    if (s[d].isOne()) {
       idx[d] = k.index(0);
       continue;
     }
@@ -534,7 +534,7 @@ llvm::Value* ElementalEmitter::compute(const ir::Node& n, const Index& index) {
     Index xi(x.type.shape.size());
     for (size_t i = 0; i < xi.size(); ++i) {
       const ir::Dim& xd = x.type.shape[i];
-      bool stretched = xd.isStatic() && xd.size() == 1;
+      bool stretched = xd.isOne();
       xi[i] = stretched ? k_.index(0) : index[size_t(dims[i])];
     }
     return emit(x.id, xi);

@@ -75,7 +75,7 @@ std::optional<Shape> broadcastShape(const std::vector<Shape>& shapes, size_t* of
     for (size_t k = 0; k < s.size(); ++k) {
       ir::Dim& o = out[rank - s.size() + k];
       const ir::Dim& d = s[k];
-      bool oneO = o.isStatic() && o.size() == 1, oneD = d.isStatic() && d.size() == 1;
+      bool oneO = o.isOne(), oneD = d.isOne();
       if (o == d || oneD) continue;
       if (oneO) {
         o = d;
@@ -132,7 +132,7 @@ std::optional<std::pair<NodeId, std::vector<int64_t>>> unitReshapeSource(const S
     if (j < inner.size() && inner[j] == from[i]) {
       dims.push_back(static_cast<int64_t>(offset + i));
       ++j;
-    } else if (!(from[i].isStatic() && from[i].size() == 1)) {
+    } else if (!from[i].isOne()) {
       break;
     }
   }

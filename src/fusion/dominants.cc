@@ -66,9 +66,10 @@ bool isDominantCandidate(const ir::Graph& g, const Users& users, const std::vect
   if (!inScope[static_cast<size_t>(op)]) return false;
   if (scopeOutput[static_cast<size_t>(op)] || n.kind == ir::OpKind::Reduce) return true;
   // A small row vector that every block computes for itself needs no stage of its own
-  // (isBlockComputable); a per-row value stays one, materialized in its rows' blocks.
+  // (blockComputable); a per-row value stays one, materialized in its rows' blocks.
   return isExpensiveBroadcastSource(g, users, op) &&
-         !(isBlockComputable(g, inScope, op) && isBroadcastAlongOuterDim(g, users, op));
+         !(blockComputable(g, inScope, op) != BlockComputable::No &&
+           isBroadcastAlongOuterDim(g, users, op));
 }
 
 std::vector<GroupSeed> identifyDominants(const ir::Graph& g,

@@ -95,10 +95,6 @@ GemmOperand dense(const ir::Dim& rows, const ir::Dim& cols, ir::DType t) {
   return o;
 }
 
-bool isOne(const ir::Dim& d) {
-  return d.isStatic() && d.size() == 1;
-}
-
 /// The strides of a reshape's result from its operand's (nullopt: it merges dims that are not
 /// contiguous). Dims are matched in groups of equal products; a group's operand dims must be
 /// contiguous (each stride the next's times its size), and its result dims split that run.
@@ -106,11 +102,11 @@ std::optional<std::vector<ir::Dim>>
 reshapeStrides(const ir::Shape& in, const std::vector<ir::Dim>& inStrides, const ir::Shape& out) {
   std::vector<size_t> ins;
   for (size_t i = 0; i < in.size(); ++i)
-    if (!isOne(in[i])) ins.push_back(i);
+    if (!in[i].isOne()) ins.push_back(i);
   std::vector<ir::Dim> strides(out.size(), ir::Dim(0));
   size_t i = 0, j = 0;
   while (j < out.size()) {
-    if (isOne(out[j])) {
+    if (out[j].isOne()) {
       ++j;
       continue;
     }
@@ -119,12 +115,12 @@ reshapeStrides(const ir::Shape& in, const std::vector<ir::Dim>& inStrides, const
     ir::Dim inProd = in[gi[0]], outProd = out[gj[0]];
     while (inProd != outProd) {
       auto more = outProd.dividedBy(inProd);
-      if (more && !isOne(*more)) {
+      if (more && !more->isOne()) {
         if (i >= ins.size()) return std::nullopt;
         gi.push_back(ins[i++]);
         inProd = inProd * in[gi.back()];
       } else if (auto fewer = inProd.dividedBy(outProd)) {
-        while (j < out.size() && isOne(out[j]))
+        while (j < out.size() && out[j].isOne())
           ++j;
         if (j >= out.size()) return std::nullopt;
         gj.push_back(j++);
@@ -175,7 +171,7 @@ std::optional<GemmOperand> withStrides(const ir::Shape& shape, std::vector<ir::D
   if (r < 2) return std::nullopt;
   // A dim of size 1 is read at index 0 only: any stride serves, 1 included.
   for (size_t i = 0; i < r; ++i)
-    if (isOne(shape[i])) strides[i] = i + 1 == r ? ir::Dim(1) : ir::Dim(0);
+    if (shape[i].isOne()) strides[i] = i + 1 == r ? ir::Dim(1) : ir::Dim(0);
   GemmOperand o;
   if (strides[r - 1] == ir::Dim(1)) {
     o.ld = strides[r - 2];
@@ -187,7 +183,7 @@ std::optional<GemmOperand> withStrides(const ir::Shape& shape, std::vector<ir::D
   }
   std::vector<size_t> batch;
   for (size_t i = 0; i + 2 < r; ++i)
-    if (!isOne(shape[i])) batch.push_back(i);
+    if (!shape[i].isOne()) batch.push_back(i);
   for (size_t x = 0; x + 1 < batch.size(); ++x)
     if (strides[batch[x]] != shape[batch[x + 1]] * strides[batch[x + 1]]) return std::nullopt;
   o.batchStride = batch.empty() ? ir::Dim(0) : strides[batch.back()];
@@ -412,7 +408,7 @@ void replanGemms(FusionPlan& plan, const GemmOptions& options) {
 }
 
 bool GemmOperand::dense(const ir::Dim& batch, const ir::Dim& rows, const ir::Dim& cols) const {
-  return rowMajor() && ld == cols && (isOne(batch) || batchStride == rows * cols) && !computed();
+  return rowMajor() && ld == cols && (batch.isOne() || batchStride == rows * cols) && !computed();
 }
 
 std::string GemmOperand::str() const {

@@ -39,35 +39,43 @@ bool isExpensiveBroadcastSource(const ir::Graph& g, const Users& users, ir::Node
   return anyExpansion(g, users, op, [](const ir::Node&) { return true; });
 }
 
-bool isBlockComputable(const ir::Graph& g, const std::vector<bool>& inScope, ir::NodeId op) {
+BlockComputable blockComputable(const ir::Graph& g, const std::vector<bool>& inScope,
+                                ir::NodeId op) {
   auto small = [&](const ir::Node& n) {
     ir::Dim elements = ir::numElements(n.type.shape);
     return elements.isStatic() && elements.size() <= kMaxBlockComputedElements &&
            elements.size() * ir::dtypeBytes(n.type.dtype) <= kMaxBlockComputedBytes;
   };
-  if (!inScope[size_t(op)] || !small(g.node(op))) return false;
+  if (!inScope[size_t(op)] || !small(g.node(op))) return BlockComputable::No;
+  bool readsOrExpensive = false; // an input read, or an expensive op in the cone
   std::set<ir::NodeId> seen;
   std::vector<ir::NodeId> work = {op};
   while (!work.empty()) {
     ir::NodeId v = work.back();
     work.pop_back();
-    if (!inScope[size_t(v)] || !seen.insert(v).second) continue; // read before the scope
+    if (!seen.insert(v).second) continue;
+    if (!inScope[size_t(v)]) { // read before the scope
+      readsOrExpensive = true;
+      continue;
+    }
     const ir::Node& n = g.node(v);
     switch (ir::opClass(n.kind)) {
+    case ir::OpClass::ExpensiveElementwise:
+      readsOrExpensive = true;
+      break;
     case ir::OpClass::Input:
     case ir::OpClass::LightElementwise:
-    case ir::OpClass::ExpensiveElementwise:
     case ir::OpClass::Broadcast:
     case ir::OpClass::Layout:
       break;
     default:
-      return false; // a reduce or a library call: another group's work
+      return BlockComputable::No; // a reduce or a library call: another group's work
     }
     // Every intermediate is small too: the block computes each of its elements once per read.
-    if (!small(n) || int(seen.size()) > kMaxBlockComputedOps) return false;
+    if (!small(n) || int(seen.size()) > kMaxBlockComputedOps) return BlockComputable::No;
     work.insert(work.end(), n.operands.begin(), n.operands.end());
   }
-  return true;
+  return readsOrExpensive ? BlockComputable::PerBlock : BlockComputable::Inline;
 }
 
 bool isBroadcastAlongOuterDim(const ir::Graph& g, const Users& users, ir::NodeId op) {
@@ -78,7 +86,7 @@ bool variesAlongOuterDim(const ir::Graph& g, const ir::Node& n) {
   const ir::Shape& in = g.node(n.operands[0]).type.shape;
   const auto& dims = n.attr<ir::BroadcastAttrs>().dims;
   for (size_t i = 0; i < dims.size(); ++i)
-    if (dims[i] == 0 && !(in[i].isStatic() && in[i].size() == 1)) return true;
+    if (dims[i] == 0 && !in[i].isOne()) return true;
   return false;
 }
 

@@ -19,11 +19,18 @@ bool isSource(const ir::Node& n);
 bool isExpensiveBroadcastSource(const ir::Graph& g, const Users& users, ir::NodeId op);
 
 /// Values of at most this many elements (and kMaxBlockComputedBytes) that every block may
-/// compute for itself (isBlockComputable).
+/// compute for itself (blockComputable).
 inline constexpr int64_t kMaxBlockComputedElements = 4096;
 inline constexpr int64_t kMaxBlockComputedBytes = 16 * 1024;
 /// Ops at most in such a value's cone: what each block computes per element.
 inline constexpr int kMaxBlockComputedOps = 32;
+
+/// Whether every block of a kernel can compute a small value for itself, and whether that pays.
+enum class BlockComputable : uint8_t {
+  No,       // too large, or a reduce, a library call or too many ops in its cone
+  Inline,   // light ops over constants and iotas only (a mask): cheaper regenerated where read
+  PerBlock, // reads an input or computes an expensive op: worth computing once per block
+};
 
 /// A small value that every block of its kernel can compute for itself: its size is static and
 /// small (kMaxBlockComputed*), and it is computed, through at most kMaxBlockComputedOps
@@ -33,7 +40,8 @@ inline constexpr int kMaxBlockComputedOps = 32;
 /// (Figure 7's power.1 = (parameter.2 / 32)^2 over 128 elements) is then no dominant
 /// candidate: rather than one stage materializing it behind a grid barrier, each phase that
 /// reads it computes it into shared memory once per block (StagedInput::computed).
-bool isBlockComputable(const ir::Graph& g, const std::vector<bool>& inScope, ir::NodeId op);
+BlockComputable blockComputable(const ir::Graph& g, const std::vector<bool>& inScope,
+                                ir::NodeId op);
 
 /// Whether every one-to-many use of `op` (a broadcast that expands it, directly or through
 /// reshapes and broadcasts) repeats it along its result's outermost dim: a row vector that

@@ -309,7 +309,7 @@ struct StagedInput {
   // (stagedCopyVector, phase_planner.h).
   int vector = 1;
   // Computed, not copied: a small value of the kernel (fusion/graph_queries.h,
-  // isBlockComputable) that the block computes from its cone, one element per thread: from the
+  // blockComputable) that the block computes from its cone, one element per thread: from the
   // phase's copies of the inputs it reads, behind their barrier, where it reads one; else from
   // global memory, before the copies. Never shared through a cluster.
   bool computed = false;

@@ -165,8 +165,6 @@ private:
                                            int64_t maxElements, bool outerOnly,
                                            int64_t* arrayOffset);
   void planTileSlices(const TileSpace& s, const SlotPlan& sp, PhasePlan& plan);
-  /// Whether `v`'s cone is light ops over sources only (nothing read, nothing expensive).
-  bool isFreeToRegenerate(const std::vector<bool>& inKernel, ir::NodeId v) const;
 
   /// The offset in the staging arena of `bytes` more of the current phase, 16-byte aligned.
   int64_t allocate(int64_t bytes) {
@@ -587,22 +585,6 @@ std::optional<SlotPlan> PhasePlanner::slotPlanOf(const TileSpace& s, const Phase
   return sp;
 }
 
-bool PhasePlanner::isFreeToRegenerate(const std::vector<bool>& inKernel, ir::NodeId v) const {
-  // Light ops over constants and iotas (a mask): cheaper inline than a load from shared memory.
-  std::vector<ir::NodeId> work = {v};
-  std::set<ir::NodeId> seen;
-  while (!work.empty()) {
-    ir::NodeId u = work.back();
-    work.pop_back();
-    if (!seen.insert(u).second) continue;
-    const ir::Node& n = node(u);
-    if (!inKernel[size_t(u)] || ir::opClass(n.kind) == ir::OpClass::ExpensiveElementwise)
-      return false;
-    work.insert(work.end(), n.operands.begin(), n.operands.end());
-  }
-  return true;
-}
-
 std::vector<StagedInput> PhasePlanner::stageBroadcasts(const TileSpace& s,
                                                        const std::vector<int>& groups,
                                                        int64_t maxElements, bool outerOnly,
@@ -658,7 +640,7 @@ std::vector<StagedInput> PhasePlanner::stageBroadcasts(const TileSpace& s,
   for (const auto& [v, p] : k_.placement) {
     ir::Dim n = ir::numElements(node(v).type.shape);
     bool computed = p.storage == Storage::Register && broadcast.count(v) && !perRow.count(v) &&
-                    isBlockComputable(g_, inKernel, v) && !isFreeToRegenerate(inKernel, v);
+                    blockComputable(g_, inKernel, v) == BlockComputable::PerBlock;
     bool readable = computed || p.storage == Storage::Input ||
                     (p.storage == Storage::Global && written_.count(v));
     if (!readable || !broadcast.count(v) || !n.isStatic() || n.size() > maxElements) continue;
@@ -694,7 +676,7 @@ void PhasePlanner::planTileSlices(const TileSpace& s, const SlotPlan& sp, PhaseP
     t.input = v;
     bool rowDependent = false, ok = true;
     for (size_t i = 0; i < in.size(); ++i) {
-      bool stretched = in[i].isStatic() && in[i].size() == 1;
+      bool stretched = in[i].isOne();
       size_t d = size_t(dims[i]);
       t.rowDimOf.push_back(!stretched && d < sp.rowDims ? int64_t(d) : -1);
       if (stretched) continue;

@@ -22,6 +22,8 @@ public:
   static std::optional<Dim> parse(const std::string& text);
 
   bool isStatic() const { return symbols_.empty(); }
+  /// A static 1: a dim a broadcast stretches, or a reshape may add or drop.
+  bool isOne() const { return symbols_.empty() && factor_ == 1; }
   /// The static size; only valid when isStatic().
   int64_t size() const { return factor_; }
   int64_t factor() const { return factor_; }

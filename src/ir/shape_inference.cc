@@ -137,7 +137,7 @@ TensorType inferBroadcast(const std::string& where, const TensorType& x, const B
       fail(where, fmt::format("broadcast_dimensions {} must be strictly increasing", listStr(a.dims)));
     const Dim& from = x.shape[i];
     const Dim& to = declared.shape[static_cast<size_t>(a.dims[i])];
-    if (from != to && !(from.isStatic() && from.size() == 1))
+    if (from != to && !from.isOne())
       fail(where, fmt::format("operand dim {} ({}) cannot broadcast to result dim {} ({}); sizes must match or be 1",
                               i, from.str(), a.dims[i], to.str()));
   }

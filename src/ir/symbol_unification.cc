@@ -78,7 +78,7 @@ std::vector<RequiredEquality> requiredEqualities(OpKind kind, const std::vector<
     if (dims.size() != x.size()) return out;
     for (size_t i = 0; i < dims.size(); ++i) {
       if (dims[i] < 0 || static_cast<size_t>(dims[i]) >= declared->size()) continue;
-      if (x[i].isStatic() && x[i].size() == 1) continue; // a real broadcast
+      if (x[i].isOne()) continue; // a real broadcast
       need((*declared)[static_cast<size_t>(dims[i])], x[i], fmt::format("operand dim {}", i));
     }
   } else if (kind == OpKind::Reshape && declared && operands.size() == 1) {

@@ -18,13 +18,11 @@ std::vector<int64_t> sortedAxes(const Node& reduce) {
   return axes;
 }
 
-bool isStaticOne(const Dim& d) { return d.isStatic() && d.size() == 1; }
-
 /// The dims of `s` that are not a static 1, in order.
 Shape withoutOnes(const Shape& s) {
   Shape out;
   for (const Dim& d : s)
-    if (!isStaticOne(d)) out.push_back(d);
+    if (!d.isOne()) out.push_back(d);
   return out;
 }
 
@@ -42,9 +40,9 @@ std::optional<NodeId> maxSpreadBack(const Graph& r, const Node& b, NodeId x,
   // 1s themselves.
   std::vector<int64_t> landed, kept;
   for (size_t i = 0; i < dims.size(); ++i)
-    if (!isStaticOne(spread[i])) landed.push_back(dims[i]);
+    if (!spread[i].isOne()) landed.push_back(dims[i]);
   for (size_t d = 0; d < xs.size(); ++d)
-    if (!std::binary_search(axes.begin(), axes.end(), int64_t(d)) && !isStaticOne(xs[d]))
+    if (!std::binary_search(axes.begin(), axes.end(), int64_t(d)) && !xs[d].isOne())
       kept.push_back(int64_t(d));
   if (landed != kept) return std::nullopt;
   if (source->kind == OpKind::Reshape) {
@@ -58,26 +56,24 @@ std::optional<NodeId> maxSpreadBack(const Graph& r, const Node& b, NodeId x,
   return source->id;
 }
 
-/// logsumexp over `axes` of z, emitted: (logsumexp of x) - m where z = x - broadcast(m) and
-/// m is x's max over the same axes, else logsumexp of z itself.
-NodeId emitLogSumExp(Rewriter& rw, NodeId z, const std::vector<int64_t>& axes,
-                     const std::string& name) {
+/// (logsumexp over `axes` of x) - m, emitted, where z = x - broadcast(m) and m is x's max over
+/// the same axes; nullopt when z is anything else.
+std::optional<NodeId> emitUnshifted(Rewriter& rw, NodeId z, const std::vector<int64_t>& axes,
+                                    const std::string& name) {
   const Graph& r = rw.result();
-  Graph& out = rw.emitter();
   const Node& zn = r.node(z);
-  if (zn.kind == OpKind::Sub)
-    if (auto m = maxSpreadBack(r, r.node(zn.operands[1]), zn.operands[0], axes))
-      return logSumBelowMax(out, zn.operands[0], *m, axes, [&](const std::string& base) {
-        return rw.freshName(name + "." + base);
-      });
-  return out.reduce(ReduceKind::LogSumExp, z, axes, rw.freshName(name));
+  if (zn.kind != OpKind::Sub) return std::nullopt;
+  auto m = maxSpreadBack(r, r.node(zn.operands[1]), zn.operands[0], axes);
+  if (!m) return std::nullopt;
+  return logSumBelowMax(rw.emitter(), zn.operands[0], *m, axes, [&](const std::string& base) {
+    return rw.freshName(name + "." + base);
+  });
 }
 
 } // namespace
 
 Graph recognizeLogSumExp(const Graph& g) {
   Rewriter rw(g);
-  const Graph& r = rw.result();
   const auto users = g.users();
   auto onlyReader = [&](NodeId v) { return users[size_t(v)].size() == 1 && !g.isOutput(v); };
   for (const Node& n : g.nodes()) {
@@ -93,20 +89,21 @@ Graph recognizeLogSumExp(const Graph& g) {
       if (sum->kind == OpKind::Reduce && sum->attr<ReduceAttrs>().kind == ReduceKind::Sum &&
           onlyReader(sum->id) && g.node(sum->operands[0]).kind == OpKind::Exp) {
         NodeId z = rw.mapped(g.node(sum->operands[0]).operands[0]);
-        NodeId lse = emitLogSumExp(rw, z, sortedAxes(*sum), n.name + ".lse");
+        const std::vector<int64_t> axes = sortedAxes(*sum);
+        std::optional<NodeId> unshifted = emitUnshifted(rw, z, axes, n.name + ".lse");
+        NodeId lse = unshifted ? *unshifted
+                               : rw.emitter().reduce(ReduceKind::LogSumExp, z, axes,
+                                                     rw.freshName(n.name + ".lse"));
         if (reshape) lse = rw.emitter().reshape(lse, n.type.shape, rw.freshName(n.name + ".lse"));
         rw.replaceWith(n, lse);
         continue;
       }
     }
-    if (n.kind == OpKind::Reduce && n.attr<ReduceAttrs>().kind == ReduceKind::LogSumExp) {
-      const Node& z = rw.mappedNode(n.operands[0]);
-      if (z.kind == OpKind::Sub &&
-          maxSpreadBack(r, r.node(z.operands[1]), z.operands[0], sortedAxes(n))) {
-        rw.replaceWith(n, emitLogSumExp(rw, z.id, sortedAxes(n), n.name));
+    if (n.kind == OpKind::Reduce && n.attr<ReduceAttrs>().kind == ReduceKind::LogSumExp)
+      if (auto unshifted = emitUnshifted(rw, rw.mapped(n.operands[0]), sortedAxes(n), n.name)) {
+        rw.replaceWith(n, *unshifted);
         continue;
       }
-    }
     rw.copy(n);
   }
   return std::move(rw).finish();

@@ -1,4 +1,4 @@
-// Small values that every block computes for itself (fusion/graph_queries.h, isBlockComputable;
+// Small values that every block computes for itself (fusion/graph_queries.h, blockComputable;
 // StagedInput::computed): an expensive op over a few thousand elements of the kernel's inputs,
 // repeated along the rows, is computed into shared memory once per block by each phase that
 // reads it, not stored by a stage of its own behind a grid barrier. Each graph below takes a

@@ -22,7 +22,7 @@ int64_t blocksPerWaveOf(const DeviceSpec& spec, const KernelPlan& k) {
 
 /// Figure 7 as the paper plans it: power.1 (over `columns` > 4,096) is reduce.1's sub-dominant,
 /// stored in global memory behind a grid barrier; at the paper's 128 columns every block
-/// computes it for itself instead (fusion/graph_queries.h, isBlockComputable), one grid barrier
+/// computes it for itself instead (fusion/graph_queries.h, blockComputable), one grid barrier
 /// fewer.
 static void checkFig7(const FusionPlan& p, bool blockComputed) {
   const ir::Graph& g = p.graph;

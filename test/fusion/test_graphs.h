@@ -14,7 +14,7 @@ namespace weft::fusion::testing {
 ///   add.2 = add.1 + broadcast.2;  reduce.2 = column-sum(add.2)  (over B)
 ///   multiply.1 = bcast(reduce.2) * broadcast.2   (the output)
 /// `columns` replaces the 128: at 128, power.1 is small enough for every block to compute it
-/// (fusion/graph_queries.h, isBlockComputable); past 4,096 it is the paper's sub-dominant.
+/// (fusion/graph_queries.h, blockComputable); past 4,096 it is the paper's sub-dominant.
 ir::Graph astitchFig7(int64_t batch = 4096, int64_t columns = 128);
 
 ir::Graph layerNorm(int64_t rows = 16384, int64_t hidden = 768);

@@ -115,7 +115,7 @@ void lowerSqueeze(NodeContext& c) {
     axes = normalizedAxes(c, *given, in.size(), "axis");
   } else {
     for (size_t i = 0; i < in.size(); ++i)
-      if (in[i].isStatic() && in[i].size() == 1) axes.push_back(static_cast<int64_t>(i));
+      if (in[i].isOne()) axes.push_back(static_cast<int64_t>(i));
   }
   Shape out;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -124,7 +124,7 @@ void lowerSqueeze(NodeContext& c) {
       out.push_back(in[i]);
       continue;
     }
-    if (!(in[i].isStatic() && in[i].size() == 1))
+    if (!in[i].isOne())
       c.fail(fmt::format("cannot squeeze axis {} of {}: its size is {}, not 1", i, ir::shapeStr(in),
                          in[i].str()));
   }
