@@ -1,6 +1,8 @@
 #include "passes/log_sum_exp.h"
 
 #include <algorithm>
+#include <functional>
+#include <limits>
 #include <optional>
 
 #include "ir/log_sum_exp.h"
@@ -56,13 +58,62 @@ std::optional<NodeId> maxSpreadBack(const Graph& r, const Node& b, NodeId x,
   return source->id;
 }
 
+/// Whether `axes` (sorted) are the last of a shape of `rank` dims: a row reduce's.
+bool trailing(const std::vector<int64_t>& axes, size_t rank) {
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] != int64_t(rank - axes.size() + i)) return false;
+  return true;
+}
+
+/// logsumexp over `axes` of x as m0 + log(sum(exp(x - m0))), m0 = max over the axes where
+/// finite, else 0 (so +inf, -inf and NaN rows give what logsumexp gives: x - m would be NaN
+/// where both are infinite). In f32 for f16 and bf16 x, rounded once.
+NodeId emitTwoPass(Graph& g, NodeId x, const std::vector<int64_t>& axes,
+                   const std::function<std::string(const std::string&)>& name) {
+  const DType t = g.node(x).type.dtype;
+  const NodeId xc = dtypeBytes(t) < 4 ? g.convert(x, DType::f32, name("x_f32")) : x;
+  const DType c = g.node(xc).type.dtype;
+  const Shape xs = g.node(xc).type.shape;
+  std::vector<int64_t> kept;
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (!std::binary_search(axes.begin(), axes.end(), int64_t(d))) kept.push_back(int64_t(d));
+  const NodeId m = g.reduce(ReduceKind::Max, xc, axes, name("max"));
+  const Shape ms = g.node(m).type.shape;
+  auto splat = [&](double v, const std::string& what) {
+    return g.broadcastInDim(g.scalar(c, v, name(what)), ms, {}, name(what + "_b"));
+  };
+  const NodeId finite = g.compare(CompareDir::LT, g.unary(OpKind::Abs, m, name("max_abs")),
+                                  splat(std::numeric_limits<double>::infinity(), "inf"),
+                                  name("max_finite"));
+  const NodeId m0 = g.select(finite, m, splat(0.0, "zero"), name("shift"));
+  const NodeId e = g.unary(
+      OpKind::Exp, g.binary(OpKind::Sub, xc, g.broadcastInDim(m0, xs, kept, name("shift_b")),
+                            name("shifted")),
+      name("exp"));
+  const NodeId sum = g.reduce(ReduceKind::Sum, e, axes, name("sum"));
+  const NodeId lse =
+      g.binary(OpKind::Add, m0, g.unary(OpKind::Log, sum, name("log_sum")), name("lse"));
+  return c == t ? lse : g.convert(lse, t, name("lse_rounded"));
+}
+
+/// Whether every one of `axes` of `s` is a static dim of at least one element.
+bool staticNonEmpty(const Shape& s, const std::vector<int64_t>& axes) {
+  return std::all_of(axes.begin(), axes.end(), [&](int64_t a) {
+    return s[size_t(a)].isStatic() && s[size_t(a)].size() > 0;
+  });
+}
+
 /// (logsumexp over `axes` of x) - m, emitted, where z = x - broadcast(m) and m is x's max over
-/// the same axes; nullopt when z is anything else.
+/// the same axes; nullopt when z is anything else. Only over axes known to hold elements: over
+/// none, m is -inf, and -inf - (-inf) would be NaN where the graph as written gives log(0) =
+/// -inf.
 std::optional<NodeId> emitUnshifted(Rewriter& rw, NodeId z, const std::vector<int64_t>& axes,
                                     const std::string& name) {
   const Graph& r = rw.result();
   const Node& zn = r.node(z);
-  if (zn.kind != OpKind::Sub) return std::nullopt;
+  if (zn.kind != OpKind::Sub || !staticNonEmpty(zn.type.shape, axes) ||
+      !trailing(axes, zn.type.shape.size()))
+    return std::nullopt;
   auto m = maxSpreadBack(r, r.node(zn.operands[1]), zn.operands[0], axes);
   if (!m) return std::nullopt;
   return logSumBelowMax(rw.emitter(), zn.operands[0], *m, axes, [&](const std::string& base) {
@@ -86,24 +137,36 @@ Graph recognizeLogSumExp(const Graph& g) {
         reshape = sum;
         sum = &g.node(sum->operands[0]);
       }
+      // Only where z = x - max x: its exponentials lie in (0, 1] with a 1 among them, so the
+      // sum neither overflows nor underflows and logsumexp(x) - max gives what the graph as
+      // written does. Of any other z, log(sum(exp(z))) is inf where exp overflows and -inf
+      // where every exp underflows (an f16 row below -17), and logsumexp(z) would be finite.
       if (sum->kind == OpKind::Reduce && sum->attr<ReduceAttrs>().kind == ReduceKind::Sum &&
           onlyReader(sum->id) && g.node(sum->operands[0]).kind == OpKind::Exp) {
         NodeId z = rw.mapped(g.node(sum->operands[0]).operands[0]);
-        const std::vector<int64_t> axes = sortedAxes(*sum);
-        std::optional<NodeId> unshifted = emitUnshifted(rw, z, axes, n.name + ".lse");
-        NodeId lse = unshifted ? *unshifted
-                               : rw.emitter().reduce(ReduceKind::LogSumExp, z, axes,
-                                                     rw.freshName(n.name + ".lse"));
-        if (reshape) lse = rw.emitter().reshape(lse, n.type.shape, rw.freshName(n.name + ".lse"));
-        rw.replaceWith(n, lse);
-        continue;
+        if (std::optional<NodeId> lse = emitUnshifted(rw, z, sortedAxes(*sum), n.name + ".lse")) {
+          NodeId out = reshape ? rw.emitter().reshape(*lse, n.type.shape,
+                                                      rw.freshName(n.name + ".lse"))
+                               : *lse;
+          rw.replaceWith(n, out);
+          continue;
+        }
       }
     }
-    if (n.kind == OpKind::Reduce && n.attr<ReduceAttrs>().kind == ReduceKind::LogSumExp)
-      if (auto unshifted = emitUnshifted(rw, rw.mapped(n.operands[0]), sortedAxes(n), n.name)) {
+    if (n.kind == OpKind::Reduce && n.attr<ReduceAttrs>().kind == ReduceKind::LogSumExp) {
+      const std::vector<int64_t> axes = sortedAxes(n);
+      if (!trailing(axes, g.node(n.operands[0]).type.shape.size())) {
+        rw.replaceWith(n, emitTwoPass(rw.emitter(), rw.mapped(n.operands[0]), axes,
+                                      [&](const std::string& base) {
+                                        return rw.freshName(n.name + "." + base);
+                                      }));
+        continue;
+      }
+      if (auto unshifted = emitUnshifted(rw, rw.mapped(n.operands[0]), axes, n.name)) {
         rw.replaceWith(n, *unshifted);
         continue;
       }
+    }
     rw.copy(n);
   }
   return std::move(rw).finish();
