@@ -137,7 +137,9 @@ public:
 
   /// Host arrays in, host arrays out (graph input order / graph output order).
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs, const Binding& binding = {});
-  /// Device buffers in and out, owned by the caller; nothing is copied.
+  /// Device buffers in and out, owned by the caller; nothing is copied. Each starts at a
+  /// multiple of 16 bytes (kernels access up to 16 bytes at a time; cudaMalloc's and
+  /// Device::allocate's are): InputError naming the buffer otherwise.
   void run(const std::vector<DevicePtr>& inputs, const std::vector<DevicePtr>& outputs,
            const Binding& binding);
 

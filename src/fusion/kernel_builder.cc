@@ -112,6 +112,30 @@ bool packsRowsBetweenStages(const Group& heaviest, const KernelPlan& k) {
          k.stages.size() > 1 && warpBarriers && k.launch.blockSize > kPackedRowsBlock;
 }
 
+/// Bytes of the widest element among the kernel's streamed inputs and outputs: those at least
+/// half as large as its largest (assumed sizes), the tensors its time goes to. Every group's
+/// vectors are sized for it (LoopSpace::memoryBytes): a bf16 RMSNorm loads and stores 8
+/// elements (16 bytes) per access, not the 4 (8 bytes) its f32 statistics would ask for; the
+/// H200 measured bf16 rows 5-35 points of the copy below f32 ones at every length, with half
+/// the bytes in flight per load (docs/performance.md). Not the narrowest: a kernel that streams
+/// f16 in and f32 out would then give each thread 8 f32, two 16-byte accesses 32 bytes apart,
+/// and each warp access would touch twice the sectors it uses. 0 when the kernel has none.
+int streamedElementBytes(const ir::Graph& g, const KernelPlan& k, const ir::SymbolRanges& ranges) {
+  auto elements = [&](ir::NodeId v) {
+    return ir::assumedSize(ir::numElements(g.node(v).type.shape), ranges);
+  };
+  int64_t largest = 0;
+  for (const auto* list : {&k.inputs, &k.outputs})
+    for (ir::NodeId v : *list)
+      largest = std::max(largest, elements(v));
+  int bytes = 0;
+  for (const auto* list : {&k.inputs, &k.outputs})
+    for (ir::NodeId v : *list)
+      if (largest > 0 && elements(v) * 2 >= largest)
+        bytes = std::max(bytes, int(ir::dtypeBytes(g.node(v).type.dtype)));
+  return bytes;
+}
+
 /// Maps every group for block size `blockSize` (the heaviest group first, then row reduces in
 /// their own tiles, other reduces across a row reduce's tiles, elementwise groups in the tiles
 /// of a group they exchange values with), then propagates schedules, stitches and configures
@@ -146,7 +170,7 @@ KernelPlan mapAndStitch(const ir::Graph& g, KernelPlan k, const std::vector<Loop
       group.rowLength = *ir::numElements(group.loopShape).dividedBy(producer.rows);
       group.mapping =
           elementwiseInTiles(group.rowsPerTile, ir::assumedSize(group.rowLength, ranges),
-                             ir::knownDivisor(group.rowLength, ranges), spaces[i].dtype,
+                             ir::knownDivisor(group.rowLength, ranges), spaces[i].memoryBytes,
                              blockSize, spec)
               .mapping;
     }
@@ -176,7 +200,7 @@ KernelPlan mapAndStitch(const ir::Graph& g, KernelPlan k, const std::vector<Loop
       group.rowsPerTile = producer.rowsPerTile;
       group.mapping = elementwiseInTiles(group.rowsPerTile, ir::assumedSize(group.rowLength, ranges),
                                          ir::knownDivisor(group.rowLength, ranges),
-                                         g.node(group.dominant).type.dtype, blockSize, spec)
+                                         spaces[i].memoryBytes, blockSize, spec)
                           .mapping;
     }
     mapped[i] = true;
@@ -219,6 +243,9 @@ KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops,
     k.groups.push_back(std::move(group));
     spaces.push_back(loopSpaceOf(g, s.dominant, ranges));
   }
+  const int streamed = streamedElementBytes(g, k, ranges);
+  for (LoopSpace& space : spaces)
+    space.memoryBytes = streamed > 0 ? streamed : int(ir::dtypeBytes(space.dtype));
 
   // The heaviest group (a row reduce, then a column reduce, then an elementwise group; then
   // the biggest loop) picks the block size the whole kernel shares. A cooperative kernel whose

@@ -99,7 +99,9 @@ public:
   /// row and thread).
   /// Measured on an H200 (docs/performance.md): softmax [49152, 128] 75% -> 84% of the copy,
   /// RMSNorm bf16 [4096, 4096] 81% -> 88%, the sweep's bf16 rows of 256-4,096 up to +13%; f32
-  /// rows of two or more steps per thread gained nothing and lost up to 7%.
+  /// rows of two or more steps per thread gained nothing and lost up to 7%. (Measured while
+  /// 2-byte rows moved 8-byte vectors; they move 16-byte ones since, like f32's, and whether
+  /// filling the SMs still pays for them is for the next GPU run to say.)
   bool fillsSMs() const {
     if (k_.launch.cooperative || k_.launch.clusterSize > 1 || k_.registerLimit != 0) return false;
     for (const PhasePlan& p : k_.phases) {

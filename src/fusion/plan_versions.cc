@@ -23,6 +23,21 @@ std::set<std::string> innermostSymbols(const ir::Graph& g) {
   return out;
 }
 
+/// The divisors of the divisibility versions, largest first: kVectorDivisor, and twice it where
+/// a graph input or output of 2 bytes or fewer has a symbolic innermost dim (`inner`): 16-byte
+/// vectors of f16 and bf16 take 8 elements (fusion/thread_mapping.h, vectorWidthFor). None when
+/// no innermost dim is symbolic.
+std::vector<int64_t> vectorDivisors(const ir::Graph& g, const std::set<std::string>& inner) {
+  if (inner.empty()) return {};
+  for (const auto* list : {&g.inputs(), &g.outputs()})
+    for (ir::NodeId v : *list) {
+      const ir::TensorType& t = g.node(v).type;
+      if (ir::dtypeBytes(t.dtype) <= 2 && t.shape.size() >= 2 && !t.shape.back().isStatic())
+        return {2 * kVectorDivisor, kVectorDivisor};
+    }
+  return {kVectorDivisor};
+}
+
 /// What a version decides, without the ranges it was planned for: two classes whose plans
 /// print alike (every kernel, group, mapping, storage, phase and buffer) are one version.
 std::string decisions(FusionPlan plan) {
@@ -118,8 +133,13 @@ std::vector<PlanVersion> planVersions(const ir::Graph& g, const DeviceSpec& devi
   if (symbols.empty()) return {{plan(g, device, policy), {}}};
   const std::set<std::string> inner = innermostSymbols(g);
   // Versions by their decisions: a combination planned alike joins that version's guard.
-  std::vector<PlanVersion> plain, divisible;
-  std::map<std::string, size_t> plainOf, divisibleOf;
+  // Divisible versions by divisor, the largest first: a binding takes the widest vectors whose
+  // divisibility it has.
+  const std::vector<int64_t> divisors = vectorDivisors(g, inner);
+  std::vector<PlanVersion> plain;
+  std::vector<std::vector<PlanVersion>> divisible(divisors.size());
+  std::map<std::string, size_t> plainOf;
+  std::vector<std::map<std::string, size_t>> divisibleOf(divisors.size());
   auto add = [](std::vector<PlanVersion>& list, std::map<std::string, size_t>& index,
                 FusionPlan p, std::string d) {
     auto it = index.find(d);
@@ -136,13 +156,17 @@ std::vector<PlanVersion> planVersions(const ir::Graph& g, const DeviceSpec& devi
   for (const ir::SymbolRanges& ranges : combinations) {
     FusionPlan p = plan(g, device, policy, ranges);
     std::string d = decisions(p);
-    if (!inner.empty()) {
+    // From the smallest divisor up: a larger one's plan joins only where it decides otherwise
+    // than the plain plan and the next smaller divisor's.
+    std::string smaller = d;
+    for (size_t i = divisors.size(); i-- > 0;) {
       ir::SymbolRanges r = ranges;
       for (const std::string& s : inner)
-        r[s].divisor = kVectorDivisor;
+        r[s].divisor = divisors[i];
       FusionPlan pd = plan(g, device, policy, r);
       std::string dd = decisions(pd);
-      if (dd != d) add(divisible, divisibleOf, std::move(pd), std::move(dd));
+      if (dd != d && dd != smaller) add(divisible[i], divisibleOf[i], std::move(pd), dd);
+      smaller = std::move(dd);
     }
     if (&ranges == &combinations.back()) unbounded = p;
     add(plain, plainOf, std::move(p), std::move(d));
@@ -153,8 +177,9 @@ std::vector<PlanVersion> planVersions(const ir::Graph& g, const DeviceSpec& devi
   PlanVersion last{std::move(*unbounded), {}};
   plain.erase(plain.begin() + long(fallback));
   std::vector<PlanVersion> versions;
-  for (std::vector<PlanVersion>* list : {&divisible, &plain})
-    for (PlanVersion& v : *list) {
+  divisible.push_back(std::move(plain));
+  for (std::vector<PlanVersion>& list : divisible)
+    for (PlanVersion& v : list) {
       mergeBoxes(v.guard);
       versions.push_back(std::move(v));
     }

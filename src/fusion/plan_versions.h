@@ -5,7 +5,8 @@
 // 16-row column sum over a whole wave of blocks and reduces 64 token losses with a grid
 // barrier. So a symbolic graph is planned once per size class of its symbols (ir::sizeClasses;
 // with one or two symbols every combination of their classes, with more the same class for
-// all), and once more per class for row lengths that are multiples of kVectorDivisor; classes
+// all), and once more per class for row lengths that are multiples of kVectorDivisor (and of twice it
+// for 2-byte types); classes
 // the planner maps alike share one version: usually one to four. Every version is correct for
 // every binding its guard admits (ranges steer heuristics; only upper bounds and divisors,
 // which the guard guarantees, reach correctness: ir/symbol_ranges.h). The guard picks the
@@ -20,6 +21,8 @@ namespace weft::fusion {
 /// Divisibility versions (BladeDISC's vectorized vs scalar): a class is planned again for
 /// symbols of rows' innermost dims that are multiples of this, and where that plan differs
 /// (128-bit vectors along a symbolic row) it becomes a version guarded by the divisibility.
+/// A graph that streams 2-byte elements along such a dim is planned for multiples of twice
+/// this too (8 f16 or bf16 make 16 bytes), a version before the multiples of 4 where it differs.
 inline constexpr int64_t kVectorDivisor = 4;
 
 /// Graphs with more ops than this get one version (the unbounded class's): dozens of plans of

@@ -26,11 +26,8 @@ int pow2Ceil(int64_t x) {
   return p;
 }
 
-/// 4 when `contiguous` elements (assumed size) are known to be a multiple of 4 (`divisor`) and
-/// fill `lanes` lanes of 4; else 1.
-int vectorWidthFor(ir::DType t, int64_t contiguous, int64_t divisor, int64_t lanes) {
-  if (ir::dtypeBytes(t) > 4 || divisor % 4 != 0 || contiguous < 4 * lanes) return 1;
-  return 4;
+int memoryBytesOf(const LoopSpace& s) {
+  return s.memoryBytes > 0 ? s.memoryBytes : int(ir::dtypeBytes(s.dtype));
 }
 
 /// Loop spaces of at most this many elements (assumed sizes) may trade vector width for code
@@ -69,10 +66,11 @@ double utilization(const DeviceSpec& spec, int64_t tiles, int64_t bpw, int block
 bool splitPays(const LoopSpace& s, const DeviceSpec& spec, int blockSize, int64_t rows,
                int64_t len, int64_t split, int64_t blocksPerRow) {
   const CostModel m = costModel(spec);
-  const double elementBytes = ir::dtypeBytes(s.dtype);
+  const double elementBytes = memoryBytesOf(s);
   const double bytes = double(rows) * double(len) * elementBytes;
   auto perThread = [&](int threads) {
-    return (s.contiguousRows ? vectorWidthFor(s.dtype, len, s.rowLengthDivisor, threads) : 1) *
+    return (s.contiguousRows ? vectorWidthFor(memoryBytesOf(s), len, s.rowLengthDivisor, threads)
+                             : 1) *
            elementBytes;
   };
   const int perSM = std::max<int>(1, int(blocksPerWave(spec, blockSize) / spec.smCount));
@@ -119,7 +117,7 @@ MappingChoice mapRowReduce(const LoopSpace& s, const DeviceSpec& spec, int block
     m.kind = RowReduceMapping::Kind::WarpPerRow;
     // Lanes for 4-wide vectors when the row holds them (a row of 32 floats: 8 lanes of 4, a
     // quarter of the instructions of 32 lanes of 1), else one element per lane.
-    int64_t perLane = s.contiguousRows ? vectorWidthFor(s.dtype, len, s.rowLengthDivisor, 1) : 1;
+    int64_t perLane = s.contiguousRows ? vectorWidthFor(memoryBytesOf(s), len, s.rowLengthDivisor, 1) : 1;
     const int scalarLanes = std::min(spec.warpSize, pow2Ceil(len));
     if (perLane > 1 && scalarLanes > pow2Ceil(ceilDiv(len, perLane)) &&
         narrowerIsFree(spec, rows * len, ceilDiv(rows, blockSize / scalarLanes)))
@@ -145,7 +143,19 @@ MappingChoice mapRowReduce(const LoopSpace& s, const DeviceSpec& spec, int block
     c.tiles = rows * m.splitFactor * m.clusterBlocks;
     laneUse = double(ceilDiv(len, m.splitFactor * m.clusterBlocks)) / blockSize;
   }
-  m.vectorWidth = scalar ? 1 : vectorWidthFor(s.dtype, len, s.rowLengthDivisor, m.threadsPerRow);
+  m.vectorWidth = scalar ? 1 : vectorWidthFor(memoryBytesOf(s), len, s.rowLengthDivisor, m.threadsPerRow);
+  if (m.kind == RowReduceMapping::Kind::BlockPerRow && m.vectorWidth > 4) {
+    // A block's steps of blockSize x 8 elements can overshoot a row (or a cluster's part of
+    // it) by a whole step more than steps of 4 would: lanes past the row re-read its last
+    // vector, and a cluster's last block gets little of it ([16, 20000] bf16 in clusters of 2:
+    // parts of 16,384 and 3,616). Vectors of 4 where they cover the row in fewer elements.
+    RowReduceMapping four = m;
+    four.vectorWidth = 4;
+    auto covered = [&](const RowReduceMapping& r) {
+      return r.slotSteps(len, blockSize) * blockSize * r.vectorWidth;
+    };
+    if (covered(four) < covered(m)) m.vectorWidth = 4;
+  }
   c.rowsPerTile = m.rowsPerBlock;
   c.mapping = m;
   c.waveUtilization = utilization(spec, c.tiles, c.blocksPerWave, blockSize, laneUse);
@@ -182,7 +192,7 @@ MappingChoice mapElementwise(const LoopSpace& s, const DeviceSpec& spec, int blo
   // A symbolic innermost dim known to be a multiple of d (d ≥ 1) is at least d long.
   int64_t inner = s.shape.empty() ? 1 : staticOr(s.shape.back(), s.innerDivisor);
   ElementwiseMapping m;
-  m.vectorWidth = vectorWidthFor(s.dtype, inner, s.innerDivisor, 1);
+  m.vectorWidth = vectorWidthFor(memoryBytesOf(s), inner, s.innerDivisor, 1);
   m.elementsPerThread = m.vectorWidth;
   c.rowsPerTile = int64_t(blockSize) * m.elementsPerThread;
   c.tiles = ceilDiv(n, c.rowsPerTile);
@@ -255,6 +265,13 @@ MappingChoice mostRowsInFlight(const LoopSpace& space, const std::vector<Mapping
 
 } // namespace
 
+int vectorWidthFor(int memoryBytes, int64_t contiguous, int64_t divisor, int64_t lanes) {
+  const int widest = memoryBytes >= 16 ? 1 : std::min(8, 16 / std::max(1, memoryBytes));
+  for (int w : {widest, 4})
+    if (w > 1 && w <= widest && divisor % w == 0 && contiguous >= w * lanes) return w;
+  return 1;
+}
+
 static LoopSpace loopSpaceShape(const ir::Graph& g, ir::NodeId dominant) {
   const ir::Node& n = g.node(dominant);
   LoopSpace s;
@@ -318,7 +335,7 @@ MappingChoice chooseThreadMapping(const LoopSpace& space, const DeviceSpec& spec
 }
 
 MappingChoice elementwiseInTiles(int64_t rowsPerTile, int64_t rowLength, int64_t rowLengthDivisor,
-                                 ir::DType dtype, int blockSize, const DeviceSpec& spec) {
+                                 int memoryBytes, int blockSize, const DeviceSpec& spec) {
   MappingChoice c;
   c.blockSize = blockSize;
   c.blocksPerWave = blocksPerWave(spec, blockSize);
@@ -327,7 +344,7 @@ MappingChoice elementwiseInTiles(int64_t rowsPerTile, int64_t rowLength, int64_t
   int64_t tileElements = rowsPerTile * len;
   ElementwiseMapping m;
   m.vectorWidth = tileElements >= 4 * int64_t(blockSize)
-                      ? vectorWidthFor(dtype, len, rowLengthDivisor, 1)
+                      ? vectorWidthFor(memoryBytes, len, rowLengthDivisor, 1)
                       : 1;
   m.elementsPerThread =
       static_cast<int>(ceilDiv(ceilDiv(tileElements, blockSize), m.vectorWidth) * m.vectorWidth);

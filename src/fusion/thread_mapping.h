@@ -36,6 +36,10 @@ struct LoopSpace {
   // row length and the innermost dim (static sizes, or a version's divisibility guard).
   int64_t rowLengthDivisor = 1;
   int64_t innerDivisor = 1;
+  // Bytes of the widest element the kernel streams through global memory (its largest inputs
+  // and outputs, kernel_builder's streamedElementBytes): what a 16-byte vector holds
+  // (vectorWidthFor). 0: dtype's.
+  int memoryBytes = 0;
 };
 
 /// Row reduce when the kept dims are not a leading prefix (reduced dims innermost or mixed:
@@ -64,6 +68,13 @@ MappingChoice chooseThreadMapping(const LoopSpace& space, const DeviceSpec& spec
 /// `rowsPerTile` rows, each row `rowLength` elements long (assumed size, as LoopSpace's) and a
 /// known multiple of `rowLengthDivisor`.
 MappingChoice elementwiseInTiles(int64_t rowsPerTile, int64_t rowLength, int64_t rowLengthDivisor,
-                                 ir::DType dtype, int blockSize, const DeviceSpec& spec);
+                                 int memoryBytes, int blockSize, const DeviceSpec& spec);
+
+/// Elements a thread moves per access so that each of its loads and stores of the kernel's
+/// widest streamed element (`memoryBytes`) is one 16-byte vector: 4 for f32, 8 for f16,
+/// bf16 and 1-byte types (at most 8: every element is its own copy of the code), 1 for f64
+/// and wider. Only when `contiguous` elements (assumed size) are a known multiple of the width
+/// (`divisor`) and fill `lanes` lanes of it; else 4 where that fits, else 1.
+int vectorWidthFor(int memoryBytes, int64_t contiguous, int64_t divisor, int64_t lanes);
 
 } // namespace weft::fusion

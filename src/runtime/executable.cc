@@ -15,6 +15,8 @@ namespace weft {
 namespace {
 constexpr size_t kBarrierStateBytes =
     256; // generation + arrival counters, see codegen's grid barrier
+/// What a caller's device buffer must start at a multiple of.
+constexpr DevicePtr kBufferAlignment = 16;
 } // namespace
 
 /// Everything an Executable keeps per program: a specialised program's one binding, or a
@@ -380,6 +382,21 @@ void Executable::run(const std::vector<DevicePtr>& inputs, const std::vector<Dev
     if (!full.count(s))
       throw InputError(fmt::format(
           "symbol \"{}\" is not bound; device-buffer runs need an explicit binding", s));
+  // Kernels move up to 16 bytes per access (fusion/thread_mapping.h, vectorWidthFor), at
+  // offsets the plan knows to be multiples of 16 from the buffer's start: a buffer that does not
+  // start at a multiple of 16 would fault on the GPU, or read the wrong elements.
+  const ir::Graph& g = irGraph(compiled_->graph());
+  auto checkAligned = [](const char* what, const std::string& name, DevicePtr p) {
+    if (p % kBufferAlignment != 0)
+      throw InputError(fmt::format("{} \"{}\": device address 0x{:x} is not a multiple of {} "
+                                   "bytes; weft's kernels need {}-byte aligned buffers",
+                                   what, name, p, kBufferAlignment, kBufferAlignment));
+  };
+  const std::vector<std::string> names = callInputNames();
+  for (size_t i = 0; i < inputs.size() && i < names.size(); ++i)
+    checkAligned("input", names[i], inputs[i]);
+  for (size_t i = 0; i < outputs.size() && i < g.outputs().size(); ++i)
+    checkAligned("output", g.node(g.outputs()[i]).name, outputs[i]);
   launchAll(bind(full), withWeights(inputs), outputs);
 }
 

@@ -160,6 +160,40 @@ TEST_CASE("two symbols are versioned independently, rows by their divisibility")
   CHECK(ir::guardStr(v.front().guard).find("S % 4 == 0") != std::string::npos);
 }
 
+TEST_CASE("a bf16 row of symbolic length gets 16-byte vectors where it is a multiple of 8") {
+  // bf16 softmax over [B, S]: S a multiple of 8 runs 8 elements (16 bytes) per access, a
+  // multiple of 4 only 4, any other length 1; the multiples of 8 are tried first.
+  ir::Graph g;
+  ir::Shape shape = {ir::Dim::symbol("B"), ir::Dim::symbol("S")};
+  ir::NodeId x = g.parameter("x", {DType::bf16, shape});
+  ir::NodeId e = g.unary(ir::OpKind::Exp, g.convert(x, DType::f32));
+  ir::NodeId sum = g.broadcastInDim(g.reduce(ir::ReduceKind::Sum, e, {1}), shape, {0});
+  g.addOutput(g.convert(g.binary(ir::OpKind::Div, e, sum), DType::bf16, "y"));
+  auto v = fusion::planVersions(g, *deviceSpecProfile("h100"), fusion::Policy::AStitch);
+  std::vector<ir::ShapeGuard> guards = guardsOf(v);
+  auto vectorOf = [&](const ir::Binding& b) {
+    const fusion::FusionPlan& p = v[fusion::versionFor(guards, b)].plan;
+    for (const fusion::Step& s : p.steps)
+      if (const auto* k = std::get_if<fusion::KernelPlan>(&s))
+        if (const auto* m = std::get_if<fusion::RowReduceMapping>(&k->groups[0].mapping))
+          return m->vectorWidth;
+    return 0;
+  };
+  CHECK(vectorOf({{"B", 4096}, {"S", 512}}) == 8);
+  CHECK(vectorOf({{"B", 4096}, {"S", 516}}) == 4);
+  CHECK(vectorOf({{"B", 4096}, {"S", 514}}) == 1);
+  CHECK(ir::guardStr(v.front().guard).find("S % 8 == 0") != std::string::npos);
+  // An f32 graph has no such versions.
+  ir::Graph f;
+  ir::NodeId y = f.parameter("x", {DType::f32, shape});
+  ir::NodeId ey = f.unary(ir::OpKind::Exp, y);
+  f.addOutput(f.binary(ir::OpKind::Div, ey,
+                       f.broadcastInDim(f.reduce(ir::ReduceKind::Sum, ey, {1}), shape, {0}), "y"));
+  for (const fusion::PlanVersion& pv :
+       fusion::planVersions(f, *deviceSpecProfile("h100"), fusion::Policy::AStitch))
+    CHECK(ir::guardStr(pv.guard).find("% 8") == std::string::npos);
+}
+
 TEST_CASE("a declared range plans only the classes inside it, the last up to its upper bound") {
   const DeviceSpec spec = *deviceSpecProfile("h100");
   ir::Graph g = biasGrad();

@@ -168,6 +168,67 @@ TEST_CASE("graph mode: capture once, replay, update arguments only when a pointe
     device->free(p);
 }
 
+TEST_CASE("a log-softmax down the columns keeps its precision at large magnitudes",
+          "[runtime][sim][precision]") {
+  // log_softmax over axis 0 of [1000, 3] f32 rows of 3e5 (ulp 0.03): each is -log(1000) =
+  // -6.9078. A logsumexp combined one partial at a time as max + log(1 + exp(-|a - b|)) rounds
+  // at 3e5 each step and stops growing after 64 rows (-4.16); written out by hand or as the
+  // composite op, under every policy, it must stay within a few ulps of the row's magnitude.
+  for (bool composite : {true, false})
+    for (Policy p : {Policy::None, Policy::Xla, Policy::AStitch}) {
+      DYNAMIC_SECTION((composite ? "composite" : "by hand") << ", policy " << int(p)) {
+        ir::Graph g;
+        ir::Shape s = {1000, 3};
+        ir::NodeId x = g.parameter("x", {DType::f32, s});
+        if (composite) {
+          ir::NodeId lse = g.reduce(ir::ReduceKind::LogSumExp, x, {0});
+          g.addOutput(g.binary(OpKind::Sub, x, g.broadcastInDim(lse, s, {1}), "y"));
+        } else {
+          ir::NodeId m = g.broadcastInDim(g.reduce(ir::ReduceKind::Max, x, {0}), s, {1});
+          ir::NodeId z = g.binary(OpKind::Sub, x, m);
+          ir::NodeId sum = g.reduce(ir::ReduceKind::Sum, g.unary(OpKind::Exp, z), {0});
+          g.addOutput(g.binary(OpKind::Sub, z,
+                               g.broadcastInDim(g.unary(OpKind::Log, sum), s, {1}), "y"));
+        }
+        HostTensor in(DType::f32, {1000, 3});
+        for (int64_t i = 0; i < in.numElements(); ++i)
+          in.set(i, 3e5 + double(i % 3) * 1e4);
+        auto compiled = compile(g, options(p));
+        auto device = makeDevice("sim", compiled->options().device);
+        Executable exe(compiled, *device);
+        HostTensor y = exe.run({in})[0];
+        for (int64_t i = 0; i < y.numElements(); ++i)
+          CHECK(y.get(i) == Approx(-std::log(1000.0)).margin(0.1));
+      }
+    }
+}
+
+TEST_CASE("device-buffer runs refuse a buffer that does not start at a multiple of 16 bytes",
+          "[runtime][errors]") {
+  // [B, 8] f32 rows: the kernels load them 4 floats (16 bytes) at a time.
+  ir::Graph g = softmaxAndScale();
+  auto compiled = compile(g, options(Policy::AStitch));
+  auto device = makeDevice("sim", compiled->options().device);
+  Executable exe(compiled, *device);
+  ir::Binding binding = {{"B", 4}};
+  const size_t bytes = 4 * 8 * 4;
+  DevicePtr x = device->allocate(bytes + 16), y = device->allocate(bytes + 16),
+            z = device->allocate(bytes + 16);
+  CHECK_THROWS_WITH(exe.run({x + 8}, {y, z}, binding),
+                    Catch::Matchers::Contains("input \"x\": device address") &&
+                        Catch::Matchers::Contains("is not a multiple of 16 bytes"));
+  CHECK_THROWS_WITH(exe.run({x}, {y, z + 4}, binding),
+                    Catch::Matchers::Contains("output \"") &&
+                        Catch::Matchers::Contains("is not a multiple of 16 bytes"));
+  auto in = rows(4);
+  device->copyToDevice(x + 16, in.bytes.data(), bytes);
+  exe.run({x + 16}, {y, z}, binding); // an offset of 16 bytes is fine
+  auto got = readBack(*device, {y, z}, 4);
+  requireClose(got[0], ir::interpret(g, {in}, binding)[0]);
+  for (DevicePtr p : {x, y, z})
+    device->free(p);
+}
+
 TEST_CASE("graph mode, generic program: one capture per version serves a sweep of shapes",
           "[runtime][graph][shapes]") {
   ir::Graph g = softmaxAndScale();
