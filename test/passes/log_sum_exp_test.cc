@@ -176,6 +176,36 @@ TEST_CASE("log-sum-exp: a log-softmax over an empty axis keeps the source's -inf
   }
 }
 
+TEST_CASE("log-sum-exp: a logsumexp down the columns becomes max, then a sum below it",
+          "[passes][log_sum_exp]") {
+  // Over leading axes the reduce would be combined one partial at a time (codegen's column
+  // and across-tiles paths), rounding at the magnitude of x each step; max + log(sum(exp(x -
+  // max))) sums values of at most 1 instead. The columns of rowsOf' transpose hold +inf, NaN,
+  // -inf and exp overflow, and a last column of -inf: each gives what the logsumexp gives.
+  for (DType t : {DType::f32, DType::f16}) {
+    CAPTURE(t);
+    Graph g;
+    NodeId x = g.parameter("x", {t, {Dim(kCols), Dim(kRows + 1)}});
+    g.addOutput(g.reduce(ReduceKind::LogSumExp, x, {0}, "lse"));
+    Graph rewritten = passes::canonicalize(g);
+    verify(rewritten);
+    CHECK(countReduces(rewritten, ReduceKind::LogSumExp) == 0);
+    CHECK(countReduces(rewritten, ReduceKind::Max) == 1);
+    CHECK(countReduces(rewritten, ReduceKind::Sum) == 1);
+    HostTensor rows = rowsOf(t), columns(t, {kCols, kRows + 1});
+    for (int64_t c = 0; c < kCols; ++c) {
+      for (int64_t r = 0; r < kRows; ++r)
+        columns.set(c * (kRows + 1) + r, rows.get(r * kCols + c));
+      columns.set(c * (kRows + 1) + kRows, -std::numeric_limits<double>::infinity());
+    }
+    if (t == DType::f16)
+      checkClose(g, rewritten, {columns}, 2 * std::ldexp(1.0, -10), 0);
+    else
+      checkClose(g, rewritten, {columns}, 1e-6, 1e-7);
+    CHECK(passes::sameGraph(passes::recognizeLogSumExp(rewritten), rewritten));
+  }
+}
+
 TEST_CASE("log-sum-exp: what does not match stays as it was", "[passes][log_sum_exp]") {
   auto unchanged = [](const Graph& g) {
     return passes::sameGraph(passes::recognizeLogSumExp(g), g);
