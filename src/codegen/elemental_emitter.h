@@ -30,6 +30,11 @@ public:
   void setGenerator(ir::NodeId value, Generator g) { overrides_[value] = std::move(g); }
   void clearGenerator(ir::NodeId value) { overrides_.erase(value); }
   bool hasGenerator(ir::NodeId value) const { return overrides_.count(value) > 0; }
+  /// The generator installed for `value`, or null.
+  const Generator* generatorOf(ir::NodeId value) const {
+    auto it = overrides_.find(value);
+    return it == overrides_.end() ? nullptr : &it->second;
+  }
   void clearCache() { cache_.clear(); }
 
   /// Operator-level reuse (AStitch §3.2.1): from here to endReuse(), elements of `reused`

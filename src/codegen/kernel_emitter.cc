@@ -551,25 +551,35 @@ void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
   std::set<ir::NodeId> copied;
   for (const fusion::StagedInput& in : phase.staged)
     if (!in.computed) copied.insert(in.input);
-  auto readsCopy = [&](ir::NodeId v) {
-    std::vector<ir::NodeId> work = {v};
+  // Whether v's cone reads one of `values`: through the values it computes (those without a
+  // generator that reads them from memory).
+  auto reads = [&](ir::NodeId v, const std::set<ir::NodeId>& values) {
+    std::vector<ir::NodeId> work = node(v).operands;
     std::set<ir::NodeId> seen;
     while (!work.empty()) {
       ir::NodeId u = work.back();
       work.pop_back();
-      if (copied.count(u)) return true;
-      if (!seen.insert(u).second || placement(u).storage != Storage::Register) continue;
+      if (values.count(u)) return true;
+      if (!seen.insert(u).second || gen_->hasGenerator(u)) continue;
       work.insert(work.end(), node(u).operands.begin(), node(u).operands.end());
     }
     return false;
   };
+  // A computed value whose cone reads another one computed before it reads that one's shared
+  // array, other threads' elements: a block barrier between them.
+  std::set<ir::NodeId> computed;
+  auto compute = [&](const fusion::StagedInput& in) {
+    if (reads(in.input, computed)) k_.blockBarrier();
+    computeIntoShared(in, array, copied);
+    computed.insert(in.input);
+  };
   std::vector<const fusion::StagedInput*> fromCopies;
   for (const fusion::StagedInput& in : phase.staged) {
     if (!in.computed) continue;
-    if (readsCopy(in.input))
+    if (reads(in.input, copied))
       fromCopies.push_back(&in);
     else
-      computeIntoShared(in, array);
+      compute(in);
   }
   for (const fusion::StagedInput& in : phase.staged) {
     if (in.computed) continue;
@@ -614,14 +624,35 @@ void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
   }
   k_.blockBarrier();
   if (fromCopies.empty()) return;
+  computed.clear(); // behind the barrier above
   for (const fusion::StagedInput* in : fromCopies)
-    computeIntoShared(*in, array);
+    compute(*in);
   k_.blockBarrier();
 }
 
-void KernelEmitter::computeIntoShared(const fusion::StagedInput& in, llvm::Value* array) {
+void KernelEmitter::computeIntoShared(const fusion::StagedInput& in, llvm::Value* array,
+                                      const std::set<ir::NodeId>& copied) {
   // One element per thread per step, each computed from its cone; the phase's reads of the
   // value then load it from shared memory (behind emitStagedInputs' closing block barrier).
+  // An input of the cone kept resident per tile (a small x read whole by its rows' blocks) is
+  // read from global memory here, outside any tile, and its slot reader is put back after.
+  std::vector<std::pair<ir::NodeId, std::optional<ElementalEmitter::Generator>>> resident;
+  std::vector<ir::NodeId> work = node(in.input).operands;
+  std::set<ir::NodeId> seen;
+  while (!work.empty()) {
+    ir::NodeId u = work.back();
+    work.pop_back();
+    if (!seen.insert(u).second || copied.count(u)) continue;
+    const fusion::ValuePlacement& p = placement(u);
+    if (p.resident && p.storage == Storage::Input) {
+      const ElementalEmitter::Generator* g = gen_->generatorOf(u);
+      resident.push_back({u, g ? std::optional(*g) : std::nullopt});
+      installLoad(u, nullptr);
+      continue;
+    }
+    if (!gen_->hasGenerator(u)) // computed here, from its operands
+      work.insert(work.end(), node(u).operands.begin(), node(u).operands.end());
+  }
   const ir::Node& n = node(in.input);
   llvm::Value* shared = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), array, uint64_t(in.offset));
   k_.loop(n.name + ".compute", k_.toIndex(k_.threadId()), k_.elements(n.type.shape),
@@ -630,6 +661,12 @@ void KernelEmitter::computeIntoShared(const fusion::StagedInput& in, llvm::Value
                             gen_->emit(in.input, delinearize(k_, n.type.shape, i)));
           });
   gen_->clearCache();
+  for (auto& [u, g] : resident) {
+    if (g)
+      gen_->setGenerator(u, std::move(*g));
+    else
+      gen_->clearGenerator(u);
+  }
   gen_->setGenerator(in.input, [this, shared, &n](const Index& idx) {
     return k_.loadTensorElement(shared, n.type.dtype, n.type.shape, idx);
   });

@@ -68,8 +68,11 @@ private:
   void emitPhase(const fusion::PhasePlan& phase);
   bool inSlots(const fusion::Group& g) const;
   void emitStagedInputs(const fusion::PhasePlan& phase);
-  /// A computed staged value (StagedInput::computed) into its array of the phase's `array`.
-  void computeIntoShared(const fusion::StagedInput& in, llvm::Value* array);
+  /// A computed staged value (StagedInput::computed) into its array of the phase's `array`,
+  /// from its cone: the kernel inputs in it read from global memory, or from this phase's
+  /// block-wide copies (`copied`), never from a tile's slots (there is no tile here).
+  void computeIntoShared(const fusion::StagedInput& in, llvm::Value* array,
+                         const std::set<ir::NodeId>& copied);
   void installTileSlices(const fusion::PhasePlan& phase);
   void copyTileSlices(const TileSpace& s, const fusion::SlotPlan& sp, bool contiguous);
   /// Loads the current tile of each resident input into its slot (its first phase).
