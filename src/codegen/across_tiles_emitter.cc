@@ -295,31 +295,28 @@ void KernelEmitter::emitAcrossTilesCombine(const fusion::Stage& st) {
   llvm::Value* start = b.CreateAdd(b.CreateMul(k_.toIndex(k_.blockId()), k_.index(k_.blockSize)),
                                    k_.toIndex(k_.threadId()));
   llvm::Value* stride = b.CreateMul(blocks, k_.index(k_.blockSize));
-  std::vector<llvm::AllocaInst*> accs;
+  // A block's partials, combined as its elements were (a logsumexp as a running max and sum
+  // below it: combining logs one at a time rounds at their magnitude every step).
+  std::vector<ThreadAccumulator> accs;
   for (ir::NodeId r : reduces)
-    accs.push_back(
-        k_.entryAlloca(computeType(k_.ctx(), node(r).type.dtype), node(r).name + ".cacc"));
+    accs.emplace_back(k_, node(r).attr<ir::ReduceAttrs>().kind, node(r).type.dtype,
+                      node(r).name + ".cacc");
   k_.loop("across.combine", start, results, stride, [&](llvm::Value* c) {
     for (size_t i = 0; i < reduces.size(); ++i) {
       const ir::Node& r = node(reduces[i]);
-      ir::ReduceKind kind = r.attr<ir::ReduceAttrs>().kind;
       llvm::Value* partials = k_.bufferPointer(placement(r.id).partialsBuffer, r.id);
-      llvm::AllocaInst* acc = accs[i];
-      b.CreateStore(reductionIdentity(k_.ctx(), kind, r.type.dtype), acc);
+      ThreadAccumulator& acc = accs[i];
+      acc.reset();
       // one row per block, or per cluster when the cluster combined its blocks' rows
       llvm::Value* rows = clusterPartials_.count(r.id) ? k_.toIndex(clusterCount(k_)) : blocks;
       k_.loop(r.name + ".blocks", k_.index(0), rows, k_.index(1), [&](llvm::Value* blk) {
-        llvm::Value* v =
-            k_.loadElement(partials, r.type.dtype, b.CreateAdd(b.CreateMul(blk, results), c));
-        b.CreateStore(
-            reductionCombine(k_, kind, r.type.dtype, b.CreateLoad(acc->getAllocatedType(), acc), v),
-            acc);
+        acc.add(k_.loadElement(partials, r.type.dtype, b.CreateAdd(b.CreateMul(blk, results), c)));
       });
     }
     gen_->clearCache();
     for (size_t i = 0; i < reduces.size(); ++i) {
       const ir::Node& r = node(reduces[i]);
-      llvm::Value* total = b.CreateLoad(accs[i]->getAllocatedType(), accs[i]);
+      llvm::Value* total = accs[i].value();
       if (ir::isFloat(r.type.dtype)) total = roundToDType(b, total, r.type.dtype);
       gen_->setGenerator(r.id, [total](const Index&) { return total; });
     }
@@ -352,12 +349,13 @@ void KernelEmitter::emitPartialsCombine(const TileSpace& s, const fusion::Group&
   (void)g;
   k_.loop(r.name + ".combine", start, results, stride, [&](llvm::Value* kept) {
     gen_->clearCache();
-    llvm::Value* acc = reductionIdentity(k_.ctx(), kind, r.type.dtype);
+    ThreadAccumulator parts(k_, kind, r.type.dtype, r.name + ".parts"); // as across.combine
+    parts.reset();
     for (int part = 0; part < s.split; ++part) {
       llvm::Value* slot = b.CreateAdd(b.CreateMul(k_.index(part), results), kept);
-      acc = reductionCombine(k_, kind, r.type.dtype, acc,
-                             k_.loadElement(partials, r.type.dtype, slot));
+      parts.add(k_.loadElement(partials, r.type.dtype, slot));
     }
+    llvm::Value* acc = parts.value();
     gen_->setGenerator(reduce, [acc](const Index&) { return acc; });
     for (ir::NodeId v : materialized) {
       if (v == r.operands[0]) continue; // stored by the reduce's pass (emitReduceStage)

@@ -42,6 +42,18 @@ std::vector<ir::ShapeGuard> guardsOf(const std::vector<fusion::PlanVersion>& v) 
   return guards;
 }
 
+/// The vector width of the first row reduce in the version of `v` that `binding` runs; 0 if
+/// it has none.
+int rowVectorWidth(const std::vector<fusion::PlanVersion>& v,
+                   const std::vector<ir::ShapeGuard>& guards, const ir::Binding& binding) {
+  const fusion::FusionPlan& p = v[fusion::versionFor(guards, binding)].plan;
+  for (const fusion::Step& s : p.steps)
+    if (const auto* k = std::get_if<fusion::KernelPlan>(&s))
+      if (const auto* m = std::get_if<fusion::RowReduceMapping>(&k->groups[0].mapping))
+        return m->vectorWidth;
+  return 0;
+}
+
 int splitOf(const fusion::FusionPlan& p) {
   for (const fusion::Step& s : p.steps)
     if (const auto* k = std::get_if<fusion::KernelPlan>(&s))
@@ -141,14 +153,7 @@ TEST_CASE("two symbols are versioned independently, rows by their divisibility")
   g.addOutput(g.binary(ir::OpKind::Div, e, sum, "y"));
   auto v = fusion::planVersions(g, *deviceSpecProfile("h100"), fusion::Policy::AStitch);
   std::vector<ir::ShapeGuard> guards = guardsOf(v);
-  auto vectorOf = [&](const ir::Binding& b) {
-    const fusion::FusionPlan& p = v[fusion::versionFor(guards, b)].plan;
-    for (const fusion::Step& s : p.steps)
-      if (const auto* k = std::get_if<fusion::KernelPlan>(&s))
-        if (const auto* m = std::get_if<fusion::RowReduceMapping>(&k->groups[0].mapping))
-          return m->vectorWidth;
-    return 0;
-  };
+  auto vectorOf = [&](const ir::Binding& b) { return rowVectorWidth(v, guards, b); };
   // Divisible rows run a divisible version, whatever B's class among those of more than 8192
   // elements; a tiny tensor (B = 1) takes 32 lanes of width 1 for code size (thread_mapping.cc).
   CHECK(vectorOf({{"B", 1000}, {"S", 64}}) == 4);
@@ -171,14 +176,7 @@ TEST_CASE("a bf16 row of symbolic length gets 16-byte vectors where it is a mult
   g.addOutput(g.convert(g.binary(ir::OpKind::Div, e, sum), DType::bf16, "y"));
   auto v = fusion::planVersions(g, *deviceSpecProfile("h100"), fusion::Policy::AStitch);
   std::vector<ir::ShapeGuard> guards = guardsOf(v);
-  auto vectorOf = [&](const ir::Binding& b) {
-    const fusion::FusionPlan& p = v[fusion::versionFor(guards, b)].plan;
-    for (const fusion::Step& s : p.steps)
-      if (const auto* k = std::get_if<fusion::KernelPlan>(&s))
-        if (const auto* m = std::get_if<fusion::RowReduceMapping>(&k->groups[0].mapping))
-          return m->vectorWidth;
-    return 0;
-  };
+  auto vectorOf = [&](const ir::Binding& b) { return rowVectorWidth(v, guards, b); };
   CHECK(vectorOf({{"B", 4096}, {"S", 512}}) == 8);
   CHECK(vectorOf({{"B", 4096}, {"S", 516}}) == 4);
   CHECK(vectorOf({{"B", 4096}, {"S", 514}}) == 1);
