@@ -347,16 +347,29 @@ void KernelEmitter::emitPartialsCombine(const TileSpace& s, const fusion::Group&
                                    k_.toIndex(k_.threadId()));
   llvm::Value* stride = b.CreateMul(k_.toIndex(k_.gridSize()), k_.index(k_.blockSize));
   (void)g;
+  // The dominant and the sibling reduces split with it (splitSiblings), each from its partials.
+  std::vector<ir::NodeId> combined = {reduce};
+  for (const fusion::Stage& st : kp_.stages)
+    if (std::find(st.materialized.begin(), st.materialized.end(), reduce) != st.materialized.end())
+      for (ir::NodeId v : splitSiblings(st, g))
+        combined.push_back(v);
+  (void)kind;
+  (void)partials;
   k_.loop(r.name + ".combine", start, results, stride, [&](llvm::Value* kept) {
     gen_->clearCache();
-    ThreadAccumulator parts(k_, kind, r.type.dtype, r.name + ".parts"); // as across.combine
-    parts.reset();
-    for (int part = 0; part < s.split; ++part) {
-      llvm::Value* slot = b.CreateAdd(b.CreateMul(k_.index(part), results), kept);
-      parts.add(k_.loadElement(partials, r.type.dtype, slot));
+    for (ir::NodeId c : combined) {
+      const ir::Node& cr = node(c);
+      llvm::Value* buffer = k_.bufferPointer(placement(c).partialsBuffer, c);
+      ThreadAccumulator parts(k_, cr.attr<ir::ReduceAttrs>().kind, cr.type.dtype,
+                              cr.name + ".parts"); // as across.combine
+      parts.reset();
+      for (int part = 0; part < s.split; ++part) {
+        llvm::Value* slot = b.CreateAdd(b.CreateMul(k_.index(part), results), kept);
+        parts.add(k_.loadElement(buffer, cr.type.dtype, slot));
+      }
+      llvm::Value* acc = parts.value();
+      gen_->setGenerator(c, [acc](const Index&) { return acc; });
     }
-    llvm::Value* acc = parts.value();
-    gen_->setGenerator(reduce, [acc](const Index&) { return acc; });
     for (ir::NodeId v : materialized) {
       if (v == r.operands[0]) continue; // stored by the reduce's pass (emitReduceStage)
       if (placement(v).storage == Storage::Shared)
@@ -364,7 +377,8 @@ void KernelEmitter::emitPartialsCombine(const TileSpace& s, const fusion::Group&
                    "across blocks)");
       store(s, v, kept, gen_->emit(v, delinearize(k_, node(v).type.shape, kept)));
     }
-    gen_->clearGenerator(reduce);
+    for (ir::NodeId c : combined)
+      gen_->clearGenerator(c);
     gen_->clearCache();
   });
 }

@@ -848,13 +848,30 @@ void KernelEmitter::emitSlotStage(const TileSpace& s, const std::vector<ir::Node
   slotsReading_ = false;
 }
 
+std::vector<ir::NodeId> KernelEmitter::splitSiblings(const fusion::Stage& st,
+                                                     const fusion::Group& g) const {
+  // Reduces over the same axes of an operand of the same shape: the same rows, the same parts.
+  const ir::Node& d = node(g.dominant);
+  auto sameRows = [&](const ir::Node& r) {
+    return r.attr<ir::ReduceAttrs>().axes == d.attr<ir::ReduceAttrs>().axes &&
+           node(r.operands[0]).type.shape == node(d.operands[0]).type.shape;
+  };
+  std::vector<ir::NodeId> siblings;
+  for (ir::NodeId v : st.materialized)
+    if (v != g.dominant && node(v).kind == ir::OpKind::Reduce &&
+        placement(v).partialsBuffer >= 0 && sameRows(node(v)))
+      siblings.push_back(v);
+  return siblings;
+}
+
 void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
                                     const std::vector<ir::NodeId>& materialized,
-                                    const std::vector<ir::NodeId>& operandStores) {
+                                    const std::vector<ir::NodeId>& operandStores,
+                                    bool splitSibling) {
   llvm::IRBuilder<>& b = b_;
   const ir::Node& r = node(reduce);
   ReduceGeometry geo = reduceGeometry(plan_.graph, r);
-  bool split = isSplit(g) && reduce == g.dominant;
+  bool split = isSplit(g) && (reduce == g.dominant || splitSibling);
   int partials = split ? placement(reduce).partialsBuffer : -1;
   bool rows = std::holds_alternative<fusion::RowReduceMapping>(g.mapping);
   if ((rows && s.kind != TileSpace::Kind::Rows) || (!rows && s.kind != TileSpace::Kind::Columns))
@@ -1035,6 +1052,11 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
     for (ir::NodeId v : st.materialized)
       if (v == node(g.dominant).operands[0]) operandStores.push_back(v);
     emitReduceStage(s, g, g.dominant, {g.dominant}, operandStores);
+    // Sibling reduces the planner split with it (their own partials: a log-softmax's
+    // logsumexp beside its max) accumulate their partials too, each in a pass of its own over
+    // the block's part of the row; left to the combine they were computed whole by one thread.
+    for (ir::NodeId v : splitSiblings(st, g))
+      emitReduceStage(s, g, v, {v}, {}, /*splitSibling=*/true);
     return;
   }
   bool dominantStage = false;

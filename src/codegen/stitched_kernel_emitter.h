@@ -68,6 +68,9 @@ private:
   void emitPhase(const fusion::PhasePlan& phase);
   bool inSlots(const fusion::Group& g) const;
   void emitStagedInputs(const fusion::PhasePlan& phase);
+  /// The reduces a split stage `st` of group `g` materialises beside its dominant with partials
+  /// of their own (split with it: a log-softmax's logsumexp beside its max).
+  std::vector<ir::NodeId> splitSiblings(const fusion::Stage& st, const fusion::Group& g) const;
   /// A computed staged value (StagedInput::computed) into its array of the phase's `array`,
   /// from its cone: the kernel inputs in it read from global memory, or from this phase's
   /// block-wide copies (`copied`), never from a tile's slots (there is no tile here).
@@ -101,9 +104,12 @@ private:
   /// register slots, other shapes), and nothing was emitted.
   bool emitSiblingRowReduces(TileSpace& s, const fusion::Group& g,
                              const std::vector<ir::NodeId>& reduces);
+  /// `splitSibling`: `reduce` is a split stage's sibling of the dominant (splitSiblings),
+  /// accumulated into its own partials like the dominant.
   void emitReduceStage(TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
                        const std::vector<ir::NodeId>& materialized,
-                       const std::vector<ir::NodeId>& operandStores = {});
+                       const std::vector<ir::NodeId>& operandStores = {},
+                       bool splitSibling = false);
   /// Whether the current phase's plan lists `st` among its across-tiles stages.
   bool isAcrossTiles(const fusion::Stage& st) const;
   std::vector<ir::NodeId> acrossReduces(const fusion::Stage& st) const;
