@@ -335,26 +335,22 @@ void KernelEmitter::emitAcrossTilesCombine(const fusion::Stage& st) {
 void KernelEmitter::emitPartialsCombine(const TileSpace& s, const fusion::Group& g,
                                         ir::NodeId reduce,
                                         const std::vector<ir::NodeId>& materialized) {
-  // After the grid barrier: every result combines its splitFactor partials, then the stage's
-  // values are computed from it and stored (one thread per result, grid-stride).
+  // After the grid barrier: every result combines its splitFactor partials (and its split
+  // siblings'), then the stage's values are computed from them and stored (one thread per
+  // result, grid-stride).
   llvm::IRBuilder<>& b = b_;
   const ir::Node& r = node(reduce);
   ReduceGeometry geo = reduceGeometry(plan_.graph, r);
-  ir::ReduceKind kind = r.attr<ir::ReduceAttrs>().kind;
-  llvm::Value* partials = k_.bufferPointer(placement(reduce).partialsBuffer, reduce);
   llvm::Value* results = k_.dim(geo.kept);
   llvm::Value* start = b.CreateAdd(b.CreateMul(k_.toIndex(k_.blockId()), k_.index(k_.blockSize)),
                                    k_.toIndex(k_.threadId()));
   llvm::Value* stride = b.CreateMul(k_.toIndex(k_.gridSize()), k_.index(k_.blockSize));
-  (void)g;
   // The dominant and the sibling reduces split with it (splitSiblings), each from its partials.
   std::vector<ir::NodeId> combined = {reduce};
   for (const fusion::Stage& st : kp_.stages)
     if (std::find(st.materialized.begin(), st.materialized.end(), reduce) != st.materialized.end())
       for (ir::NodeId v : splitSiblings(st, g))
         combined.push_back(v);
-  (void)kind;
-  (void)partials;
   k_.loop(r.name + ".combine", start, results, stride, [&](llvm::Value* kept) {
     gen_->clearCache();
     for (ir::NodeId c : combined) {
