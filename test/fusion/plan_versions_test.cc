@@ -54,6 +54,19 @@ int rowVectorWidth(const std::vector<fusion::PlanVersion>& v,
   return 0;
 }
 
+/// Softmax over the rows of x [B, S], both symbolic; a 2-byte x is computed in f32 and the
+/// result rounded back to its type.
+ir::Graph softmaxRows(DType t) {
+  ir::Graph g;
+  ir::Shape shape = {ir::Dim::symbol("B"), ir::Dim::symbol("S")};
+  ir::NodeId x = g.parameter("x", {t, shape});
+  ir::NodeId e = g.unary(ir::OpKind::Exp, t == DType::f32 ? x : g.convert(x, DType::f32));
+  ir::NodeId sum = g.broadcastInDim(g.reduce(ir::ReduceKind::Sum, e, {1}), shape, {0});
+  ir::NodeId y = g.binary(ir::OpKind::Div, e, sum, t == DType::f32 ? "y" : "");
+  g.addOutput(t == DType::f32 ? y : g.convert(y, t, "y"));
+  return g;
+}
+
 int splitOf(const fusion::FusionPlan& p) {
   for (const fusion::Step& s : p.steps)
     if (const auto* k = std::get_if<fusion::KernelPlan>(&s))
@@ -145,13 +158,8 @@ TEST_CASE("a guarded version keeps values in registers across grid barriers") {
 TEST_CASE("two symbols are versioned independently, rows by their divisibility") {
   // Softmax over [B, S]: the row length S decides warp or block per row and, when a multiple
   // of 4, 128-bit vectors; B (the rows) decides nothing here.
-  ir::Graph g;
-  ir::Shape shape = {ir::Dim::symbol("B"), ir::Dim::symbol("S")};
-  ir::NodeId x = g.parameter("x", {DType::f32, shape});
-  ir::NodeId e = g.unary(ir::OpKind::Exp, x);
-  ir::NodeId sum = g.broadcastInDim(g.reduce(ir::ReduceKind::Sum, e, {1}), shape, {0});
-  g.addOutput(g.binary(ir::OpKind::Div, e, sum, "y"));
-  auto v = fusion::planVersions(g, *deviceSpecProfile("h100"), fusion::Policy::AStitch);
+  auto v = fusion::planVersions(softmaxRows(DType::f32), *deviceSpecProfile("h100"),
+                                fusion::Policy::AStitch);
   std::vector<ir::ShapeGuard> guards = guardsOf(v);
   auto vectorOf = [&](const ir::Binding& b) { return rowVectorWidth(v, guards, b); };
   // Divisible rows run a divisible version, whatever B's class among those of more than 8192
@@ -168,13 +176,8 @@ TEST_CASE("two symbols are versioned independently, rows by their divisibility")
 TEST_CASE("a bf16 row of symbolic length gets 16-byte vectors where it is a multiple of 8") {
   // bf16 softmax over [B, S]: S a multiple of 8 runs 8 elements (16 bytes) per access, a
   // multiple of 4 only 4, any other length 1; the multiples of 8 are tried first.
-  ir::Graph g;
-  ir::Shape shape = {ir::Dim::symbol("B"), ir::Dim::symbol("S")};
-  ir::NodeId x = g.parameter("x", {DType::bf16, shape});
-  ir::NodeId e = g.unary(ir::OpKind::Exp, g.convert(x, DType::f32));
-  ir::NodeId sum = g.broadcastInDim(g.reduce(ir::ReduceKind::Sum, e, {1}), shape, {0});
-  g.addOutput(g.convert(g.binary(ir::OpKind::Div, e, sum), DType::bf16, "y"));
-  auto v = fusion::planVersions(g, *deviceSpecProfile("h100"), fusion::Policy::AStitch);
+  auto v = fusion::planVersions(softmaxRows(DType::bf16), *deviceSpecProfile("h100"),
+                                fusion::Policy::AStitch);
   std::vector<ir::ShapeGuard> guards = guardsOf(v);
   auto vectorOf = [&](const ir::Binding& b) { return rowVectorWidth(v, guards, b); };
   CHECK(vectorOf({{"B", 4096}, {"S", 512}}) == 8);
@@ -182,13 +185,8 @@ TEST_CASE("a bf16 row of symbolic length gets 16-byte vectors where it is a mult
   CHECK(vectorOf({{"B", 4096}, {"S", 514}}) == 1);
   CHECK(ir::guardStr(v.front().guard).find("S % 8 == 0") != std::string::npos);
   // An f32 graph has no such versions.
-  ir::Graph f;
-  ir::NodeId y = f.parameter("x", {DType::f32, shape});
-  ir::NodeId ey = f.unary(ir::OpKind::Exp, y);
-  f.addOutput(f.binary(ir::OpKind::Div, ey,
-                       f.broadcastInDim(f.reduce(ir::ReduceKind::Sum, ey, {1}), shape, {0}), "y"));
-  for (const fusion::PlanVersion& pv :
-       fusion::planVersions(f, *deviceSpecProfile("h100"), fusion::Policy::AStitch))
+  for (const fusion::PlanVersion& pv : fusion::planVersions(
+           softmaxRows(DType::f32), *deviceSpecProfile("h100"), fusion::Policy::AStitch))
     CHECK(ir::guardStr(pv.guard).find("% 8") == std::string::npos);
 }
 
