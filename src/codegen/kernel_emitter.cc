@@ -551,19 +551,14 @@ void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
   std::set<ir::NodeId> copied;
   for (const fusion::StagedInput& in : phase.staged)
     if (!in.computed) copied.insert(in.input);
-  // Whether v's cone reads one of `values`: through the values it computes (those without a
-  // generator that reads them from memory).
+  // Whether v's cone reads one of `values`.
   auto reads = [&](ir::NodeId v, const std::set<ir::NodeId>& values) {
-    std::vector<ir::NodeId> work = node(v).operands;
-    std::set<ir::NodeId> seen;
-    while (!work.empty()) {
-      ir::NodeId u = work.back();
-      work.pop_back();
-      if (values.count(u)) return true;
-      if (!seen.insert(u).second || gen_->hasGenerator(u)) continue;
-      work.insert(work.end(), node(u).operands.begin(), node(u).operands.end());
-    }
-    return false;
+    bool found = false;
+    walkCone(v, [&](ir::NodeId u) {
+      found = found || values.count(u) > 0;
+      return !found;
+    });
+    return found;
   };
   // A computed value whose cone reads another one computed before it reads that one's shared
   // array, other threads' elements: a block barrier between them.
@@ -630,6 +625,17 @@ void KernelEmitter::emitStagedInputs(const fusion::PhasePlan& phase) {
   k_.blockBarrier();
 }
 
+void KernelEmitter::walkCone(ir::NodeId v, const std::function<bool(ir::NodeId)>& visit) const {
+  std::vector<ir::NodeId> work = node(v).operands;
+  std::set<ir::NodeId> seen;
+  while (!work.empty()) {
+    ir::NodeId u = work.back();
+    work.pop_back();
+    if (!seen.insert(u).second || !visit(u) || gen_->hasGenerator(u)) continue;
+    work.insert(work.end(), node(u).operands.begin(), node(u).operands.end());
+  }
+}
+
 void KernelEmitter::computeIntoShared(const fusion::StagedInput& in, llvm::Value* array,
                                       const std::set<ir::NodeId>& copied) {
   // One element per thread per step, each computed from its cone; the phase's reads of the
@@ -637,22 +643,15 @@ void KernelEmitter::computeIntoShared(const fusion::StagedInput& in, llvm::Value
   // An input of the cone kept resident per tile (a small x read whole by its rows' blocks) is
   // read from global memory here, outside any tile, and its slot reader is put back after.
   std::vector<std::pair<ir::NodeId, std::optional<ElementalEmitter::Generator>>> resident;
-  std::vector<ir::NodeId> work = node(in.input).operands;
-  std::set<ir::NodeId> seen;
-  while (!work.empty()) {
-    ir::NodeId u = work.back();
-    work.pop_back();
-    if (!seen.insert(u).second || copied.count(u)) continue;
+  walkCone(in.input, [&](ir::NodeId u) {
+    if (copied.count(u)) return false;
     const fusion::ValuePlacement& p = placement(u);
-    if (p.resident && p.storage == Storage::Input) {
-      const ElementalEmitter::Generator* g = gen_->generatorOf(u);
-      resident.push_back({u, g ? std::optional(*g) : std::nullopt});
-      installLoad(u, nullptr);
-      continue;
-    }
-    if (!gen_->hasGenerator(u)) // computed here, from its operands
-      work.insert(work.end(), node(u).operands.begin(), node(u).operands.end());
-  }
+    if (!p.resident || p.storage != Storage::Input) return true;
+    const ElementalEmitter::Generator* g = gen_->generatorOf(u);
+    resident.push_back({u, g ? std::optional(*g) : std::nullopt});
+    installLoad(u, nullptr);
+    return false;
+  });
   const ir::Node& n = node(in.input);
   llvm::Value* shared = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), array, uint64_t(in.offset));
   k_.loop(n.name + ".compute", k_.toIndex(k_.threadId()), k_.elements(n.type.shape),

@@ -3,6 +3,7 @@
 // kernel_emitter.cc (function, phases, stages, elementwise and slot stages, staging) and
 // across_tiles_emitter.cc (split and across-tiles reduces: partials, their block and grid
 // combines). Private to src/codegen; the interface is kernel_emitter.h.
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -68,6 +69,10 @@ private:
   void emitPhase(const fusion::PhasePlan& phase);
   bool inSlots(const fusion::Group& g) const;
   void emitStagedInputs(const fusion::PhasePlan& phase);
+  /// Visits each value v's cone reads once: v's operands, and the operands of every value
+  /// computed inline (one without a generator that reads it from memory) below them. `visit`
+  /// returns false to go no further below the value it is given.
+  void walkCone(ir::NodeId v, const std::function<bool(ir::NodeId)>& visit) const;
   /// The reduces a split stage `st` of group `g` materialises beside its dominant with partials
   /// of their own (split with it: a log-softmax's logsumexp beside its max).
   std::vector<ir::NodeId> splitSiblings(const fusion::Stage& st, const fusion::Group& g) const;
