@@ -889,25 +889,12 @@ void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::No
   if (split && partials < 0 && (materialized.size() != 1 || materialized[0] != reduce))
     k_.fail(reduce, "a split reduce combined with atomics may materialise only the reduce itself");
 
-  llvm::Value* reducedBegin = k_.index(0);
-  llvm::Value* reducedEnd = k_.dim(geo.reduced);
-  if (split) {
-    int vw = 1;
-    if (const auto* rm = std::get_if<fusion::RowReduceMapping>(&g.mapping))
-      vw = std::max(1, rm->vectorWidth);
-    llvm::Value* chunk = b.CreateUDiv(b.CreateAdd(reducedEnd, k_.index(int64_t(s.split) * vw - 1)),
-                                      k_.index(int64_t(s.split) * vw));
-    chunk = b.CreateMul(chunk, k_.index(vw));
-    reducedBegin =
-        b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateMul(s.part, chunk), reducedEnd);
-    reducedEnd = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(reducedBegin, chunk),
-                                         reducedEnd);
-  }
+  auto [reducedBegin, reducedEnd] =
+      split ? splitPart(s, g, geo) : std::pair(k_.index(0), k_.dim(geo.reduced));
   ReduceResult onResult = [&](llvm::Value* kept, llvm::Value* value) {
     gen_->clearCache();
-    if (partials >= 0) { // partials[part][kept], combined after the phase's grid barrier
-      llvm::Value* slot = b.CreateAdd(b.CreateMul(s.part, k_.dim(geo.kept)), kept);
-      k_.storeElement(k_.bufferPointer(partials, reduce), r.type.dtype, slot, value);
+    if (partials >= 0) {
+      storePartial(s, reduce, kept, value);
       return;
     }
     if (split) {
@@ -970,6 +957,59 @@ void KernelEmitter::emitReduceStage(TileSpace& s, const fusion::Group& g, ir::No
                      reducedBegin, reducedEnd, onResult, onOperand);
   }
   gen_->clearCache();
+}
+
+std::pair<llvm::Value*, llvm::Value*> KernelEmitter::splitPart(const TileSpace& s,
+                                                               const fusion::Group& g,
+                                                               const ReduceGeometry& geo) {
+  // ceil(n / split) rounded up to whole vectors, so that every part starts aligned.
+  llvm::IRBuilder<>& b = b_;
+  int vw = 1;
+  if (const auto* rm = std::get_if<fusion::RowReduceMapping>(&g.mapping))
+    vw = std::max(1, rm->vectorWidth);
+  llvm::Value* n = k_.dim(geo.reduced);
+  llvm::Value* chunk = b.CreateUDiv(b.CreateAdd(n, k_.index(int64_t(s.split) * vw - 1)),
+                                    k_.index(int64_t(s.split) * vw));
+  chunk = b.CreateMul(chunk, k_.index(vw));
+  llvm::Value* begin = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateMul(s.part, chunk), n);
+  llvm::Value* end =
+      b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(begin, chunk), n);
+  return {begin, end};
+}
+
+void KernelEmitter::storePartial(const TileSpace& s, ir::NodeId reduce, llvm::Value* kept,
+                                 llvm::Value* value) {
+  // partials[part][kept], combined after the phase's grid barrier (emitPartialsCombine).
+  const ir::Node& r = node(reduce);
+  ReduceGeometry geo = reduceGeometry(plan_.graph, r);
+  llvm::Value* slot = b_.CreateAdd(b_.CreateMul(s.part, k_.dim(geo.kept)), kept);
+  k_.storeElement(k_.bufferPointer(placement(reduce).partialsBuffer, reduce), r.type.dtype, slot,
+                  value);
+}
+
+bool KernelEmitter::emitSplitRowReduces(TileSpace& s, const fusion::Group& g,
+                                        const std::vector<ir::NodeId>& reduces) {
+  const auto* rm = std::get_if<fusion::RowReduceMapping>(&g.mapping);
+  if (reduces.size() < 2 || !rm || inSlots(g) || s.kind != TileSpace::Kind::Rows) return false;
+  for (ir::NodeId r : reduces)
+    if (placement(r).partialsBuffer < 0) return false;
+  const ir::Node& first = node(reduces.front());
+  ReduceGeometry geo = reduceGeometry(plan_.graph, first);
+  if (!(geo.kept == s.units)) return false; // emitReduceStage names the mismatch
+  std::vector<const ir::Node*> nodes;
+  std::vector<ReduceResult> onResults;
+  for (ir::NodeId r : reduces) {
+    nodes.push_back(&node(r));
+    onResults.push_back([this, &s, r](llvm::Value* kept, llvm::Value* value) {
+      gen_->clearCache();
+      storePartial(s, r, kept, value);
+    });
+  }
+  auto [begin, end] = splitPart(s, g, geo);
+  emitRowReduces(k_, *gen_, nodes, *rm, s.u0, s.u1, begin, end, onResults,
+                 /*coalesceResults=*/true);
+  gen_->clearCache();
+  return true;
 }
 
 bool KernelEmitter::emitSiblingRowReduces(TileSpace& s, const fusion::Group& g,
@@ -1050,11 +1090,16 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
     std::vector<ir::NodeId> operandStores;
     for (ir::NodeId v : st.materialized)
       if (v == node(g.dominant).operands[0]) operandStores.push_back(v);
-    emitReduceStage(s, g, g.dominant, {g.dominant}, operandStores);
     // Sibling reduces the planner split with it (their own partials: a log-softmax's
-    // logsumexp beside its max) accumulate their partials too, each in a pass of its own over
-    // the block's part of the row; left to the combine they were computed whole by one thread.
-    for (ir::NodeId v : splitSiblings(st, g))
+    // logsumexp beside its max) accumulate their partials too, in the same pass over the
+    // block's part of each row where the mapping allows, else in a pass each; left to the
+    // combine they were computed whole by one thread.
+    std::vector<ir::NodeId> siblings = splitSiblings(st, g);
+    std::vector<ir::NodeId> all = {g.dominant};
+    all.insert(all.end(), siblings.begin(), siblings.end());
+    if (operandStores.empty() && emitSplitRowReduces(s, g, all)) return;
+    emitReduceStage(s, g, g.dominant, {g.dominant}, operandStores);
+    for (ir::NodeId v : siblings)
       emitReduceStage(s, g, v, {v}, {}, /*splitSibling=*/true);
     return;
   }

@@ -109,6 +109,16 @@ private:
   /// register slots, other shapes), and nothing was emitted.
   bool emitSiblingRowReduces(TileSpace& s, const fusion::Group& g,
                              const std::vector<ir::NodeId>& reduces);
+  /// A split stage's dominant and siblings (splitSiblings) in one pass over the block's part of
+  /// each row, each into its partials; false where they cannot share it (no row mapping,
+  /// register slots, atomics), and nothing was emitted.
+  bool emitSplitRowReduces(TileSpace& s, const fusion::Group& g,
+                           const std::vector<ir::NodeId>& reduces);
+  /// The part [begin, end) of the reduced elements block part `s.part` of a split reduce covers.
+  std::pair<llvm::Value*, llvm::Value*> splitPart(const TileSpace& s, const fusion::Group& g,
+                                                  const ReduceGeometry& geo);
+  /// partials[s.part][kept] = value, for `reduce`'s cross-block combine.
+  void storePartial(const TileSpace& s, ir::NodeId reduce, llvm::Value* kept, llvm::Value* value);
   /// `splitSibling`: `reduce` is a split stage's sibling of the dominant (splitSiblings),
   /// accumulated into its own partials like the dominant.
   void emitReduceStage(TileSpace& s, const fusion::Group& g, ir::NodeId reduce,
