@@ -261,7 +261,8 @@ KernelPlan buildKernel(const ir::Graph& g, std::vector<ir::NodeId> ops,
   for (size_t i = 1; i < spaces.size(); ++i)
     if (weight(i) > weight(heaviest)) heaviest = i;
   KernelPlan planned;
-  for (int blockSize = chooseThreadMapping(spaces[heaviest], spec).blockSize;; blockSize /= 2) {
+  const int chosen = chooseThreadMapping(spaces[heaviest], spec).blockSize;
+  for (int blockSize = smallestBlockForOneTile(spaces, spec, chosen);; blockSize /= 2) {
     planned = mapAndStitch(g, k, spaces, heaviest, blockSize, groupOfOp, spec, ranges);
     int wanted = assumedRegisters(g, planned);
     bool fits = wanted <= spec.maxRegistersPerThread / 8 * 8 &&

@@ -334,6 +334,47 @@ MappingChoice chooseThreadMapping(const LoopSpace& space, const DeviceSpec& spec
   return choices.front();
 }
 
+namespace {
+
+/// Whether `small` gives each thread the work `chosen` gives it, both in one tile: the same
+/// lanes per row and vectors (a warp-per-row reduce), the same single step of the row (a block
+/// per row), one row each (a column reduce), the same elements (elementwise).
+bool sameWorkInOneTile(const LoopSpace& s, const MappingChoice& chosen, const MappingChoice& small) {
+  if (chosen.tiles != 1 || small.tiles != 1) return false;
+  if (const auto* a = std::get_if<RowReduceMapping>(&chosen.mapping)) {
+    const auto* b = std::get_if<RowReduceMapping>(&small.mapping);
+    if (!b || a->kind != b->kind || a->vectorWidth != b->vectorWidth || a->splitFactor != 1 ||
+        b->splitFactor != 1 || a->clusterBlocks != 1 || b->clusterBlocks != 1)
+      return false;
+    if (a->kind == RowReduceMapping::Kind::WarpPerRow) return a->threadsPerRow == b->threadsPerRow;
+    const int64_t len = std::max<int64_t>(1, s.assumedRowLength);
+    return a->slotSteps(len, chosen.blockSize) == 1 && b->slotSteps(len, small.blockSize) == 1;
+  }
+  if (const auto* a = std::get_if<ColumnReduceMapping>(&chosen.mapping)) {
+    const auto* b = std::get_if<ColumnReduceMapping>(&small.mapping);
+    return b && a->tileColumns == b->tileColumns && a->splitFactor == 1 && b->splitFactor == 1 &&
+           std::max<int64_t>(1, s.assumedRowLength) <= b->tileRows;
+  }
+  const auto* a = std::get_if<ElementwiseMapping>(&chosen.mapping);
+  const auto* b = std::get_if<ElementwiseMapping>(&small.mapping);
+  return a && b && a->vectorWidth == b->vectorWidth && a->elementsPerThread == b->elementsPerThread;
+}
+
+} // namespace
+
+int smallestBlockForOneTile(const std::vector<LoopSpace>& spaces, const DeviceSpec& spec,
+                            int blockSize) {
+  for (const LoopSpace& s : spaces)
+    if (!ir::isStatic(s.shape)) return blockSize;
+  int best = blockSize;
+  for (int b = blockSize / 2; b >= spec.warpSize; b /= 2) {
+    for (const LoopSpace& s : spaces)
+      if (!sameWorkInOneTile(s, mapFor(s, spec, blockSize), mapFor(s, spec, b))) return best;
+    best = b;
+  }
+  return best;
+}
+
 MappingChoice elementwiseInTiles(int64_t rowsPerTile, int64_t rowLength, int64_t rowLengthDivisor,
                                  int memoryBytes, int blockSize, const DeviceSpec& spec) {
   MappingChoice c;

@@ -64,6 +64,14 @@ inline constexpr int64_t kWarpRowLimit = 1024;
 MappingChoice chooseThreadMapping(const LoopSpace& space, const DeviceSpec& spec,
                                   int blockSize = 0);
 
+/// A kernel too small for the block its heaviest group chose (chain_softmax_64's [4, 8] rows in
+/// a 1024-thread block: one warp's work, 31 warps that only load their clamped row again and
+/// wait at every barrier): the smallest block, down to one warp, in which every loop of
+/// `spaces` (all static) still fits one tile and each thread keeps the work it has in
+/// `blockSize`. `blockSize` where a loop is symbolic or takes more than one tile.
+int smallestBlockForOneTile(const std::vector<LoopSpace>& spaces, const DeviceSpec& spec,
+                            int blockSize);
+
 /// Proactive re-mapping: an elementwise group that runs in another group's tiles of
 /// `rowsPerTile` rows, each row `rowLength` elements long (assumed size, as LoopSpace's) and a
 /// known multiple of `rowLengthDivisor`.

@@ -335,7 +335,8 @@ TEST_CASE("CompiledModule reports kernels, timings and optimised IR", "[codegen]
   CHECK(m.kernels[0].name == "k0_e");
   CHECK(m.kernels[0].planStep == 0);
   CHECK(m.ptx.find(".target sm_90") != std::string::npos);
-  CHECK(m.ptx.find(".maxntid 1024") != std::string::npos);
+  // 1,024 elements in vectors of 4: one tile of 256 threads (smallestBlockForOneTile).
+  CHECK(m.ptx.find(".maxntid 256") != std::string::npos);
   CHECK(m.ptx.find("ld.global.nc.v4.f32") != std::string::npos);
   CHECK(m.ptx.find("st.global.v4.f32") != std::string::npos);
   CHECK(m.llvmIr.find("define") != std::string::npos);

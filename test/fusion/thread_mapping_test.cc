@@ -233,3 +233,38 @@ TEST_CASE("thread mapping: rows packed into blocks between stitched stages take 
     }
   }
 }
+
+TEST_CASE("thread mapping: a kernel whose loops fit one tile with threads to spare takes the "
+          "smallest block that holds them",
+          "[planner][mapping]") {
+  // Softmax over [4, 8]: 8 lanes a row, one warp's work. A 1024-thread block left 31 warps
+  // loading their clamped row again and waiting at every barrier.
+  DeviceSpec spec = profile("h100");
+  FusionPlan p = plan(softmax(4, 8), spec, Policy::AStitch);
+  const KernelPlan& k = *kernelsOf(p).front();
+  auto m = std::get<RowReduceMapping>(k.groups.front().mapping);
+  CHECK(m.kind == RowReduceMapping::Kind::WarpPerRow);
+  CHECK(k.launch.blockSize == 32);
+  CHECK(m.rowsPerBlock == 32 / m.threadsPerRow);
+  // 12 rows of 8 lanes: 96 threads, a 128-thread block.
+  CHECK(kernelsOf(plan(softmax(12, 8), spec, Policy::AStitch)).front()->launch.blockSize == 128);
+  // Rows that take two tiles at the chosen block keep it.
+  CHECK(kernelsOf(plan(rowReduce(64, 64), spec, Policy::AStitch)).front()->launch.blockSize ==
+        1024);
+  // A whole row per block whose threads take more than one step of it keeps its block.
+  ir::Graph longRow = rowReduce(1, 4096);
+  LoopSpace s = loopSpaceOf(longRow, id(longRow, "row_sum"));
+  int chosen = chooseThreadMapping(s, spec).blockSize;
+  CHECK(smallestBlockForOneTile({s}, spec, chosen) == chosen);
+  // Elementwise over 40 f32 (vectors of 4): 10 threads' work, one warp.
+  LoopSpace e;
+  e.shape = {5, 8};
+  e.tileDims = {0, 1};
+  e.rows = 40;
+  e.assumedRows = 40;
+  e.innerDivisor = 8;
+  CHECK(smallestBlockForOneTile({e}, spec, 1024) == 32);
+  // A symbolic loop may be bound to any size: the chosen block stays.
+  e.shape = {ir::Dim::symbol("B"), 8};
+  CHECK(smallestBlockForOneTile({e}, spec, 1024) == 1024);
+}
