@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <llvm/IR/Module.h>
 
+#include "codegen/compile_stack.h"
 #include "weft/error.h"
 
 namespace weft::codegen {
@@ -66,17 +67,14 @@ void parallelFor(int threads, size_t count, const std::function<void(size_t)>& b
     }
   };
   size_t helpers = std::min(count, size_t(std::max(threads, 1))) - (count > 0 ? 1 : 0);
-  std::vector<std::thread> pool;
+  std::vector<CompileThread> pool; // deep graphs recurse deeply: compile_stack.h
   pool.reserve(helpers);
   for (size_t t = 0; t < helpers; ++t) {
-    try {
-      pool.emplace_back(work);
-    } catch (const std::system_error&) {
-      break; // no more threads to be had: the ones running take the remaining indices
-    }
+    pool.emplace_back(work);
+    if (!pool.back().joinable()) break; // no more threads to be had: the others take the rest
   }
   work();
-  for (std::thread& t : pool)
+  for (CompileThread& t : pool)
     t.join();
   if (size_t f = firstFailed.load(); f < count) std::rethrow_exception(errors[f]);
 }
