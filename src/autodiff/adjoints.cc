@@ -9,6 +9,12 @@
 
 namespace weft::autodiff {
 
+std::string unusedName(const ir::Graph& g, const std::string& base) {
+  if (!g.find(base)) return base;
+  for (int k = 1;; ++k)
+    if (std::string n = fmt::format("{}.{}", base, k); !g.find(n)) return n;
+}
+
 using namespace ir;
 
 namespace {

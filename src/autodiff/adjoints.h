@@ -10,6 +10,7 @@
 // more; every adjoint is elementwise, broadcast, reduce, layout or dot, so the backward stitches
 // like a forward graph. Reductions: max and min share dy evenly among the elements equal to
 // the result (ties included); prod divides y by each element (undefined where one is 0).
+#include <string>
 #include <vector>
 
 #include "ir/graph.h"
@@ -22,6 +23,11 @@ namespace weft::autodiff {
 /// Throws InputError naming y when its adjoint cannot be written for its shapes.
 std::vector<ir::NodeId> adjoint(ir::Graph& g, const ir::Node& y, ir::NodeId dy,
                                 const std::vector<bool>& want);
+
+/// `base` where the graph has no value of that name, else the first of base.1, base.2, ...
+/// that is free: the names the training graph adds for itself ("d_loss.seed", Adam's
+/// "adam_step.f32.t") must not refuse a forward graph that already uses them.
+std::string unusedName(const ir::Graph& g, const std::string& base);
 
 /// Whether any operand of an op of this kind can receive a gradient (false for sources,
 /// compare, the logical ops and the piecewise-constant ones).

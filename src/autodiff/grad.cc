@@ -113,7 +113,7 @@ Graph grad(const Graph& forward, const std::string& loss, const std::vector<std:
   std::vector<std::vector<NodeId>> parts(n);
   std::vector<NodeId> adjointOf(n, -1);
   const TensorType& lt = forward.node(lossId).type;
-  if (onPath(lossId)) parts[static_cast<size_t>(lossId)].push_back(g.constant(lt.dtype, {}, {1.0}, "d_" + loss + ".seed"));
+  if (onPath(lossId)) parts[static_cast<size_t>(lossId)].push_back(g.constant(lt.dtype, {}, {1.0}, unusedName(g, "d_" + loss + ".seed")));
   for (size_t v = n; v-- > 0;) {
     if (parts[v].empty()) continue;
     const Node y = forward.node(static_cast<NodeId>(v)); // a copy: g grows below

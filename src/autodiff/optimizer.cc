@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "autodiff/adjoints.h"
 #include "autodiff/grad.h"
 #include "weft/error.h"
 
@@ -144,7 +145,7 @@ Graph adamStep(const Graph& training, const std::vector<std::string>& params,
     Corrections& c = corrections[dt];
     if (c.stepSize >= 0) return c;
     std::string prefix = fmt::format("{}.{}", kAdamStep, dtypeName(dt));
-    auto name = [&](const char* what) { return fmt::format("{}.{}", prefix, what); };
+    auto name = [&](const char* what) { return unusedName(g, fmt::format("{}.{}", prefix, what)); };
     NodeId t = g.convert(stepIn, dt, name("t"));
     NodeId one = g.scalar(dt, 1.0, name("one"));
     NodeId b1t = g.binary(OpKind::Pow, g.scalar(dt, options.beta1, name("beta1")), t, name("beta1_t"));
@@ -184,7 +185,7 @@ Graph adamStep(const Graph& training, const std::vector<std::string>& params,
   outputs.insert(outputs.end(), newP.begin(), newP.end());
   outputs.insert(outputs.end(), newM.begin(), newM.end());
   outputs.insert(outputs.end(), newV.begin(), newV.end());
-  NodeId one = g.scalar(DType::i32, 1.0, fmt::format("{}.increment", kAdamStep));
+  NodeId one = g.scalar(DType::i32, 1.0, unusedName(g, fmt::format("{}.increment", kAdamStep)));
   outputs.push_back(g.binary(OpKind::Add, stepIn, one, s.claim(updatedName(kAdamStep))));
   g.setOutputs(outputs);
   verify(g);

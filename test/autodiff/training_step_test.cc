@@ -217,6 +217,36 @@ TEST_CASE("optimizer steps refuse bad options and names they would reuse", "[aut
         "\"m_gamma\": the training step's name for it is already a value's name in the graph");
 }
 
+TEST_CASE("grad and Adam name their own values around the forward graph's names",
+          "[autodiff][optimizer]") {
+  // Values named like the seed of the loss's adjoint and Adam's internal scalars: valid names
+  // of the forward graph (no op named d_loss or adam_step.f32), once refused as taken.
+  ir::Graph forward = frontend::readGraphJson(R"({"inputs": [
+      {"name": "x", "dtype": "f32", "shape": [3]}],
+    "ops": [
+      {"name": "d_loss.seed", "op": "exp", "inputs": ["x"]},
+      {"name": "adam_step.f32.t", "op": "mul", "inputs": ["d_loss.seed", "x"]},
+      {"name": "adam_step.increment", "op": "sin", "inputs": ["adam_step.f32.t"]},
+      {"name": "loss", "op": "reduce", "kind": "sum", "axes": [0], "inputs": ["adam_step.increment"]}],
+    "outputs": ["loss"]})",
+                                              "clash.json")
+                          .graph;
+  ir::Graph training = autodiff::grad(forward, "loss", {"x"});
+  ir::Graph step = autodiff::adamStep(training, {"x"}, {});
+  std::vector<HostTensor> in = frontend::randomInputs(step, {}, 3); // x, m_x, v_x, adam_step
+  for (size_t k : {1, 2})
+    for (int64_t i = 0; i < 3; ++i)
+      in[k].set(i, 0.0);
+  in.back().setInt(0, 1);
+  std::vector<HostTensor> got = interpret(step, in);
+  // The first Adam step moves each element by lr against its gradient's sign.
+  std::vector<HostTensor> grads = interpret(training, {in[0]});
+  for (int64_t i = 0; i < 3; ++i) {
+    double g = grads[1].get(i);
+    CHECK(got[1].get(i) == Approx(in[0].get(i) - 0.001 * g / (std::abs(g) + 1e-8)).epsilon(1e-5));
+  }
+}
+
 TEST_CASE("the MLP example learns its synthetic task in 50 SGD steps on the simulator",
           "[autodiff][optimizer][sim]") {
   ir::Graph step = mlpStep(0.5);
