@@ -84,8 +84,9 @@ Workload findWorkload(const std::string& nameOrPath, const std::string& dir,
     names.push_back(w.name);
   }
   if (std::optional<SweepPoint> p = sweepPointNamed(nameOrPath)) return sweepWorkload(*p);
+  std::error_code ec; // a symlink loop or an over-long name is no file, not an exception
   if (endsWith(nameOrPath, ".json") || endsWith(nameOrPath, ".onnx") ||
-      std::filesystem::is_regular_file(nameOrPath)) {
+      std::filesystem::is_regular_file(nameOrPath, ec)) {
     std::string path = nameOrPath;
     std::string stem = std::filesystem::path(path).stem().string();
     return {stem, "graph file " + path,

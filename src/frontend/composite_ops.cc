@@ -17,6 +17,28 @@ void Site::fail(const std::string& what) const {
   throw InputError(what); // a failer that returned: still an error
 }
 
+namespace {
+
+/// Composites check their operand's dtype before building anything, so that a bad one is
+/// reported as the op the user wrote ("gelu takes floating-point values"), not as a
+/// constant or primitive of its expansion ("y.rsqrt2 ... is not a i8 value").
+void requireFloat(const Site& s, NodeId x, const std::string& op) {
+  ir::DType t = s.type(x).dtype;
+  if (!ir::isFloat(t))
+    s.fail(fmt::format("input 0 has dtype {} but {} takes floating-point values; convert it "
+                       "first",
+                       ir::dtypeName(t), op));
+}
+
+void requireNumeric(const Site& s, NodeId x, const std::string& op) {
+  ir::DType t = s.type(x).dtype;
+  if (ir::isBool(t))
+    s.fail(fmt::format("input 0 has dtype {} but {} takes numbers; convert it first",
+                       ir::dtypeName(t), op));
+}
+
+} // namespace
+
 // --- axes and counts ---
 
 std::optional<int64_t> normalizeAxis(int64_t axis, size_t rank) {
@@ -142,7 +164,11 @@ std::optional<std::pair<NodeId, std::vector<int64_t>>> unitReshapeSource(const S
 
 /// gamma or beta of a norm broadcast to x's shape: always one broadcast_in_dim, also when p
 /// has that shape already (the JSON reader's graphs have it; the canonicalizer removes it).
-NodeId normParam(const Site& s, NodeId p, const Shape& shape, const std::string& role) {
+NodeId normParam(const Site& s, NodeId p, const ir::TensorType& out, const std::string& role) {
+  const Shape& shape = out.shape;
+  if (s.type(p).dtype != out.dtype)
+    s.fail(fmt::format("{} has dtype {} but the normalized input has dtype {}; convert one of them",
+                       role, ir::dtypeName(s.type(p).dtype), ir::dtypeName(out.dtype)));
   Shape ps = s.type(p).shape;
   if (ps.size() > shape.size() || broadcastShape({ps, shape}) != shape)
     s.fail(fmt::format("{} has shape {}, which does not broadcast to the normalized input's {}",
@@ -180,6 +206,7 @@ NodeId splatLike(const Site& s, NodeId x, double v, const std::string& name) {
 
 NodeId mean(const Site& s, NodeId x, const std::vector<int64_t>& axes, const std::string& tag,
             const std::string& name) {
+  requireNumeric(s, x, "mean");
   ReducedCount n = reducedCount(s.type(x).shape, axes);
   if (n.symbolicAxis)
     s.fail(fmt::format("the mean over axis {} of symbolic size {} divides by its size, which "
@@ -192,6 +219,7 @@ NodeId mean(const Site& s, NodeId x, const std::vector<int64_t>& axes, const std
 
 Variance variance(const Site& s, NodeId x, const std::vector<int64_t>& axes,
                   const std::string& name) {
+  requireNumeric(s, x, "variance");
   Shape shape = s.type(x).shape;
   Variance v;
   v.mean = mean(s, x, axes, "mean", s.name("mean"));
@@ -204,6 +232,7 @@ Variance variance(const Site& s, NodeId x, const std::vector<int64_t>& axes,
 
 NodeId softmax(const Site& s, NodeId x, const std::vector<int64_t>& axes, bool logarithm,
                const std::string& name) {
+  requireFloat(s, x, logarithm ? "log_softmax" : "softmax");
   Shape shape = s.type(x).shape;
   NodeId max = s.g.reduce(ir::ReduceKind::Max, x, axes, s.name("max"));
   NodeId shifted = s.g.binary(OpKind::Sub, x,
@@ -249,9 +278,9 @@ struct NormTail {
                 const std::string& name) const {
     if (converted) y = s.g.convert(y, out.dtype, affine ? s.name("normalized_out") : name);
     if (o.gamma)
-      y = s.g.binary(OpKind::Mul, y, normParam(s, *o.gamma, out.shape, "gamma"),
+      y = s.g.binary(OpKind::Mul, y, normParam(s, *o.gamma, out, "gamma"),
                      o.beta ? s.name("scaled") : name);
-    if (o.beta) y = s.g.binary(OpKind::Add, y, normParam(s, *o.beta, out.shape, "beta"), name);
+    if (o.beta) y = s.g.binary(OpKind::Add, y, normParam(s, *o.beta, out, "beta"), name);
     return y;
   }
 };
@@ -259,6 +288,10 @@ struct NormTail {
 } // namespace
 
 LayerNorm layerNorm(const Site& s, NodeId x0, const NormOptions& o, const std::string& name) {
+  requireFloat(s, x0, "layer_norm");
+  if (o.compute && !ir::isFloat(*o.compute))
+    s.fail(fmt::format("layer_norm computes its statistics in floating point, not {}",
+                       ir::dtypeName(*o.compute)));
   ir::TensorType in = s.type(x0);
   NodeId x = toCompute(s, x0, o);
   Variance v = variance(s, x, o.axes, s.name("var"));
@@ -278,6 +311,10 @@ LayerNorm layerNorm(const Site& s, NodeId x0, const NormOptions& o, const std::s
 
 NodeId rmsNorm(const Site& s, NodeId x0, const NormOptions& o, const std::string& name) {
   if (o.beta) s.fail("RMS norm has no shift (beta)");
+  requireFloat(s, x0, "rms_norm");
+  if (o.compute && !ir::isFloat(*o.compute))
+    s.fail(fmt::format("rms_norm computes its statistics in floating point, not {}",
+                       ir::dtypeName(*o.compute)));
   ir::TensorType in = s.type(x0);
   NodeId x = toCompute(s, x0, o);
   NodeId squared = s.g.binary(OpKind::Mul, x, x, s.name("squared"));
@@ -308,6 +345,7 @@ NodeId geluTail(const Site& s, NodeId x, NodeId inner, const std::string& name) 
 } // namespace
 
 NodeId gelu(const Site& s, NodeId x, const std::string& name) {
+  requireFloat(s, x, "gelu");
   NodeId scaled = s.g.binary(OpKind::Mul, x,
                              splatLike(s, x, 0.70710678118654752440, s.name("rsqrt2")),
                              s.name("scaled"));
@@ -315,6 +353,7 @@ NodeId gelu(const Site& s, NodeId x, const std::string& name) {
 }
 
 NodeId geluTanh(const Site& s, NodeId x, const std::string& name) {
+  requireFloat(s, x, "gelu_tanh");
   NodeId x2 = s.g.binary(OpKind::Mul, x, x, s.name("x2"));
   NodeId x3 = s.g.binary(OpKind::Mul, x2, x, s.name("x3"));
   NodeId cubic =
@@ -327,6 +366,7 @@ NodeId geluTanh(const Site& s, NodeId x, const std::string& name) {
 }
 
 NodeId silu(const Site& s, NodeId x, const std::string& name) {
+  requireFloat(s, x, "silu");
   NodeId sigmoid = s.g.unary(OpKind::Sigmoid, x, s.name("sigmoid"));
   return s.g.binary(OpKind::Mul, x, sigmoid, name);
 }

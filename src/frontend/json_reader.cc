@@ -2,6 +2,7 @@
 #include "frontend/weights_file.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -61,11 +62,17 @@ size_t editDistance(const std::string& a, const std::string& b) {
 
 /// "; did you mean "x" or "y"?" for the candidates closest to `word`, or "" when none is close.
 std::string didYouMean(const std::string& word, const std::vector<std::string>& candidates) {
+  // editDistance is quadratic: compared only where it can be within `limit` (the lengths
+  // differ by no more) and for names of a readable length, so that a 100,000-character name
+  // costs a length comparison per candidate, not 10^10 steps.
+  constexpr size_t kLongest = 256;
   std::vector<std::string> close;
   size_t limit = std::max<size_t>(1, word.size() / 3);
   for (const auto& c : candidates) {
-    size_t d = editDistance(word, c);
-    if ((d <= limit && d < word.size()) || (word.size() >= 3 && c.find(word) != std::string::npos))
+    size_t apart = word.size() > c.size() ? word.size() - c.size() : c.size() - word.size();
+    bool near = !word.empty() && apart <= limit && word.size() <= kLongest &&
+                c.size() <= kLongest && editDistance(word, c) <= std::min(limit, word.size() - 1);
+    if (near || (word.size() >= 3 && word.size() <= c.size() && c.find(word) != std::string::npos))
       close.push_back(c);
   }
   if (close.empty() || close.size() > 5) return "";
@@ -536,6 +543,11 @@ NodeId lowerBiasAdd(OpContext& c) {
   if (c.rank(x) == 0) c.fail("inputs[0] is a scalar; bias_add needs an axis for the bias");
   int64_t axis = c.axis(c.fields.integer("axis", -1), c.rank(x), "axis");
   const Shape& xs = c.type(x).shape;
+  if (c.type(b).dtype != c.type(x).dtype)
+    c.fail(fmt::format("inputs[1] \"{}\" (bias) has dtype {} but inputs[0] has dtype {}; "
+                       "convert one of them",
+                       c.entry.inputs[1], ir::dtypeName(c.type(b).dtype),
+                       ir::dtypeName(c.type(x).dtype)));
   Shape want{xs[static_cast<size_t>(axis)]};
   if (c.type(b).shape != want)
     c.fail(fmt::format(
@@ -871,10 +883,56 @@ std::vector<std::string> knownOpNames() {
   return out;
 }
 
+namespace {
+
+/// The 0-based byte offset of the n-th (0-based) object key in JSON `text`: a string followed
+/// by ':'. npos when there are fewer.
+size_t keyOffset(const std::string& text, size_t n) {
+  size_t count = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '"') continue;
+    size_t start = i;
+    for (++i; i < text.size() && text[i] != '"'; ++i)
+      if (text[i] == '\\') ++i;
+    size_t j = i + 1;
+    while (j < text.size() && std::isspace(static_cast<unsigned char>(text[j])))
+      ++j;
+    if (j < text.size() && text[j] == ':' && count++ == n) return start;
+  }
+  return std::string::npos;
+}
+
+/// json::parse, but a key given twice in one object is an error (nlohmann keeps the last one
+/// silently): "FILE:LINE:COLUMN: invalid JSON: key "shape" appears twice in one object".
+json parseRejectingDuplicateKeys(const std::string& text, const std::string& fileName) {
+  std::vector<std::set<std::string>> open; // the keys of each object being parsed
+  size_t keys = 0;
+  return json::parse(text, [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      open.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      if (!open.empty()) open.pop_back();
+    } else if (event == json::parse_event_t::key && !open.empty()) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      if (!open.back().insert(key).second) {
+        size_t at = keyOffset(text, keys);
+        auto [line, column] = lineAndColumn(text, at == std::string::npos ? 1 : at + 1);
+        throw InputError(fmt::format("{}:{}:{}: invalid JSON: key \"{}\" appears twice in one "
+                                     "object; give each field once",
+                                     fileName, line, column, key));
+      }
+      ++keys;
+    }
+    return true;
+  });
+}
+
+} // namespace
+
 ParsedGraph readGraphJson(const std::string& text, const std::string& fileName) {
   json doc;
   try {
-    doc = json::parse(text);
+    doc = parseRejectingDuplicateKeys(text, fileName);
   } catch (const json::parse_error& e) {
     auto [line, column] = lineAndColumn(text, e.byte);
     std::string what = e.what();

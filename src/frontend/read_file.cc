@@ -2,20 +2,29 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 
 #include "weft/error.h"
 
 namespace weft::frontend {
 
-std::string readFileBytes(const std::string& path, const std::string& what) {
-  std::error_code ec;
-  // An ifstream opens a directory without complaint and then reads nothing.
-  if (std::filesystem::is_directory(path, ec))
+void requireRegularFile(const std::string& path, const std::string& what) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw InputError(fmt::format("{}: cannot open the {}: {}", path, what, std::strerror(errno)));
+  if (S_ISDIR(st.st_mode))
     throw InputError(fmt::format("{}: cannot open the {}: it is a directory", path, what));
+  if (!S_ISREG(st.st_mode))
+    throw InputError(fmt::format("{}: cannot open the {}: it is not a regular file (a device, "
+                                 "FIFO or socket); give a file",
+                                 path, what));
+}
+
+std::string readFileBytes(const std::string& path, const std::string& what) {
+  requireRegularFile(path, what);
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in)

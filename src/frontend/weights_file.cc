@@ -1,6 +1,7 @@
 #include "frontend/weights_file.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
 #include <fstream>
@@ -148,10 +149,19 @@ std::string encodeWeights(const ir::Weights& weights) {
 
 void writeWeightsFile(const std::string& path, const ir::Weights& weights) {
   std::string bytes = encodeWeights(weights);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f || !f.write(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+  errno = 0;
+  auto fail = [&] {
     throw InputError(fmt::format("{}: cannot write the weights file: {}", path,
-                                 std::strerror(errno)));
+                                 errno ? std::strerror(errno) : "unknown reason"));
+  };
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) fail();
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  // The stream buffers: a full disk (/dev/full) shows only when the buffer is flushed.
+  f.flush();
+  if (!f) fail();
+  f.close();
+  if (!f) fail();
 }
 
 ir::Weights loadWeightsFor(const ir::Graph& g, const std::vector<std::string>& names,

@@ -61,6 +61,15 @@ void checkValueFits(const std::string& where, const std::string& field, DType t,
     bad(fmt::format("does not fit {} ({} to {})", dtypeName(t), r.loText, r.hiText));
 }
 
+/// numElements, with an int64 overflow reported as this op's error (at `where`).
+Dim elementsOf(const std::string& where, const Shape& shape) {
+  try {
+    return numElements(shape);
+  } catch (const InputError& e) { // "size overflow: A * B does not fit in int64"
+    fail(where, e.what());
+  }
+}
+
 void checkAxis(const std::string& where, const std::string& what, int64_t axis, size_t rank) {
   if (axis < 0 || axis >= static_cast<int64_t>(rank))
     fail(where, fmt::format("{} {} is out of range for rank {}", what, axis, rank));
@@ -162,7 +171,10 @@ TensorType inferSlice(const std::string& where, const TensorType& x, const Slice
     if (limit == -1) limit = d.size();
     if (start < 0 || start > limit || limit > d.size())
       fail(where, fmt::format("axis {}: need 0 <= start ({}) <= limit ({}) <= size ({})", i, start, limit, d.size()));
-    out.push_back(Dim((limit - start + stride - 1) / stride));
+    // ceil((limit - start) / stride) without forming limit - start + stride - 1, which
+    // overflows int64 for a stride near 2^63.
+    int64_t span = limit - start;
+    out.push_back(Dim(span == 0 ? 0 : (span - 1) / stride + 1));
   }
   return {x.dtype, out};
 }
@@ -183,7 +195,14 @@ TensorType inferConcat(const std::string& where, const std::vector<const TensorT
         fail(where, fmt::format("operand {} has shape {} but operand 0 has shape {}; only axis {} may differ",
                                 i, shapeStr(t.shape), shapeStr(first.shape), a.axis));
     }
-    auto sum = out[static_cast<size_t>(a.axis)].plus(t.shape[static_cast<size_t>(a.axis)]);
+    std::optional<Dim> sum;
+    try {
+      sum = out[static_cast<size_t>(a.axis)].plus(t.shape[static_cast<size_t>(a.axis)]);
+    } catch (const InputError&) { // the sum overflows int64
+      fail(where, fmt::format("axis {} sizes {} and {} add up past int64", a.axis,
+                              out[static_cast<size_t>(a.axis)].str(),
+                              t.shape[static_cast<size_t>(a.axis)].str()));
+    }
     if (!sum)
       fail(where, fmt::format("axis {} sizes {} and {} cannot be added into one dim", a.axis,
                               out[static_cast<size_t>(a.axis)].str(), t.shape[static_cast<size_t>(a.axis)].str()));
@@ -203,7 +222,12 @@ TensorType inferPad(const std::string& where, const TensorType& x, const PadAttr
     if (a.low[i] == 0 && a.high[i] == 0) continue;
     if (!x.shape[i].isStatic())
       fail(where, fmt::format("axis {} has symbolic size {} and cannot be padded", i, x.shape[i].str()));
-    out[i] = Dim(x.shape[i].size() + a.low[i] + a.high[i]);
+    int64_t size;
+    if (__builtin_add_overflow(x.shape[i].size(), a.low[i], &size) ||
+        __builtin_add_overflow(size, a.high[i], &size))
+      fail(where, fmt::format("axis {}: size {} padded by low {} and high {} does not fit in int64",
+                              i, x.shape[i].size(), a.low[i], a.high[i]));
+    out[i] = Dim(size);
   }
   return {x.dtype, out};
 }
@@ -266,7 +290,7 @@ TensorType inferType(const std::string& where, OpKind kind, const std::vector<co
     if (a.values.size() > 1) {
       if (!isStatic(result.shape))
         fail(where, "a constant with more than one value needs a static shape");
-      int64_t n = numElements(result.shape).size();
+      int64_t n = elementsOf(where, result.shape).size();
       if (static_cast<int64_t>(a.values.size()) != n)
         fail(where, fmt::format("constant has {} values but shape {} holds {}", a.values.size(), shapeStr(result.shape), n));
     }
@@ -282,15 +306,19 @@ TensorType inferType(const std::string& where, OpKind kind, const std::vector<co
     result = {requireDeclared(where, kind, declared).dtype, ops[0]->shape};
     break;
   case OpKind::BroadcastInDim:
-    return inferBroadcast(where, *ops[0], attrsOf<BroadcastAttrs>(where, kind, attrs), requireDeclared(where, kind, declared));
+    result = inferBroadcast(where, *ops[0], attrsOf<BroadcastAttrs>(where, kind, attrs),
+                            requireDeclared(where, kind, declared));
+    break;
   case OpKind::Reshape: {
     const TensorType& d = requireDeclared(where, kind, declared);
     if (d.dtype != ops[0]->dtype)
       fail(where, fmt::format("result dtype {} differs from operand dtype {}", dtypeName(d.dtype), dtypeName(ops[0]->dtype)));
-    if (numElements(d.shape) != numElements(ops[0]->shape))
-      fail(where, fmt::format("cannot reshape {} ({} elements) into {} ({} elements)", shapeStr(ops[0]->shape),
-                              numElements(ops[0]->shape).str(), shapeStr(d.shape), numElements(d.shape).str()));
-    return d;
+    Dim from = elementsOf(where, ops[0]->shape), to = elementsOf(where, d.shape);
+    if (from != to)
+      fail(where, fmt::format("cannot reshape {} ({} elements) into {} ({} elements)",
+                              shapeStr(ops[0]->shape), from.str(), shapeStr(d.shape), to.str()));
+    result = d;
+    break;
   }
   case OpKind::Transpose: {
     const auto& a = attrsOf<TransposeAttrs>(where, kind, attrs);
@@ -326,10 +354,11 @@ TensorType inferType(const std::string& where, OpKind kind, const std::vector<co
     break;
   }
   if (declared && !(*declared == result))
-    fail(where, fmt::format("declared type {} differs from the inferred type {}", declared->str(), result.str()));
-  numElements(result.shape); // rejects static sizes whose element count overflows int64
+    fail(where, fmt::format("declared type {} differs from the inferred type {}", declared->str(),
+                            result.str()));
   for (const Dim& d : result.shape)
     if (d.isStatic() && d.size() < 0) fail(where, fmt::format("negative size {} in {}", d.size(), shapeStr(result.shape)));
+  elementsOf(where, result.shape); // rejects static sizes whose element count overflows int64
   return result;
 }
 

@@ -7,11 +7,17 @@
 
 #include "ir/dtype.h"
 #include "ir/shape.h"
+#include "weft/error.h"
 
 namespace weft {
 
 HostTensor::HostTensor(DType t, std::vector<int64_t> s) : dtype(t), shape(std::move(s)) {
-  bytes.assign(static_cast<size_t>(ir::checkedProduct(shape)) * static_cast<size_t>(ir::dtypeBytes(t)), 0);
+  for (int64_t d : shape)
+    if (d < 0) throw InputError(fmt::format("tensor {}: negative size {}", typeStr(), d));
+  int64_t byteCount;
+  if (__builtin_mul_overflow(ir::checkedProduct(shape), ir::dtypeBytes(t), &byteCount))
+    throw InputError(fmt::format("tensor {}: its byte size does not fit in int64", typeStr()));
+  bytes.assign(static_cast<size_t>(byteCount), 0);
 }
 
 int64_t HostTensor::numElements() const { return ir::checkedProduct(shape); }

@@ -1,7 +1,9 @@
 // One test per class of bad input: each gives one InputError naming the file, the op and the
 // field, with what is allowed instead.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 
 #include "frontend/json_reader.h"
@@ -138,12 +140,12 @@ TEST_CASE("shape and dtype mismatches name the op and the operands") {
                       R"([2, "H"])")) == "g.json: op \"y\" (layer_norm): axis 1 of inputs[0] has "
                                          "symbolic size H; layer_norm divides by the axis "
                                          "size, which must be static");
-  // An error inside an expansion names the file's op first, then the IR node that failed.
+  // A composite checks its input's dtype before expanding: the error names the file's op, not
+  // a node of its expansion (it was op "y.exp" (exp)).
   CHECK(errorOf(R"({"inputs": [{"name": "x", "dtype": "i32", "shape": [4]}],
                     "ops": [{"name": "y", "op": "softmax", "inputs": ["x"]}], "outputs": ["y"]})") ==
-        "g.json: op \"y\" (softmax): op \"y.exp\" (exp): operand 0 has dtype i32 but exp takes "
-        "floating-point "
-        "operands (convert first)");
+        "g.json: op \"y\" (softmax): input 0 has dtype i32 but softmax takes floating-point "
+        "values; convert it first");
   CHECK(errorOf(graph(R"({"name": "y", "op": "exp", "inputs": ["x", "x"]})")) ==
         "g.json: op \"y\" (exp): field \"inputs\": exp takes one input, got 2");
 }
@@ -261,4 +263,81 @@ TEST_CASE("integer constants must fit their dtype exactly: one error naming the 
       R"({"name": "c", "op": "constant", "dtype": "i8", "shape": [3], "values": [1, 2, 128]})",
       R"(["c"])");
   CHECK_THAT(errorOf(table), Catch::Contains("field \"values\": element 2 (128) does not fit i8"));
+}
+
+TEST_CASE("a key given twice in one object is an error naming the key, the line and column") {
+  // nlohmann keeps the last one: "shape": [4], "shape": [5] read as f32[5].
+  CHECK(errorOf("{\"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\",\n  \"shape\": [4], \"shape\": "
+                "[5]}],\n \"ops\": [{\"name\": \"y\", \"op\": \"exp\", \"inputs\": [\"x\"]}], "
+                "\"outputs\": [\"y\"]}") ==
+        "g.json:2:17: invalid JSON: key \"shape\" appears twice in one object; give each field "
+        "once");
+  CHECK(errorOf(R"({"inputs": [], "ops": [], "inputs": []})") ==
+        "g.json:1:27: invalid JSON: key \"inputs\" appears twice in one object; give each field "
+        "once");
+  // The same key in different objects, and a string value that looks like a key, are fine.
+  CHECK(errorOf(graph(R"({"name": "y", "op": "exp", "inputs": ["x"]})")) == "(no error)");
+  CHECK(errorOf(graph(R"({"name": "name", "op": "exp", "inputs": ["x"]})", R"(["name"])")) ==
+        "(no error)");
+}
+
+TEST_CASE("an undefined 100,000-character name is reported at once, without suggestions") {
+  // "did you mean" compared it with every declared name by a quadratic edit distance: 38 s.
+  std::string name(100000, 'z');
+  auto start = std::chrono::steady_clock::now();
+  std::string e = errorOf(graph(R"({"name": "y", "op": "exp", "inputs": [")" + name + R"("]})"));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(e.rfind("g.json: op \"y\" (exp): field \"inputs\": inputs[0] \"zzzz", 0) == 0);
+  CHECK(e.find("did you mean") == std::string::npos);
+  CHECK(seconds < 5);
+  // Short names still get their suggestion.
+  CHECK(errorOf(graph(R"({"name": "y", "op": "exp", "inputs": ["xx"]})"))
+            .find("(did you mean \"x\"?)") != std::string::npos);
+}
+
+TEST_CASE("composite ops check their input's dtype first and name the op the user wrote") {
+  // gelu on i8 was reported at its internal constant "y.rsqrt2".
+  auto onI8 = [](const std::string& op) {
+    return errorOf(R"({"inputs": [{"name": "x", "dtype": "i8", "shape": [2, 3]}], "ops": [
+      {"name": "y", "op": ")" +
+                   op + R"(", "inputs": ["x"]}], "outputs": ["y"]})");
+  };
+  for (const char* op :
+       {"gelu", "gelu_tanh", "silu", "softmax", "log_softmax", "layer_norm", "rms_norm"}) {
+    INFO(op);
+    CHECK(onI8(op) == fmt::format("g.json: op \"y\" ({}): input 0 has dtype i8 but {} takes "
+                                  "floating-point values; convert it first",
+                                  op, op));
+  }
+  std::string mean =
+      errorOf(R"({"inputs": [{"name": "x", "dtype": "bool", "shape": [2, 3]}], "ops": [
+      {"name": "y", "op": "mean", "inputs": ["x"], "axes": [1]}], "outputs": ["y"]})");
+  CHECK(mean == "g.json: op \"y\" (mean): input 0 has dtype bool but mean takes numbers; convert "
+                "it first");
+  std::string gamma = errorOf(R"({"inputs": [{"name": "x", "dtype": "f32", "shape": [2, 3]},
+      {"name": "g", "dtype": "f16", "shape": [3]}], "ops": [
+      {"name": "y", "op": "layer_norm", "inputs": ["x", "g"]}], "outputs": ["y"]})");
+  CHECK(gamma == "g.json: op \"y\" (layer_norm): gamma has dtype f16 but the normalized input has "
+                 "dtype f32; convert one of them");
+  std::string bias = errorOf(R"({"inputs": [{"name": "x", "dtype": "f32", "shape": [2, 3]},
+      {"name": "b", "dtype": "i32", "shape": [3]}], "ops": [
+      {"name": "y", "op": "bias_add", "inputs": ["x", "b"]}], "outputs": ["y"]})");
+  CHECK(bias == "g.json: op \"y\" (bias_add): inputs[1] \"b\" (bias) has dtype i32 but inputs[0] "
+                "has dtype f32; convert one of them");
+}
+
+TEST_CASE("a device or FIFO is refused as a graph or weights file, never read without end") {
+  using weft::frontend::readGraphFile;
+  CHECK_THROWS_WITH(readGraphFile("/dev/zero"),
+                    "/dev/zero: cannot open the graph file: it is not a regular file (a device, "
+                    "FIFO or socket); give a file");
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "weft_json_errors_dev";
+  std::filesystem::create_directories(dir);
+  std::filesystem::path g = dir / "w.json";
+  std::ofstream(g) << R"({"inputs": [{"name": "x", "dtype": "f32", "shape": [4]}],
+    "weights": [{"name": "w", "dtype": "f32", "shape": [4]}], "weights_file": "/dev/zero",
+    "ops": [{"name": "y", "op": "exp", "inputs": ["x"]}], "outputs": ["y"]})";
+  CHECK_THROWS_WITH(readGraphFile(g.string()),
+                    Catch::Contains("/dev/zero: cannot open the weights file: it is not a regular "
+                                    "file"));
 }

@@ -160,3 +160,12 @@ TEST_CASE("the weights fields are checked", "[weights]") {
   CHECK_THROWS_WITH(frontend::readGraphJson(clash, "g.json"),
                     Catch::Contains("the name \"x\" is already used by input \"x\""));
 }
+
+TEST_CASE("a weights file that cannot be written to the end is an error, not lost weights",
+          "[weights]") {
+  // The write went to the stream's buffer; /dev/full refused it only at the unchecked close.
+  ir::Weights w;
+  w.emplace("w", ramp(DType::f32, {64}));
+  CHECK_THROWS_WITH(frontend::writeWeightsFile("/dev/full", w),
+                    "/dev/full: cannot write the weights file: No space left on device");
+}

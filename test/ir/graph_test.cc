@@ -1,8 +1,10 @@
 #include <catch2/catch.hpp>
+#include <limits>
 
 #include "ir/graph.h"
 #include "ir/printer.h"
 #include "weft/error.h"
+#include "weft/tensor.h"
 
 using namespace weft;
 using namespace weft::ir;
@@ -86,4 +88,42 @@ TEST_CASE("a rebuilt graph takes back its equalities and fresh-name counters", "
   CHECK(g.node(a).name == rebuilt.node(b).name);
   CHECK_THROWS_WITH(rebuilt.restoreBuildState({}, {1, 2}),
                     Catch::Contains("restoreBuildState: 2 fresh-name counters"));
+}
+
+TEST_CASE("shape arithmetic past int64 is an InputError naming the op, never a wrapped size",
+          "[ir][graph]") {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  Graph g;
+  NodeId x = g.parameter("x", {DType::f32, {Dim(4), Dim(6)}});
+  // 4 + 2 * (2^63 - 1) wrapped to 2: eval then wrote far past the buffer.
+  CHECK_THROWS_WITH(g.pad(x, {kMax, 0}, {kMax, 0}, 0.0, "p"),
+                    "op \"p\" (pad): axis 0: size 4 padded by low 9223372036854775807 and high "
+                    "9223372036854775807 does not fit in int64");
+  CHECK_THROWS_WITH(g.pad(x, {kMax - 3, 0}, {0, 0}, 0.0, "p"),
+                    Catch::Contains("does not fit in int64"));
+  CHECK_THROWS_WITH(g.pad(x, {kMax - 4, 0}, {0, 0}, 0.0, "p"),
+                    "op \"p\" (pad): size overflow: 9223372036854775807 * 6 does not fit in "
+                    "int64");
+  NodeId v = g.parameter("v", {DType::f32, {Dim(4)}});
+  CHECK(g.node(g.pad(v, {kMax - 4}, {0}, 0.0)).type.str() == "f32[9223372036854775807]");
+  // A stride near 2^63: limit - start + stride - 1 overflowed to a negative size.
+  CHECK(g.node(g.slice(v, {1}, {4}, {kMax})).type.str() == "f32[1]");
+  CHECK(g.node(g.slice(v, {0}, {4}, {kMax})).type.str() == "f32[1]");
+  CHECK(g.node(g.slice(v, {4}, {4}, {kMax})).type.str() == "f32[0]");
+  CHECK(g.node(g.slice(v, {0}, {4}, {3})).type.str() == "f32[2]");
+  // Concatenated sizes past int64.
+  NodeId big = g.parameter("big", {DType::i8, {Dim(kMax / 2 + 1)}});
+  CHECK_THROWS_WITH(g.concatenate({big, big}, 0, "c"),
+                    Catch::StartsWith("op \"c\" (concatenate): axis 0 sizes") &&
+                        Catch::Contains("add up past int64"));
+}
+
+TEST_CASE("a host tensor whose bytes overflow is refused, not allocated at a wrapped size",
+          "[ir][tensor]") {
+  // 2^62 f32 elements are 2^64 bytes: the product wrapped to 0 and set() wrote past it.
+  CHECK_THROWS_AS(HostTensor(DType::f32, {int64_t(1) << 62}), InputError);
+  CHECK_THROWS_WITH(HostTensor(DType::f32, {int64_t(1) << 62}),
+                    "tensor f32[4611686018427387904]: its byte size does not fit in int64");
+  CHECK_THROWS_WITH(HostTensor(DType::f32, {2, -3}), "tensor f32[2, -3]: negative size -3");
+  CHECK(HostTensor(DType::f16, {3, 5}).byteSize() == 30);
 }

@@ -7,6 +7,7 @@
 // measured compile time; then the compile-time scaling of generated graphs. One progress line
 // per step on stderr.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
@@ -20,6 +21,7 @@
 #include "cli_support.h"
 #include "commands.h"
 #include "frontend/json_writer.h"
+#include "frontend/read_file.h"
 #include "ir/shape.h"
 #include "progress.h"
 #include "weft/device_spec.h"
@@ -62,19 +64,26 @@ void writeGraphs(const std::vector<bench::Workload>& workloads, const std::strin
   }
 }
 
-std::vector<std::string> splitList(const std::string& text) {
+/// The items of a comma-separated list; InputError naming `flag` on an empty item ("a,,b",
+/// "a,", ",a"), which is a slip, not a name.
+std::vector<std::string> splitList(const std::string& flag, const std::string& text) {
   std::vector<std::string> items;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) items.push_back(item);
+  if (text.empty()) return items;
+  for (size_t start = 0; start <= text.size();) {
+    size_t comma = std::min(text.find(',', start), text.size());
+    items.push_back(text.substr(start, comma - start));
+    if (items.back().empty())
+      throw InputError(fmt::format(
+          "{} {}: an empty name in the list; separate the names with single commas", flag, text));
+    start = comma + 1;
+  }
   return items;
 }
 
 std::vector<fusion::Policy> parsePolicies(const std::string& text) {
   if (text == "all") return {fusion::Policy::None, fusion::Policy::Xla, fusion::Policy::AStitch};
   std::vector<fusion::Policy> policies;
-  for (const std::string& name : splitList(text)) {
+  for (const std::string& name : splitList("--policy", text)) {
     std::optional<fusion::Policy> p = fusion::parsePolicy(name);
     if (!p)
       throw InputError(fmt::format(
@@ -88,7 +97,7 @@ std::vector<fusion::Policy> parsePolicies(const std::string& text) {
 }
 
 std::vector<std::string> parseProfiles(const std::string& text) {
-  std::vector<std::string> profiles = splitList(text);
+  std::vector<std::string> profiles = splitList("--device-spec", text);
   if (profiles.empty()) throw InputError("--device-spec is empty; use e.g. h100 or h100,a100,v100");
   for (const std::string& p : profiles)
     if (!deviceSpecProfile(p))
@@ -109,22 +118,28 @@ void runBench(const BenchArgs& a) {
   o.sampleBlocks = a.sampleBlocks;
   ir::Binding binding = parseBindOption(a.bind);
   std::vector<bench::Workload> workloads;
+  std::vector<std::pair<std::string, size_t>> named; // each workload named on the command line
   if (a.workloads.empty())
     workloads = bench::suiteWorkloads(a.workloadsDir);
   else
     for (const std::string& w : a.workloads)
-      if (w == "sweep") // issue 16's row sweep, every point (bench/sweep_workloads.h)
+      if (w == "sweep") { // issue 16's row sweep, every point (bench/sweep_workloads.h)
         for (const bench::SweepPoint& p : bench::sweepPoints())
           workloads.push_back(bench::sweepWorkload(p));
-      else
+      } else {
+        named.emplace_back(w, workloads.size());
         workloads.push_back(bench::findWorkload(w, a.workloadsDir, binding));
+        // A graph file: refuse a device or FIFO before the workload opens it (a FIFO blocks).
+        if (workloads.back().summary.rfind("graph file ", 0) == 0)
+          frontend::requireRegularFile(w, "graph file");
+      }
   if (!a.writeGraphs.empty()) return writeGraphs(workloads, a.writeGraphs);
   if (!a.output.empty()) checkOutputFile("-o", a.output); // before the run, not after it
   if (!a.csv.empty()) checkOutputFile("--csv", a.csv);
-  // Graph files bound under --bind: sizes past int64 or this machine's memory fail here.
-  for (size_t k = 0; k < a.workloads.size() && k < workloads.size(); ++k)
-    if (!a.bind.empty())
-      checkBoundSizes(workloads[k].build(), a.workloads[k], binding, a.bind, hostMemoryBytes());
+  // Workloads named on the command line (graph files above all), bound under --bind or
+  // static: sizes past int64 or this machine's memory fail here, before anything allocates.
+  for (const auto& [name, k] : named)
+    checkBoundSizes(workloads[k].build(), name, binding, a.bind, hostMemoryBytes());
   const bool scaling = a.scaling == "on" || (a.scaling == "auto" && a.workloads.empty());
   if (!scaling) o.scalingNodes.clear();
   // Each step's line: redrawn in place on a terminal, every one of them in a log (a bench
@@ -180,8 +195,9 @@ void addBenchCommand(CLI::App& app) {
                   "data-dependent code may count differently (docs/performance.md)")
       ->check(CLI::Validator( // a uint64 option would take "-1" as 2^64 - 1
           [](std::string& text) {
-            return text.rfind('-', 0) == 0 ? "give a block count of 0 or more, not " + text
-                                           : std::string();
+            if (parseUint64(text)) return std::string();
+            return "give a block count of 0 or more, not " +
+                   (text.empty() ? std::string("an empty value") : text);
           },
           "N"))
       ->capture_default_str();

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "frontend/onnx/load_graph.h"
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/random_inputs.h"
+#include "frontend/read_file.h"
 #include "fusion/gemm_planner.h"
 #include "fusion/plan.h"
 #include "fusion/plan_versions.h"
@@ -27,6 +29,8 @@
 namespace weft::tools {
 
 frontend::ParsedGraph loadGraph(const std::string& path) {
+  // Before looksLikeOnnx opens it: a FIFO would block the open, /dev/zero never ends.
+  frontend::requireRegularFile(path, "graph file");
   frontend::ParsedGraph g = frontend::loadGraphAnyFormat(path);
   if (onnx::looksLikeOnnx(path)) withWeightsHoisted(g);
   spdlog::debug("read {}: graph \"{}\" with {} values", path, g.name, g.graph.size());
@@ -75,6 +79,18 @@ fusion::FusionPlan planGraphFile(const frontend::ParsedGraph& g, const std::stri
   return fusion::plan(passes::hoistWeights(passes::canonicalize(graph)).graph, spec, policy);
 }
 
+std::optional<uint64_t> parseUint64(const std::string& text) {
+  if (text.empty() || text.size() > 20 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  uint64_t v = 0;
+  for (char c : text)
+    if (__builtin_mul_overflow(v, uint64_t{10}, &v) ||
+        __builtin_add_overflow(v, static_cast<uint64_t>(c - '0'), &v))
+      return std::nullopt;
+  return v;
+}
+
 void addInputOptions(CLI::App* cmd, InputOptions& o) {
   cmd->add_option("--bind", o.bind, "Sizes of the graph's symbols, e.g. B=16,S=128");
   auto* inputs = cmd->add_option("--inputs", o.inputsDir,
@@ -83,16 +99,33 @@ void addInputOptions(CLI::App* cmd, InputOptions& o) {
   auto* random =
       cmd->add_flag("--random", o.random, "Seeded random inputs (the default without --inputs)");
   cmd->add_option("--seed", o.seed, "Seed of the random inputs (default 0)")
-      ->check(CLI::Validator( // a uint64 option would take "-1" as 2^64 - 1
+      ->check(CLI::Validator( // a uint64 option would take "-1" as 2^64 - 1 and saturate 2^70
           [](std::string& text) {
-            return text.rfind('-', 0) == 0 ? "give a seed from 0 to 2^64 - 1, not " + text
-                                           : std::string();
+            if (parseUint64(text)) return std::string();
+            return "give a seed from 0 to 2^64 - 1, not " +
+                   (text.empty() ? std::string("an empty value") : text);
           },
           "SEED"));
   inputs->excludes(random);
   cmd->add_option("--save-outputs", o.saveDir,
                   "Write each output to DIR/<output name>.npy (named as for --inputs)");
 }
+
+namespace {
+
+/// Warns of --bind sizes the graph has no symbol for (a typo, most likely). Called once the
+/// inputs are ready, so that a command that fails on them prints its one error line alone.
+void warnUnusedBindings(const frontend::ParsedGraph& g, const ir::Binding& binding) {
+  std::set<std::string> used;
+  for (const auto& s : g.graph.symbols())
+    used.insert(s);
+  for (const ir::SymbolEquality& e : g.graph.symbolEqualities())
+    used.insert(e.symbol);
+  for (const auto& [s, v] : binding)
+    if (!used.count(s)) spdlog::warn("--bind {}={}: the graph has no symbol \"{}\"", s, v, s);
+}
+
+} // namespace
 
 GraphInputs prepareInputs(const frontend::ParsedGraph& g, const std::string& file,
                           const InputOptions& o) {
@@ -104,6 +137,7 @@ GraphInputs prepareInputs(const frontend::ParsedGraph& g, const std::string& fil
     r.inputs = readInputsDir(g.graph, o.inputsDir, &g.weights);
     r.binding = completeBinding(g, file, r.binding, &r.inputs);
     checkBoundSizes(g.graph, file, r.binding, o.bind, hostMemoryBytes());
+    warnUnusedBindings(g, r.binding);
     return r;
   }
   r.binding = completeBinding(g, file, r.binding, nullptr);
@@ -118,6 +152,7 @@ GraphInputs prepareInputs(const frontend::ParsedGraph& g, const std::string& fil
     auto w = g.weights.find(g.graph.node(g.graph.inputs()[i]).name);
     if (w != g.weights.end()) r.inputs[i] = w->second;
   }
+  warnUnusedBindings(g, r.binding);
   spdlog::info("random inputs, seed {}", o.seed);
   return r;
 }
@@ -263,24 +298,34 @@ std::map<std::string, SizeRange> parseBindRanges(const std::string& text) {
 }
 
 ir::Binding parseBindOption(const std::string& fullText) {
-  // Ranges (B=1..4096) are parseBindRanges'; the sizes are the other items.
+  // Ranges (B=1..4096) are parseBindRanges'; the sizes are the other items. The ranges are
+  // checked here too, so that every command that reads --bind reports a malformed range as
+  // such (not as a symbol left unbound).
+  parseBindRanges(fullText);
   std::vector<std::string> sizes;
   for (const std::string& item : bindItems(fullText))
     if (!isRangeItem(item)) sizes.push_back(item);
-  const std::string text = fmt::format("{}", fmt::join(sizes, ","));
+  return parseSizesOption("--bind", fmt::format("{}", fmt::join(sizes, ",")));
+}
+
+ir::Binding parseSizesOption(const std::string& flag, const std::string& text) {
   if (text.empty()) return {};
+  for (const std::string& item : bindItems(text))
+    if (isRangeItem(item))
+      throw InputError(fmt::format("{} {}: \"{}\" is a range; {} takes sizes, e.g. B=4096", flag,
+                                   text, item, flag));
   ir::Binding binding;
   try {
     binding = ir::parseBinding(text);
   } catch (const InputError& e) {
-    throw InputError(fmt::format("--bind: {}", e.what()));
+    throw InputError(fmt::format("{}: {}", flag, e.what()));
   }
   // parseBinding keeps the last of B=4,B=5; a symbol given twice is a typo either way.
   std::set<std::string> seen;
-  for (const std::string& item : sizes) {
+  for (const std::string& item : bindItems(text)) {
     std::string name = item.substr(0, item.find('='));
     if (!seen.insert(name).second)
-      throw InputError(fmt::format("--bind {}: \"{}\" is given more than once", text, name));
+      throw InputError(fmt::format("{} {}: \"{}\" is given more than once", flag, text, name));
   }
   return binding;
 }
@@ -319,13 +364,6 @@ ir::Binding completeBinding(const frontend::ParsedGraph& g, const std::string& f
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", file, e.what()));
   }
-  std::set<std::string> used;
-  for (const auto& s : g.graph.symbols())
-    used.insert(s);
-  for (const ir::SymbolEquality& e : g.graph.symbolEqualities())
-    used.insert(e.symbol);
-  for (const auto& [s, v] : binding)
-    if (!used.count(s)) spdlog::warn("--bind {}={}: the graph has no symbol \"{}\"", s, v, s);
   return binding;
 }
 
@@ -342,10 +380,18 @@ std::string valueFileName(const std::string& name) {
 
 std::vector<HostTensor> readInputsDir(const ir::Graph& g, const std::string& dir,
                                       const ir::Weights* weights) {
-  if (!std::filesystem::is_directory(dir))
+  namespace fs = std::filesystem;
+  std::error_code ec; // the non-throwing overloads: a symlink loop or an over-long name is
+                      // the user's path problem, reported as such
+  fs::file_status st = fs::status(dir, ec);
+  if (!fs::is_directory(st)) {
+    std::string why = !ec                                          ? "not a directory"
+                      : ec == std::errc::no_such_file_or_directory ? "no such directory"
+                                                                   : ec.message();
     throw InputError(fmt::format(
-        "--inputs {}: {}; it must be a directory holding one <input name>.npy per graph input",
-        dir, std::filesystem::exists(dir) ? "not a directory" : "no such directory"));
+        "--inputs {}: {}; it must be a directory holding one <input name>.npy per graph input", dir,
+        why));
+  }
   std::vector<HostTensor> out;
   for (ir::NodeId id : g.inputs()) {
     const ir::Node& n = g.node(id);
@@ -353,8 +399,12 @@ std::vector<HostTensor> readInputsDir(const ir::Graph& g, const std::string& dir
       out.push_back(weights->at(n.name));
       continue;
     }
-    std::filesystem::path p = std::filesystem::path(dir) / (valueFileName(n.name) + ".npy");
-    if (!std::filesystem::exists(p))
+    fs::path p = fs::path(dir) / (valueFileName(n.name) + ".npy");
+    fs::file_status file = fs::status(p, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      throw InputError(fmt::format("--inputs {}: cannot read {} for graph input \"{}\" ({}): {}",
+                                   dir, p.filename().string(), n.name, n.type.str(), ec.message()));
+    if (!fs::exists(file))
       throw InputError(fmt::format("--inputs {}: no {} for graph input \"{}\" ({})", dir,
                                    p.filename().string(), n.name, n.type.str()));
     out.push_back(frontend::readNpy(p.string(), n.type.dtype));
@@ -430,7 +480,13 @@ void addTf32Option(CLI::App* cmd, bool& tf32) {
 void addAmpOption(CLI::App* cmd, std::string& amp) {
   cmd->add_option("--amp", amp,
                   "Mixed precision: f16 or bf16 runs f32 arithmetic in that precision, "
-                  "reductions, exp/log and statistics in f32; inputs and outputs keep their dtypes");
+                  "reductions, exp/log and statistics in f32; inputs and outputs keep their dtypes")
+      ->check(CLI::Validator( // "" is ampOption's "off": given on the command line it is a slip
+          [](std::string& text) {
+            return text.empty() ? std::string("give f16 or bf16, not an empty value")
+                                : std::string();
+          },
+          "f16|bf16"));
 }
 
 std::optional<DType> ampOption(const std::string& text) {
@@ -460,6 +516,12 @@ PlanVersions plansFromOptions(const PlanOptions& o, const frontend::ParsedGraph&
   fusion::Policy policy = policyOption(o.policy);
   ir::Binding binding = parseBindOption(o.bind);
   checkBoundSizes(g.graph, o.file, binding, o.bind, 0);
+  // As eval and run: a binding must agree with the symbols the graph unified (S = B).
+  try {
+    ir::checkBinding(g.graph.symbolEqualities(), binding);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", o.file, e.what()));
+  }
   PlanVersions v;
   auto withTf32 = [&] { // as weft::compile applies --tf32
     if (o.tf32)

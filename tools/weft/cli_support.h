@@ -82,6 +82,9 @@ struct InputOptions {
   uint64_t seed = 0;
 };
 void addInputOptions(CLI::App* cmd, InputOptions& o);
+/// A whole number from 0 to 2^64 - 1 written in decimal digits only; nullopt for anything
+/// else ("", "-1", "1e3", a number past 2^64 - 1): what --seed and --sample-blocks take.
+std::optional<uint64_t> parseUint64(const std::string& text);
 
 /// A graph's inputs as the user asked for them: --inputs DIR (symbols bound from the .npy
 /// shapes where --bind leaves them open) or seeded random inputs under --bind. Checks the
@@ -109,8 +112,12 @@ uint64_t hostMemoryBytes();
 void withHostMemoryCheck(const std::string& file, const InputOptions& o,
                          const std::function<void()>& work);
 
-/// The sizes of --bind B=16,S=128 ("" for none); range items (B=1..4096) are skipped.
+/// The sizes of --bind B=16,S=128 ("" for none); range items (B=1..4096) are checked
+/// (parseBindRanges) and skipped. Every command reads --bind through this one parser.
 ir::Binding parseBindOption(const std::string& text);
+/// The sizes of a flag that takes sizes only (--max-bind B=4096, --bind's size items):
+/// InputError naming `flag` on a range, a malformed item or a symbol given twice.
+ir::Binding parseSizesOption(const std::string& flag, const std::string& text);
 /// The ranges of --bind B=1..4096,S=64..512 (CompileOptions::symbolRanges); sizes are skipped.
 /// A symbol may have both: B=1..4096,B=16 runs B = 16 with a program planned for 1..4096.
 std::map<std::string, SizeRange> parseBindRanges(const std::string& text);

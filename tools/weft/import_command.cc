@@ -23,6 +23,16 @@ struct ImportCommandOptions {
   bool print = false, embedWeights = false;
 };
 
+/// Whether two paths name one file (through "..", symlinks and hard links, existing or not).
+bool samePath(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (std::filesystem::equivalent(a, b, ec)) return true;
+  std::filesystem::path ca = std::filesystem::weakly_canonical(a, ec);
+  if (ec) return false;
+  std::filesystem::path cb = std::filesystem::weakly_canonical(b, ec);
+  return !ec && ca == cb;
+}
+
 void runImport(const ImportCommandOptions& o) {
   if (!o.output.empty()) checkOutputFile("-o", o.output);
   frontend::ParsedGraph g;
@@ -41,6 +51,15 @@ void runImport(const ImportCommandOptions& o) {
       o.weights.empty() ? std::filesystem::path(out).replace_extension(".safetensors")
                         : std::filesystem::path(o.weights);
   checkOutputFile("--weights", weights.string());
+  // One path for both: the graph's JSON would overwrite the weights just written.
+  for (const auto& [flag, other] : {std::pair<const char*, std::string>{"-o", o.output},
+                                    std::pair<const char*, std::string>{"the model", o.model}})
+    if (samePath(weights.string(), other))
+      throw InputError(
+          fmt::format("--weights {}: the same file as {} {}; give the weights a "
+                      "file of their own (default: {})",
+                      weights.string(), flag, other,
+                      std::filesystem::path(out).replace_extension(".safetensors").string()));
   std::filesystem::path folder = out.parent_path().empty() ? "." : out.parent_path();
   std::string relative =
       std::filesystem::absolute(weights).lexically_relative(std::filesystem::absolute(folder))

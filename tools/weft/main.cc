@@ -3,6 +3,7 @@
 // 1 for other failures. Nothing escapes as an uncaught exception.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fmt/format.h>
 
 #include "commands.h"
@@ -31,9 +32,8 @@ int main(int argc, char** argv) {
     } catch (const CLI::Success& e) {
       return app.exit(e); // --help, --version
     } catch (const CLI::ParseError& e) {
-      std::fprintf(stderr,
-                   "weft: error: %s\nRun 'weft --help' (or 'weft COMMAND --help') for usage.\n",
-                   e.what());
+      // One line, the hint folded in: an error is one line on stderr.
+      std::fprintf(stderr, "weft: error: %s (see weft --help or weft COMMAND --help)\n", e.what());
       return 2;
     }
     return 0;
@@ -41,6 +41,12 @@ int main(int argc, char** argv) {
     return e.code;
   } catch (const weft::InputError& e) {
     std::fprintf(stderr, "weft: error: %s\n", e.what());
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) { // a path the user gave: a symlink
+    // loop, a name too long, no permission (the commands report these themselves; this is the
+    // net under them)
+    std::fprintf(stderr, "weft: error: %s: %s\n", e.path1().string().c_str(),
+                 e.code().message().c_str());
     return 2;
   } catch (const weft::Error& e) {
     std::fprintf(stderr, "weft: error: %s\n", e.what());

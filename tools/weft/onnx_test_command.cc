@@ -4,6 +4,7 @@
 // stderr, then a table of the cases that did not pass and the counts (or JSON with --json).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fmt/format.h>
 #include <map>
 #include <memory>
@@ -53,7 +54,13 @@ void runOnnxTest(const OnnxTestOptions& o) {
   // A bad --expected file fails before the run, not after it.
   std::map<std::string, onnx::Expectation> expected;
   if (!o.expected.empty()) expected = onnx::readExpectations(o.expected);
-  std::vector<onnx::TestCase> cases = onnx::findTestCases(o.dirs);
+  std::vector<onnx::TestCase> cases;
+  try {
+    cases = onnx::findTestCases(o.dirs);
+  } catch (const std::filesystem::filesystem_error& e) { // a symlink loop, an over-long name
+    throw InputError(
+        fmt::format("{}: cannot read the folder: {}", e.path1().string(), e.code().message()));
+  }
   if (cases.empty())
     throw InputError(fmt::format("no ONNX test case (a folder with model.onnx) under {}",
                                  fmt::join(o.dirs, ", ")));

@@ -36,6 +36,7 @@ struct RunArgs {
   InputOptions in;
   bool check = false, counters = false, noLibdevice = false;
   int timeRuns = 0;
+  bool timeGiven = false; // --time N was on the command line (then N must be 1 or more)
   std::string sweep, maxBind;
   std::string amp;   // --amp f16|bf16 (passes/amp.h)
   bool tf32 = false; // --tf32 (CompileOptions::tf32)
@@ -51,11 +52,20 @@ std::pair<std::string, std::vector<int64_t>> parseSweep(const std::string& text)
   for (size_t start = eq + 1; start <= text.size();) {
     size_t comma = std::min(text.find(',', start), text.size());
     std::string v = text.substr(start, comma - start);
+    if (v.find("..") != std::string::npos)
+      throw InputError(fmt::format("--sweep {}: \"{}\" is a range; list the sizes to run, e.g. "
+                                   "B=1,7,64 (a range goes in --bind, B=1..4096)",
+                                   text, v));
+    ir::Binding one;
     try {
-      sizes.push_back(parseBindOption(text.substr(0, eq) + "=" + v).begin()->second);
+      one = ir::parseBinding(text.substr(0, eq) + "=" + v);
     } catch (const InputError&) {
       throw InputError(fmt::format("--sweep {}: \"{}\" is not a size (a positive integer)", text, v));
     }
+    if (one.size() != 1) // "B=1=2" and the like: never read an empty or odd map
+      throw InputError(
+          fmt::format("--sweep {}: \"{}\" is not a size (a positive integer)", text, v));
+    sizes.push_back(one.begin()->second);
     start = comma + 1;
   }
   return {text.substr(0, eq), sizes};
@@ -162,7 +172,7 @@ void printModeledTime(const std::vector<LaunchCounters>& counters, const bench::
 void runSweep(const RunArgs& a, const frontend::ParsedGraph& g, Executable& exe,
               const std::shared_ptr<CompiledGraph>& compiled) {
   auto [symbol, sizes] = parseSweep(a.sweep);
-  if (!a.maxBind.empty()) exe.setMaxBinding(parseBindOption(a.maxBind));
+  if (!a.maxBind.empty()) exe.setMaxBinding(parseSizesOption("--max-bind", a.maxBind));
   std::set<const void*> versions;
   bool allPassed = true;
   for (int64_t size : sizes) {
@@ -201,7 +211,7 @@ void runGraph(const RunArgs& a) {
   DeviceSpec profile = deviceSpecOption(a.deviceSpec);
   fusion::Policy policy = policyOption(a.policy);
   ShapeMode shapes = shapeModeOption(a.shapes);
-  if (a.timeRuns < 0)
+  if (a.timeRuns < 0 || (a.timeGiven && a.timeRuns == 0))
     throw InputError(
         fmt::format("--time {}: give the number of timed runs (1 or more)", a.timeRuns));
   if (!a.sweep.empty() && (a.timeRuns > 0 || a.counters || !a.in.inputsDir.empty() ||
@@ -221,7 +231,7 @@ void runGraph(const RunArgs& a) {
     const std::vector<std::string> symbols = g.graph.symbols();
     if (std::find(symbols.begin(), symbols.end(), symbol) == symbols.end())
       throw InputError(fmt::format("--sweep {}: the graph has no symbol \"{}\"", a.sweep, symbol));
-    if (!a.maxBind.empty()) parseBindOption(a.maxBind);
+    if (!a.maxBind.empty()) parseSizesOption("--max-bind", a.maxBind);
   }
 
   std::unique_ptr<Device> device = makeDevice(a.device, profile);
@@ -340,7 +350,10 @@ void addRunCommand(CLI::App& app) {
               "$XDG_CACHE_HOME/weft/cubins (or ~/.cache/weft/cubins) for the next run; "
               "WEFT_CUBIN_CACHE=DIR keeps them in DIR, WEFT_CUBIN_CACHE=off hands the PTX to "
               "the driver's JIT instead.");
-  cmd->callback([a] { withHostMemoryCheck(a->file, a->in, [&] { runGraph(*a); }); });
+  cmd->callback([a, cmd] {
+    a->timeGiven = cmd->count("--time") > 0;
+    withHostMemoryCheck(a->file, a->in, [&] { runGraph(*a); });
+  });
 }
 
 } // namespace weft::tools
