@@ -12,6 +12,7 @@
 
 #include "codegen/compile.h"
 #include "codegen/parallel_compile.h"
+#include "codegen/compile_stack.h"
 #include "fusion/gemm_planner.h"
 #include "fusion/plan.h"
 #include "fusion/plan_versions.h"
@@ -246,9 +247,12 @@ Program CompiledGraph::program(const Binding& binding) {
                     : relevant;
   std::lock_guard<std::mutex> lock(impl_->mutex);
   auto it = impl_->programs.find(key);
-  if (it == impl_->programs.end())
-    it = impl_->programs.emplace(key, compileVersions(irGraph(impl_->graph), key, impl_->options))
-             .first;
+  if (it == impl_->programs.end()) {
+    ProgramVersions versions;
+    codegen::runOnCompileStack(
+        [&] { versions = compileVersions(irGraph(impl_->graph), key, impl_->options); });
+    it = impl_->programs.emplace(key, std::move(versions)).first;
+  }
   return detail::Access::makeProgram(versionFor(it->second, relevant));
 }
 
@@ -314,9 +318,13 @@ Binding inferBinding(const ir::Graph& graph, const std::vector<HostTensor>& inpu
     const ir::Node& p = graph.node(graph.inputs()[i]);
     for (size_t d = 0; d < inputs[i].shape.size(); ++d) {
       int64_t want = p.type.shape[d].evaluate(b);
-      if (want != inputs[i].shape[d])
-        throw InputError(fmt::format("input \"{}\": dim {} is {} but {} is {} here", p.name, d,
-                                     inputs[i].shape[d], p.type.shape[d].str(), want));
+      if (want == inputs[i].shape[d]) continue;
+      if (p.type.shape[d].isStatic()) // as eval words it
+        throw InputError(fmt::format("input \"{}\": expected {}, got {}", p.name, p.type.str(),
+                                     inputs[i].typeStr()));
+      throw InputError(fmt::format("input \"{}\": dim {} is {} but the graph declares it {}, which "
+                                   "is {} here",
+                                   p.name, d, inputs[i].shape[d], p.type.shape[d].str(), want));
     }
     if (inputs[i].dtype != p.type.dtype)
       throw InputError(fmt::format("input \"{}\": expected dtype {}, got {}", p.name,
