@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 
 #include "frontend/onnx/load_graph.h"
@@ -112,8 +113,9 @@ TEST_CASE("inputs whose dims were exported under different names are unified whe
     CHECK(g.node(g.inputs()[1]).type.shape == ir::Shape{ir::Dim::symbol(b), 3});
     CHECK(g.node(g.inputs()[2]).type.shape == ir::Shape{3});
     CHECK(g.symbolEqualities().size() == (named ? 2u : 1u)); // width := 3 too
-    auto out = run(g, {tensor({2, 3}, {1, 2, 3, 4, 5, 6}), tensor({2, 3}, {1, 1, 1, 2, 2, 2}),
-                       tensor({3}, {1, 10, 100})},
+    auto out = run(g,
+                   {tensor({2, 3}, {1, 2, 3, 4, 5, 6}), tensor({2, 3}, {1, 1, 1, 2, 2, 2}),
+                    tensor({3}, {1, 10, 100})},
                    {{b, 2}});
     CHECK(valuesOf(out[0]) == std::vector<double>{2, 30, 400, 6, 70, 800});
   }
@@ -503,8 +505,9 @@ TEST_CASE("a tensor whose dims overflow int64 is an InputError before any alloca
   t.clear_dims(); // fits in int64, but holds 1 value where 2^40 are needed
   t.add_dims(int64_t(1) << 20);
   t.add_dims(int64_t(1) << 20);
-  CHECK_THROWS_WITH(parseTensorProto(t.SerializeAsString(), "t.pb"),
-                    Contains("holds 1 values but its shape [1048576, 1048576] needs 1099511627776"));
+  CHECK_THROWS_WITH(
+      parseTensorProto(t.SerializeAsString(), "t.pb"),
+      Contains("holds 1 values but its shape [1048576, 1048576] needs 1099511627776"));
 }
 
 TEST_CASE("a large ConstantOfShape is a splat constant, not a literal on the host", "[onnx]") {
@@ -516,11 +519,299 @@ TEST_CASE("a large ConstantOfShape is a splat constant, not a literal on the hos
 }
 
 TEST_CASE("an integer operand past int64 is an InputError, not an undefined conversion", "[onnx]") {
-  // Literals hold doubles: int64 max becomes 2^63, which no int64 holds (fuzz_onnx_importer).
+  // int64 literals are exact: INT64_MAX stays INT64_MAX (it once became 2^63 as a double).
+  // Reshape to it is an ordinary error naming the node.
   ModelBuilder m(14);
   m.input("x", kFloat, {"2"}).initializerInts("shape", {1}, {INT64_MAX});
   m.node("Reshape", {"x", "shape"}, {"y"}, {}, "r").output("y");
   CHECK_THROWS_WITH(importOnnxBytes(m.bytes(), "m.onnx"),
-                    Contains("m.onnx: node \"r\" (Reshape, opset 14): input 1 (shape): "
-                             "9.223372036854776e+18 is not an integer in the range of int64"));
+                    Contains("m.onnx: node \"r\" (Reshape, opset 14): cannot reshape [2] into "
+                             "[9223372036854775807]"));
+  // A UINT64 value past INT64_MAX has no i64 to go to.
+  ModelBuilder u(13);
+  u.input("x", kFloat, {"2"}).output("x");
+  auto* t = u.proto().mutable_graph()->add_initializer();
+  t->set_name("big");
+  t->set_data_type(::onnx::TensorProto::UINT64);
+  t->add_dims(1);
+  t->add_uint64_data(UINT64_MAX);
+  CHECK_THAT(errorOf(u.bytes()), Contains("m.onnx: initializer \"big\": tensor \"big\" holds the "
+                                          "UINT64 value 18446744073709551615, which is past"));
+}
+
+// ---------------------------------------------------------------- inputs read as given
+
+TEST_CASE("an opset version past 32 bits is not truncated", "[onnx]") {
+  for (int64_t version : {(int64_t(1) << 32) + 13, int64_t(1) << 40, int64_t(-1)}) {
+    ModelBuilder m(13);
+    m.input("x", kFloat, {"2"}).node("Relu", {"x"}, {"y"}).output("y");
+    m.proto().mutable_opset_import(0)->set_version(version);
+    INFO(version);
+    CHECK_THAT(errorOf(m.bytes()),
+               Contains(fmt::format("m.onnx: the model imports opset {} of the default domain; "
+                                    "weft supports opsets 1 to",
+                                    version)));
+  }
+}
+
+TEST_CASE("an attribute of the wrong type is an error naming node, attribute and both types",
+          "[onnx]") {
+  SECTION("Softmax axis given as FLOAT 1.5") {
+    ModelBuilder m(13);
+    m.input("x", kFloat, {"2", "4"})
+        .node("Softmax", {"x"}, {"y"}, {Attr::real("axis", 1.5f)}, "sm")
+        .output("y");
+    CHECK_THAT(errorOf(m.bytes()), Contains("m.onnx: node \"sm\" (Softmax, opset 13): attribute "
+                                            "\"axis\" must be INT, but it is FLOAT"));
+  }
+  SECTION("every reader checks: INTS, FLOAT, STRING, TENSOR") {
+    ModelBuilder perm(13), alpha(13), mode(13), value(13);
+    perm.input("x", kFloat, {"2", "4"})
+        .node("Transpose", {"x"}, {"y"}, {Attr::integer("perm", 1)})
+        .output("y");
+    CHECK_THAT(errorOf(perm.bytes()), Contains("attribute \"perm\" must be INTS, but it is INT"));
+    alpha.input("x", kFloat, {"2"})
+        .node("LeakyRelu", {"x"}, {"y"}, {Attr::integer("alpha", 1)})
+        .output("y");
+    CHECK_THAT(errorOf(alpha.bytes()),
+               Contains("attribute \"alpha\" must be FLOAT, but it is INT"));
+    mode.input("x", kFloat, {"2"}).initializerInts("p", {2}, {1, 1});
+    mode.node("Pad", {"x", "p"}, {"y"}, {Attr::integer("mode", 0)}).output("y");
+    CHECK_THAT(errorOf(mode.bytes()), Contains("attribute \"mode\" must be STRING, but it is INT"));
+    value.node("Constant", {}, {"y"}, {Attr::list("value", {1})}).output("y");
+    CHECK_THAT(errorOf(value.bytes()),
+               Contains("attribute \"value\" must be TENSOR, but it is INTS"));
+  }
+  SECTION("an attribute given twice") {
+    ModelBuilder m(13);
+    m.input("x", kFloat, {"2", "4"})
+        .node("Softmax", {"x"}, {"y"}, {Attr::integer("axis", 0), Attr::integer("axis", 1)})
+        .output("y");
+    CHECK_THAT(errorOf(m.bytes()), Contains("attribute \"axis\" is given twice"));
+  }
+  SECTION("an attribute without a type (IR version 1) is read by its field") {
+    ModelBuilder m(13);
+    m.input("x", kFloat, {"2", "4"})
+        .node("Softmax", {"x"}, {"y"}, {Attr::integer("axis", 0)})
+        .output("y");
+    m.proto().mutable_graph()->mutable_node(0)->mutable_attribute(0)->clear_type();
+    ir::Graph g = importOnnxBytes(m.bytes(), "m.onnx");
+    auto out = run(g, {tensor({2, 4}, {0, 0, 0, 0, 0, 0, 0, 0})});
+    CHECK(valuesOf(out[0]) == std::vector<double>(8, 0.5)); // over axis 0 of size 2
+    m.proto().mutable_graph()->mutable_node(0)->mutable_attribute(0)->clear_i();
+    CHECK_THAT(errorOf(m.bytes()),
+               Contains("attribute \"axis\" must be INT, but it is UNDEFINED with no such value"));
+  }
+}
+
+TEST_CASE("invalid models that were accepted are errors naming the node", "[onnx]") {
+  SECTION("Concat without its required axis") {
+    ModelBuilder m(13);
+    m.input("a", kFloat, {"2", "2"}).input("b", kFloat, {"2", "2"});
+    m.node("Concat", {"a", "b"}, {"y"}).output("y");
+    CHECK_THAT(errorOf(m.bytes()), Contains("m.onnx: node \"y\" (Concat, opset 13): the required "
+                                            "attribute \"axis\" (INT) is missing"));
+  }
+  SECTION("Cast without its required to, or a `to` past 32 bits") {
+    ModelBuilder m(13), wide(13);
+    m.input("x", kFloat, {"2"}).node("Cast", {"x"}, {"y"}).output("y");
+    CHECK_THAT(errorOf(m.bytes()), Contains("the required attribute \"to\" (INT) is missing"));
+    wide.input("x", kFloat, {"2"})
+        .node("Cast", {"x"}, {"y"}, {Attr::integer("to", (int64_t(1) << 32) + 1)})
+        .output("y");
+    CHECK_THAT(errorOf(wide.bytes()), Contains("attribute \"to\" is 4294967297, which is no ONNX"));
+  }
+  SECTION("every Reduce* with a repeated axis") {
+    for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+                           "ReduceL2", "ReduceLogSumExp"}) {
+      ModelBuilder attr(11), input(18);
+      attr.input("x", kFloat, {"2", "3"})
+          .node(op, {"x"}, {"y"}, {Attr::list("axes", {1, 1})})
+          .output("y");
+      input.input("x", kFloat, {"2", "3"}).initializerInts("axes", {2}, {-1, 1});
+      input.node(op, {"x", "axes"}, {"y"}).output("y");
+      INFO(op);
+      CHECK_THAT(
+          errorOf(attr.bytes()),
+          Contains(fmt::format("node \"y\" ({}, opset 11): axes [1, 1] repeat an axis", op)));
+      CHECK_THAT(
+          errorOf(input.bytes()),
+          Contains(fmt::format("node \"y\" ({}, opset 18): axes [-1, 1] repeat an axis", op)));
+    }
+  }
+  SECTION("Constant with two value attributes") {
+    ModelBuilder m(13);
+    m.node("Constant", {}, {"y"}, {Attr::real("value_float", 1), Attr::integer("value_int", 2)})
+        .output("y");
+    CHECK_THAT(errorOf(m.bytes()),
+               Contains("node \"y\" (Constant, opset 13): has 2 value attributes (value_float, "
+                        "value_int); a Constant takes exactly one"));
+  }
+  SECTION("Reshape with a float shape tensor") {
+    ModelBuilder m(14);
+    m.input("x", kFloat, {"2", "3"}).initializer("shape", {1}, {6});
+    m.node("Reshape", {"x", "shape"}, {"y"}).output("y");
+    CHECK_THAT(errorOf(m.bytes()), Contains("node \"y\" (Reshape, opset 14): input 1 (shape): it "
+                                            "holds f32 values, not integers"));
+  }
+  SECTION("two nodes with the same output name") {
+    ModelBuilder m(13);
+    m.input("x", kFloat, {"2"});
+    m.node("Relu", {"x"}, {"y"}, {}, "first").node("Neg", {"x"}, {"y"}, {}, "second").output("y");
+    CHECK_THAT(errorOf(m.bytes()), Contains("m.onnx: node \"second\" (Neg): output 0 \"y\" is "
+                                            "already defined"));
+    ModelBuilder shadow(13); // a node output named like a graph input
+    shadow.input("x", kFloat, {"2"}).node("Relu", {"x"}, {"x"}).output("x");
+    CHECK_THAT(errorOf(shadow.bytes()), Contains("output 0 \"x\" is already defined"));
+  }
+}
+
+// ---------------------------------------------------------------- int64 values stay exact
+
+TEST_CASE("Slice with ends = INT64_MAX (PyTorch's x[:, 1:]) imports", "[onnx]") {
+  auto x = tensor({2, 4}, {0, 1, 2, 3, 4, 5, 6, 7});
+  ModelBuilder m(13);
+  m.input("x", kFloat, {"2", "4"})
+      .initializerInts("st", {1}, {1})
+      .initializerInts("en", {1}, {INT64_MAX})
+      .initializerInts("ax", {1}, {1});
+  m.node("Slice", {"x", "st", "en", "ax"}, {"y"}).output("y");
+  auto out = run(importOnnxBytes(m.bytes(), "m.onnx"), {x});
+  CHECK(out[0].shape == std::vector<int64_t>{2, 3});
+  CHECK(valuesOf(out[0]) == std::vector<double>{1, 2, 3, 5, 6, 7});
+
+  SECTION("the bounds computed at import time (Constant, Concat) stay exact") {
+    ModelBuilder f(13);
+    f.input("x", kFloat, {"2", "4"}).initializerInts("e0", {1}, {INT64_MAX});
+    f.node("Constant", {}, {"e1"}, {Attr::list("value_ints", {INT64_MAX})});
+    f.node("Concat", {"e0", "e1"}, {"en"}, {Attr::integer("axis", 0)});
+    f.initializerInts("st", {2}, {1, 2}).initializerInts("ax", {2}, {0, 1});
+    f.node("Slice", {"x", "st", "en", "ax"}, {"y"}).output("y");
+    CHECK(valuesOf(run(importOnnxBytes(f.bytes(), "m.onnx"), {x})[0]) == std::vector<double>{6, 7});
+  }
+  SECTION("negative steps from INT64_MAX to INT64_MIN reverse the whole axis (ONNX clamping)") {
+    ModelBuilder r(13);
+    r.input("x", kFloat, {"2", "4"})
+        .initializerInts("st", {1}, {INT64_MAX})
+        .initializerInts("en", {1}, {INT64_MIN})
+        .initializerInts("ax", {1}, {1})
+        .initializerInts("sp", {1}, {-1});
+    r.node("Slice", {"x", "st", "en", "ax", "sp"}, {"y"}).output("y");
+    CHECK(valuesOf(run(importOnnxBytes(r.bytes(), "m.onnx"), {x})[0]) ==
+          std::vector<double>{3, 2, 1, 0, 7, 6, 5, 4});
+    // step INT64_MIN takes the start only; starts INT64_MIN with step 1 begin at 0
+    ModelBuilder s(13);
+    s.input("x", kFloat, {"2", "4"})
+        .initializerInts("st", {2}, {INT64_MIN, -1})
+        .initializerInts("en", {2}, {INT64_MAX, INT64_MIN})
+        .initializerInts("ax", {2}, {0, 1})
+        .initializerInts("sp", {2}, {1, INT64_MIN});
+    s.node("Slice", {"x", "st", "en", "ax", "sp"}, {"y"}).output("y");
+    CHECK(valuesOf(run(importOnnxBytes(s.bytes(), "m.onnx"), {x})[0]) == std::vector<double>{3, 7});
+    ModelBuilder empty(13); // an axis of size 0 reversed: nothing to take
+    empty.input("x", kFloat, {"0"})
+        .initializerInts("st", {1}, {INT64_MAX})
+        .initializerInts("en", {1}, {INT64_MIN})
+        .initializerInts("sp", {1}, {-1})
+        .initializerInts("ax", {1}, {0});
+    empty.node("Slice", {"x", "st", "en", "ax", "sp"}, {"y"}).output("y");
+    ir::Graph g = importOnnxBytes(empty.bytes(), "m.onnx");
+    CHECK(g.node(g.outputs()[0]).type.shape == ir::Shape{0});
+  }
+  SECTION("a negative step over a large axis is refused before building its indices") {
+    ModelBuilder big(13);
+    big.input("x", kFloat, {"100000000"})
+        .initializerInts("st", {1}, {-1})
+        .initializerInts("en", {1}, {INT64_MIN})
+        .initializerInts("ax", {1}, {0})
+        .initializerInts("sp", {1}, {-1});
+    big.node("Slice", {"x", "st", "en", "ax", "sp"}, {"y"}).output("y");
+    CHECK_THROWS_AS(importOnnxBytes(big.bytes(), "m.onnx"), UnsupportedError);
+  }
+}
+
+TEST_CASE("Pad with pads of INT64_MIN is an error at the Pad node, not at an internal op",
+          "[onnx]") {
+  ModelBuilder m(13);
+  m.input("x", kFloat, {"3"}).initializerInts("p", {2}, {INT64_MIN, 0});
+  m.node("Pad", {"x", "p"}, {"y"}).output("y");
+  std::string e = errorOf(m.bytes());
+  CHECK_THAT(e, Contains("m.onnx: node \"y\" (Pad, opset 13): pads [-9223372036854775808, 0] crop "
+                         "axis 0 of size 3 below zero elements"));
+  CHECK_THAT(e, !Contains("slice.1"));
+}
+
+// ---------------------------------------------------------------- names
+
+TEST_CASE("ONNX names like the IR's fresh names import as given", "[onnx]") {
+  ModelBuilder m(13);
+  m.input("x", kFloat, {"2", "4"}).node("Relu", {"x"}, {"constant.1"}, {}, "constant.1");
+  m.node("Softmax", {"constant.1"}, {"reduce.2"}).output("reduce.2").output("constant.1");
+  ir::Graph g = importOnnxBytes(m.bytes(), "m.onnx");
+  CHECK(g.node(g.outputs()[0]).name == "reduce.2");
+  CHECK(g.node(g.outputs()[1]).name == "constant.1");
+  auto out = run(g, {tensor({2, 4}, {-1, 1, -1, 1, 0, 0, 0, 0})});
+  CHECK(valuesOf(out[1]) == std::vector<double>{0, 1, 0, 1, 0, 0, 0, 0});
+  // folded on the host too: Relu of an initializer named like a fresh constant
+  ModelBuilder f(13);
+  f.initializer("c", {2}, {-1, 2}).node("Relu", {"c"}, {"constant.1"}).output("constant.1");
+  CHECK(valuesOf(run(importOnnxBytes(f.bytes(), "m.onnx"), {})[0]) == std::vector<double>{0, 2});
+}
+
+// ---------------------------------------------------------------- error locations
+
+TEST_CASE("errors the IR raises while lowering a node name the file and the node", "[onnx]") {
+  auto located = [](const std::string& e, const std::string& prefix) {
+    INFO(e);
+    CHECK(e.rfind(prefix, 0) == 0);
+    CHECK_THAT(e, !Contains("op \"") && !Contains("\n")); // one line, no internal op name
+  };
+  SECTION("Transpose perm [0, 0]") {
+    ModelBuilder m(13);
+    m.input("x", kFloat, {"2", "2"}).node("Transpose", {"x"}, {"y"}, {Attr::list("perm", {0, 0})});
+    m.output("y");
+    std::string e = errorOf(m.bytes());
+    located(e, "m.onnx: node \"y\" (Transpose, opset 13): ");
+    CHECK_THAT(e, Contains("perm [0, 0] is not a permutation of 0..1"));
+  }
+  SECTION("Concat rank mismatch") {
+    ModelBuilder m(13);
+    m.input("a", kFloat, {"2", "2"}).input("b", kFloat, {"2"});
+    m.node("Concat", {"a", "b"}, {"y"}, {Attr::integer("axis", 0)}).output("y");
+    located(errorOf(m.bytes()), "m.onnx: node \"y\" (Concat, opset 13): concatenate: ");
+  }
+  SECTION("MatMul and Gemm with mismatched K") {
+    ModelBuilder mm(13), gemm(13);
+    mm.input("a", kFloat, {"2", "3"}).input("b", kFloat, {"4", "2"});
+    mm.node("MatMul", {"a", "b"}, {"y"}, {}, "mm").output("y");
+    located(errorOf(mm.bytes()), "m.onnx: node \"mm\" (MatMul, opset 13): dot: ");
+    gemm.input("a", kFloat, {"2", "3"}).input("b", kFloat, {"4", "2"});
+    gemm.node("Gemm", {"a", "b"}, {"y"}).output("y");
+    located(errorOf(gemm.bytes()), "m.onnx: node \"y\" (Gemm, opset 13): dot: ");
+  }
+  SECTION("BatchNormalization with statistics of the wrong size") {
+    ModelBuilder m(13);
+    m.input("x", kFloat, {"2", "3", "4"});
+    m.initializer("s", {2}, {1, 1}).initializer("b", {2}, {0, 0});
+    m.initializer("mean", {2}, {0, 0}).initializer("var", {2}, {1, 1});
+    m.node("BatchNormalization", {"x", "s", "b", "mean", "var"}, {"y"}).output("y");
+    located(errorOf(m.bytes()), "m.onnx: node \"y\" (BatchNormalization, opset 13): ");
+  }
+  SECTION("a Reshape whose shape overflows int64") {
+    ModelBuilder m(14);
+    m.input("x", kFloat, {"2"}).initializerInts("s", {3}, {int64_t(1) << 32, int64_t(1) << 32, 2});
+    m.node("Reshape", {"x", "s"}, {"y"}).output("y");
+    located(errorOf(m.bytes()), "m.onnx: node \"y\" (Reshape, opset 14): ");
+  }
+  SECTION("a Pad whose result size overflows int64") {
+    ModelBuilder m(13);
+    m.input("x", kFloat, {"3000"}).initializerInts("p", {2}, {INT64_MAX - 1023, INT64_MAX - 1023});
+    m.node("Pad", {"x", "p"}, {"y"}).output("y");
+    located(errorOf(m.bytes()), "m.onnx: node \"y\" (Pad, opset 13): pad: ");
+  }
+  SECTION("an input whose dims overflow int64") {
+    ModelBuilder m(13);
+    m.input("x", kFloat, {"4294967296", "4294967296"}).node("Relu", {"x"}, {"y"}).output("y");
+    located(errorOf(m.bytes()), "m.onnx: graph input \"x\": ");
+  }
 }

@@ -1,6 +1,7 @@
 #include "frontend/onnx/importer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fmt/format.h>
 #include <fstream>
@@ -56,7 +57,8 @@ template <class T> T loadLE(const char* p) {
   return v;
 }
 
-double decodeRaw(int t, const char* p) {
+/// An element of a floating-point ONNX type.
+double decodeRawReal(int t, const char* p) {
   switch (t) {
   case TensorProto::FLOAT:
     return loadLE<float>(p);
@@ -66,6 +68,15 @@ double decodeRaw(int t, const char* p) {
     return halfToFloat(loadLE<uint16_t>(p));
   case TensorProto::BFLOAT16:
     return bfloat16ToFloat(loadLE<uint16_t>(p));
+  default:
+    return 0;
+  }
+}
+
+/// An element of an integer or bool ONNX type, exactly (UINT64 as its bits: the caller checks
+/// that it fits int64).
+int64_t decodeRawInt(int t, const char* p) {
+  switch (t) {
   case TensorProto::UINT8:
     return loadLE<uint8_t>(p);
   case TensorProto::INT8:
@@ -79,11 +90,10 @@ double decodeRaw(int t, const char* p) {
   case TensorProto::UINT32:
     return loadLE<uint32_t>(p);
   case TensorProto::INT64:
-    return static_cast<double>(loadLE<int64_t>(p));
   case TensorProto::UINT64:
-    return static_cast<double>(loadLE<uint64_t>(p));
+    return loadLE<int64_t>(p);
   case TensorProto::BOOL:
-    return loadLE<uint8_t>(p) ? 1.0 : 0.0;
+    return loadLE<uint8_t>(p) ? 1 : 0;
   default:
     return 0;
   }
@@ -102,6 +112,36 @@ std::string symbolName(const std::string& text) {
 
 // ---------------------------------------------------------------- literals and dtypes
 
+Literal Literal::ofInts(ir::DType dtype, std::vector<int64_t> shape, std::vector<int64_t> values) {
+  Literal lit{dtype, std::move(shape), {}, {}};
+  if (lit.integral())
+    lit.exact = std::move(values);
+  else
+    lit.reals.assign(values.begin(), values.end());
+  return lit;
+}
+
+Literal Literal::ofReals(ir::DType dtype, std::vector<int64_t> shape, std::vector<double> values) {
+  Literal lit{dtype, std::move(shape), {}, {}};
+  if (!lit.integral()) {
+    lit.reals = std::move(values);
+    return lit;
+  }
+  lit.exact.reserve(values.size());
+  for (double v : values) {
+    // A double past int64 (or NaN) has no integer value: converting it is undefined.
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0) || v != std::trunc(v))
+      throw InputError(fmt::format("{} is not an integer in the range of int64", v));
+    lit.exact.push_back(static_cast<int64_t>(v));
+  }
+  return lit;
+}
+
+std::vector<double> Literal::doubles() const {
+  if (!integral()) return reals;
+  return std::vector<double>(exact.begin(), exact.end());
+}
+
 int64_t Literal::numElements() const {
   int64_t n = 1;
   for (int64_t d : shape)
@@ -114,15 +154,10 @@ ir::TensorType Literal::type() const {
 }
 
 std::vector<int64_t> Literal::ints() const {
-  std::vector<int64_t> out;
-  out.reserve(values.size());
-  for (double v : values) {
-    // A double past int64 (or NaN) has no integer value: converting it is undefined.
-    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
-      throw InputError(fmt::format("{} is not an integer in the range of int64", v));
-    out.push_back(static_cast<int64_t>(v));
-  }
-  return out;
+  if (!ir::isInteger(dtype))
+    throw InputError(fmt::format("it holds {} values, not integers (ONNX wants int64 here)",
+                                 ir::dtypeName(dtype)));
+  return exact;
 }
 
 std::optional<ir::DType> irDTypeOf(int t) {
@@ -185,81 +220,113 @@ Literal literalFromTensorProto(const TensorProto& t, const std::string& where) {
   try {
     n = ir::checkedProduct(lit.shape);
   } catch (const InputError& e) {
-    failAt(where, fmt::format("tensor \"{}\" of shape [{}]: {}", t.name(), fmt::join(lit.shape, ", "),
-                              e.what()));
+    failAt(where, fmt::format("tensor \"{}\" of shape [{}]: {}", t.name(),
+                              fmt::join(lit.shape, ", "), e.what()));
   }
   // The data checks below come before any allocation: n is bounded by the bytes present.
   int dt = t.data_type();
+  bool real = ir::isFloat(*dtype);
+  // UINT64 values past INT64_MAX have no i64 (weft's widest integer) to go to.
+  auto checkUint64 = [&]() {
+    if (dt != TensorProto::UINT64) return;
+    for (int64_t v : lit.exact)
+      if (v < 0)
+        failAt(where, fmt::format("tensor \"{}\" holds the UINT64 value {}, which is past the "
+                                  "range of i64 (weft's widest integer)",
+                                  t.name(), static_cast<uint64_t>(v)));
+  };
   if (t.has_raw_data()) {
     size_t eb = rawElementBytes(dt);
     const std::string& raw = t.raw_data();
     uint64_t need = 0;
     if (__builtin_mul_overflow(static_cast<uint64_t>(n), static_cast<uint64_t>(eb), &need) ||
         raw.size() != need)
-      failAt(where, fmt::format("tensor \"{}\" has {} bytes of raw data but {} elements of {} need {}",
-                                t.name(), raw.size(), n, onnxTypeName(dt),
-                                eb == 0 ? std::string("a known element size")
-                                : need / eb == static_cast<uint64_t>(n) ? std::to_string(need)
-                                                                          : "more than 2^64"));
-    lit.values.reserve(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i)
-      lit.values.push_back(decodeRaw(dt, raw.data() + static_cast<size_t>(i) * eb));
+      failAt(where,
+             fmt::format("tensor \"{}\" has {} bytes of raw data but {} elements of {} need {}",
+                         t.name(), raw.size(), n, onnxTypeName(dt),
+                         eb == 0 ? std::string("a known element size")
+                         : need / eb == static_cast<uint64_t>(n) ? std::to_string(need)
+                                                                 : "more than 2^64"));
+    if (real)
+      lit.reals.reserve(static_cast<size_t>(n));
+    else
+      lit.exact.reserve(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const char* p = raw.data() + static_cast<size_t>(i) * eb;
+      if (real)
+        lit.reals.push_back(decodeRawReal(dt, p));
+      else
+        lit.exact.push_back(decodeRawInt(dt, p));
+    }
+    checkUint64();
     return lit;
   }
-  auto take = [&](auto&& field, auto&& convert) {
+  auto take = [&](auto&& field, auto& out, auto&& convert) {
     if (field.size() != n)
       failAt(where, fmt::format("tensor \"{}\" holds {} values but its shape [{}] needs {}",
                                 t.name(), field.size(), fmt::join(lit.shape, ", "), n));
-    lit.values.reserve(static_cast<size_t>(n));
+    out.reserve(static_cast<size_t>(n));
     for (const auto& v : field)
-      lit.values.push_back(convert(v));
+      out.push_back(convert(v));
   };
-  auto asIs = [](auto v) { return static_cast<double>(v); };
+  auto real64 = [](auto v) { return static_cast<double>(v); };
+  auto int64 = [](auto v) { return static_cast<int64_t>(v); };
   switch (dt) {
   case TensorProto::FLOAT:
-    take(t.float_data(), asIs);
+    take(t.float_data(), lit.reals, real64);
     break;
   case TensorProto::DOUBLE:
-    take(t.double_data(), asIs);
+    take(t.double_data(), lit.reals, real64);
     break;
   case TensorProto::INT64:
-    take(t.int64_data(), asIs);
+    take(t.int64_data(), lit.exact, int64);
     break;
   case TensorProto::UINT32:
   case TensorProto::UINT64:
-    take(t.uint64_data(), asIs);
+    take(t.uint64_data(), lit.exact, int64);
     break;
   case TensorProto::FLOAT16:
-    take(t.int32_data(),
+    take(t.int32_data(), lit.reals,
          [](int32_t v) { return static_cast<double>(halfToFloat(static_cast<uint16_t>(v))); });
     break;
   case TensorProto::BFLOAT16:
-    take(t.int32_data(),
+    take(t.int32_data(), lit.reals,
          [](int32_t v) { return static_cast<double>(bfloat16ToFloat(static_cast<uint16_t>(v))); });
     break;
   case TensorProto::BOOL:
-    take(t.int32_data(), [](int32_t v) { return v ? 1.0 : 0.0; });
+    take(t.int32_data(), lit.exact, [](int32_t v) -> int64_t { return v ? 1 : 0; });
     break;
   default:
-    take(t.int32_data(), asIs);
+    take(t.int32_data(), lit.exact, int64);
     break; // INT32, INT16, INT8, UINT16, UINT8
   }
+  checkUint64();
   return lit;
 }
 
 HostTensor toHostTensor(const Literal& lit) {
   HostTensor h(lit.dtype, lit.shape);
-  for (size_t i = 0; i < lit.values.size(); ++i)
-    h.set(static_cast<int64_t>(i), lit.values[i]);
+  for (size_t i = 0; i < lit.size(); ++i) {
+    if (lit.integral())
+      h.setInt(static_cast<int64_t>(i), lit.exact[i]);
+    else
+      h.set(static_cast<int64_t>(i), lit.reals[i]);
+  }
   return h;
 }
 
 Literal toLiteral(const HostTensor& h) {
-  Literal lit{h.dtype, h.shape, {}};
+  Literal lit{h.dtype, h.shape, {}, {}};
   int64_t n = h.numElements();
-  lit.values.reserve(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i)
-    lit.values.push_back(h.get(i));
+  if (lit.integral()) {
+    lit.exact.reserve(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      lit.exact.push_back(h.getInt(i));
+  } else {
+    lit.reals.reserve(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      lit.reals.push_back(h.get(i));
+  }
   return lit;
 }
 
@@ -348,9 +415,9 @@ std::vector<int64_t> NodeContext::constInts(size_t i, const std::string& what) c
 
 double NodeContext::constScalar(size_t i, const std::string& what) const {
   const Literal& lit = requireLiteral(i, what);
-  if (lit.values.size() != 1)
-    fail(fmt::format("input {} ({}) must hold one value, it holds {}", i, what, lit.values.size()));
-  return lit.values[0];
+  if (lit.size() != 1)
+    fail(fmt::format("input {} ({}) must hold one value, it holds {}", i, what, lit.size()));
+  return lit.value(0);
 }
 
 ir::TensorType NodeContext::type(size_t i) const {
@@ -360,46 +427,104 @@ ir::TensorType NodeContext::type(size_t i) const {
   return v->literal->type();
 }
 
-const ::onnx::AttributeProto* findAttr(const ::onnx::NodeProto& n, const std::string& name) {
-  for (const auto& a : n.attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
+namespace {
+
+using ::onnx::AttributeProto;
+
+std::string attrTypeName(int t) {
+  if (AttributeProto::AttributeType_IsValid(t))
+    return AttributeProto::AttributeType_Name(static_cast<AttributeProto::AttributeType>(t));
+  return fmt::format("type {}", t);
 }
 
+/// Whether `a` holds a value of `type`: its declared type, or for an attribute that declares
+/// none (UNDEFINED, written by IR versions before 2) the field of that type being set.
+bool holds(const AttributeProto& a, AttributeProto::AttributeType type) {
+  if (a.type() != AttributeProto::UNDEFINED) return a.type() == type;
+  switch (type) {
+  case AttributeProto::INT:
+    return a.has_i();
+  case AttributeProto::FLOAT:
+    return a.has_f();
+  case AttributeProto::STRING:
+    return a.has_s();
+  case AttributeProto::TENSOR:
+    return a.has_t();
+  case AttributeProto::INTS:
+    return a.ints_size() > 0;
+  case AttributeProto::FLOATS:
+    return a.floats_size() > 0;
+  default:
+    return false;
+  }
+}
+
+} // namespace
+
 bool NodeContext::hasAttr(const std::string& name) const {
-  return findAttr(node, name) != nullptr;
+  for (const auto& a : node.attribute())
+    if (a.name() == name) return true;
+  return false;
+}
+
+/// The attribute `name` of this node, checked to hold `type`; nullptr when absent.
+const AttributeProto* NodeContext::attr(const std::string& name, int type) const {
+  const AttributeProto* found = nullptr;
+  for (const auto& a : node.attribute()) {
+    if (a.name() != name) continue;
+    if (found) fail(fmt::format("attribute \"{}\" is given twice", name));
+    found = &a;
+  }
+  if (found && !holds(*found, static_cast<AttributeProto::AttributeType>(type)))
+    fail(fmt::format("attribute \"{}\" must be {}, but it is {}", name, attrTypeName(type),
+                     found->type() == AttributeProto::UNDEFINED
+                         ? std::string("UNDEFINED with no such value")
+                         : attrTypeName(found->type())));
+  return found;
 }
 
 int64_t NodeContext::attrInt(const std::string& name, int64_t dflt) const {
-  const auto* a = findAttr(node, name);
+  const auto* a = attr(name, AttributeProto::INT);
   return a ? a->i() : dflt;
 }
 
+int64_t NodeContext::requireAttrInt(const std::string& name) const {
+  const auto* a = attr(name, AttributeProto::INT);
+  if (!a) fail(fmt::format("the required attribute \"{}\" (INT) is missing", name));
+  return a->i();
+}
+
 float NodeContext::attrFloat(const std::string& name, float dflt) const {
-  const auto* a = findAttr(node, name);
+  const auto* a = attr(name, AttributeProto::FLOAT);
   return a ? a->f() : dflt;
 }
 
 std::string NodeContext::attrString(const std::string& name, const std::string& dflt) const {
-  const auto* a = findAttr(node, name);
+  const auto* a = attr(name, AttributeProto::STRING);
   return a ? a->s() : dflt;
 }
 
 std::optional<std::vector<int64_t>> NodeContext::attrInts(const std::string& name) const {
-  const auto* a = findAttr(node, name);
+  const auto* a = attr(name, AttributeProto::INTS);
   if (!a) return std::nullopt;
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
 }
 
+std::vector<int64_t> NodeContext::requireAttrInts(const std::string& name) const {
+  auto v = attrInts(name);
+  if (!v) fail(fmt::format("the required attribute \"{}\" (INTS) is missing", name));
+  return *v;
+}
+
 std::optional<std::vector<float>> NodeContext::attrFloats(const std::string& name) const {
-  const auto* a = findAttr(node, name);
+  const auto* a = attr(name, AttributeProto::FLOATS);
   if (!a) return std::nullopt;
   return std::vector<float>(a->floats().begin(), a->floats().end());
 }
 
 const TensorProto* NodeContext::attrTensor(const std::string& name) const {
-  const auto* a = findAttr(node, name);
-  return a && a->has_t() ? &a->t() : nullptr;
+  const auto* a = attr(name, AttributeProto::TENSOR);
+  return a ? &a->t() : nullptr;
 }
 
 std::string NodeContext::name(size_t i) const {
@@ -441,7 +566,7 @@ ir::NodeId NodeContext::constant(const Literal& lit, const std::string& nm) {
   for (int k = 1; !n.empty() && g.find(n); ++k)
     n = fmt::format("{}.{}", nm, k);
   ir::Shape shape(lit.shape.begin(), lit.shape.end());
-  std::vector<double> values = lit.values;
+  std::vector<double> values = lit.doubles();
   bool uniform = !values.empty() && std::all_of(values.begin(), values.end(), [&](double v) {
     return std::memcmp(&v, &values[0], sizeof(double)) == 0;
   });
@@ -504,22 +629,85 @@ struct ModelImporter {
   int opset = 0;
   ir::Graph g;
   std::map<std::string, Value> values;
+  /// Fresh-name counters past every name of the model that looks like an IR fresh name
+  /// ("constant.1"), so that no intermediate takes a name the model uses (freshNameCounters).
+  std::vector<int> nameCounters;
 
   static constexpr int64_t kFoldLimit = int64_t(1) << 20; // elements folded on the host at most
 
   void importModel(const ::onnx::ModelProto& m);
-  int defaultOpset(const ::onnx::ModelProto& m) const;
+  /// The default domain's opset version; nullopt when the model imports none.
+  std::optional<int64_t> defaultOpset(const ::onnx::ModelProto& m) const;
   ImportOptions options;
   void addInput(const ::onnx::ValueInfoProto& vi);
-  void checkOperators(const ::onnx::GraphProto& graph) const;
+  void checkOperators(const ::onnx::GraphProto& graph, int64_t version) const;
   void importNode(const ::onnx::NodeProto& n);
   bool foldNode(const ::onnx::NodeProto& n, std::vector<Value*>& inputs);
+  /// Runs the node's lowering; an InputError the IR raises (a bad permutation, a size
+  /// overflow...) gets the node's location, the prefix of every error (docs/onnx.md).
+  void lower(NodeContext& ctx) const;
 };
 
-int ModelImporter::defaultOpset(const ::onnx::ModelProto& m) const {
+/// An IR error's message without its "op \"name\" (kind): " prefix (ir::describe), whose name
+/// is internal: "kind: what" (the IR op the node lowers to), or "what" without `keepKind`.
+std::string irMessage(const std::string& message, bool keepKind = true) {
+  if (message.rfind("op \"", 0) != 0) return message;
+  size_t close = message.find("\" (", 4);
+  if (close == std::string::npos) return message;
+  size_t kindEnd = message.find("): ", close + 3);
+  if (kindEnd == std::string::npos) return message;
+  std::string what = message.substr(kindEnd + 3);
+  if (!keepKind) return what;
+  return fmt::format("{}: {}", message.substr(close + 3, kindEnd - (close + 3)), what);
+}
+
+void ModelImporter::lower(NodeContext& ctx) const {
+  std::string where = ctx.where();
+  try {
+    operatorTable().at(ctx.node.op_type())(ctx);
+  } catch (const InputError& e) {
+    std::string what = e.what();
+    if (what.rfind(where + ": ", 0) == 0) throw; // located already (UnsupportedError included)
+    throw InputError(fmt::format("{}: {}", where, irMessage(what)));
+  }
+}
+
+/// For each op kind, the highest n of a model name "<kind>.<n>" (the IR's fresh names), so
+/// that fresh names start past them. Names whose n does not fit an int are never reached.
+std::vector<int> freshNameCounters(const ::onnx::GraphProto& graph) {
+  std::map<std::string, int> kinds;
+  for (int k = 0; k < ir::kNumOpKinds; ++k)
+    kinds[std::string(ir::opName(static_cast<ir::OpKind>(k)))] = k;
+  std::vector<int> counters(ir::kNumOpKinds, 0);
+  auto see = [&](const std::string& name) {
+    size_t dot = name.rfind('.');
+    if (dot == std::string::npos || dot + 1 >= name.size() || name.size() - dot > 10) return;
+    auto kind = kinds.find(name.substr(0, dot));
+    if (kind == kinds.end()) return;
+    int n = 0;
+    for (size_t i = dot + 1; i < name.size(); ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(name[i]))) return;
+      n = n * 10 + (name[i] - '0'); // at most 9 digits: no overflow
+    }
+    counters[static_cast<size_t>(kind->second)] =
+        std::max(counters[static_cast<size_t>(kind->second)], n);
+  };
+  for (const auto& vi : graph.input())
+    see(vi.name());
+  for (const auto& t : graph.initializer())
+    see(t.name());
+  for (const auto& n : graph.node())
+    for (const auto& o : n.output())
+      see(o);
+  for (const auto& vi : graph.output())
+    see(vi.name());
+  return counters;
+}
+
+std::optional<int64_t> ModelImporter::defaultOpset(const ::onnx::ModelProto& m) const {
   for (const auto& o : m.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
-  return 0;
+    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
+  return std::nullopt;
 }
 
 void ModelImporter::addInput(const ::onnx::ValueInfoProto& vi) {
@@ -558,12 +746,16 @@ void ModelImporter::addInput(const ::onnx::ValueInfoProto& vi) {
       failAt(where, fmt::format("the frozen value {} does not match the input's type {}",
                                 frozen->second.typeStr(), ir::TensorType{*dtype, shape}.str()));
   } else {
-    v.node = g.parameter(vi.name(), {*dtype, shape});
+    try {
+      v.node = g.parameter(vi.name(), {*dtype, shape});
+    } catch (const InputError& e) { // e.g. dims whose product overflows int64
+      failAt(where, irMessage(e.what(), /*keepKind=*/false));
+    }
   }
   values[vi.name()] = std::move(v);
 }
 
-void ModelImporter::checkOperators(const ::onnx::GraphProto& graph) const {
+void ModelImporter::checkOperators(const ::onnx::GraphProto& graph, int64_t version) const {
   std::vector<std::string> problems;
   std::set<std::string> seen;
   for (const auto& n : graph.node()) {
@@ -574,8 +766,8 @@ void ModelImporter::checkOperators(const ::onnx::GraphProto& graph) const {
     std::string name =
         n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name();
     if (defaultDomain)
-      problems.push_back(
-          fmt::format("unsupported operator {} (node \"{}\", opset {})", n.op_type(), name, opset));
+      problems.push_back(fmt::format("unsupported operator {} (node \"{}\", opset {})", n.op_type(),
+                                     name, version));
     else
       problems.push_back(fmt::format(
           "unsupported operator {}.{} (node \"{}\"; only the default ONNX domain is supported)",
@@ -601,22 +793,39 @@ bool ModelImporter::foldNode(const ::onnx::NodeProto& n, std::vector<Value*>& in
     elements += v->literal->numElements();
   }
   if (elements > kFoldLimit) return false;
-  // Lower the node into a scratch graph whose inputs are constants, then run the reference
-  // interpreter on it: one lowering per operator serves both folding and import.
+  // Lower the node into a scratch graph, then run the reference interpreter on it: one
+  // lowering per operator serves both folding and import. The known inputs are parameters
+  // of the scratch graph fed their exact values (an IR constant holds doubles, which round
+  // int64 past 2^53), and keep their literals for the operands the lowering reads.
   ir::Graph scratch;
+  scratch.restoreBuildState({}, nameCounters);
   std::vector<Value> copies;
   copies.reserve(inputs.size());
   std::vector<Value*> scratchInputs;
+  std::vector<HostTensor> fed;
+  std::map<const Value*, Value*> copyOf; // one parameter for a value used twice
   for (Value* v : inputs) {
     if (!v) {
       scratchInputs.push_back(nullptr);
       continue;
     }
-    copies.push_back(Value{v->name, -1, v->literal, v->graphInput});
+    if (auto it = copyOf.find(v); it != copyOf.end()) {
+      scratchInputs.push_back(it->second);
+      continue;
+    }
+    ir::NodeId p = -1;
+    try {
+      p = scratch.parameter(fmt::format("folded_input_{}", fed.size()), v->literal->type());
+    } catch (const InputError&) {
+      return false; // not a type the IR takes as a parameter: import the node instead
+    }
+    fed.push_back(toHostTensor(*v->literal));
+    copies.push_back(Value{v->name, p, v->literal, v->graphInput});
     scratchInputs.push_back(&copies.back());
+    copyOf[v] = &copies.back();
   }
   NodeContext ctx(scratch, n, opset, source, scratchInputs);
-  operatorTable().at(n.op_type())(ctx);
+  lower(ctx);
   std::vector<ir::NodeId> computed;
   for (const Value& out : ctx.outputs())
     if (!out.literal && out.node >= 0) computed.push_back(out.node);
@@ -633,7 +842,11 @@ bool ModelImporter::foldNode(const ::onnx::NodeProto& n, std::vector<Value*>& in
       if (n > kFoldLimit) return false;
     }
     scratch.setOutputs(computed);
-    results = ir::interpret(scratch, {});
+    try {
+      results = ir::interpret(scratch, fed);
+    } catch (const InputError& e) {
+      failAt(ctx.where(), irMessage(e.what()));
+    }
   }
   size_t k = 0;
   for (const Value& out : ctx.outputs()) {
@@ -649,6 +862,8 @@ bool ModelImporter::foldNode(const ::onnx::NodeProto& n, std::vector<Value*>& in
 }
 
 void ModelImporter::importNode(const ::onnx::NodeProto& n) {
+  std::string node =
+      n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name();
   std::vector<Value*> inputs;
   for (int i = 0; i < n.input_size(); ++i) {
     const std::string& name = n.input(i);
@@ -658,8 +873,6 @@ void ModelImporter::importNode(const ::onnx::NodeProto& n) {
     }
     auto it = values.find(name);
     if (it == values.end()) {
-      std::string node =
-          n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name();
       failAt(
           source,
           fmt::format("node \"{}\" ({}): input {} \"{}\" is not an initializer, a graph input or "
@@ -669,9 +882,23 @@ void ModelImporter::importNode(const ::onnx::NodeProto& n) {
     }
     inputs.push_back(&it->second);
   }
+  // ONNX graphs are in SSA form: each value name is assigned once.
+  for (int i = 0; i < n.output_size(); ++i) {
+    const std::string& name = n.output(i);
+    if (name.empty()) continue;
+    bool twice = values.count(name) > 0;
+    for (int j = 0; j < i && !twice; ++j)
+      twice = n.output(j) == name;
+    if (twice)
+      failAt(source,
+             fmt::format("node \"{}\" ({}): output {} \"{}\" is already defined (by a graph "
+                         "input, an initializer or another output); ONNX assigns each "
+                         "value once",
+                         node, n.op_type(), i, name));
+  }
   if (foldNode(n, inputs)) return;
   NodeContext ctx(g, n, opset, source, inputs);
-  operatorTable().at(n.op_type())(ctx);
+  lower(ctx);
   for (const Value& out : ctx.outputs()) {
     if (out.name.empty() || (out.node < 0 && !out.literal)) continue;
     values[out.name] = out;
@@ -681,27 +908,37 @@ void ModelImporter::importNode(const ::onnx::NodeProto& n) {
 void ModelImporter::importModel(const ::onnx::ModelProto& m) {
   if (!m.has_graph() || m.ir_version() <= 0)
     failAt(source, "not an ONNX model (no ir_version or no graph in the protobuf)");
-  opset = defaultOpset(m);
-  checkOperators(m.graph()); // operators of other domains are reported even without a default opset
-  if (opset == 0)
+  std::optional<int64_t> version = defaultOpset(m);
+  // The range check comes before the version is narrowed to an int (2^32 + 13 is not 13).
+  if (version && *version >= kMinOpset && *version <= kMaxOpset) opset = static_cast<int>(*version);
+  // Operators of other domains are reported even without a default opset.
+  checkOperators(m.graph(), version.value_or(0));
+  if (!version)
     failAt(source, "the model imports no opset of the default ONNX domain (opset_import has no "
                    "entry for \"\" or "
                    "\"ai.onnx\")");
-  if (opset < kMinOpset || opset > kMaxOpset)
+  if (*version < kMinOpset || *version > kMaxOpset)
     failAt(source,
            fmt::format(
                "the model imports opset {} of the default domain; weft supports opsets {} to {}",
-               opset, kMinOpset, kMaxOpset));
+               *version, kMinOpset, kMaxOpset));
   const auto& graph = m.graph();
+  nameCounters = freshNameCounters(graph);
+  g.restoreBuildState({}, nameCounters);
   for (const auto& init : graph.initializer()) {
+    std::string where = fmt::format("{}: initializer \"{}\"", source, init.name());
+    if (values.count(init.name())) failAt(where, "the name is used by another initializer");
     Value v;
     v.name = init.name();
-    v.literal =
-        literalFromTensorProto(init, fmt::format("{}: initializer \"{}\"", source, init.name()));
+    v.literal = literalFromTensorProto(init, where);
     values[init.name()] = std::move(v);
   }
-  for (const auto& vi : graph.input())
+  std::set<std::string> inputNames;
+  for (const auto& vi : graph.input()) {
+    if (!inputNames.insert(vi.name()).second)
+      failAt(source, fmt::format("graph input \"{}\" is listed twice", vi.name()));
     if (!values.count(vi.name())) addInput(vi);
+  }
   for (const auto& n : graph.node())
     importNode(n);
   if (graph.output_size() == 0) failAt(source, "the graph has no outputs");
@@ -719,8 +956,13 @@ void ModelImporter::importModel(const ::onnx::ModelProto& m) {
         n = fmt::format("{}.{}", o.name(), k);
       ir::Shape shape(v.literal->shape.begin(), v.literal->shape.end());
       std::vector<double> vals =
-          v.literal->values.empty() ? std::vector<double>{0.0} : v.literal->values;
-      v.node = g.constant(v.literal->dtype, shape, std::move(vals), n);
+          v.literal->size() == 0 ? std::vector<double>{0.0} : v.literal->doubles();
+      try {
+        v.node = g.constant(v.literal->dtype, shape, std::move(vals), n);
+      } catch (const InputError& e) { // e.g. an i64 value past 2^63 after rounding to double
+        failAt(source, fmt::format("graph output \"{}\": {}", o.name(),
+                                   irMessage(e.what(), /*keepKind=*/false)));
+      }
     }
     outputs.push_back(v.node);
   }

@@ -16,18 +16,36 @@
 namespace weft::onnx {
 
 /// A tensor whose elements are known at import time (initializers, Constant, folded shape
-/// computations). Values are doubles, as in ir::ConstantAttrs.
+/// computations). Integer and bool elements are kept exactly as int64 (`exact`): a double
+/// rounds int64 values past 2^53, and INT64_MAX (PyTorch's "to the end" in Slice) would become
+/// 2^63. Float elements are doubles (`reals`), as in ir::ConstantAttrs. One of the two vectors
+/// holds numElements(shape) values, row-major; the other is empty.
 struct Literal {
   ir::DType dtype = ir::DType::f32;
   std::vector<int64_t> shape;
-  std::vector<double> values; // numElements(shape) of them, row-major
+  std::vector<double> reals;  // float dtypes
+  std::vector<int64_t> exact; // integer and bool dtypes
 
+  /// An integer or bool literal (values kept exactly).
+  static Literal ofInts(ir::DType dtype, std::vector<int64_t> shape, std::vector<int64_t> values);
+  /// A float literal; for an integer or bool dtype each value must be integral and fit int64.
+  static Literal ofReals(ir::DType dtype, std::vector<int64_t> shape, std::vector<double> values);
+
+  bool integral() const { return !ir::isFloat(dtype); }
+  size_t size() const { return integral() ? exact.size() : reals.size(); }
+  /// Element i as a double (integers past 2^53 rounded).
+  double value(size_t i) const { return integral() ? static_cast<double>(exact[i]) : reals[i]; }
+  /// Every element as a double (for an IR constant).
+  std::vector<double> doubles() const;
   int64_t numElements() const;
   ir::TensorType type() const;
-  /// Values as integers (shape operands), truncated toward zero; InputError (without a
-  /// location: callers add theirs) for NaN and values outside int64.
+  /// Values of an integer literal (shape operands), exactly; InputError (without a location:
+  /// callers add theirs) for a float or bool literal.
   std::vector<int64_t> ints() const;
 };
+
+HostTensor toHostTensor(const Literal& lit);
+Literal toLiteral(const HostTensor& h);
 
 /// An ONNX value as the importer knows it: a node of the graph being built, a literal, or
 /// both once the literal was materialized as a constant node.
@@ -78,18 +96,25 @@ public:
   /// Input i's literal; throws ImportTimeValueError (naming the graph input when input i is
   /// one) or UnsupportedError when it is computed at run time. `what` names the operand.
   const Literal& requireLiteral(size_t i, const std::string& what) const;
-  /// Input i's literal as integers; fails naming `what` when it is not known at import time.
+  /// Input i's literal as integers (exact int64); fails naming `what` when it is not known at
+  /// import time or is not an integer tensor (ONNX's shape operands are int64 or int32).
   std::vector<int64_t> constInts(size_t i, const std::string& what) const;
   double constScalar(size_t i, const std::string& what) const;
   ir::TensorType type(size_t i) const;
   size_t rank(size_t i) const { return type(i).shape.size(); }
 
   // --- attributes ---
+  // Each reader checks the AttributeProto's type (an attribute of another type, or one given
+  // twice, fails naming the node, the attribute and both types); absent: the default.
   bool hasAttr(const std::string& name) const;
   int64_t attrInt(const std::string& name, int64_t dflt) const;
+  /// A required INT attribute: fails when absent.
+  int64_t requireAttrInt(const std::string& name) const;
   float attrFloat(const std::string& name, float dflt) const;
   std::string attrString(const std::string& name, const std::string& dflt) const;
   std::optional<std::vector<int64_t>> attrInts(const std::string& name) const;
+  /// A required INTS attribute: fails when absent.
+  std::vector<int64_t> requireAttrInts(const std::string& name) const;
   std::optional<std::vector<float>> attrFloats(const std::string& name) const;
   const ::onnx::TensorProto* attrTensor(const std::string& name) const;
 
@@ -141,6 +166,9 @@ public:
   [[noreturn]] void unsupported(const std::string& what) const;
 
 private:
+  /// The attribute `name`, checked to be of AttributeProto type `type`; nullptr when absent.
+  const ::onnx::AttributeProto* attr(const std::string& name, int type) const;
+
   std::string source_;
   std::vector<Value*> inputs_;
   std::vector<Value> outputs_;

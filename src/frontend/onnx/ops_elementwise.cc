@@ -161,11 +161,15 @@ void lowerWhere(NodeContext& c) {
 }
 
 void lowerCast(NodeContext& c) {
-  int to = static_cast<int>(c.attrInt("to", 0));
-  auto t = irDTypeOf(to);
+  int64_t to = c.requireAttrInt("to");
+  // Checked before narrowing to TensorProto's int enum (2^32 + 1 is not FLOAT).
+  if (to < 0 || to > std::numeric_limits<int>::max() ||
+      !::onnx::TensorProto::DataType_IsValid(static_cast<int>(to)))
+    c.fail(fmt::format("attribute \"to\" is {}, which is no ONNX data type", to));
+  auto t = irDTypeOf(static_cast<int>(to));
   if (!t)
-    c.unsupported(
-        fmt::format("Cast to {} is not supported (weft has no such dtype)", onnxTypeName(to)));
+    c.unsupported(fmt::format("Cast to {} is not supported (weft has no such dtype)",
+                              onnxTypeName(static_cast<int>(to))));
   c.setOutput(0, c.g.convert(c.in(0), *t, c.name()));
 }
 
@@ -207,9 +211,8 @@ void lowerIdentity(NodeContext& c) {
 /// is rejected unless the ratio is a known 0.
 void lowerDropout(NodeContext& c) {
   if (c.opset >= 12 && c.has(2)) {
-    const Literal* training = &c.requireLiteral(2, "training_mode");
-    if (training->values.at(0) != 0.0) {
-      bool zeroRatio = c.has(1) && c.requireLiteral(1, "ratio").values.at(0) == 0.0;
+    if (c.constScalar(2, "training_mode") != 0.0) {
+      bool zeroRatio = c.has(1) && c.constScalar(1, "ratio") == 0.0;
       if (!zeroRatio) c.unsupported("Dropout in training mode is random and not supported");
     }
   }

@@ -155,6 +155,14 @@ void lowerTranspose(NodeContext& c) {
   std::vector<int64_t> perm(r);
   std::iota(perm.rbegin(), perm.rend(), 0);
   if (auto p = c.attrInts("perm")) perm = *p;
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  bool permutation = sorted.size() == r;
+  for (size_t i = 0; i < sorted.size(); ++i)
+    permutation &= sorted[i] == static_cast<int64_t>(i);
+  if (!permutation)
+    c.fail(fmt::format("perm {} is not a permutation of 0..{} (the input has rank {})",
+                       listStr(perm), static_cast<int64_t>(r) - 1, r));
   bool identity = true;
   for (size_t i = 0; i < perm.size(); ++i)
     identity &= perm[i] == static_cast<int64_t>(i);
@@ -181,7 +189,7 @@ void lowerExpand(NodeContext& c) {
 void lowerConcat(NodeContext& c) {
   if (c.numInputs() == 0) c.fail("needs at least one input");
   size_t r = c.type(0).shape.size();
-  int64_t axis = c.axis(c.attrInt("axis", 1), r, "axis");
+  int64_t axis = c.axis(c.requireAttrInt("axis"), r, "axis");
   std::vector<NodeId> xs;
   for (size_t i = 0; i < c.numInputs(); ++i) {
     if (!c.has(i)) continue;
@@ -228,8 +236,8 @@ void lowerSlice(NodeContext& c) {
   Shape in = c.typeOf(x).shape;
   std::vector<int64_t> starts, ends, axes, steps;
   if (c.opset < 10) {
-    starts = c.attrInts("starts").value_or(std::vector<int64_t>{});
-    ends = c.attrInts("ends").value_or(std::vector<int64_t>{});
+    starts = c.requireAttrInts("starts");
+    ends = c.requireAttrInts("ends");
     if (auto a = c.attrInts("axes")) axes = *a;
   } else {
     starts = c.constInts(1, "starts");
@@ -272,10 +280,23 @@ void lowerSlice(NodeContext& c) {
       hi[a] = std::max(s, e);
       st[a] = step;
     } else {
+      if (n == 0) { // nothing to take (and clamping to [0, -1] has no range)
+        reversed.push_back({a, {}});
+        continue;
+      }
       s = std::clamp<int64_t>(s, 0, n - 1);
       e = std::clamp<int64_t>(e, -1, n - 1);
+      // s - e <= n and -step >= 1: neither the count nor the indices below overflow (an
+      // index plus a step of INT64_MIN stays at or above INT64_MIN).
+      uint64_t stride = 0 - static_cast<uint64_t>(step);
+      int64_t count =
+          s > e ? static_cast<int64_t>((static_cast<uint64_t>(s - e) - 1) / stride + 1) : 0;
+      if (count > kMaxUnrolled)
+        c.unsupported(fmt::format("a negative step taking {} elements along axis {} is more than "
+                                  "weft unrolls ({})",
+                                  count, a, kMaxUnrolled));
       std::vector<int64_t> idx;
-      for (int64_t i = s; i > e; i += step)
+      for (int64_t i = s, j = 0; j < count; ++j, i += step)
         idx.push_back(i);
       reversed.push_back({a, idx});
     }
@@ -301,7 +322,7 @@ void lowerPad(NodeContext& c) {
   double value = 0;
   std::string mode = c.attrString("mode", "constant");
   if (c.opset < 11) {
-    pads = c.attrInts(c.opset < 2 ? "paddings" : "pads").value_or(std::vector<int64_t>{});
+    pads = c.requireAttrInts(c.opset < 2 ? "paddings" : "pads");
     value = c.attrFloat("value", 0.0f);
   } else {
     pads = c.constInts(1, "pads");
@@ -326,9 +347,18 @@ void lowerPad(NodeContext& c) {
     if (!in[a].isStatic())
       c.unsupported(fmt::format("cropping axis {} of symbolic size {}", a, in[a].str()));
     crop = true;
-    cropLo[a] = std::max<int64_t>(0, -low[a]);
-    cropHi[a] = in[a].size() - std::max<int64_t>(0, -high[a]);
-    if (cropHi[a] < cropLo[a]) c.fail(fmt::format("pads crop axis {} below zero elements", a));
+    int64_t n = in[a].size();
+    // Checked before negating: a pad below -n crops more than the axis holds, and -INT64_MIN
+    // does not exist.
+    bool below = low[a] < -n || high[a] < -n;
+    if (!below) {
+      cropLo[a] = std::max<int64_t>(0, -low[a]);
+      cropHi[a] = n - std::max<int64_t>(0, -high[a]);
+      below = cropHi[a] < cropLo[a];
+    }
+    if (below)
+      c.fail(
+          fmt::format("pads {} crop axis {} of size {} below zero elements", listStr(pads), a, n));
     low[a] = std::max<int64_t>(0, low[a]);
     high[a] = std::max<int64_t>(0, high[a]);
   }
@@ -350,6 +380,10 @@ void lowerPad(NodeContext& c) {
     if (!s[a].isStatic())
       c.unsupported(fmt::format("{} padding of axis {} of symbolic size {}", mode, a, s[a].str()));
     int64_t n = s[a].size();
+    if (std::max(low[a], high[a]) > kMaxUnrolled)
+      c.unsupported(
+          fmt::format("{} padding of {} elements on axis {} is more than weft unrolls ({})", mode,
+                      std::max(low[a], high[a]), a, kMaxUnrolled));
     std::vector<int64_t> before, after;
     for (int64_t i = low[a]; i >= 1; --i)
       before.push_back(mode == "edge" ? 0 : i);
@@ -380,43 +414,52 @@ void lowerShape(NodeContext& c) {
   if (end < 0) end += r;
   start = std::clamp<int64_t>(start, 0, r);
   end = std::clamp<int64_t>(end, 0, r);
-  Literal lit{ir::DType::i64, {std::max<int64_t>(0, end - start)}, {}};
+  std::vector<int64_t> dims;
   for (int64_t i = start; i < end; ++i) {
     const Dim& d = s[static_cast<size_t>(i)];
     if (!d.isStatic())
       c.unsupported(
           fmt::format("Shape of {} has the symbolic dim {}, which cannot be folded at import time",
                       ir::shapeStr(s), d.str()));
-    lit.values.push_back(static_cast<double>(d.size()));
+    dims.push_back(d.size());
   }
-  c.setOutput(0, std::move(lit));
+  int64_t n = static_cast<int64_t>(dims.size());
+  c.setOutput(0, Literal::ofInts(ir::DType::i64, {n}, std::move(dims)));
 }
 
+/// Constant: exactly one of its value attributes (ONNX requires one).
 void lowerConstant(NodeContext& c) {
+  static const char* const kValueAttrs[] = {"value",         "value_float", "value_floats",
+                                            "value_int",     "value_ints",  "value_string",
+                                            "value_strings", "sparse_value"};
+  std::vector<std::string> given;
+  for (const char* a : kValueAttrs)
+    if (c.hasAttr(a)) given.push_back(a);
+  if (given.size() > 1)
+    c.fail(fmt::format("has {} value attributes ({}); a Constant takes exactly one", given.size(),
+                       fmt::join(given, ", ")));
   std::string where = c.where();
   if (const auto* t = c.attrTensor("value")) {
     c.setOutput(0, literalFromTensorProto(*t, where));
     return;
   }
   if (c.hasAttr("value_float")) {
-    c.setOutput(0, Literal{ir::DType::f32, {}, {c.attrFloat("value_float", 0)}});
+    c.setOutput(0, Literal::ofReals(ir::DType::f32, {}, {c.attrFloat("value_float", 0)}));
     return;
   }
-  if (auto v = c.attrFloats("value_floats"); v && c.hasAttr("value_floats")) {
-    c.setOutput(0, Literal{ir::DType::f32,
-                           {static_cast<int64_t>(v->size())},
-                           std::vector<double>(v->begin(), v->end())});
+  if (auto v = c.attrFloats("value_floats")) {
+    int64_t n = static_cast<int64_t>(v->size());
+    c.setOutput(0,
+                Literal::ofReals(ir::DType::f32, {n}, std::vector<double>(v->begin(), v->end())));
     return;
   }
   if (c.hasAttr("value_int")) {
-    c.setOutput(0, Literal{ir::DType::i64, {}, {static_cast<double>(c.attrInt("value_int", 0))}});
+    c.setOutput(0, Literal::ofInts(ir::DType::i64, {}, {c.attrInt("value_int", 0)}));
     return;
   }
   if (auto v = c.attrInts("value_ints")) {
-    Literal lit{ir::DType::i64, {static_cast<int64_t>(v->size())}, {}};
-    for (int64_t i : *v)
-      lit.values.push_back(static_cast<double>(i));
-    c.setOutput(0, std::move(lit));
+    int64_t n = static_cast<int64_t>(v->size());
+    c.setOutput(0, Literal::ofInts(ir::DType::i64, {n}, std::move(*v)));
     return;
   }
   c.unsupported("Constant without a value, value_float(s) or value_int(s) attribute (sparse and "
@@ -426,13 +469,10 @@ void lowerConstant(NodeContext& c) {
 
 void lowerConstantOfShape(NodeContext& c) {
   std::vector<int64_t> shape = c.constInts(0, "shape");
-  Literal lit{ir::DType::f32, shape, {}};
-  double v = 0;
+  Literal value = Literal::ofReals(ir::DType::f32, {1}, {0.0});
   if (const auto* t = c.attrTensor("value")) {
-    Literal value = literalFromTensorProto(*t, c.where());
-    if (value.values.size() != 1) c.fail("attribute value must hold exactly one element");
-    lit.dtype = value.dtype;
-    v = value.values[0];
+    value = literalFromTensorProto(*t, c.where());
+    if (value.size() != 1) c.fail("attribute value must hold exactly one element");
   }
   for (int64_t d : shape)
     if (d < 0) c.fail(fmt::format("shape {} has a negative size", listStr(shape)));
@@ -442,11 +482,15 @@ void lowerConstantOfShape(NodeContext& c) {
   } catch (const InputError& e) {
     c.fail(fmt::format("shape {}: {}", listStr(shape), e.what()));
   }
-  if (n > kMaxLiteralElements) { // a splat node rather than n doubles on the host
-    c.setOutput(0, c.splat(lit.dtype, Shape(shape.begin(), shape.end()), v));
+  if (n > kMaxLiteralElements) { // a splat node rather than n values on the host
+    c.setOutput(0, c.splat(value.dtype, Shape(shape.begin(), shape.end()), value.value(0)));
     return;
   }
-  lit.values.assign(static_cast<size_t>(n), v);
+  Literal lit{value.dtype, shape, {}, {}};
+  if (lit.integral())
+    lit.exact.assign(static_cast<size_t>(n), value.exact[0]);
+  else
+    lit.reals.assign(static_cast<size_t>(n), value.reals[0]);
   c.setOutput(0, std::move(lit));
 }
 
@@ -528,6 +572,9 @@ void lowerSplit(NodeContext& c) {
                         ? c.attrInt("num_outputs", 1)
                         : static_cast<int64_t>(c.numOutputs());
     if (parts <= 0) c.fail("needs at least one output");
+    if (parts != static_cast<int64_t>(c.numOutputs()))
+      c.fail(
+          fmt::format("num_outputs {} differs from the node's {} outputs", parts, c.numOutputs()));
     int64_t each = (n + parts - 1) / parts; // the last part may be smaller (opset 18)
     for (int64_t start = 0, k = 0; k < parts; ++k, start += each)
       sizes.push_back(std::max<int64_t>(0, std::min(each, n - start)));
@@ -535,7 +582,8 @@ void lowerSplit(NodeContext& c) {
   int64_t total = 0;
   for (int64_t v : sizes) {
     if (v < 0) c.fail(fmt::format("split {} has a negative size", listStr(sizes)));
-    total += v;
+    if (__builtin_add_overflow(total, v, &total))
+      c.fail(fmt::format("split {} adds up past int64", listStr(sizes)));
   }
   if (total != n)
     c.fail(fmt::format("split {} adds up to {} but axis {} has {} elements", listStr(sizes), total,

@@ -1,6 +1,7 @@
 // ONNX reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL2 and
 // ReduceLogSumExp, with keepdims and noop_with_empty_axes. The axes are an attribute, and an
 // input from opset 13 (ReduceSum) or 18 (the others).
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "frontend/onnx/importer.h"
@@ -35,7 +36,8 @@ ReduceSpec reduceSpec(NodeContext& c, int axesInputOpset) {
     for (int64_t a : *given)
       spec.axes.push_back(c.axis(a, r, "axis"));
     std::sort(spec.axes.begin(), spec.axes.end());
-    spec.axes.erase(std::unique(spec.axes.begin(), spec.axes.end()), spec.axes.end());
+    if (std::adjacent_find(spec.axes.begin(), spec.axes.end()) != spec.axes.end())
+      c.fail(fmt::format("axes [{}] repeat an axis", fmt::join(*given, ", ")));
   } else if (!noop) {
     for (size_t i = 0; i < r; ++i)
       spec.axes.push_back(static_cast<int64_t>(i));
