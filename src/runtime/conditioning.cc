@@ -119,6 +119,10 @@ std::pair<ir::Graph, std::vector<HostTensor>> withRoundingNoise(const ir::Graph&
       ir::NodeId largest = noisy.reduce(
           ir::ReduceKind::Max, noisy.unary(ir::OpKind::Abs, at[size_t(x.id)], "lse.abs." + n.name),
           n.attr<ir::ReduceAttrs>().axes, "lse.largest." + n.name);
+      // max(largest, 0) + 1: an empty row's largest is -inf, and -inf * e added to its -inf
+      // made NaN, so an exact -inf was never checked.
+      ir::NodeId zero = noisy.constant(n.type.dtype, n.type.shape, {0.0}, "lse.zero." + n.name);
+      largest = noisy.binary(ir::OpKind::Max, largest, zero, "lse.largest0." + n.name);
       ir::NodeId bound = noisy.binary(
           ir::OpKind::Add, largest, noisy.constant(n.type.dtype, n.type.shape, {1.0}, "lse.one." + n.name),
           "lse.bound." + n.name);

@@ -111,6 +111,25 @@ TEST_CASE("output check: an exact max or min is not perturbed apart from its ope
   CHECK(bad[0].mismatches == 1);
 }
 
+TEST_CASE("output check: a logsumexp over an empty axis is checked as the -inf it is",
+          "[runtime][check]") {
+  // The noise that stands for a logsumexp's rounding is scaled by max |x| + 1, which over no
+  // elements was -inf: -inf plus -inf * e is NaN, so every element was unchecked and any
+  // result passed.
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f16, {16, 0}});
+  g.addOutput(g.reduce(ir::ReduceKind::LogSumExp, x, {1}, "l"));
+  HostTensor in(DType::f16, {16, 0});
+  std::vector<HostTensor> expected = ir::interpret(g, {in});
+  auto checks = runtime::checkOutputs(g, {in}, {}, expected);
+  REQUIRE(checks.size() == 1);
+  CHECK(checks[0].passed);
+  CHECK(checks[0].unchecked == 0);
+  HostTensor wrong = expected[0];
+  wrong.set(3, 0.0);
+  CHECK_FALSE(runtime::checkOutputs(g, {in}, {}, {wrong})[0].passed);
+}
+
 TEST_CASE("output check: elements held to no bound are counted and said", "[runtime][check]") {
   std::vector<double> spread{kInf, 0.0, kInf};
   HostTensor e = f32({1, 2, 3}), a = f32({7, 2, -9});
