@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -1022,6 +1023,10 @@ HostTensor readTensorProtoFile(const std::string& path) {
 
 bool looksLikeOnnx(const std::string& path) {
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) return true;
+  // Only a regular file is sniffed: reading a FIFO's first byte would block, or take it from
+  // the reader that follows (which refuses anything but a regular file: read_file.h).
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
   std::ifstream in(path, std::ios::binary);
   char first = 0;
   // ModelProto's field 1 (ir_version, a varint) is written first by every ONNX writer: tag 0x08.
