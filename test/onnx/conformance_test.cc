@@ -50,6 +50,21 @@ TEST_CASE("compareTensors applies rtol and atol, matches NaN with NaN and names 
             .empty());
 }
 
+TEST_CASE("findTestCases reports a symlink loop as the path's error, an InputError", "[onnx]") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / "weft_conformance_loop";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::create_symlink(dir / "loop", dir / "loop"); // loop -> itself
+  CHECK_THROWS_MATCHES(findTestCases({(dir / "loop").string()}), InputError,
+                       Catch::Matchers::Message((dir / "loop").string() +
+                                                ": Too many levels of symbolic links"));
+  CHECK_THROWS_MATCHES(findTestCases({(dir / "missing").string()}), InputError,
+                       Catch::Matchers::Message((dir / "missing").string() +
+                                                ": no such file or directory"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("readExpectations parses statuses and reasons, and rejects malformed lines", "[onnx]") {
   auto path = (std::filesystem::temp_directory_path() / "weft_expectations_test.txt").string();
   {

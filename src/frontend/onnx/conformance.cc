@@ -95,17 +95,23 @@ std::vector<TestCase> findTestCases(const std::vector<std::string>& paths) {
   std::map<std::string, TestCase> found;
   for (const std::string& p : paths) {
     fs::path path(p);
-    if (!fs::exists(path)) throw InputError(fmt::format("{}: no such file or directory", p));
-    if (!fs::is_directory(path))
+    // The error_code forms throughout: a symlink loop or an over-long name is the user's path,
+    // not an internal error.
+    std::error_code ec;
+    fs::file_status st = fs::status(path, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      throw InputError(fmt::format("{}: {}", p, ec.message()));
+    if (!fs::exists(st)) throw InputError(fmt::format("{}: no such file or directory", p));
+    if (!fs::is_directory(st))
       throw InputError(fmt::format("{}: not a directory; give a test case folder (model.onnx and "
                                    "test_data_set_*/) or a folder of them",
                                    p));
-    if (fs::exists(path / "model.onnx")) {
-      std::string name = fs::weakly_canonical(path).filename().string();
+    if (fs::exists(path / "model.onnx", ec)) {
+      fs::path canonical = fs::weakly_canonical(path, ec);
+      std::string name = (ec ? path : canonical).filename().string();
       found[name] = {name, path.string()};
       continue;
     }
-    std::error_code ec;
     for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
       if (it->is_directory(ec) && fs::exists(it->path() / "model.onnx", ec))
         found[it->path().filename().string()] = {it->path().filename().string(),
