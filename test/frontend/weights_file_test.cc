@@ -114,6 +114,12 @@ TEST_CASE("a hostile weights file is refused with its reason", "[weights]") {
   CHECK(error(withHeader(R"({"w":{"dtype":"F32","shape":[2]}})", 8)) ==
         "w.st: tensor \"w\": needs \"dtype\" (a string), \"shape\" (an array) and "
         "\"data_offsets\" (two integers)");
+  // A tensor (or a field of one) given twice: whichever the parser kept would be read.
+  CHECK(error(withHeader(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                         R"("w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                         8)) == "w.st: the header gives \"w\" twice");
+  CHECK(error(withHeader(R"({"w":{"dtype":"F32","shape":[2],"shape":[1],"data_offsets":[0,8]}})",
+                         8)) == "w.st: the header gives \"shape\" twice");
 }
 
 TEST_CASE("a JSON graph names its weights and their file, the reader loads and checks them",
