@@ -987,35 +987,11 @@ void KernelEmitter::storePartial(const TileSpace& s, ir::NodeId reduce, llvm::Va
                   value);
 }
 
-bool KernelEmitter::emitSplitRowReduces(TileSpace& s, const fusion::Group& g,
-                                        const std::vector<ir::NodeId>& reduces) {
+bool KernelEmitter::emitRowReducesInOnePass(TileSpace& s, const fusion::Group& g,
+                                            const std::vector<ir::NodeId>& reduces, bool split) {
   const auto* rm = std::get_if<fusion::RowReduceMapping>(&g.mapping);
-  if (reduces.size() < 2 || !rm || inSlots(g) || s.kind != TileSpace::Kind::Rows) return false;
-  for (ir::NodeId r : reduces)
-    if (placement(r).partialsBuffer < 0) return false;
-  const ir::Node& first = node(reduces.front());
-  ReduceGeometry geo = reduceGeometry(plan_.graph, first);
-  if (!(geo.kept == s.units)) return false; // emitReduceStage names the mismatch
-  std::vector<const ir::Node*> nodes;
-  std::vector<ReduceResult> onResults;
-  for (ir::NodeId r : reduces) {
-    nodes.push_back(&node(r));
-    onResults.push_back([this, &s, r](llvm::Value* kept, llvm::Value* value) {
-      gen_->clearCache();
-      storePartial(s, r, kept, value);
-    });
-  }
-  auto [begin, end] = splitPart(s, g, geo);
-  emitRowReduces(k_, *gen_, nodes, *rm, s.u0, s.u1, begin, end, onResults,
-                 /*coalesceResults=*/true);
-  gen_->clearCache();
-  return true;
-}
-
-bool KernelEmitter::emitSiblingRowReduces(TileSpace& s, const fusion::Group& g,
-                                          const std::vector<ir::NodeId>& reduces) {
-  const auto* rm = std::get_if<fusion::RowReduceMapping>(&g.mapping);
-  if (reduces.size() < 2 || !rm || isSplit(g) || inSlots(g) || s.kind != TileSpace::Kind::Rows)
+  if (reduces.size() < 2 || !rm || isSplit(g) != split || inSlots(g) ||
+      s.kind != TileSpace::Kind::Rows)
     return false;
   const ir::Node& first = node(reduces.front());
   std::vector<const ir::Node*> nodes;
@@ -1023,25 +999,34 @@ bool KernelEmitter::emitSiblingRowReduces(TileSpace& s, const fusion::Group& g,
     const ir::Node& n = node(r);
     if (node(n.operands[0]).type.shape != node(first.operands[0]).type.shape ||
         n.attr<ir::ReduceAttrs>().axes != first.attr<ir::ReduceAttrs>().axes ||
-        !(reduceGeometry(plan_.graph, n).kept == s.units))
-      return false;
+        !(reduceGeometry(plan_.graph, n).kept == s.units) ||
+        (split && placement(r).partialsBuffer < 0))
+      return false; // emitReduceStage emits them one by one, or names the mismatch
     nodes.push_back(&n);
   }
   llvm::IRBuilder<>& b = b_;
-  bool toGlobal = false;
+  ReduceGeometry geo = reduceGeometry(plan_.graph, first);
+  // A split block's partials go to global memory; so do unsplit results stored there.
+  bool toGlobal = split;
   std::vector<ReduceResult> onResults;
   for (const ir::Node* n : nodes) {
     toGlobal = toGlobal || placement(n->id).storage == Storage::Global ||
                placement(n->id).storage == Storage::Output;
-    onResults.push_back([this, &b, &s, n](llvm::Value* kept, llvm::Value* value) {
+    onResults.push_back([this, &b, &s, n, split](llvm::Value* kept, llvm::Value* value) {
       gen_->clearCache();
-      llvm::Value* result = ir::isFloat(n->type.dtype) ? roundToDType(b, value, n->type.dtype) : value;
+      if (split) {
+        storePartial(s, n->id, kept, value);
+        return;
+      }
+      llvm::Value* result =
+          ir::isFloat(n->type.dtype) ? roundToDType(b, value, n->type.dtype) : value;
       store(s, n->id, kept, result);
       gen_->clearCache();
     });
   }
-  emitRowReduces(k_, *gen_, nodes, *rm, s.u0, s.u1, k_.index(0),
-                 k_.dim(reduceGeometry(plan_.graph, first).reduced), onResults, toGlobal);
+  auto [begin, end] =
+      split ? splitPart(s, g, geo) : std::pair{k_.index(0), k_.dim(geo.reduced)};
+  emitRowReduces(k_, *gen_, nodes, *rm, s.u0, s.u1, begin, end, onResults, toGlobal);
   gen_->clearCache();
   return true;
 }
@@ -1097,7 +1082,7 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
     std::vector<ir::NodeId> siblings = splitSiblings(st, g);
     std::vector<ir::NodeId> all = {g.dominant};
     all.insert(all.end(), siblings.begin(), siblings.end());
-    if (operandStores.empty() && emitSplitRowReduces(s, g, all)) return;
+    if (operandStores.empty() && emitRowReducesInOnePass(s, g, all, /*split=*/true)) return;
     emitReduceStage(s, g, g.dominant, {g.dominant}, operandStores);
     for (ir::NodeId v : siblings)
       emitReduceStage(s, g, v, {v}, {}, /*splitSibling=*/true);
@@ -1125,7 +1110,7 @@ void KernelEmitter::emitStage(TileSpace& s, const fusion::Stage& st) {
           .push_back(v);
     emitReduceStage(s, g, g.dominant, perResult);
     rest = others;
-  } else if (emitSiblingRowReduces(s, g, reduces)) {
+  } else if (emitRowReducesInOnePass(s, g, reduces, /*split=*/false)) {
     for (ir::NodeId r : reduces)
       written_.insert(r);
   } else {

@@ -105,15 +105,12 @@ private:
   void emitVectorGroup(const TileSpace& s, const std::vector<ir::NodeId>& values,
                        llvm::Value* flat0, int width);
   /// Sibling row reduces of one operand shape and axes, each materialising only itself, in one
-  /// pass over the rows (emitRowReduces); false where they cannot share it (a split group,
-  /// register slots, other shapes), and nothing was emitted.
-  bool emitSiblingRowReduces(TileSpace& s, const fusion::Group& g,
-                             const std::vector<ir::NodeId>& reduces);
-  /// A split stage's dominant and siblings (splitSiblings) in one pass over the block's part of
-  /// each row, each into its partials; false where they cannot share it (no row mapping,
-  /// register slots, atomics), and nothing was emitted.
-  bool emitSplitRowReduces(TileSpace& s, const fusion::Group& g,
-                           const std::vector<ir::NodeId>& reduces);
+  /// pass over the rows (emitRowReduces). `split`: a split stage's dominant and siblings
+  /// (splitSiblings) over the block's part of each row, each into its partials. False where they
+  /// cannot share a pass (other shapes or axes, register slots, no row mapping, atomics), and
+  /// nothing was emitted.
+  bool emitRowReducesInOnePass(TileSpace& s, const fusion::Group& g,
+                               const std::vector<ir::NodeId>& reduces, bool split);
   /// The part [begin, end) of the reduced elements block part `s.part` of a split reduce covers.
   std::pair<llvm::Value*, llvm::Value*> splitPart(const TileSpace& s, const fusion::Group& g,
                                                   const ReduceGeometry& geo);
