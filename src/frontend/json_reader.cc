@@ -17,6 +17,7 @@
 
 #include "frontend/composite_ops.h"
 #include "frontend/read_file.h"
+#include "frontend/unique_keys_json.h"
 #include "weft/error.h"
 
 namespace weft::frontend {
@@ -883,56 +884,15 @@ std::vector<std::string> knownOpNames() {
   return out;
 }
 
-namespace {
-
-/// The 0-based byte offset of the n-th (0-based) object key in JSON `text`: a string followed
-/// by ':'. npos when there are fewer.
-size_t keyOffset(const std::string& text, size_t n) {
-  size_t count = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '"') continue;
-    size_t start = i;
-    for (++i; i < text.size() && text[i] != '"'; ++i)
-      if (text[i] == '\\') ++i;
-    size_t j = i + 1;
-    while (j < text.size() && std::isspace(static_cast<unsigned char>(text[j])))
-      ++j;
-    if (j < text.size() && text[j] == ':' && count++ == n) return start;
-  }
-  return std::string::npos;
-}
-
-/// json::parse, but a key given twice in one object is an error (nlohmann keeps the last one
-/// silently): "FILE:LINE:COLUMN: invalid JSON: key "shape" appears twice in one object".
-json parseRejectingDuplicateKeys(const std::string& text, const std::string& fileName) {
-  std::vector<std::set<std::string>> open; // the keys of each object being parsed
-  size_t keys = 0;
-  return json::parse(text, [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      open.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      if (!open.empty()) open.pop_back();
-    } else if (event == json::parse_event_t::key && !open.empty()) {
-      const std::string& key = parsed.get_ref<const std::string&>();
-      if (!open.back().insert(key).second) {
-        size_t at = keyOffset(text, keys);
-        auto [line, column] = lineAndColumn(text, at == std::string::npos ? 1 : at + 1);
-        throw InputError(fmt::format("{}:{}:{}: invalid JSON: key \"{}\" appears twice in one "
-                                     "object; give each field once",
-                                     fileName, line, column, key));
-      }
-      ++keys;
-    }
-    return true;
-  });
-}
-
-} // namespace
-
 ParsedGraph readGraphJson(const std::string& text, const std::string& fileName) {
   json doc;
   try {
-    doc = parseRejectingDuplicateKeys(text, fileName);
+    doc = parseWithUniqueKeys(text, [&](const std::string& key, size_t at) {
+      auto [line, column] = lineAndColumn(text, at == std::string::npos ? 1 : at + 1);
+      return fmt::format("{}:{}:{}: invalid JSON: key \"{}\" appears twice in one object; give "
+                         "each field once",
+                         fileName, line, column, key);
+    });
   } catch (const json::parse_error& e) {
     auto [line, column] = lineAndColumn(text, e.byte);
     std::string what = e.what();

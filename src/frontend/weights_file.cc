@@ -9,6 +9,7 @@
 #include <set>
 
 #include "frontend/read_file.h"
+#include "frontend/unique_keys_json.h"
 #include "weft/error.h"
 
 namespace weft::frontend {
@@ -58,17 +59,9 @@ ir::Weights decodeWeights(const std::string& bytes, const std::string& where) {
   json header;
   try {
     // A tensor named twice would be read from whichever entry the parser kept: an error.
-    std::vector<std::set<std::string>> open; // the keys of each object being parsed
-    header = json::parse(bytes.substr(8, headerBytes),
-                         [&](int, json::parse_event_t event, json& parsed) {
-                           if (event == json::parse_event_t::object_start) open.emplace_back();
-                           if (event == json::parse_event_t::object_end) open.pop_back();
-                           if (event == json::parse_event_t::key && !open.empty() &&
-                               !open.back().insert(parsed.get<std::string>()).second)
-                             throw InputError(fmt::format("{}: the header gives \"{}\" twice",
-                                                          where, parsed.get<std::string>()));
-                           return true;
-                         });
+    header = parseWithUniqueKeys(bytes.substr(8, headerBytes), [&](const std::string& key, size_t) {
+      return fmt::format("{}: the header gives \"{}\" twice", where, key);
+    });
   } catch (const json::exception& e) {
     throw InputError(fmt::format("{}: the header is not valid JSON ({})", where, e.what()));
   }
