@@ -154,8 +154,11 @@ Binding parseBinding(const std::string& text) {
     std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
     bool digits = !value.empty() && value.size() <= 18 &&
                   std::all_of(value.begin(), value.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-    if (!isIdentifier(name) || !digits || std::stoll(value) <= 0)
-      throw InputError(fmt::format("binding \"{}\": expected SYMBOL=POSITIVE_SIZE, e.g. B=16", item));
+    // A size may be 0: an empty batch is a real binding, compiled as its own program.
+    if (!isIdentifier(name) || !digits)
+      throw InputError(fmt::format("binding \"{}\": expected SYMBOL=SIZE (a whole number, 0 or "
+                                   "more), e.g. B=16",
+                                   item));
     b[name] = std::stoll(value);
     if (comma == std::string::npos) break;
     start = comma + 1;

@@ -409,12 +409,12 @@ TEST_CASE("absurd --bind sizes are exit 2 naming the value and why, before any a
   CHECK(oneLine(bench).rfind("weft: error: " + g + ": --bind B=99999999999999: the inputs and "
                                                    "outputs need 2.1 PiB",
                              0) == 0);
-  // Bad --bind syntax, zero and negative sizes.
-  for (const char* bind : {"B=0", "B=-1", "B", "B=1e3", "=4"}) {
+  // Bad --bind syntax and negative sizes (B=0, an empty batch, is a size).
+  for (const char* bind : {"B=-1", "B", "B=1e3", "=4", "B=+3"}) {
     Result r = runWeft("eval " + g + " --bind " + bind);
     CHECK(r.rc == 2);
     CHECK(oneLine(r) == std::string("weft: error: --bind: binding \"") + bind +
-                            "\": expected SYMBOL=POSITIVE_SIZE, e.g. B=16\n");
+                            "\": expected SYMBOL=SIZE (a whole number, 0 or more), e.g. B=16\n");
   }
 }
 
@@ -619,6 +619,36 @@ TEST_CASE("weft run --shapes generic compiles one program for every binding, a b
   }
 }
 
+TEST_CASE("an empty batch (--bind B=0) runs, plans and sweeps as its own specialised program") {
+  // The CLI refused B=0 though weft::compile serves it (genericServes); plan --bind B=0 showed a
+  // generic version (B >= 65537, a column sum split 528 ways) that binding never runs.
+  std::string g = writeFile("empty_batch.json", R"({"inputs": [{"name": "x", "dtype": "f32",
+    "shape": ["B", 4]}], "ops": [{"name": "y", "op": "exp", "inputs": ["x"]},
+    {"name": "s", "op": "reduce", "kind": "sum", "axes": [0], "inputs": ["y"]}],
+    "outputs": ["y", "s"]})");
+  for (const char* shapes : {"generic", "specialized"}) {
+    INFO(shapes);
+    Result r = runWeft("run " + g + " --random --check --bind B=0 --shapes " + shapes);
+    REQUIRE(r.rc == 0);
+    CHECK(r.out.find("y: f32[0, 4]") != std::string::npos);
+    CHECK(r.out.find("s: f32[4] min 0 max 0") != std::string::npos);
+    CHECK(r.out.find("check: all outputs match") != std::string::npos);
+    Result plan = runWeft("plan " + g + " --bind B=0 --shapes " + shapes);
+    REQUIRE(plan.rc == 0);
+    CHECK(plan.out.find("input %x f32[0]") != std::string::npos);
+    CHECK(plan.out.find("== version") == std::string::npos);
+    CHECK(plan.out.find("cooperative no") != std::string::npos); // no split, no grid barrier
+  }
+  Result e = runWeft("eval " + g + " --bind B=0");
+  CHECK(e.rc == 0);
+  CHECK(e.out.find("s: f32[4] min 0 max 0") != std::string::npos);
+  // A sweep through 0: the generic program for B >= 1, one specialised program for B=0.
+  Result sweep = runWeft("run " + g + " --sweep B=0,3,0,5 --bind B=0..8");
+  REQUIRE(sweep.rc == 0);
+  CHECK(sweep.out.find(": MISMATCH") == std::string::npos);
+  CHECK(sweep.out.find("sweep: 4 binding(s), 2 program(s) compiled") != std::string::npos);
+}
+
 TEST_CASE("weft run --sweep runs every size through one executable and counts what it cost") {
   std::string g = writeFile("sm.json", kSoftmax);
   Result r = runWeft("run " + g +
@@ -642,7 +672,7 @@ TEST_CASE("weft run --sweep runs every size through one executable and counts wh
   };
   for (const Bad& b : std::vector<Bad>{
            {"--sweep X=1", "weft: error: --sweep X=1: the graph has no symbol \"X\"\n"},
-           {"--sweep B=1,x", "weft: error: --sweep B=1,x: \"x\" is not a size (a positive integer)\n"},
+           {"--sweep B=1,x", "weft: error: --sweep B=1,x: \"x\" is not a size (a whole number, 0 or more)\n"},
            {"--sweep B", "weft: error: --sweep B: give a symbol and its sizes, e.g. B=1,7,64\n"},
            {"--bind B=2 --max-bind B=8",
             "weft: error: --max-bind sizes the buffers of a --sweep; give --sweep too\n"},
@@ -714,8 +744,8 @@ TEST_CASE("weft run --bind B=LO..HI declares the sizes a program is planned for,
   for (const auto& [bind, why] :
        std::vector<std::pair<std::string, std::string>>{
            {"B=9..3", "--bind B=9..3: the range is empty (9 > 3)"},
-           {"B=0..8", "--bind B=0..8: \"0\" is not a size (a whole number, at least 1)"},
-           {"B=1..x", "--bind B=1..x: \"x\" is not a size (a whole number, at least 1)"},
+           {"B=-1..8", "--bind B=-1..8: \"-1\" is not a size (a whole number, 0 or more)"},
+           {"B=1..x", "--bind B=1..x: \"x\" is not a size (a whole number, 0 or more)"},
            {"=1..4", "--bind =1..4: a range is written NAME=LO..HI, e.g. B=1..4096"}}) {
     Result bad = runWeft("run " + g + " --bind " + bind + ",B=2 --random");
     CHECK(bad.rc == 2);
@@ -968,8 +998,8 @@ TEST_CASE("one --bind parser for every command: malformed ranges and contradicti
   for (const char* cmd : {"eval ", "run ", "plan "}) {
     Result dots = runWeft(cmd + g + " --bind B=..x");
     CHECK(dots.rc == 2);
-    CHECK(oneLine(dots) == "weft: error: --bind B=..x: \"\" is not a size (a whole number, at "
-                           "least 1)\n");
+    CHECK(oneLine(dots) == "weft: error: --bind B=..x: \"\" is not a size (a whole number, 0 or "
+                           "more)\n");
     Result empty = runWeft(cmd + g + " --bind B=10..1");
     CHECK(empty.rc == 2);
     CHECK(oneLine(empty) == "weft: error: --bind B=10..1: the range is empty (10 > 1)\n");

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "compile.h"
 #include "frontend/npy.h"
 #include "frontend/onnx/load_graph.h"
 #include "frontend/onnx/onnx_import.h"
@@ -287,8 +288,8 @@ std::map<std::string, SizeRange> parseBindRanges(const std::string& text) {
       } catch (const std::exception&) {
         used = 0;
       }
-      if (part.empty() || used != part.size() || *value < 1)
-        throw bad(fmt::format("\"{}\" is not a size (a whole number, at least 1)", part));
+      if (part.empty() || used != part.size() || *value < 0)
+        throw bad(fmt::format("\"{}\" is not a size (a whole number, 0 or more)", part));
     }
     if (r.lo > r.hi) throw bad(fmt::format("the range is empty ({} > {})", r.lo, r.hi));
     if (!out.emplace(name, r).second)
@@ -528,7 +529,13 @@ PlanVersions plansFromOptions(const PlanOptions& o, const frontend::ParsedGraph&
       for (fusion::PlanVersion& p : v.plans)
         fusion::replanGemms(p.plan, {.tf32 = true});
   };
-  if (shapeModeOption(o.shapes) == ShapeMode::Specialized || g.graph.symbols().empty()) {
+  // A symbol bound to 0 runs its own specialised program, as weft::compile does
+  // (genericServes): the generic versions would show a plan that binding never runs.
+  ir::Binding relevant;
+  for (const std::string& s : g.graph.symbols())
+    if (auto it = binding.find(s); it != binding.end()) relevant.insert(*it);
+  if (shapeModeOption(o.shapes) == ShapeMode::Specialized || g.graph.symbols().empty() ||
+      !genericServes(relevant)) {
     v.plans.push_back({planGraphFile(g, o.bind, spec, policy), {}});
     withTf32();
     return v;

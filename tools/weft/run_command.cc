@@ -60,11 +60,11 @@ std::pair<std::string, std::vector<int64_t>> parseSweep(const std::string& text)
     try {
       one = ir::parseBinding(text.substr(0, eq) + "=" + v);
     } catch (const InputError&) {
-      throw InputError(fmt::format("--sweep {}: \"{}\" is not a size (a positive integer)", text, v));
+      throw InputError(fmt::format("--sweep {}: \"{}\" is not a size (a whole number, 0 or more)", text, v));
     }
     if (one.size() != 1) // "B=1=2" and the like: never read an empty or odd map
       throw InputError(
-          fmt::format("--sweep {}: \"{}\" is not a size (a positive integer)", text, v));
+          fmt::format("--sweep {}: \"{}\" is not a size (a whole number, 0 or more)", text, v));
     sizes.push_back(one.begin()->second);
     start = comma + 1;
   }
