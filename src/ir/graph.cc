@@ -224,4 +224,15 @@ Graph bindSymbols(const Graph& g, const Binding& binding) {
   return out;
 }
 
+std::vector<bool> liveNodes(const Graph& g) {
+  std::vector<bool> live(g.size(), false);
+  for (NodeId o : g.outputs())
+    live[static_cast<size_t>(o)] = true;
+  for (size_t i = g.size(); i-- > 0;) // operands come before users: one backward sweep
+    if (live[i])
+      for (NodeId o : g.node(static_cast<NodeId>(i)).operands)
+        live[static_cast<size_t>(o)] = true;
+  return live;
+}
+
 } // namespace weft::ir

@@ -112,6 +112,9 @@ private:
 /// to the inferred one, at least one output. Throws InputError naming the node and rule.
 void verify(const Graph& g);
 
+/// live[v]: v is an output of `g` or, transitively, an operand of one.
+std::vector<bool> liveNodes(const Graph& g);
+
 /// A copy of `g` with every symbolic dim replaced by its size under `binding`.
 /// Throws InputError naming the first unbound symbol (and the value that uses it).
 Graph bindSymbols(const Graph& g, const Binding& binding);

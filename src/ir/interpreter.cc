@@ -734,18 +734,6 @@ Value readInput(const Node& param, const Sizes& shape, const HostTensor& t) {
   return v;
 }
 
-/// live[v]: v is an output or an operand, transitively, of one. Only live nodes are run.
-std::vector<bool> liveNodes(const Graph& g) {
-  std::vector<bool> live(g.size(), false);
-  for (NodeId o : g.outputs())
-    live[static_cast<size_t>(o)] = true;
-  for (size_t i = g.size(); i-- > 0;)
-    if (live[i])
-      for (NodeId o : g.node(static_cast<NodeId>(i)).operands)
-        live[static_cast<size_t>(o)] = true;
-  return live;
-}
-
 } // namespace
 
 std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>& inputs,
@@ -765,7 +753,7 @@ std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>&
         readInput(g.node(id), shapes[static_cast<size_t>(id)], inputs[i]);
   }
 
-  // A value is freed after its last user has run, unless it is an output.
+  // Only live nodes run; a value is freed after its last user has run, unless it is an output.
   std::vector<bool> live = liveNodes(g);
   std::vector<NodeId> lastUse(g.size(), -1);
   for (const Node& n : g.nodes())

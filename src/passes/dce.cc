@@ -7,13 +7,7 @@ namespace weft::passes {
 using namespace ir;
 
 Graph dce(const Graph& g) {
-  std::vector<bool> live(g.size(), false);
-  for (NodeId o : g.outputs())
-    live[static_cast<size_t>(o)] = true;
-  for (size_t i = g.size(); i-- > 0;) // operands come before users, so one backward sweep suffices
-    if (live[i])
-      for (NodeId o : g.node(static_cast<NodeId>(i)).operands)
-        live[static_cast<size_t>(o)] = true;
+  std::vector<bool> live = liveNodes(g);
 
   Rewriter rw(g);
   for (const Node& n : g.nodes())
