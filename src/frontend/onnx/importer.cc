@@ -340,6 +340,9 @@ const OperatorTable& operatorTable() {
     addLayoutOps(t);
     addReduceOps(t);
     addNNOps(t);
+    addMathOps(t);
+    addIndexOps(t);
+    addLossOps(t);
     return t;
   }();
   return table;

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "frontend/composite_ops.h"
@@ -73,6 +74,15 @@ void addElementwiseOps(OperatorTable& table); // ops_elementwise.cc
 void addLayoutOps(OperatorTable& table);      // ops_layout.cc
 void addReduceOps(OperatorTable& table);      // ops_reduce.cc
 void addNNOps(OperatorTable& table);          // ops_nn.cc
+void addMathOps(OperatorTable& table);        // ops_math.cc
+void addIndexOps(OperatorTable& table);       // ops_index.cc
+void addLossOps(OperatorTable& table);        // ops_loss.cc
+
+class NodeContext;
+/// ops_elementwise.cc: a binary op's operands broadcast to one shape (ONNX's legacy
+/// broadcast/axis attributes before opset 7), and the check that both have one dtype.
+std::pair<ir::NodeId, ir::NodeId> binaryOperands(NodeContext& c);
+void requireSameDType(NodeContext& c, ir::NodeId a, ir::NodeId b);
 
 /// What a lowering sees: the node, its inputs (materialized on demand into `graph`), its
 /// attributes, and where its outputs go. Errors name the model file, the node and the opset.

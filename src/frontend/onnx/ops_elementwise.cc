@@ -7,15 +7,11 @@
 #include "frontend/onnx/importer.h"
 
 namespace weft::onnx {
-namespace {
 
-using ir::NodeId;
-using ir::OpKind;
-
-/// The two operands of a binary op broadcast to one shape. Before opset 7, ONNX broadcast
-/// only with broadcast=1, aligning B at `axis` (default: trailing), never A.
-std::pair<NodeId, NodeId> binaryOperands(NodeContext& c) {
-  NodeId a = c.in(0), b = c.in(1);
+/// Before opset 7, ONNX broadcast only with broadcast=1, aligning B at `axis` (default:
+/// trailing), never A.
+std::pair<ir::NodeId, ir::NodeId> binaryOperands(NodeContext& c) {
+  ir::NodeId a = c.in(0), b = c.in(1);
   if (c.opset >= 7) return c.broadcastPair(a, b);
   ir::Shape sa = c.typeOf(a).shape;
   ir::Shape sb = c.typeOf(b).shape;
@@ -37,11 +33,16 @@ std::pair<NodeId, NodeId> binaryOperands(NodeContext& c) {
   return {a, c.g.broadcastInDim(b, sa, dims)};
 }
 
-void requireSameDType(NodeContext& c, NodeId a, NodeId b) {
+void requireSameDType(NodeContext& c, ir::NodeId a, ir::NodeId b) {
   if (c.typeOf(a).dtype != c.typeOf(b).dtype)
     c.fail(fmt::format("operands have dtypes {} and {}; ONNX requires one type (insert a Cast)",
                        ir::dtypeName(c.typeOf(a).dtype), ir::dtypeName(c.typeOf(b).dtype)));
 }
+
+namespace {
+
+using ir::NodeId;
+using ir::OpKind;
 
 Lowering binary(OpKind kind) {
   return [kind](NodeContext& c) {

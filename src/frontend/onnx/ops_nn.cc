@@ -1,7 +1,8 @@
 // Neural-network ONNX operators expanded into IR primitives: Softmax, LogSoftmax,
-// LayerNormalization, BatchNormalization, and MatMul / Gemm as the IR's dot. Softmax, the
-// norms and their statistics are the shared composite ops (frontend/composite_ops.h), so an
-// ONNX model reaches the planner as the same graph as the JSON file of the same model.
+// LayerNormalization, BatchNormalization, InstanceNormalization, MeanVarianceNormalization,
+// GlobalAveragePool, GlobalMaxPool, and MatMul / Gemm as the IR's dot. Softmax, the norms and
+// their statistics are the shared composite ops (frontend/composite_ops.h), so an ONNX model
+// reaches the planner as the same graph as the JSON file of the same model.
 #include <algorithm>
 #include <fmt/format.h>
 
@@ -34,12 +35,38 @@ Lowering softmax(bool logarithmic) {
   };
 }
 
-/// Fails (unsupported) unless the normalized `axes` of `s` have static sizes: a mean divides
-/// by their product.
-void requireStaticCount(NodeContext& c, const Shape& s, const std::vector<int64_t>& axes) {
+/// Fails (unsupported) unless the normalized (or averaged: `doing`) `axes` of `s` have static
+/// sizes: a mean divides by their product.
+void requireStaticCount(NodeContext& c, const Shape& s, const std::vector<int64_t>& axes,
+                        const char* doing = "normalizing") {
   if (auto a = frontend::reducedCount(s, axes).symbolicAxis)
-    c.unsupported(fmt::format("normalizing over axis {} of symbolic size {}", *a,
+    c.unsupported(fmt::format("{} over axis {} of symbolic size {}", doing, *a,
                               s[static_cast<size_t>(*a)].str()));
+}
+
+/// Fails unless input i is floating point, the only types these ONNX operators take (an integer
+/// mean would truncate).
+void requireFloatInput(NodeContext& c, size_t i, const std::string& what) {
+  ir::DType t = c.type(i).dtype;
+  if (!ir::isFloat(t))
+    c.fail(fmt::format("{} has dtype {}; {} takes floating-point tensors", what, ir::dtypeName(t),
+                       c.node.op_type()));
+}
+
+/// The dtype statistics of a `t` tensor are computed in: f32 for f16 and bf16 (as
+/// LayerNormalization's default stash_type), so that sums of many elements neither overflow
+/// nor lose the small ones; `t` itself for f32 and f64.
+ir::DType statisticsDType(ir::DType t) {
+  return t == ir::DType::f16 || t == ir::DType::bf16 ? ir::DType::f32 : t;
+}
+
+/// The spatial axes of an (N, C, D1, ..., Dn) tensor of rank `rank`: every axis after the
+/// first two.
+std::vector<int64_t> spatialAxes(size_t rank) {
+  std::vector<int64_t> axes;
+  for (size_t a = 2; a < rank; ++a)
+    axes.push_back(static_cast<int64_t>(a));
+  return axes;
 }
 
 /// LayerNormalization (opset 17): over every axis from `axis` on, statistics in `stash_type`;
@@ -107,6 +134,115 @@ void lowerBatchNorm(NodeContext& c) {
   if (c.wantsOutput(2)) running(var, batch.variance, 2);
 }
 
+/// Input i, one value per channel (shape [C], C = dim 1 of `s`, x's), broadcast to `s`.
+NodeId perChannel(NodeContext& c, size_t i, const std::string& what, const ir::TensorType& x) {
+  if (!c.has(i)) c.fail(fmt::format("needs input {} ({}, one value per channel)", i, what));
+  ir::TensorType t = c.type(i);
+  if (t.dtype != x.dtype)
+    c.fail(fmt::format("{} has dtype {} but the input has dtype {}", what, ir::dtypeName(t.dtype),
+                       ir::dtypeName(x.dtype)));
+  if (t.shape != Shape{x.shape[1]})
+    c.fail(fmt::format("{} has shape {} but needs {} (the channels, dim 1 of the input {})", what,
+                       ir::shapeStr(t.shape), ir::shapeStr(Shape{x.shape[1]}),
+                       ir::shapeStr(x.shape)));
+  return c.g.broadcastInDim(c.in(i), x.shape, {1});
+}
+
+/// InstanceNormalization: scale * (x - mean) / sqrt(var + epsilon) + B, with the mean and the
+/// variance of each instance and channel over the spatial axes (the layer norm's statistics
+/// over those axes), in f32 for f16 inputs. Opset 1's consumed_inputs is a legacy hint, ignored.
+void lowerInstanceNorm(NodeContext& c) {
+  NodeId x = c.in(0);
+  const ir::TensorType t = c.typeOf(x);
+  requireFloatInput(c, 0, "input");
+  if (t.shape.size() < 3)
+    c.fail(fmt::format("input {} needs rank 3 or more (N, C, D1, ...)", ir::shapeStr(t.shape)));
+  frontend::NormOptions o;
+  o.axes = spatialAxes(t.shape.size());
+  o.epsilon = c.attrFloat("epsilon", 1e-5f);
+  o.compute = statisticsDType(t.dtype);
+  requireStaticCount(c, t.shape, o.axes);
+  NodeId scale = perChannel(c, 1, "scale", t);
+  NodeId bias = perChannel(c, 2, "B", t);
+  NodeId normalized = frontend::layerNorm(c.site(), x, o, "").y;
+  NodeId scaled = c.g.binary(OpKind::Mul, normalized, scale);
+  c.setOutput(0, c.g.binary(OpKind::Add, scaled, bias, c.name()));
+}
+
+/// MeanVarianceNormalization's axes: the attribute (default [0, 2, 3]), normalized and sorted.
+/// An empty list is every axis, as the operator's ONNX function (ReduceMean over `axes`) reads
+/// it.
+std::vector<int64_t> mvnAxes(NodeContext& c, size_t rank) {
+  if (rank == 0) c.fail("input is a scalar; there is no axis to normalize over");
+  std::optional<std::vector<int64_t>> given = c.attrInts("axes");
+  std::vector<int64_t> axes;
+  if (!given) {
+    if (rank < 4)
+      c.fail(fmt::format("the default axes [0, 2, 3] need an input of rank 4 or more, not {}; "
+                         "give axes",
+                         rank));
+    axes = {0, 2, 3};
+  } else if (given->empty()) {
+    for (size_t a = 0; a < rank; ++a)
+      axes.push_back(static_cast<int64_t>(a));
+  } else {
+    for (int64_t a : *given)
+      axes.push_back(c.axis(a, rank, "axis"));
+    std::sort(axes.begin(), axes.end());
+    if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+      c.fail(fmt::format("axes [{}] repeat an axis", fmt::join(*given, ", ")));
+  }
+  return axes;
+}
+
+/// MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9) over `axes`, the population
+/// variance; the 1e-9 is the operator's ONNX function's, which keeps a constant slice at 0.
+/// Computed in f32 for f16 and bf16 inputs (1e-9 is 0 in f16).
+void lowerMeanVarianceNorm(NodeContext& c) {
+  NodeId x0 = c.in(0);
+  const ir::TensorType t = c.typeOf(x0);
+  requireFloatInput(c, 0, "X");
+  std::vector<int64_t> axes = mvnAxes(c, t.shape.size());
+  requireStaticCount(c, t.shape, axes);
+  NodeId x = c.convertTo(x0, statisticsDType(t.dtype));
+  bool converted = x != x0;
+  frontend::Variance v = frontend::variance(c.site(), x, axes, "");
+  NodeId stddev = c.g.unary(OpKind::Sqrt, v.variance);
+  NodeId denominator = c.g.binary(OpKind::Add, stddev, c.splatLike(stddev, 1e-9));
+  NodeId y = c.g.binary(OpKind::Div, v.centered,
+                        frontend::broadcastBack(c.site(), denominator, t.shape, axes, ""),
+                        converted ? "" : c.name());
+  if (converted) y = c.g.convert(y, t.dtype, c.name());
+  c.setOutput(0, y);
+}
+
+/// GlobalAveragePool and GlobalMaxPool: the mean (in f32 for f16 and bf16 inputs) or the max
+/// over every axis after the first two, kept as size 1. An (N, C) input has no spatial axis:
+/// it is its own result.
+Lowering globalPool(bool average) {
+  return [average](NodeContext& c) {
+    NodeId x = c.in(0);
+    const ir::TensorType t = c.typeOf(x);
+    requireFloatInput(c, 0, "X");
+    if (t.shape.size() < 2)
+      c.fail(fmt::format("input {} needs rank 2 or more (N, C, D1, ...)", ir::shapeStr(t.shape)));
+    std::vector<int64_t> axes = spatialAxes(t.shape.size());
+    if (axes.empty()) {
+      c.setOutput(0, x);
+      return;
+    }
+    if (!average) {
+      c.setOutput(0, c.reduceKeep(ir::ReduceKind::Max, x, axes, /*keepdims=*/true, c.name()));
+      return;
+    }
+    requireStaticCount(c, t.shape, axes, "averaging");
+    NodeId mean =
+        frontend::mean(c.site(), c.convertTo(x, statisticsDType(t.dtype)), axes, "mean", "");
+    mean = c.convertTo(mean, t.dtype);
+    c.setOutput(0, c.g.reshape(mean, frontend::reducedShape(t.shape, axes, true), c.name()));
+  };
+}
+
 /// MatMul with numpy semantics: 1-D operands get a unit dim (removed again afterwards) and
 /// batch dims broadcast, both made explicit around one batched dot.
 void lowerMatMul(NodeContext& c) {
@@ -164,6 +300,10 @@ void addNNOps(OperatorTable& t) {
   t["LogSoftmax"] = softmax(true);
   t["LayerNormalization"] = lowerLayerNorm;
   t["BatchNormalization"] = lowerBatchNorm;
+  t["InstanceNormalization"] = lowerInstanceNorm;
+  t["MeanVarianceNormalization"] = lowerMeanVarianceNorm;
+  t["GlobalAveragePool"] = globalPool(/*average=*/true);
+  t["GlobalMaxPool"] = globalPool(/*average=*/false);
   t["MatMul"] = lowerMatMul;
   t["Gemm"] = lowerGemm;
 }

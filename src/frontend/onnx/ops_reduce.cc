@@ -1,6 +1,6 @@
-// ONNX reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL2 and
-// ReduceLogSumExp, with keepdims and noop_with_empty_axes. The axes are an attribute, and an
-// input from opset 13 (ReduceSum) or 18 (the others).
+// ONNX reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
+// ReduceSumSquare, ReduceLogSum and ReduceLogSumExp, with keepdims and noop_with_empty_axes. The
+// axes are an attribute, and an input from opset 13 (ReduceSum) or 18 (the others).
 #include <algorithm>
 #include <fmt/format.h>
 
@@ -13,7 +13,7 @@ using ir::NodeId;
 using ir::OpKind;
 using ir::ReduceKind;
 
-enum class Reduction { Sum, Mean, Max, Min, Prod, L2, LogSumExp };
+enum class Reduction { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSum, LogSumExp };
 
 struct ReduceSpec {
   std::vector<int64_t> axes; // normalized, sorted, unique; empty = the identity
@@ -45,14 +45,39 @@ ReduceSpec reduceSpec(NodeContext& c, int axesInputOpset) {
   return spec;
 }
 
+/// op(x) (sqrt or log), named `name`. An integer x goes through f64 and back, truncated and
+/// saturated: numpy takes the root or logarithm of integers in float64, ONNX keeps the input's
+/// type.
+NodeId floatFunction(NodeContext& c, OpKind op, NodeId x, const std::string& name) {
+  ir::DType t = c.typeOf(x).dtype;
+  if (ir::isFloat(t)) return c.g.unary(op, x, name);
+  NodeId y = c.g.unary(op, c.convertTo(x, ir::DType::f64));
+  return c.g.convert(y, t, name);
+}
+
+/// ONNX's noop (empty axes with noop_with_empty_axes): each element reduced on its own, so the
+/// reduction's elementwise parts still apply (the spec says so since onnx/onnx#7137): |x| for
+/// L1 and L2 (sqrt(x^2)), x^2 for SumSquare, log(x) for LogSum; log(exp(x)) is x itself.
+NodeId noopReduction(NodeContext& c, Reduction kind, NodeId x) {
+  switch (kind) {
+  case Reduction::L1:
+  case Reduction::L2:
+    return c.g.unary(OpKind::Abs, x, c.name());
+  case Reduction::SumSquare:
+    return c.g.binary(OpKind::Mul, x, x, c.name());
+  case Reduction::LogSum:
+    return floatFunction(c, OpKind::Log, x, c.name());
+  default:
+    return x;
+  }
+}
+
 Lowering reduction(Reduction kind) {
   return [kind](NodeContext& c) {
     ReduceSpec spec = reduceSpec(c, kind == Reduction::Sum ? 13 : 18);
     NodeId x = c.in(0);
     if (spec.axes.empty()) {
-      // ONNX's noop: the input itself (L2 and LogSumExp still apply their elementwise part)
-      if (kind == Reduction::L2) x = c.g.unary(OpKind::Abs, x, c.name());
-      c.setOutput(0, x);
+      c.setOutput(0, noopReduction(c, kind, x));
       return;
     }
     std::string name = c.name();
@@ -80,15 +105,24 @@ Lowering reduction(Reduction kind) {
       c.setOutput(0, mean);
       return;
     }
+    case Reduction::L1: // sum(|x|); integers too, in their own type as numpy does
+      c.setOutput(0, c.reduceKeep(ReduceKind::Sum, c.g.unary(OpKind::Abs, x), spec.axes,
+                                  spec.keepdims, name));
+      return;
     case Reduction::L2: {
       NodeId sum =
           c.reduceKeep(ReduceKind::Sum, c.g.binary(OpKind::Mul, x, x), spec.axes, spec.keepdims);
-      if (!ir::isFloat(c.typeOf(sum).dtype)) {
-        NodeId root = c.g.unary(OpKind::Sqrt, c.convertTo(sum, ir::DType::f64));
-        c.setOutput(0, c.g.convert(root, c.typeOf(sum).dtype, name));
-        return;
-      }
-      c.setOutput(0, c.g.unary(OpKind::Sqrt, sum, name));
+      c.setOutput(0, floatFunction(c, OpKind::Sqrt, sum, name));
+      return;
+    }
+    case Reduction::SumSquare:
+      c.setOutput(0, c.reduceKeep(ReduceKind::Sum, c.g.binary(OpKind::Mul, x, x), spec.axes,
+                                  spec.keepdims, name));
+      return;
+    case Reduction::LogSum: {
+      // log(sum(x)): an empty reduction (a size-0 axis) sums to 0, so -inf, as ONNX specifies.
+      NodeId sum = c.reduceKeep(ReduceKind::Sum, x, spec.axes, spec.keepdims);
+      c.setOutput(0, floatFunction(c, OpKind::Log, sum, name));
       return;
     }
     case Reduction::LogSumExp: {
@@ -115,7 +149,10 @@ void addReduceOps(OperatorTable& t) {
   t["ReduceMax"] = reduction(Reduction::Max);
   t["ReduceMin"] = reduction(Reduction::Min);
   t["ReduceProd"] = reduction(Reduction::Prod);
+  t["ReduceL1"] = reduction(Reduction::L1);
   t["ReduceL2"] = reduction(Reduction::L2);
+  t["ReduceSumSquare"] = reduction(Reduction::SumSquare);
+  t["ReduceLogSum"] = reduction(Reduction::LogSum);
   t["ReduceLogSumExp"] = reduction(Reduction::LogSumExp);
 }
 
