@@ -125,5 +125,10 @@ inline constexpr int kFloat = ::onnx::TensorProto::FLOAT;
 inline constexpr int kInt64 = ::onnx::TensorProto::INT64;
 inline constexpr int kBool = ::onnx::TensorProto::BOOL;
 inline constexpr int kUint8 = ::onnx::TensorProto::UINT8;
+inline constexpr int kInt8 = ::onnx::TensorProto::INT8;
+inline constexpr int kInt32 = ::onnx::TensorProto::INT32;
+inline constexpr int kDouble = ::onnx::TensorProto::DOUBLE;
+inline constexpr int kHalf = ::onnx::TensorProto::FLOAT16;
+inline constexpr int kBfloat16 = ::onnx::TensorProto::BFLOAT16;
 
 } // namespace weft::onnx::test

@@ -19,8 +19,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-constexpr int kInt32 = ::onnx::TensorProto::INT32;
-constexpr int kDouble = ::onnx::TensorProto::DOUBLE;
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 /// Imports the model and runs it on the reference interpreter.

@@ -18,11 +18,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-constexpr int kDouble = ::onnx::TensorProto::DOUBLE;
-constexpr int kHalf = ::onnx::TensorProto::FLOAT16;
-constexpr int kBfloat16 = ::onnx::TensorProto::BFLOAT16;
-constexpr int kInt32 = ::onnx::TensorProto::INT32;
-
 HostTensor indices(std::vector<int64_t> shape, const std::vector<double>& values,
                    DType t = DType::i64) {
   return tensor(std::move(shape), values, t);

@@ -23,10 +23,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-constexpr int kDouble = ::onnx::TensorProto::DOUBLE;
-constexpr int kFloat16 = ::onnx::TensorProto::FLOAT16;
-constexpr int kInt8 = ::onnx::TensorProto::INT8;
-constexpr int kInt32 = ::onnx::TensorProto::INT32;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -35,7 +31,7 @@ int onnxType(DType t) {
   case DType::f64:
     return kDouble;
   case DType::f16:
-    return kFloat16;
+    return kHalf;
   case DType::i8:
     return kInt8;
   case DType::i32:
@@ -289,7 +285,7 @@ TEST_CASE("the functions compute f16 and bf16 in f32, and take symbolic shapes",
   for (DType t : {DType::f16, DType::bf16}) {
     HostTensor x = tensor(t, xs);
     ModelBuilder m(18);
-    m.input("x", t == DType::f16 ? kFloat16 : ::onnx::TensorProto::BFLOAT16, {"N"});
+    m.input("x", t == DType::f16 ? kHalf : ::onnx::TensorProto::BFLOAT16, {"N"});
     m.node("Atan", {"x"}, {"y"}).output("y");
     ir::Graph g = importOnnxBytes(m.bytes());
     CHECK(g.node(g.outputs()[0]).type.dtype == t);

@@ -19,9 +19,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-constexpr int kDouble = ::onnx::TensorProto::DOUBLE;
-constexpr int kHalf = ::onnx::TensorProto::FLOAT16;
-constexpr int kInt32 = ::onnx::TensorProto::INT32;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 /// Imports `m` and runs it on the interpreter.
