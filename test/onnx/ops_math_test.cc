@@ -443,7 +443,7 @@ TEST_CASE("Xor is a != b on bools, broadcast as the other logical ops", "[onnx][
              Contains("operands are i64 and i64; Xor takes bool tensors"));
 }
 
-TEST_CASE("IsInf detects the infinities its attributes ask for; IsNaN the NaNs", "[onnx][math]") {
+TEST_CASE("IsInf detects the infinities its attributes ask for, IsNaN the NaNs", "[onnx][math]") {
   std::vector<double> xs = {-kInf, -1, 0, kInf, kNaN, FLT_MAX};
   for (DType t : {DType::f32, DType::f64, DType::f16}) {
     HostTensor x = tensor(t, xs);
