@@ -791,3 +791,59 @@ TEST_CASE("errors the IR raises while lowering a node name the file and the node
     located(errorOf(m.bytes()), "m.onnx: graph input \"x\": ");
   }
 }
+
+// ---------------------------------------------------------------- opsets 19 to 21
+
+TEST_CASE("opsets 19 to 21 import, and Gelu (20) lowers to the JSON gelu's graph", "[onnx]") {
+  auto gelu = [](int opset, const std::string& approximate) {
+    ModelBuilder m(opset);
+    std::vector<Attr> attrs;
+    if (!approximate.empty()) attrs.push_back(Attr::text("approximate", approximate));
+    m.input("x", kFloat, {"4"}).node("Gelu", {"x"}, {"y"}, attrs).output("y");
+    return m;
+  };
+  HostTensor x = tensor({4}, {-2, -0.5, 0, 1.5});
+  // 0.5 x (1 + erf(x / sqrt 2)), and the tanh approximation, worked out in double
+  std::vector<double> exact, tanhForm;
+  for (double v : valuesOf(x)) {
+    exact.push_back(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+    tanhForm.push_back(0.5 * v *
+                       (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))));
+  }
+  for (int opset : {20, 21}) {
+    INFO("opset " << opset);
+    checkClose(run(importOnnxBytes(gelu(opset, "").bytes()), {x})[0], exact, 1e-6);
+    checkClose(run(importOnnxBytes(gelu(opset, "tanh").bytes()), {x})[0], tanhForm, 1e-6);
+  }
+  // Relu at 19 and 21: nothing of what weft lowers changed there.
+  for (int opset : {19, 21}) {
+    ModelBuilder m(opset);
+    m.input("x", kFloat, {"2"}).node("Relu", {"x"}, {"y"}).output("y");
+    CHECK(valuesOf(run(importOnnxBytes(m.bytes()), {tensor({2}, {-1, 2})})[0]) ==
+          std::vector<double>{0, 2});
+  }
+  CHECK_THAT(errorOf(gelu(18, "").bytes()), Contains("(Gelu, opset 18): Gelu is defined from opset 20"));
+  CHECK_THAT(errorOf(gelu(20, "fast").bytes()),
+             Contains("approximate \"fast\" is not one of none, tanh"));
+  ModelBuilder past(22);
+  past.input("x", kFloat, {"2"}).node("Relu", {"x"}, {"y"}).output("y");
+  CHECK_THAT(errorOf(past.bytes()), Contains("imports opset 22 of the default domain; weft "
+                                             "supports opsets 1 to 21"));
+}
+
+TEST_CASE("ReduceMax and ReduceMin of bools (opset 20) are any and all", "[onnx]") {
+  auto reduce = [](int opset, const std::string& op) {
+    ModelBuilder m(opset);
+    m.input("x", kBool, {"2", "3"}).initializerInts("axes", {1}, {1});
+    m.node(op, {"x", "axes"}, {"y"}, {Attr::integer("keepdims", 0)}).output("y");
+    return m;
+  };
+  HostTensor x = tensor({2, 3}, {0, 1, 0, 1, 1, 1}, DType::boolean);
+  CHECK(valuesOf(run(importOnnxBytes(reduce(20, "ReduceMax").bytes()), {x})[0]) ==
+        std::vector<double>{1, 1});
+  CHECK(valuesOf(run(importOnnxBytes(reduce(20, "ReduceMin").bytes()), {x})[0]) ==
+        std::vector<double>{0, 1});
+  CHECK_THAT(errorOf(reduce(18, "ReduceMax").bytes()),
+             Contains("input is bool; ReduceMax takes numbers (bools from opset 20)"));
+  CHECK_THAT(errorOf(reduce(20, "ReduceSum").bytes()), Contains("input is bool; ReduceSum takes numbers"));
+}

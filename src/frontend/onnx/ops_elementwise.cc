@@ -130,6 +130,22 @@ void lowerSoftplus(NodeContext& c) {
   c.setOutput(0, c.g.unary(OpKind::Log, e1, c.name()));
 }
 
+/// Gelu (opset 20): x * Φ(x) with the exact erf form (approximate = "none") or the tanh
+/// approximation ("tanh"), the same graphs the JSON gelu and gelu_tanh build.
+void lowerGelu(NodeContext& c) {
+  if (c.opset < 20) c.fail("Gelu is defined from opset 20");
+  NodeId x = c.in(0);
+  if (!ir::isFloat(c.typeOf(x).dtype))
+    c.fail(fmt::format("input is {}; Gelu takes floats", ir::dtypeName(c.typeOf(x).dtype)));
+  std::string approximate = c.attrString("approximate", "none");
+  if (approximate == "none")
+    c.setOutput(0, frontend::gelu(c.site(), x, c.name()));
+  else if (approximate == "tanh")
+    c.setOutput(0, frontend::geluTanh(c.site(), x, c.name()));
+  else
+    c.fail(fmt::format("approximate \"{}\" is not one of none, tanh", approximate));
+}
+
 /// Max, Min, Sum (and Mean): a left fold over any number of inputs, all broadcast together.
 Lowering variadic(OpKind kind, bool mean = false) {
   return [kind, mean](NodeContext& c) {
@@ -263,6 +279,7 @@ void addElementwiseOps(OperatorTable& t) {
   t["Selu"] = lowerSelu;
   t["HardSigmoid"] = lowerHardSigmoid;
   t["Softplus"] = lowerSoftplus;
+  t["Gelu"] = lowerGelu;
   t["Max"] = variadic(OpKind::Max);
   t["Min"] = variadic(OpKind::Min);
   t["Sum"] = variadic(OpKind::Add);

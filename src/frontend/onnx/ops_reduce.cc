@@ -81,15 +81,23 @@ Lowering reduction(Reduction kind) {
       return;
     }
     std::string name = c.name();
+    const bool bools = ir::isBool(c.typeOf(x).dtype);
+    if (bools && !((kind == Reduction::Max || kind == Reduction::Min) && c.opset >= 20))
+      c.fail(fmt::format("input is bool; {} takes numbers{}", c.node.op_type(),
+                         kind == Reduction::Max || kind == Reduction::Min
+                             ? " (bools from opset 20)"
+                             : ""));
     switch (kind) {
     case Reduction::Sum:
       c.setOutput(0, c.reduceKeep(ReduceKind::Sum, x, spec.axes, spec.keepdims, name));
       return;
-    case Reduction::Max:
-      c.setOutput(0, c.reduceKeep(ReduceKind::Max, x, spec.axes, spec.keepdims, name));
+    case Reduction::Max: // of bools (opset 20): any
+      c.setOutput(0, c.reduceKeep(bools ? ReduceKind::Any : ReduceKind::Max, x, spec.axes,
+                                  spec.keepdims, name));
       return;
-    case Reduction::Min:
-      c.setOutput(0, c.reduceKeep(ReduceKind::Min, x, spec.axes, spec.keepdims, name));
+    case Reduction::Min: // of bools (opset 20): all
+      c.setOutput(0, c.reduceKeep(bools ? ReduceKind::All : ReduceKind::Min, x, spec.axes,
+                                  spec.keepdims, name));
       return;
     case Reduction::Prod:
       c.setOutput(0, c.reduceKeep(ReduceKind::Prod, x, spec.axes, spec.keepdims, name));
