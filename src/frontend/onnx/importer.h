@@ -79,6 +79,10 @@ void addIndexOps(OperatorTable& table);       // ops_index.cc
 void addLossOps(OperatorTable& table);        // ops_loss.cc
 
 class NodeContext;
+/// The dtype a float `t`'s sums, statistics and composed functions are computed in: f32 for
+/// f16 and bf16 (sums of many elements would overflow or drop the small ones), `t` itself
+/// otherwise (ops_nn.cc).
+ir::DType computeDType(ir::DType t);
 /// ops_elementwise.cc: a binary op's operands broadcast to one shape (ONNX's legacy
 /// broadcast/axis attributes before opset 7), and the check that both have one dtype.
 std::pair<ir::NodeId, ir::NodeId> binaryOperands(NodeContext& c);

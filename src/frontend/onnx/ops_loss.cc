@@ -112,8 +112,8 @@ std::optional<NodeId> countedTargets(NodeContext& c, NodeId target) {
 NodeId reduceLoss(NodeContext& c, NodeId loss, std::optional<NodeId> targetWeight, bool mean,
                   const std::string& name) {
   const DType t = c.typeOf(loss).dtype;
-  const bool widen = t == DType::f16 || t == DType::bf16;
-  const DType acc = widen ? DType::f32 : t;
+  const DType acc = computeDType(t);
+  const bool widen = acc != t;
   const std::string last = widen ? "" : name;
   const Shape shape = c.typeOf(loss).shape;
   std::vector<int64_t> all;

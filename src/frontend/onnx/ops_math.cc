@@ -157,12 +157,13 @@ Lowering floatFunction(FloatFunction fn) {
   return [fn](NodeContext& c) {
     NodeId x = floatInput(c, 0);
     DType t = c.typeOf(x).dtype;
-    if (t == DType::f32 || t == DType::f64) {
+    DType compute = computeDType(t);
+    if (compute == t) {
       Formula f(c, x);
       c.setOutput(0, fn(f, x, c.name()));
       return;
     }
-    NodeId wide = c.g.convert(x, DType::f32);
+    NodeId wide = c.g.convert(x, compute);
     Formula f(c, wide);
     c.setOutput(0, c.g.convert(fn(f, wide, ""), t, c.name()));
   };

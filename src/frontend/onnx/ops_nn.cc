@@ -53,13 +53,6 @@ void requireFloatInput(NodeContext& c, size_t i, const std::string& what) {
                        c.node.op_type()));
 }
 
-/// The dtype statistics of a `t` tensor are computed in: f32 for f16 and bf16 (as
-/// LayerNormalization's default stash_type), so that sums of many elements neither overflow
-/// nor lose the small ones; `t` itself for f32 and f64.
-ir::DType statisticsDType(ir::DType t) {
-  return t == ir::DType::f16 || t == ir::DType::bf16 ? ir::DType::f32 : t;
-}
-
 /// The spatial axes of an (N, C, D1, ..., Dn) tensor of rank `rank`: every axis after the
 /// first two.
 std::vector<int64_t> spatialAxes(size_t rank) {
@@ -160,7 +153,7 @@ void lowerInstanceNorm(NodeContext& c) {
   frontend::NormOptions o;
   o.axes = spatialAxes(t.shape.size());
   o.epsilon = c.attrFloat("epsilon", 1e-5f);
-  o.compute = statisticsDType(t.dtype);
+  o.compute = computeDType(t.dtype);
   requireStaticCount(c, t.shape, o.axes);
   NodeId scale = perChannel(c, 1, "scale", t);
   NodeId bias = perChannel(c, 2, "B", t);
@@ -204,7 +197,7 @@ void lowerMeanVarianceNorm(NodeContext& c) {
   requireFloatInput(c, 0, "X");
   std::vector<int64_t> axes = mvnAxes(c, t.shape.size());
   requireStaticCount(c, t.shape, axes);
-  NodeId x = c.convertTo(x0, statisticsDType(t.dtype));
+  NodeId x = c.convertTo(x0, computeDType(t.dtype));
   bool converted = x != x0;
   frontend::Variance v = frontend::variance(c.site(), x, axes, "");
   NodeId stddev = c.g.unary(OpKind::Sqrt, v.variance);
@@ -237,7 +230,7 @@ Lowering globalPool(bool average) {
     }
     requireStaticCount(c, t.shape, axes, "averaging");
     NodeId mean =
-        frontend::mean(c.site(), c.convertTo(x, statisticsDType(t.dtype)), axes, "mean", "");
+        frontend::mean(c.site(), c.convertTo(x, computeDType(t.dtype)), axes, "mean", "");
     mean = c.convertTo(mean, t.dtype);
     c.setOutput(0, c.g.reshape(mean, frontend::reducedShape(t.shape, axes, true), c.name()));
   };
@@ -294,6 +287,10 @@ void lowerGemm(NodeContext& c) {
 }
 
 } // namespace
+
+ir::DType computeDType(ir::DType t) {
+  return t == ir::DType::f16 || t == ir::DType::bf16 ? ir::DType::f32 : t;
+}
 
 void addNNOps(OperatorTable& t) {
   t["Softmax"] = softmax(false);
