@@ -668,12 +668,20 @@ llvm::Value* ElementalEmitter::binary(const ir::Node& n, const Index& index) {
       r = div ? b.CreateFDiv(x, y) : emitFmod(b, *k_.module, x, y);
       break;
     }
-    // x / -1 = -x and x % -1 = 0 without the INT_MIN / -1 trap; other divisors as C.
-    llvm::Value* minusOne = llvm::ConstantInt::get(y->getType(), uint64_t(-1), true);
+    // Every divisor gives a defined result (sdiv and srem by 0 or INT_MIN / -1 are undefined
+    // behaviour in LLVM IR, which the optimizer may exploit): x / -1 = -x and x % -1 = 0
+    // without the INT_MIN / -1 trap; x / 0 = -1 and x % 0 = x (XLA's convention; the reference
+    // interpreter refuses a zero divisor instead); other divisors as C.
+    llvm::Type* ty = y->getType();
+    llvm::Value* minusOne = llvm::ConstantInt::get(ty, uint64_t(-1), true);
+    llvm::Value* zero = llvm::ConstantInt::get(ty, 0);
     llvm::Value* isM1 = b.CreateICmpEQ(y, minusOne);
-    llvm::Value* safeY = b.CreateSelect(isM1, llvm::ConstantInt::get(y->getType(), 1), y);
+    llvm::Value* isZero = b.CreateICmpEQ(y, zero);
+    llvm::Value* safeY =
+        b.CreateSelect(b.CreateOr(isM1, isZero), llvm::ConstantInt::get(ty, 1), y);
     llvm::Value* q = div ? b.CreateSDiv(x, safeY) : b.CreateSRem(x, safeY);
-    r = b.CreateSelect(isM1, div ? b.CreateNeg(x) : llvm::ConstantInt::get(y->getType(), 0), q);
+    q = b.CreateSelect(isM1, div ? b.CreateNeg(x) : zero, q);
+    r = b.CreateSelect(isZero, div ? minusOne : x, q);
     break;
   }
   case OpKind::Pow:

@@ -321,8 +321,9 @@ Value evalBinaryInt(const Node& n, const Value& a, const Value& b) {
     for (size_t i = 0; i < divisor.ints.size(); ++i)
       if (divisor.ints[i] == 0)
         throw InputError(
-            fmt::format("{}: integer division by zero at element {} of operand 1; a GPU gives no "
-                        "defined result, so keep integer divisors non-zero",
+            fmt::format("{}: integer division by zero at element {} of operand 1; no result is "
+                        "right (weft's kernels give -1 for x / 0 and x for x % 0), so keep "
+                        "integer divisors non-zero",
                         describe(n), indexStr(divisor.shape, static_cast<int64_t>(i))));
   };
   switch (n.kind) {

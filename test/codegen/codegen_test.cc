@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 
 #include "codegen/compile.h"
@@ -94,6 +95,40 @@ TEST_CASE("none policy: f16, bf16, integer and bool dtypes", "[codegen][sim]") {
                         DType::i8, "to_i8");
   g.setOutputs({hh, bb, hs, id, ir_, imax, qsum, anyPos, allPos, conv});
   checkAgainstInterpreter(fusion::planNone(g, h100()), 1e-2);
+}
+
+TEST_CASE("integer div and rem give a defined result for every divisor: 0, -1 and INT_MIN too",
+          "[codegen][sim]") {
+  // sdiv / srem by 0, and INT_MIN / -1, are undefined behaviour in LLVM IR; the kernels give
+  // x / 0 = -1, x % 0 = x, x / -1 = -x (wrapping) and x % -1 = 0 (the interpreter refuses 0).
+  for (DType t : {DType::i8, DType::i32, DType::i64}) {
+    INFO(ir::dtypeName(t));
+    const int64_t minimum = t == DType::i8    ? INT8_MIN
+                            : t == DType::i32 ? int64_t(INT32_MIN)
+                                              : INT64_MIN;
+    const std::vector<int64_t> xs = {7, -7, minimum, minimum, 5, -6, 0, 7};
+    const std::vector<int64_t> ys = {0, 0, -1, 0, -1, 4, 0, -3};
+    ir::Graph g;
+    auto x = g.parameter("x", {t, {8}});
+    auto y = g.parameter("y", {t, {8}});
+    g.setOutputs({g.binary(OpKind::Div, x, y, "q"), g.binary(OpKind::Rem, x, y, "r")});
+    auto plan = fusion::planNone(g, h100());
+    HostTensor hx(t, {8}), hy(t, {8});
+    for (int64_t i = 0; i < 8; ++i) {
+      hx.setInt(i, xs[size_t(i)]);
+      hy.setInt(i, ys[size_t(i)]);
+    }
+    auto got = test::runOnSim(plan, codegen::compileToPtx(plan), {hx, hy});
+    REQUIRE(got.size() == 2);
+    for (int64_t i = 0; i < 8; ++i) {
+      INFO(xs[size_t(i)] << " by " << ys[size_t(i)]);
+      const int64_t a = xs[size_t(i)], b = ys[size_t(i)];
+      const int64_t q = b == 0 ? -1 : b == -1 ? wrapToDType(int64_t(uint64_t(0) - uint64_t(a)), t) : a / b;
+      const int64_t r = b == 0 ? a : b == -1 ? 0 : a % b;
+      CHECK(got[0].getInt(i) == wrapToDType(q, t));
+      CHECK(got[1].getInt(i) == r);
+    }
+  }
 }
 
 TEST_CASE("none policy: the Figure 6 row reduces (scaled down) and a dot", "[codegen][sim]") {

@@ -361,7 +361,7 @@ void lowerIsInf(NodeContext& c) {
 /// integers and floats. fmod=0 (integers only, as ONNX requires): Python's %, the result has
 /// the divisor's sign: rem, plus the divisor where the two signs differ (no overflow: |rem| <
 /// |divisor|). An integer divisor of 0 is the IR's rem's: the reference interpreter refuses
-/// it, a GPU gives no defined value.
+/// it, weft's kernels give the dividend.
 void lowerMod(NodeContext& c) {
   int64_t fmod = c.attrInt("fmod", 0);
   if (fmod != 0 && fmod != 1) c.fail(fmt::format("attribute fmod is {}; it must be 0 or 1", fmod));
