@@ -93,6 +93,23 @@ TEST_CASE("ArgMax refuses an empty axis and bool input", "[onnx][index]") {
   CHECK_THAT(errorOf(badAxis.bytes()), Contains("axis 2 is out of range for rank 2"));
 }
 
+TEST_CASE("ArgMax and ArgMin over a symbolic axis give the position, and -1 when it is bound to 0",
+          "[onnx][index]") {
+  for (const char* op : {"ArgMax", "ArgMin"})
+    for (int last : {0, 1}) {
+      INFO(op << " select_last_index " << last);
+      auto m = unary(13, op, kFloat, {"2", "N"},
+                     {Attr::integer("axis", 1), Attr::integer("select_last_index", last)});
+      HostTensor y = runModel(m, {tensor({2, 3}, {3, 1, 3, -1, -5, -5})}, {{"N", 3}});
+      bool isMax = std::string(op) == "ArgMax";
+      CHECK(valuesOf(y) == (isMax ? std::vector<double>{last ? 2.0 : 0.0, 0}
+                                  : std::vector<double>{1, last ? 2.0 : 1.0}));
+      HostTensor none = runModel(m, {tensor({2, 0}, {})}, {{"N", 0}});
+      CHECK(none.shape == std::vector<int64_t>{2, 1});
+      CHECK(valuesOf(none) == std::vector<double>{-1, -1});
+    }
+}
+
 TEST_CASE("Hardmax marks the first maximum over one axis (13) or the coerced rows (< 13)",
           "[onnx][index]") {
   // x[2, 2, 2]: [[[1, 4], [4, 2]], [[0, 0], [5, -1]]]

@@ -75,7 +75,9 @@ int64_t constIntScalar(NodeContext& c, size_t i, const std::string& what) {
 /// positions kept by a select of iota, and their min (first) or max (last) reduced. A NaN
 /// counts as the extreme (numpy's argmax/argmin, which ONNX's reference uses, returns the
 /// first NaN): weft's float max/min propagate NaN, so a row with a NaN has a NaN extreme,
-/// which `x == extreme` misses and `x != x` picks. The axis must not be empty.
+/// which `x == extreme` misses and `x != x` picks. An axis that is empty has no position to
+/// give: a static one is refused, a symbolic one bound to 0 gives -1 (no element's position)
+/// in both modes.
 NodeId argExtreme(NodeContext& c, NodeId x, size_t axis, ReduceKind kind, bool last, bool keepdims,
                   const std::string& name) {
   ir::TensorType t = c.typeOf(x);
@@ -95,7 +97,15 @@ NodeId argExtreme(NodeContext& c, NodeId x, size_t axis, ReduceKind kind, bool l
   double none =
       last ? -1.0 : (s[axis].isStatic() ? static_cast<double>(s[axis].size()) : kBeyondAnyPosition);
   NodeId candidate = c.g.select(hit, position, c.splatLike(position, none));
-  return c.reduceKeep(last ? ReduceKind::Max : ReduceKind::Min, candidate, {ax}, keepdims, name);
+  ReduceKind pick = last ? ReduceKind::Max : ReduceKind::Min;
+  if (s[axis].isStatic()) return c.reduceKeep(pick, candidate, {ax}, keepdims, name);
+  // A symbolic axis bound to 0 reduces nothing and leaves the reduce's identity, the i64
+  // minimum (last) or maximum (first), which no position reaches: -1 there.
+  NodeId found = c.reduceKeep(pick, candidate, {ax}, keepdims, "");
+  NodeId minusOne = c.splatLike(found, -1.0);
+  if (last) return c.g.binary(OpKind::Max, found, minusOne, name);
+  NodeId empty = c.g.compare(CompareDir::GE, found, c.splatLike(found, none));
+  return c.g.select(empty, minusOne, found, name);
 }
 
 /// ArgMax / ArgMin: axis (default 0), keepdims (default 1), select_last_index (opset 12 on;
