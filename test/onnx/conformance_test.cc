@@ -45,9 +45,48 @@ TEST_CASE("compareTensors applies rtol and atol, matches NaN with NaN and names 
   // integers compare exactly
   CHECK_FALSE(compareTensors(tensor(DType::i32, {1}, {1000}), tensor(DType::i32, {1}, {1001}), tol)
                   .empty());
+  // int64 exactly: 2^53 + 1 is not 2^53 (a double comparison would take one for the other)
+  HostTensor big(DType::i64, {1}), bigger(DType::i64, {1});
+  big.setInt(0, int64_t(1) << 53);
+  bigger.setInt(0, (int64_t(1) << 53) + 1);
+  CHECK_THAT(compareTensors(big, bigger, tol),
+             Contains("first at [0]: got 9007199254740992 want 9007199254740993"));
   // f16 passes within one unit in the last place
   CHECK(compareTensors(tensor(DType::f16, {1}, {1000.5}), tensor(DType::f16, {1}, {1001}), tol)
             .empty());
+}
+
+TEST_CASE("a test case passes only with every output compared: count and dtype too", "[onnx]") {
+  namespace fs = std::filesystem;
+  const fs::path node = WEFT_ONNX_NODE_TESTS;
+  if (!fs::exists(node / "test_relu")) FAIL(node << " is missing: install libonnx-testdata");
+  const fs::path dir = fs::temp_directory_path() / "weft_conformance_outputs" / "test_relu";
+  fs::remove_all(dir.parent_path());
+  fs::create_directories(dir / "test_data_set_0");
+  fs::copy_file(node / "test_relu" / "model.onnx", dir / "model.onnx");
+  fs::copy_file(node / "test_relu" / "test_data_set_0" / "input_0.pb",
+                dir / "test_data_set_0" / "input_0.pb");
+  const TestCase tc{"test_relu", dir.string()};
+  // no reference output: nothing was checked
+  CaseResult none = runTestCase(tc, interpreterBackend());
+  CHECK(none.status == CaseStatus::Failed);
+  CHECK_THAT(none.detail, Contains("no output_*.pb"));
+  // a reference of another dtype (uint8 [3, 4, 5], read as i32) for relu's f32 output
+  fs::copy_file(node / "test_add_uint8" / "test_data_set_0" / "input_0.pb",
+                dir / "test_data_set_0" / "output_0.pb");
+  CaseResult dtype = runTestCase(tc, interpreterBackend());
+  CHECK(dtype.status == CaseStatus::Failed);
+  CHECK_THAT(dtype.detail, Contains("is f32[3, 4, 5], the reference is i32[3, 4, 5]"));
+  // the right reference, and then one reference too many
+  fs::copy_file(node / "test_relu" / "test_data_set_0" / "output_0.pb",
+                dir / "test_data_set_0" / "output_0.pb", fs::copy_options::overwrite_existing);
+  CHECK(runTestCase(tc, interpreterBackend()).status == CaseStatus::Passed);
+  fs::copy_file(node / "test_relu" / "test_data_set_0" / "output_0.pb",
+                dir / "test_data_set_0" / "output_1.pb");
+  CaseResult extra = runTestCase(tc, interpreterBackend());
+  CHECK(extra.status == CaseStatus::Failed);
+  CHECK_THAT(extra.detail, Contains("1 outputs, the reference has 2"));
+  fs::remove_all(dir.parent_path());
 }
 
 TEST_CASE("findTestCases reports a symlink loop as the path's error, an InputError", "[onnx]") {

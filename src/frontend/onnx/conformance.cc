@@ -136,14 +136,23 @@ std::string compareTensors(const HostTensor& got, const HostTensor& want, const 
   if (got.shape != want.shape)
     return fmt::format("shape [{}] but the reference has [{}]", fmt::join(got.shape, ", "),
                        fmt::join(want.shape, ", "));
-  bool exact = !ir::isFloat(want.dtype) || !ir::isFloat(got.dtype);
+  if (!ir::isFloat(want.dtype) || !ir::isFloat(got.dtype)) {
+    // Integers and bools exactly, as int64: a double would take 2^53 + 1 for 2^53.
+    int64_t first = -1, mismatches = 0;
+    for (int64_t i = 0; i < want.numElements(); ++i)
+      if (got.getInt(i) != want.getInt(i) && mismatches++ == 0) first = i;
+    if (first < 0) return "";
+    return fmt::format("{} of {} elements differ; first at {}: got {} want {}", mismatches,
+                       want.numElements(), indexStr(first, want.shape), got.getInt(first),
+                       want.getInt(first));
+  }
   int64_t worst = -1, mismatches = 0;
   double worstRatio = 0;
   for (int64_t i = 0; i < want.numElements(); ++i) {
     double g = got.get(i), w = want.get(i);
     if (std::isnan(w) && std::isnan(g)) continue;
     double err = std::fabs(g - w);
-    double allowed = exact ? 0 : tol.atol + tol.rtol * std::fabs(w);
+    double allowed = tol.atol + tol.rtol * std::fabs(w);
     allowed = std::max(allowed, ulp(w, got.dtype));
     bool ok = (std::isinf(w) || std::isinf(g)) ? g == w : err <= allowed;
     if (std::isnan(g) != std::isnan(w)) ok = false;
@@ -229,12 +238,22 @@ CaseResult runTestCase(const TestCase& tc, const Backend& backend, const RunnerO
       int kernels = -1;
       std::vector<HostTensor> got = backend.run(*g, inputs, &kernels);
       r.kernels = kernels;
-      if (got.size() < expected.size())
+      if (expected.empty())
         return finish(CaseStatus::Failed,
-                      fmt::format("{} outputs, the reference has {}", got.size(), expected.size()));
+                      fmt::format("{}: no output_*.pb: nothing to compare with",
+                                  set.filename().string()));
+      if (got.size() != expected.size())
+        return finish(CaseStatus::Failed,
+                      fmt::format("{}: {} outputs, the reference has {}", set.filename().string(),
+                                  got.size(), expected.size()));
       for (size_t i = 0; i < expected.size(); ++i) {
-        std::string diff =
-            compareTensors(got[i], fromStoredBits(expected[i], got[i].dtype), options.tolerance);
+        const HostTensor want = fromStoredBits(expected[i], got[i].dtype);
+        if (want.dtype != got[i].dtype)
+          return finish(CaseStatus::Failed,
+                        fmt::format("{}: output {} ({}) is {}, the reference is {}",
+                                    set.filename().string(), i, g->node(g->outputs()[i]).name,
+                                    got[i].typeStr(), want.typeStr()));
+        std::string diff = compareTensors(got[i], want, options.tolerance);
         if (!diff.empty())
           return finish(CaseStatus::Failed,
                         fmt::format("{}: output {} ({}): {}", set.filename().string(), i,
