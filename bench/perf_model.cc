@@ -11,6 +11,22 @@
 namespace weft::bench {
 namespace {
 constexpr int kMaxLoadsInFlight = 8; // what one thread keeps outstanding at most, in the model
+/// How many times ptxas unrolls a column reduce's loop down its columns, which weft's PTX
+/// leaves rolled (one load, then its add): the SASS of bias_grad's kernel (CUDA 13, sm_90)
+/// issues 4 loads, then their 4 adds, per iteration, with remainder loops of 2 and 1.
+constexpr int kPtxasColumnUnroll = 4;
+
+/// The loads a thread of a column-reduce group keeps in flight per load its PTX loop has:
+/// ptxas's unroll, at most the iterations a thread makes (the reduced length over the block's
+/// rows of threads and the split); 1 for every other mapping.
+int64_t unrolledLoads(const fusion::Group& g, const std::map<std::string, int64_t>& binding) {
+  const auto* column = std::get_if<fusion::ColumnReduceMapping>(&g.mapping);
+  if (!column || g.acrossTiles) return 1;
+  const int64_t length = g.rowLength.isStatic() ? g.rowLength.size() : g.rowLength.evaluate(binding);
+  const int64_t perIteration =
+      int64_t(std::max(1, column->tileRows)) * std::max(1, column->splitFactor);
+  return std::clamp<int64_t>((length + perIteration - 1) / perIteration, 1, kPtxasColumnUnroll);
+}
 } // namespace
 
 ModelProfile modelProfile(const DeviceSpec& spec, LaunchMode launches) {
@@ -87,7 +103,14 @@ ProgramShape programShape(const CompiledProgram& program,
               loaded += std::count(kp->inputs.begin(), kp->inputs.end(), v) > 0 ? 1 : 0;
             slotLoads = std::max(slotLoads, phase.slots->steps * std::max(1, loaded));
           }
-        if (slotLoads > 0) loads = slotLoads;
+        if (slotLoads > 0) {
+          loads = slotLoads;
+        } else {
+          int64_t unroll = 1;
+          for (const fusion::Group& g : kp->groups)
+            unroll = std::max(unroll, unrolledLoads(g, binding));
+          loads = int(std::min<int64_t>(loads * unroll, kMaxLoadsInFlight));
+        }
         s.loadsInFlight = std::min(loads, kMaxLoadsInFlight);
       } else if (const auto* call = std::get_if<fusion::LibraryCall>(&step)) {
         written.insert(bufferOf(call->result())); // the epilogue's result, if any

@@ -35,7 +35,8 @@
 // the sum over its kernels (they run one after another). Without the plan's launch shapes
 // (ProgramShape) no byte is an L2 hit and every SM is taken as full. Not modeled: overlap of
 // consecutive kernels, clocks below boost, L1, SASS instead of PTX (loops ptxas unrolls keep
-// the PTX's loads in flight), a wait at thread-block cluster barriers (counted, not charged),
+// the PTX's loads in flight), except a column reduce's loop, which ptxas unrolls 4 times
+// (scripts/sass-loads), a wait at thread-block cluster barriers (counted, not charged),
 // a kernel's first and last rounds (a single-round kernel is modeled as streaming).
 #include <map>
 #include <string>
@@ -77,7 +78,8 @@ struct KernelShape {
   /// fills the SMs, the registers ptxas gave it (what the GPU's occupancy query sees).
   int blocksPerSM = 0;
   /// Independent loads a thread has in flight: a slot phase's steps × the values it loads
-  /// per step (the row is loaded before it is used), else the buffers a loop iteration reads.
+  /// per step (the row is loaded before it is used), else the buffers a loop iteration reads,
+  /// times 4 (at most the loop's trips) for a column reduce's loop, which ptxas unrolls.
   int loadsInFlight = 1;
   int clusterSize = 1; // blocks per thread-block cluster as launched
   /// The grid the GPU launches for a kernel that fills the SMs (LaunchPlan::fillSMs):

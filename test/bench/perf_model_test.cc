@@ -242,3 +242,29 @@ TEST_CASE("a kernel that fills the SMs is modeled with the grid it launches", "[
     CHECK(s.blocksPerSM * int64_t(smCount) >= kernel.launch.maxBlocks);
   }
 }
+
+TEST_CASE("a column reduce's loop keeps the loads of ptxas's 4-fold unroll in flight",
+          "[bench][model]") {
+  // bias_grad: columns of 16,384 rows, 32 rows of threads, split 11: about 47 iterations a
+  // thread, unrolled 4 times by ptxas. A short column of 64 rows (two iterations) keeps 2.
+  CompileOptions o;
+  o.cacheDir = "off";
+  const bench::Workload w = bench::findWorkload("bias_grad", bench::defaultWorkloadsDir());
+  auto compiled = compile(w.build(), o);
+  const CompiledProgram& program = compiledProgram(compiled->program({}));
+  REQUIRE(program.module.kernels.size() == 1);
+  CHECK(programShape(program).at(0).loadsInFlight == 4);
+
+  ir::Graph g;
+  auto x = g.parameter("x", {ir::DType::f32, {64, 4096}});
+  g.setOutputs({g.reduce(ir::ReduceKind::Sum, x, {0}, "y")});
+  auto shortColumns = compile(publicGraph(std::move(g)), o);
+  const CompiledProgram& shortProgram = compiledProgram(shortColumns->program({}));
+  const auto* kp = std::get_if<fusion::KernelPlan>(&shortProgram.plan.steps.at(0));
+  REQUIRE(kp != nullptr);
+  const auto* column = std::get_if<fusion::ColumnReduceMapping>(&kp->groups.at(0).mapping);
+  REQUIRE(column != nullptr);
+  const int64_t iterations =
+      (64 + column->tileRows * column->splitFactor - 1) / (column->tileRows * column->splitFactor);
+  CHECK(programShape(shortProgram).at(0).loadsInFlight == std::min<int64_t>(iterations, 4));
+}
