@@ -1032,3 +1032,13 @@ TEST_CASE("a static input of the wrong shape is worded as eval words it") {
     CHECK(oneLine(r) == "weft: error: " + g + ": input \"x\": expected f32[2, 3], got f32[3, 2]\n");
   }
 }
+
+TEST_CASE("an error naming something with a newline or other control characters stays one line") {
+  std::string g = writeFile("ctl.json", R"({"inputs": [{"name": "x\nweft: error: FAKE\t\u0001",
+    "dtype": "f32", "shape": [-1]}], "ops": [], "outputs": ["x\nweft: error: FAKE\t\u0001"]})");
+  Result r = runWeft("check " + g);
+  CHECK(r.rc == 2);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find("x\\nweft: error: FAKE\\t\\x01") != std::string::npos);
+  CHECK(r.err.rfind("weft: error: ", 0) == 0);
+}

@@ -5,11 +5,43 @@
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
+#include <string>
+#include <string_view>
 
 #include "commands.h"
 #include "runtime/logging.h"
 #include "weft/error.h"
 #include "weft/version.h"
+
+namespace {
+
+/// `message` on one line: control characters a user's names or paths carry (a newline in an
+/// ONNX node name) are written as escapes, so an error in what the user gave is one line.
+std::string oneLine(std::string_view message) {
+  std::string out;
+  out.reserve(message.size());
+  for (char c : message) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
+    else if (u < 0x20 || u == 0x7f)
+      out += fmt::format("\\x{:02x}", u);
+    else
+      out += c;
+  }
+  return out;
+}
+
+void printError(const char* kind, std::string_view message, std::string_view suffix = "") {
+  std::fprintf(stderr, "weft: %s: %s%s\n", kind, oneLine(message).c_str(),
+               std::string(suffix).c_str());
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
   try {
@@ -33,22 +65,21 @@ int main(int argc, char** argv) {
       return app.exit(e); // --help, --version
     } catch (const CLI::ParseError& e) {
       // One line, the hint folded in: an error is one line on stderr.
-      std::fprintf(stderr, "weft: error: %s (see weft --help or weft COMMAND --help)\n", e.what());
+      printError("error", e.what(), " (see weft --help or weft COMMAND --help)");
       return 2;
     }
     return 0;
   } catch (const weft::tools::ExitCode& e) {
     return e.code;
   } catch (const weft::InputError& e) {
-    std::fprintf(stderr, "weft: error: %s\n", e.what());
+    printError("error", e.what());
     return 2;
   } catch (const std::filesystem::filesystem_error& e) { // a path the user gave: a symlink
     // loop, a name too long, no permission (the commands report these themselves; this is the
     // net under them)
-    std::fprintf(stderr, "weft: error: %s: %s\n", e.path1().string().c_str(),
-                 e.code().message().c_str());
+    printError("error", e.path1().string() + ": " + e.code().message());
     return 2;
-  } catch (const weft::Error& e) {
+  } catch (const weft::Error& e) { // may hold a multi-line report (invalid LLVM IR: a weft bug)
     std::fprintf(stderr, "weft: error: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {
