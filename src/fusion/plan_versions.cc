@@ -74,7 +74,9 @@ void mergeBoxes(ir::ShapeGuard& boxes) {
 }
 
 /// `symbol`'s size classes within its declared range (all of ir::sizeClasses without one), or
-/// only the last of them for graphs too big to version.
+/// only the last of them for graphs too big to version. A declared range that holds no class
+/// (0..0: only the empty size, which a generic program never serves: weft::compile gives it a
+/// specialised one) constrains nothing.
 std::vector<ir::SymbolRange> classesOf(const std::string& symbol, const ir::SymbolRanges& declared,
                                        bool onlyLast) {
   std::vector<ir::SymbolRange> out;
@@ -86,6 +88,7 @@ std::vector<ir::SymbolRange> classesOf(const std::string& symbol, const ir::Symb
     }
     if (c.lo <= c.hi) out.push_back(c);
   }
+  if (out.empty()) return classesOf(symbol, {}, onlyLast);
   if (onlyLast && out.size() > 1) out.erase(out.begin(), out.end() - 1);
   return out;
 }

@@ -218,3 +218,16 @@ TEST_CASE("a declared range plans only the classes inside it, the last up to its
     CHECK(splitOf(withRange) == splitOf(without));
   }
 }
+
+TEST_CASE("a declared range of only the empty size (0..0) plans as if undeclared") {
+  // No size class holds 0 (a generic program never serves it: weft::compile specialises a
+  // binding of 0), so 0..0 leaves nothing to restrict the classes to.
+  const DeviceSpec spec = *deviceSpecProfile("h100");
+  ir::Graph g = biasGrad();
+  std::vector<fusion::PlanVersion> open = fusion::planVersions(g, spec, fusion::Policy::AStitch);
+  ir::SymbolRanges empty{{"B", SymbolRange{0, 0, 1}}};
+  std::vector<fusion::PlanVersion> v = fusion::planVersions(g, spec, fusion::Policy::AStitch, empty);
+  REQUIRE(v.size() == open.size());
+  CHECK(v.back().guard.empty());
+  CHECK(v.back().plan.symbolRanges.at("B") == open.back().plan.symbolRanges.at("B"));
+}
