@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/printer.h"
+
 #include <map>
 #include <string_view>
 
@@ -29,7 +31,7 @@ std::string annotateKernels(const std::string& ptx, const fusion::FusionPlan& pl
     if (!k) continue;
     std::string names;
     for (size_t i = 0; i < k->ops.size() && i < kMaxNamedOps; ++i)
-      names += (i ? ", " : "") + plan.graph.node(k->ops[i]).name;
+      names += (i ? ", " : "") + ir::escapeControl(plan.graph.node(k->ops[i]).name);
     if (k->ops.size() > kMaxNamedOps)
       names += fmt::format(" and {} more", k->ops.size() - kMaxNamedOps);
     comments[k->name] = fmt::format("{}kernel {} computes {}\n", kKernelCommentPrefix, k->name, names);

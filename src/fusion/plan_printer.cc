@@ -38,12 +38,27 @@ std::string bufferKindName(Buffer::Kind k) {
   return "?";
 }
 
-std::string dotId(const std::string& s) {
-  std::string out = "\"";
+/// `s` as a DOT string's content: quotes and backslashes escaped, a line break as DOT's \n.
+std::string dotEscaped(const std::string& s) {
+  std::string out;
   for (char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
     if (c == '"' || c == '\\') out += '\\';
     out += c;
   }
+  return out;
+}
+
+std::string dotId(const std::string& s) { return "\"" + dotEscaped(s) + "\""; }
+
+/// A label of several lines (Graphviz breaks them at each \n).
+std::string dotLabel(const std::vector<std::string>& lines) {
+  std::string out = "\"";
+  for (size_t i = 0; i < lines.size(); ++i)
+    out += (i ? "\\n" : "") + dotEscaped(lines[i]);
   return out + "\"";
 }
 
@@ -77,8 +92,8 @@ void kernelDotBody(std::ostringstream& os, const KernelPlan& k, const ir::Graph&
       Storage s = it == k.placement.end() ? Storage::Register : it->second.storage;
       const ir::Node& n = g.node(op);
       os << "      " << dotId(prefix + n.name) << " [label="
-         << dotId(fmt::format("{}\\n{} {}\\n{}", n.name, ir::opName(n.kind), n.type.str(),
-                              storageName(s)))
+         << dotLabel({n.name, fmt::format("{} {}", ir::opName(n.kind), n.type.str()),
+                      storageName(s)})
          << ", style=" << dotId(op == grp.dominant ? "filled,bold" : "filled")
          << ", fillcolor=" << storageColour(s) << "];\n";
     }
@@ -86,7 +101,7 @@ void kernelDotBody(std::ostringstream& os, const KernelPlan& k, const ir::Graph&
   }
   for (ir::NodeId in : k.inputs)
     os << "    " << dotId(prefix + k.name + "/" + g.node(in).name)
-       << " [label=" << dotId(g.node(in).name + "\\ninput")
+       << " [label=" << dotLabel({g.node(in).name, "input"})
        << ", shape=box, style=filled, fillcolor=lightgrey];\n";
   os << "  }\n";
   std::set<ir::NodeId> inKernel(k.ops.begin(), k.ops.end());
@@ -353,18 +368,18 @@ std::string fusionPlanDot(const FusionPlan& plan) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     if (const auto* call = std::get_if<LibraryCall>(&plan.steps[i])) {
       const ir::Node& n = g.node(call->op);
-      std::string label = n.name + "\\nlibrary " + std::string(ir::opName(n.kind));
+      std::vector<std::string> label = {n.name, "library " + std::string(ir::opName(n.kind))};
       for (const GemmPrologue* p : {&call->epilogue.a, &call->epilogue.b})
         if (!p->empty())
-          label += fmt::format("\\n+ prologue of {} op(s) on {}", p->ops.size(),
-                               g.node(p->source).name);
+          label.push_back(fmt::format("+ prologue of {} op(s) on {}", p->ops.size(),
+                                      g.node(p->source).name));
       if (!call->epilogue.empty())
-        label += fmt::format("\\n+ epilogue of {} op(s), stores {}", call->epilogue.ops.size(),
-                             g.node(call->epilogue.result).name);
+        label.push_back(fmt::format("+ epilogue of {} op(s), stores {}",
+                                    call->epilogue.ops.size(), g.node(call->epilogue.result).name));
       if (!call->epilogue.store.empty())
-        label += fmt::format("\\n+ stored through {} layout op(s) as {}",
-                             call->epilogue.store.size(), g.node(call->result()).name);
-      os << "  " << dotId("s" + std::to_string(i) + "/" + n.name) << " [label=" << dotId(label)
+        label.push_back(fmt::format("+ stored through {} layout op(s) as {}",
+                                    call->epilogue.store.size(), g.node(call->result()).name));
+      os << "  " << dotId("s" + std::to_string(i) + "/" + n.name) << " [label=" << dotLabel(label)
          << ", shape=box3d];\n";
       continue;
     }

@@ -39,17 +39,39 @@ struct AttrPrinter {
 
 std::string printAttrs(const Node& n) { return std::visit(AttrPrinter{}, n.attrs); }
 
+std::string escapeControl(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
+    else if (u < 0x20 || u == 0x7f)
+      out += fmt::format("\\x{:02x}", u);
+    else
+      out += c;
+  }
+  return out;
+}
+
 std::string printNode(const Graph& g, const Node& n) {
   std::string ops;
-  for (size_t i = 0; i < n.operands.size(); ++i) ops += fmt::format("{}%{}", i ? ", " : "", g.node(n.operands[i]).name);
-  return fmt::format("%{} = {}{}({}) : {}", n.name, opName(n.kind), printAttrs(n), ops, n.type.str());
+  for (size_t i = 0; i < n.operands.size(); ++i)
+    ops += fmt::format("{}%{}", i ? ", " : "", escapeControl(g.node(n.operands[i]).name));
+  return fmt::format("%{} = {}{}({}) : {}", escapeControl(n.name), opName(n.kind), printAttrs(n),
+                     ops, n.type.str());
 }
 
 std::string printGraph(const Graph& g, const std::string& name) {
   std::string params;
   for (NodeId id : g.inputs()) {
     const Node& n = g.node(id);
-    params += fmt::format("{}%{}: {}", params.empty() ? "" : ", ", n.name, n.type.str());
+    params += fmt::format("{}%{}: {}", params.empty() ? "" : ", ", escapeControl(n.name),
+                          n.type.str());
   }
   std::string out = fmt::format("graph {}({}) {{\n", name, params);
   for (const SymbolEquality& e : g.symbolEqualities())
@@ -57,7 +79,8 @@ std::string printGraph(const Graph& g, const std::string& name) {
   for (const Node& n : g.nodes())
     if (n.kind != OpKind::Parameter) out += "  " + printNode(g, n) + "\n";
   std::string rets;
-  for (NodeId id : g.outputs()) rets += fmt::format("{}%{}", rets.empty() ? "" : ", ", g.node(id).name);
+  for (NodeId id : g.outputs())
+    rets += fmt::format("{}%{}", rets.empty() ? "" : ", ", escapeControl(g.node(id).name));
   return out + "  return " + rets + "\n}\n";
 }
 

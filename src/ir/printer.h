@@ -6,6 +6,7 @@
 //     return %y
 //   }
 #include <string>
+#include <string_view>
 
 #include "ir/graph.h"
 
@@ -14,5 +15,9 @@ namespace weft::ir {
 std::string printGraph(const Graph& g, const std::string& name = "main");
 std::string printNode(const Graph& g, const Node& n);
 std::string printAttrs(const Node& n); // "" or "[sum, axes=[1]]"
+
+/// `text` with control characters written as escapes (\n, \r, \t, \xNN): a user's names may
+/// hold any bytes, and a listing, a PTX comment or an error message must stay one line each.
+std::string escapeControl(std::string_view text);
 
 } // namespace weft::ir

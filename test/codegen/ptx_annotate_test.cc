@@ -49,3 +49,13 @@ TEST_CASE("each kernel's .entry is preceded by the ops it computes, and only com
     CHECK(codegen::annotateKernels(stripped, plan) == m.ptx);
   }
 }
+
+TEST_CASE("an op name with a line break or other control characters stays inside its comment") {
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {2, 3}});
+  g.setOutputs({g.unary(ir::OpKind::Exp, x, "a\nb\r\t\x01")});
+  fusion::FusionPlan plan = fusion::plan(g, *deviceSpecProfile("h100"), fusion::Policy::AStitch);
+  codegen::CompiledModule m = codegen::compileToPtx(plan); // parses its own PTX: fails if broken
+  CHECK(m.ptx.find("computes a\\nb\\r\\t\\x01\n") != std::string::npos);
+  CHECK(m.ptx.find("\nb") == std::string::npos);
+}

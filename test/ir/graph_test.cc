@@ -127,3 +127,12 @@ TEST_CASE("a host tensor whose bytes overflow is refused, not allocated at a wra
   CHECK_THROWS_WITH(HostTensor(DType::f32, {2, -3}), "tensor f32[2, -3]: negative size -3");
   CHECK(HostTensor(DType::f16, {3, 5}).byteSize() == 30);
 }
+
+TEST_CASE("the printed graph keeps one value per line whatever its names hold", "[ir][graph]") {
+  Graph g;
+  auto x = g.parameter("x\ny", {DType::f32, {2}});
+  g.setOutputs({g.unary(OpKind::Exp, x, "e\t\x7f")});
+  CHECK(printGraph(g, "g") ==
+        "graph g(%x\\ny: f32[2]) {\n  %e\\t\\x7f = exp(%x\\ny) : f32[2]\n  return %e\\t\\x7f\n}\n");
+  CHECK(escapeControl("plain, \"quoted\" and é") == "plain, \"quoted\" and é");
+}

@@ -9,35 +9,17 @@
 #include <string_view>
 
 #include "commands.h"
+#include "ir/printer.h"
 #include "runtime/logging.h"
 #include "weft/error.h"
 #include "weft/version.h"
 
 namespace {
 
-/// `message` on one line: control characters a user's names or paths carry (a newline in an
-/// ONNX node name) are written as escapes, so an error in what the user gave is one line.
-std::string oneLine(std::string_view message) {
-  std::string out;
-  out.reserve(message.size());
-  for (char c : message) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\n')
-      out += "\\n";
-    else if (c == '\r')
-      out += "\\r";
-    else if (c == '\t')
-      out += "\\t";
-    else if (u < 0x20 || u == 0x7f)
-      out += fmt::format("\\x{:02x}", u);
-    else
-      out += c;
-  }
-  return out;
-}
-
+/// One line on stderr: control characters a user's names or paths carry (a newline in an ONNX
+/// node name) are written as escapes.
 void printError(const char* kind, std::string_view message, std::string_view suffix = "") {
-  std::fprintf(stderr, "weft: %s: %s%s\n", kind, oneLine(message).c_str(),
+  std::fprintf(stderr, "weft: %s: %s%s\n", kind, weft::ir::escapeControl(message).c_str(),
                std::string(suffix).c_str());
 }
 
