@@ -32,6 +32,7 @@ Dim Dim::symbol(std::string name) {
 
 std::optional<Dim> Dim::parse(const std::string& text) {
   Dim result;
+  std::vector<int64_t> factors; // multiplied at the end: a 0 anywhere makes any product 0
   size_t start = 0;
   if (text.empty()) return std::nullopt;
   while (start <= text.size()) {
@@ -43,7 +44,7 @@ std::optional<Dim> Dim::parse(const std::string& text) {
     if (part.empty()) return std::nullopt;
     if (std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
       if (part.size() > 18) return std::nullopt;
-      result.factor_ = mulChecked(result.factor_, std::stoll(part));
+      factors.push_back(std::stoll(part));
     } else if (isIdentifier(part)) {
       result.symbols_.push_back(part);
     } else {
@@ -52,11 +53,17 @@ std::optional<Dim> Dim::parse(const std::string& text) {
     if (star == std::string::npos) break;
     start = star + 1;
   }
+  // 0*B is 0 for every B: no symbol is left to bind (and 10^17*10^17*0 does not overflow).
+  if (std::find(factors.begin(), factors.end(), 0) != factors.end()) return Dim(0);
+  for (int64_t f : factors)
+    result.factor_ = mulChecked(result.factor_, f);
   std::sort(result.symbols_.begin(), result.symbols_.end());
   return result;
 }
 
 Dim Dim::operator*(const Dim& other) const {
+  // A factor of 0 makes the static 0, never 0*B (which would compare unequal to 0).
+  if (factor_ == 0 || other.factor_ == 0) return Dim(0);
   Dim r;
   r.factor_ = mulChecked(factor_, other.factor_);
   r.symbols_ = symbols_;
@@ -143,6 +150,19 @@ std::vector<std::string> symbolsOf(const Shape& s) {
   return out;
 }
 
+int64_t parseSize(const std::string& text) {
+  bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
+  if (!digits)
+    throw InputError(fmt::format("\"{}\" is not a size (a whole number, 0 or more)", text));
+  size_t first = std::min(text.find_first_not_of('0'), text.size() - 1); // "007" is 7
+  if (text.size() - first > 18)
+    throw InputError(
+        fmt::format("\"{}\" is too large: sizes go up to 10^18 - 1 (18 digits)", text));
+  return std::stoll(text.substr(first));
+}
+
 Binding parseBinding(const std::string& text) {
   Binding b;
   size_t start = 0;
@@ -152,14 +172,20 @@ Binding parseBinding(const std::string& text) {
     size_t eq = item.find('=');
     std::string name = eq == std::string::npos ? "" : item.substr(0, eq);
     std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    bool digits = !value.empty() && value.size() <= 18 &&
-                  std::all_of(value.begin(), value.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    bool digits = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c));
+    });
     // A size may be 0: an empty batch is a real binding, compiled as its own program.
     if (!isIdentifier(name) || !digits)
       throw InputError(fmt::format("binding \"{}\": expected SYMBOL=SIZE (a whole number, 0 or "
                                    "more), e.g. B=16",
                                    item));
-    b[name] = std::stoll(value);
+    try {
+      b[name] = parseSize(value);
+    } catch (const InputError&) { // all digits: too many of them
+      throw InputError(
+          fmt::format("binding \"{}\": sizes go up to 10^18 - 1 (18 digits)", item));
+    }
     if (comma == std::string::npos) break;
     start = comma + 1;
   }

@@ -1,6 +1,7 @@
 #pragma once
 // Dimensions and shapes. A Dim is a static size or a product of a positive factor and named
 // symbols ("B", "B*S", "2*B"), so that reshapes of symbolic shapes stay exact (BladeDISC §3).
+// A product with a factor of 0 is the static 0, never 0*B: no dim has factor 0 and symbols.
 // Two dims are equal when their factors and symbol multisets are equal. A Binding gives each
 // symbol a size; evaluating a dim or shape under a binding yields static sizes.
 #include <cstdint>
@@ -63,7 +64,12 @@ std::vector<int64_t> evaluate(const Shape& s, const Binding& binding);
 int64_t checkedProduct(const std::vector<int64_t>& sizes);
 /// Every symbol used by the shape, sorted, unique.
 std::vector<std::string> symbolsOf(const Shape& s);
-/// Parses "B=16,S=128" into a binding; throws InputError naming the bad item.
+/// A size as the command line writes one: decimal digits only, up to 10^18 - 1 (18 digits, so
+/// that every size and product of two parses exactly; leading zeros aside). InputError
+/// "\"TEXT\" is not a size (...)" or "\"TEXT\" is too large: ..." otherwise.
+int64_t parseSize(const std::string& text);
+/// Parses "B=16,S=128" into a binding; throws InputError naming the bad item (and, for a size
+/// past 18 digits, the limit).
 Binding parseBinding(const std::string& text);
 
 } // namespace weft::ir

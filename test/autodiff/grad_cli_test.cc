@@ -184,7 +184,7 @@ TEST_CASE("weft grad's optimizer flags: a bad value or combination is one line, 
     std::string flags, message;
   };
   std::vector<Case> cases = {
-      {"--sgd abc", "--sgd \"abc\": not a number"},
+      {"--sgd abc", "--sgd \"abc\": not a decimal number (e.g. 0.01)"},
       {"--sgd 0", "--sgd 0: must be a finite number greater than 0"},
       {"--sgd -0.5", "--sgd -0.5: must be a finite number greater than 0"},
       {"--sgd inf", "--sgd inf: must be a finite number greater than 0"},
@@ -195,7 +195,7 @@ TEST_CASE("weft grad's optimizer flags: a bad value or combination is one line, 
       {"--adam --beta1 1", "--beta1 1: must be in [0, 1)"},
       {"--adam --beta2 -0.1", "--beta2 -0.1: must be in [0, 1)"},
       {"--adam --eps 0", "--eps 0: must be a finite number greater than 0"},
-      {"--adam --lr 1e-3x", "--lr \"1e-3x\": not a number"},
+      {"--adam --lr 1e-3x", "--lr \"1e-3x\": not a decimal number (e.g. 0.01)"},
       {"--adam", "--adam updates the inputs named by --wrt: give --wrt with the parameters (the "
                  "default, every float input, includes the data)"},
       {"--adam --wrt dy,gamma", ""}, // fine: dy is a float input
@@ -211,5 +211,41 @@ TEST_CASE("weft grad's optimizer flags: a bad value or combination is one line, 
     CHECK(r.rc == 2);
     CHECK(oneLine(r.err));
     CHECK(r.err == "weft: error: " + c.message + "\n");
+  }
+}
+
+TEST_CASE("weft grad's numbers are decimal: an empty, hex or padded value is one line, exit 2") {
+  // --sgd "" wrote no SGD step (exit 0) and --sgd 0x10 ran with a learning rate of 16.
+  std::string out = (weft::testing::scratchDir() / "decimal_step.json").string();
+  struct Case {
+    std::string flags, message;
+  };
+  std::vector<Case> cases = {
+      {"--sgd ''", "--sgd: give a decimal number (e.g. 0.01), not an empty value"},
+      {"--sgd 0x10", "--sgd \"0x10\": not a decimal number (e.g. 0.01)"},
+      {"--sgd ' 1'", "--sgd \" 1\": not a decimal number (e.g. 0.01)"},
+      {"--sgd nan", "--sgd \"nan\": not a decimal number (e.g. 0.01)"},
+      {"--sgd 1e", "--sgd \"1e\": not a decimal number (e.g. 0.01)"},
+      {"--adam --lr ''", "--lr: give a decimal number (e.g. 0.01), not an empty value"},
+      {"--adam --eps ''", "--eps: give a decimal number (e.g. 0.01), not an empty value"},
+      {"--adam --beta1 0x0", "--beta1 \"0x0\": not a decimal number (e.g. 0.01)"},
+      {"--adam --eps 0x1p-3", "--eps \"0x1p-3\": not a decimal number (e.g. 0.01)"},
+  };
+  for (const Case& c : cases) {
+    auto r = runWeft("grad " + kExample + " --loss loss --wrt gamma " + c.flags + " -o " + out);
+    INFO(c.flags << "\n" << r.err);
+    CHECK(r.rc == 2);
+    CHECK(r.err == "weft: error: " + c.message + "\n");
+  }
+  // Decimal forms that are numbers still write the step: .5, 5e-1, +0.5.
+  for (const char* lr : {".5", "5e-1", "+0.5", "1."}) {
+    fs::remove(out);
+    auto r = runWeft("grad " + kExample + " --loss loss --wrt gamma --sgd " + lr + " -o " + out);
+    INFO(lr << "\n" << r.err);
+    REQUIRE(r.rc == 0);
+    auto g = weft::frontend::readGraphFile(out);
+    std::vector<std::string> outputs;
+    for (auto id : g.graph.outputs()) outputs.push_back(g.graph.node(id).name);
+    CHECK(outputs == std::vector<std::string>{"loss", "new_gamma"});
   }
 }

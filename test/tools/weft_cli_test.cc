@@ -124,7 +124,8 @@ TEST_CASE("input errors go to stderr with exit code 2") {
   CHECK(overflow.rc == 2);
   CHECK(overflow.err == "weft: error: " + square +
                             ": --bind B=10000000000: value \"x\" f32[B, B] would hold 1e+20 "
-                            "elements (346.9 EiB), more than int64 can count; use smaller sizes\n");
+                            "elements (346.9 EiB), more elements than int64 can count; use "
+                            "smaller sizes\n");
   Result tooBig = runWeft("eval " + square + " --bind B=1000000000");
   CHECK(tooBig.rc == 2);
   CHECK(tooBig.err.rfind("weft: error: " + square +
@@ -391,8 +392,8 @@ TEST_CASE("absurd --bind sizes are exit 2 naming the value and why, before any a
     CHECK(r.rc == 2);
     CHECK(oneLine(r) == "weft: error: " + g +
                             ": --bind B=999999999999999999: value \"x\" f32[B, 3] would hold "
-                            "3e+18 elements (10.4 EiB), more than int64 can count; use smaller "
-                            "sizes\n");
+                            "3e+18 elements of 4 bytes, 1.2e+19 bytes (10.4 EiB): more bytes "
+                            "than int64 can count; use smaller sizes\n");
   }
   // One dim alone past int64.
   std::string wide =
@@ -789,7 +790,8 @@ TEST_CASE("weft bench checks a graph file's sizes before allocating, with or wit
   CHECK(r.rc == 2);
   CHECK(oneLine(r) == "weft: error: " + input +
                           ": (no --bind): value \"x\" f32[4611686018427387904] would hold 4.61e+18 "
-                          "elements (16.0 EiB), more than int64 can count; use smaller sizes\n");
+                          "elements of 4 bytes, 1.84e+19 bytes (16.0 EiB): more bytes than int64 "
+                          "can count; use smaller sizes\n");
   std::string constant = writeFile("bench_huge_const.json", R"({"inputs": [],
     "ops": [{"name": "y", "op": "constant", "dtype": "f32", "shape": [4611686018427387904], "value": 1}],
     "outputs": ["y"]})");
@@ -1041,4 +1043,170 @@ TEST_CASE("an error naming something with a newline or other control characters 
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK(r.err.find("x\\nweft: error: FAKE\\t\\x01") != std::string::npos);
   CHECK(r.err.rfind("weft: error: ", 0) == 0);
+}
+
+TEST_CASE("a 0*B dim is the static 0: it broadcasts with 0, reshapes to [0] and binds nothing") {
+  // check said [0, 4] does not broadcast with [0*B, 4]; a reshape of [0*B, 4] to [0] failed.
+  std::string add = writeFile("zero_b_add.json", R"({"inputs": [
+    {"name": "x", "dtype": "f32", "shape": ["0*B", 4]}, {"name": "z", "dtype": "f32", "shape": [0, 4]}],
+    "ops": [{"name": "y", "op": "add", "inputs": ["x", "z"]}], "outputs": ["y"]})");
+  Result c = runWeft("check " + add);
+  INFO(c.err);
+  CHECK(c.rc == 0);
+  CHECK(c.out.find("(%x: f32[0, 4], %z: f32[0, 4])") != std::string::npos);
+  std::string reshape = writeFile("zero_b_reshape.json", R"({"inputs": [
+    {"name": "x", "dtype": "f32", "shape": ["0*B", 4]}],
+    "ops": [{"name": "y", "op": "reshape", "inputs": ["x"], "shape": [0]}], "outputs": ["y"]})");
+  Result e = runWeft("eval " + reshape); // no symbol left to bind
+  INFO(e.err);
+  CHECK(e.rc == 0);
+  CHECK(e.out == "y: f32[0] first []\n");
+  Result r = runWeft("run " + add + " --check");
+  INFO(r.err);
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("check: all outputs match") != std::string::npos);
+}
+
+TEST_CASE("sizes past 18 digits in --bind, --sweep and --max-bind say the limit") {
+  std::string g = writeFile("digits.json", kSoftmax);
+  struct Case {
+    std::string args, err;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"eval " + g + " --bind B=9223372036854775807",
+            "--bind: binding \"B=9223372036854775807\": sizes go up to 10^18 - 1 (18 digits)"},
+           {"plan " + g + " --bind B=1..99999999999999999999",
+            "--bind B=1..99999999999999999999: \"99999999999999999999\" is too large: sizes go "
+            "up to 10^18 - 1 (18 digits)"},
+           {"run " + g + " --sweep B=1,99999999999999999999",
+            "--sweep B=1,99999999999999999999: \"99999999999999999999\" is too large: sizes go "
+            "up to 10^18 - 1 (18 digits)"},
+           {"run " + g + " --sweep B=1 --max-bind B=99999999999999999999",
+            "--max-bind: binding \"B=99999999999999999999\": sizes go up to 10^18 - 1 (18 "
+            "digits)"}}) {
+    Result r = runWeft(c.args);
+    INFO(c.args);
+    CHECK(r.rc == 2);
+    CHECK(oneLine(r) == "weft: error: " + c.err + "\n");
+  }
+}
+
+TEST_CASE("weft run: --bind and --sweep giving one symbol a size is one error naming both flags") {
+  std::string g = writeFile("bind_sweep.json", kSoftmax);
+  // Was: --bind B=5,B=1: "B" is given more than once (a text the user never wrote).
+  Result r = runWeft("run " + g + " --check --bind B=5 --sweep B=1,7");
+  CHECK(r.rc == 2);
+  CHECK(oneLine(r) == "weft: error: --bind B=5 and --sweep B=1,7 both give B: give its sizes in "
+                      "--sweep only (a --bind range B=LO..HI is fine)\n");
+  Result range = runWeft("run " + g + " --check --bind B=1..8 --sweep B=1,7");
+  INFO(range.err);
+  CHECK(range.rc == 0);
+}
+
+TEST_CASE("weft run checks --max-bind as --bind: its memory, sizes below the sweep, unknown symbols") {
+  std::string g = writeFile("max_bind.json", kSoftmax);
+  // Was: "not enough host memory ... under --bind B=1..8", after compiling.
+  Result huge = runWeft("run " + g + " --bind B=1..8 --sweep B=1,2 --max-bind B=99999999999999");
+  CHECK(huge.rc == 2);
+  CHECK(oneLine(huge).rfind("weft: error: " + g +
+                                ": --max-bind B=99999999999999: the inputs and outputs need ",
+                            0) == 0);
+  // Was: accepted, the buffers reallocated past it.
+  Result below = runWeft("run " + g + " --bind B=1..8 --sweep B=1,7 --max-bind B=2");
+  CHECK(below.rc == 2);
+  CHECK(oneLine(below) ==
+        "weft: error: --max-bind B=2: B=2 is below B=7, which --sweep B=1,7 runs; give B 7 or "
+        "more\n");
+  // Was: accepted silently.
+  Result unknown = runWeft("run " + g + " --sweep B=1,2 --max-bind B=4,Q=8");
+  CHECK(unknown.rc == 0);
+  CHECK(unknown.err == "weft: warning: --max-bind Q=8: the graph has no symbol \"Q\"\n");
+  Result fine = runWeft("run " + g + " --sweep B=1,7 --max-bind B=7 --check");
+  CHECK(fine.rc == 0);
+  CHECK(fine.err.empty());
+}
+
+TEST_CASE("a --bind range that contradicts a unified symbol is refused, as a size is") {
+  // S is unified with B (x + m): B=2,S=3..4 and B=5..6,S=3..4 ran (exit 0).
+  std::string u = writeFile("range_unify.json", R"({"name": "u",
+    "inputs": [{"name": "x", "dtype": "f32", "shape": ["B", 8]},
+               {"name": "m", "dtype": "f32", "shape": ["S", 8]}],
+    "ops": [{"name": "y", "op": "add", "inputs": ["x", "m"]}], "outputs": ["y"]})");
+  for (const char* cmd : {"run --random --check ", "eval ", "plan "}) {
+    Result r = runWeft(cmd + u + " --bind B=2,S=3..4");
+    INFO(cmd << r.err);
+    CHECK(r.rc == 2);
+    CHECK(oneLine(r).rfind("weft: error: " + u + ": --bind B=2,S=3..4: S=3..4 contradicts S = B "
+                                                 "(= 2 here), which op ",
+                           0) == 0);
+    CHECK(r.err.find("; bind S to 2 or leave it out\n") != std::string::npos);
+  }
+  Result ranges = runWeft("plan " + u + " --bind B=5..6,S=3..4");
+  CHECK(ranges.rc == 2);
+  CHECK(oneLine(ranges).find(": --bind B=5..6,S=3..4: S=3..4 contradicts S = B (in 5..6 here)") !=
+        std::string::npos);
+  CHECK(ranges.err.find("; bind S within 5..6 or leave it out\n") != std::string::npos);
+  Result size = runWeft("plan " + u + " --bind S=3,B=5..6");
+  CHECK(size.rc == 2);
+  CHECK(oneLine(size).find(": S=3 contradicts S = B (in 5..6 here)") != std::string::npos);
+  // Ranges that meet, or a size inside the range, are fine.
+  for (const char* bind : {"B=3,S=3..4", "B=1..8,S=3..4", "B=4..6,S=1..4"}) {
+    Result r = runWeft("plan " + u + " --bind " + bind);
+    INFO(bind << r.err);
+    CHECK(r.rc == 0);
+  }
+  Result runs = runWeft("run " + u + " --random --check --bind B=3,S=3..4");
+  INFO(runs.err);
+  CHECK(runs.rc == 0);
+}
+
+TEST_CASE("bench without --bind and run --check's interpreter errors name the graph file") {
+  std::string g = writeFile("bench_unbound.json", kSoftmax);
+  // Was: weft: error: op "x" (parameter): shape [B, 3]: symbol "B" is not bound...
+  Result b = runWeft("bench " + g + " --compile-runs 1 --scaling off --policy none");
+  CHECK(b.rc == 2);
+  CHECK(oneLine(b) ==
+        "weft: error: " + g + ": symbol \"B\" is not bound; give it a size with --bind B=16\n");
+  // An integer division by zero: the interpreter's error, which eval prefixes with the file.
+  std::string dz = writeFile("div_zero.json", R"({"inputs": [{"name": "x", "dtype": "i32", "shape": [4]}],
+    "ops": [{"name": "z", "op": "constant", "dtype": "i32", "shape": [4], "value": 0},
+            {"name": "y", "op": "div", "inputs": ["x", "z"]}], "outputs": ["y"]})");
+  Result e = runWeft("eval " + dz);
+  CHECK(e.rc == 2);
+  CHECK(oneLine(e).rfind("weft: error: " + dz + ": op \"y\" (div): integer division by zero", 0) ==
+        0);
+  Result r = runWeft("run " + dz + " --check");
+  CHECK(r.rc == 2);
+  CHECK(oneLine(r) == e.err);
+}
+
+TEST_CASE("a value whose bytes overflow int64 says the bytes do, not the elements") {
+  std::string g = writeFile("bytes_overflow.json",
+                            R"({"inputs": [{"name": "x", "dtype": "f32", "shape": [9223372036854775807]}],
+    "ops": [{"name": "y", "op": "neg", "inputs": ["x"]}], "outputs": ["y"]})");
+  for (const char* cmd : {"eval ", "run ", "plan "}) {
+    Result r = runWeft(cmd + g);
+    INFO(cmd);
+    CHECK(r.rc == 2);
+    CHECK(oneLine(r) == "weft: error: " + g +
+                            ": (no --bind): value \"x\" f32[9223372036854775807] would hold "
+                            "9.22e+18 elements of 4 bytes, 3.69e+19 bytes (32.0 EiB): more bytes "
+                            "than int64 can count; use smaller sizes\n");
+  }
+}
+
+TEST_CASE("a softmax over [0, B] runs under every policy and both shape modes") {
+  // [0, B] has 0*B elements, which used to stay symbolic: astitch's generic plan then tiled
+  // "0*B" rows and codegen refused it.
+  std::string g = writeFile("empty_rows.json",
+                            R"({"inputs": [{"name": "x", "dtype": "f32", "shape": [0, "B"]}],
+  "ops": [{"name": "y", "op": "softmax", "inputs": ["x"]}], "outputs": ["y"]})");
+  for (const char* policy : {"none", "xla", "astitch"})
+    for (const char* shapes : {"generic", "specialized"}) {
+      INFO(policy << " " << shapes);
+      Result r = runWeft(std::string("run ") + g + " --random --check --bind B=3 --policy " +
+                         policy + " --shapes " + shapes);
+      CHECK(r.rc == 0);
+      CHECK(r.out.find("check: all outputs match") != std::string::npos);
+    }
 }

@@ -138,8 +138,12 @@ void runBench(const BenchArgs& a) {
   if (!a.csv.empty()) checkOutputFile("--csv", a.csv);
   // Workloads named on the command line (graph files above all), bound under --bind or
   // static: sizes past int64 or this machine's memory fail here, before anything allocates.
-  for (const auto& [name, k] : named)
-    checkBoundSizes(workloads[k].build(), name, binding, a.bind, hostMemoryBytes());
+  // A symbol --bind leaves open is named with the file and the flag to give, as run's is.
+  for (const auto& [name, k] : named) {
+    frontend::ParsedGraph bound{.name = name, .graph = workloads[k].build()};
+    completeBinding(bound, name, {}, nullptr); // bound.graph has --bind's symbols replaced
+    checkBoundSizes(bound.graph, name, binding, a.bind, hostMemoryBytes());
+  }
   const bool scaling = a.scaling == "on" || (a.scaling == "auto" && a.workloads.empty());
   if (!scaling) o.scalingNodes.clear();
   // Each step's line: redrawn in place on a terminal, every one of them in a log (a bench

@@ -112,21 +112,16 @@ void addInputOptions(CLI::App* cmd, InputOptions& o) {
                   "Write each output to DIR/<output name>.npy (named as for --inputs)");
 }
 
-namespace {
-
-/// Warns of --bind sizes the graph has no symbol for (a typo, most likely). Called once the
-/// inputs are ready, so that a command that fails on them prints its one error line alone.
-void warnUnusedBindings(const frontend::ParsedGraph& g, const ir::Binding& binding) {
+void warnUnusedBindings(const frontend::ParsedGraph& g, const ir::Binding& binding,
+                        const std::string& flag) {
   std::set<std::string> used;
   for (const auto& s : g.graph.symbols())
     used.insert(s);
   for (const ir::SymbolEquality& e : g.graph.symbolEqualities())
     used.insert(e.symbol);
   for (const auto& [s, v] : binding)
-    if (!used.count(s)) spdlog::warn("--bind {}={}: the graph has no symbol \"{}\"", s, v, s);
+    if (!used.count(s)) spdlog::warn("{} {}={}: the graph has no symbol \"{}\"", flag, s, v, s);
 }
-
-} // namespace
 
 GraphInputs prepareInputs(const frontend::ParsedGraph& g, const std::string& file,
                           const InputOptions& o) {
@@ -137,11 +132,13 @@ GraphInputs prepareInputs(const frontend::ParsedGraph& g, const std::string& fil
   if (!o.inputsDir.empty()) {
     r.inputs = readInputsDir(g.graph, o.inputsDir, &g.weights);
     r.binding = completeBinding(g, file, r.binding, &r.inputs);
+    checkBindRanges(g.graph, file, o.bind);
     checkBoundSizes(g.graph, file, r.binding, o.bind, hostMemoryBytes());
     warnUnusedBindings(g, r.binding);
     return r;
   }
   r.binding = completeBinding(g, file, r.binding, nullptr);
+  checkBindRanges(g.graph, file, o.bind);
   checkBoundSizes(g.graph, file, r.binding, o.bind, hostMemoryBytes());
   try {
     r.inputs = frontend::randomInputs(g.graph, r.binding, o.seed);
@@ -181,10 +178,10 @@ uint64_t hostMemoryBytes() {
 }
 
 void checkBoundSizes(const ir::Graph& g, const std::string& file, const ir::Binding& binding,
-                     const std::string& bindText, uint64_t hostBytes) {
+                     const std::string& bindText, uint64_t hostBytes, const std::string& flag) {
   // Sizes in long double: products far past int64 are still ordered and printable.
   constexpr long double kMax = static_cast<long double>(std::numeric_limits<int64_t>::max());
-  std::string bind = bindText.empty() ? "(no --bind)" : "--bind " + bindText;
+  std::string bind = bindText.empty() ? "(no " + flag + ")" : flag + " " + bindText;
   auto sizeOf = [&](const ir::Node& n, long double* elements) {
     long double count = 1;
     for (const ir::Dim& d : n.type.shape) {
@@ -213,10 +210,18 @@ void checkBoundSizes(const ir::Graph& g, const std::string& file, const ir::Bind
     long double elements = 0;
     if (!sizeOf(n, &elements)) continue;
     long double bytes = elements * ir::dtypeBytes(n.type.dtype);
-    if (elements > kMax || bytes > kMax)
+    // Say which count is past int64: often the element count fits and only the bytes do not.
+    if (elements > kMax)
       throw InputError(fmt::format("{}: {}: value \"{}\" {} would hold {:.3g} elements ({}), more "
-                                   "than int64 can count; use smaller sizes",
+                                   "elements than int64 can count; use smaller sizes",
                                    file, bind, n.name, n.type.str(), static_cast<double>(elements),
+                                   bytesStr(bytes)));
+    if (bytes > kMax)
+      throw InputError(fmt::format("{}: {}: value \"{}\" {} would hold {:.3g} elements of {} "
+                                   "bytes, {:.3g} bytes ({}): more bytes than int64 can count; use "
+                                   "smaller sizes",
+                                   file, bind, n.name, n.type.str(), static_cast<double>(elements),
+                                   ir::dtypeBytes(n.type.dtype), static_cast<double>(bytes),
                                    bytesStr(bytes)));
     if (!inOut.count(id)) continue;
     held += bytes;
@@ -282,14 +287,11 @@ std::map<std::string, SizeRange> parseBindRanges(const std::string& text) {
     SizeRange r;
     for (auto [part, value] : {std::pair{item.substr(eq + 1, dots - eq - 1), &r.lo},
                                std::pair{item.substr(dots + 2), &r.hi}}) {
-      size_t used = 0;
-      try {
-        *value = std::stoll(part, &used);
-      } catch (const std::exception&) {
-        used = 0;
+      try { // as a size is read everywhere: decimal digits, up to 10^18 - 1
+        *value = ir::parseSize(part);
+      } catch (const InputError& e) {
+        throw bad(e.what());
       }
-      if (part.empty() || used != part.size() || *value < 0)
-        throw bad(fmt::format("\"{}\" is not a size (a whole number, 0 or more)", part));
     }
     if (r.lo > r.hi) throw bad(fmt::format("the range is empty ({} > {})", r.lo, r.hi));
     if (!out.emplace(name, r).second)
@@ -366,6 +368,57 @@ ir::Binding completeBinding(const frontend::ParsedGraph& g, const std::string& f
     throw InputError(fmt::format("{}: {}", file, e.what()));
   }
   return binding;
+}
+
+namespace {
+
+/// The sizes --bind lets a symbol take: its size, else its range; nullopt when it says nothing.
+std::optional<SizeRange> boundSizes(const std::string& symbol, const ir::Binding& sizes,
+                                    const std::map<std::string, SizeRange>& ranges) {
+  if (auto it = sizes.find(symbol); it != sizes.end()) return SizeRange{it->second, it->second};
+  if (auto it = ranges.find(symbol); it != ranges.end()) return it->second;
+  return std::nullopt;
+}
+
+int64_t mulSaturated(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
+}
+
+std::string sizesStr(const SizeRange& r) {
+  return r.lo == r.hi ? std::to_string(r.lo) : fmt::format("{}..{}", r.lo, r.hi);
+}
+
+} // namespace
+
+void checkBindRanges(const ir::Graph& g, const std::string& file, const std::string& bindText) {
+  std::map<std::string, SizeRange> ranges = parseBindRanges(bindText);
+  if (ranges.empty()) return; // sizes alone are ir::checkBinding's
+  ir::Binding sizes = parseBindOption(bindText);
+  for (const ir::SymbolEquality& e : g.symbolEqualities()) {
+    std::optional<SizeRange> given = boundSizes(e.symbol, sizes, ranges);
+    if (!given) continue;
+    // The sizes e.value can take: its factor times each symbol's sizes (ranges are monotone:
+    // every factor is 0 or more).
+    SizeRange want{e.value.factor(), e.value.factor()};
+    bool open = false;
+    for (const std::string& s : e.value.symbols()) {
+      std::optional<SizeRange> r = boundSizes(s, sizes, ranges);
+      if (!r) {
+        open = true;
+        break;
+      }
+      want.lo = mulSaturated(want.lo, r->lo);
+      want.hi = mulSaturated(want.hi, r->hi);
+    }
+    if (open || (given->lo <= want.hi && want.lo <= given->hi)) continue;
+    throw InputError(fmt::format(
+        "{}: --bind {}: {}={} contradicts {} = {} ({} {} here), which {} needs; bind {} {} {} or "
+        "leave it out",
+        file, bindText, e.symbol, sizesStr(*given), e.symbol, e.value.str(),
+        want.lo == want.hi ? "=" : "in", sizesStr(want), e.where, e.symbol,
+        want.lo == want.hi ? "to" : "within", sizesStr(want)));
+  }
 }
 
 std::string valueFileName(const std::string& name) {
@@ -523,6 +576,7 @@ PlanVersions plansFromOptions(const PlanOptions& o, const frontend::ParsedGraph&
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", o.file, e.what()));
   }
+  checkBindRanges(g.graph, o.file, o.bind);
   PlanVersions v;
   auto withTf32 = [&] { // as weft::compile applies --tf32
     if (o.tf32)

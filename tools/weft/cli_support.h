@@ -102,8 +102,10 @@ GraphInputs prepareInputs(const frontend::ParsedGraph& g, const std::string& fil
 /// With `hostBytes` > 0, the graph's inputs and outputs together (what the host holds for a
 /// run) must fit in it too. InputError naming the file, the --bind text, the value, its type
 /// and what it would need otherwise.
+/// `flag` names the option the sizes come from in the message (--max-bind checks its own).
 void checkBoundSizes(const ir::Graph& g, const std::string& file, const ir::Binding& binding,
-                     const std::string& bindText, uint64_t hostBytes);
+                     const std::string& bindText, uint64_t hostBytes,
+                     const std::string& flag = "--bind");
 /// This machine's physical memory in bytes (0 when unknown).
 uint64_t hostMemoryBytes();
 
@@ -127,6 +129,18 @@ std::map<std::string, SizeRange> parseBindRanges(const std::string& text);
 /// naming the file, the symbols and the flag to use otherwise.
 ir::Binding completeBinding(const frontend::ParsedGraph& g, const std::string& file,
                             ir::Binding binding, const std::vector<HostTensor>* inputs);
+
+/// Checks the ranges of --bind (B=1..64) against the symbols the graph unified (S = B), as
+/// ir::checkBinding checks sizes: a unified symbol's size or range must meet the sizes its
+/// value can take under the other sizes and ranges of --bind. InputError naming the file and
+/// --bind otherwise (B=2,S=3..4 where S = B; B=5..6,S=3..4 too).
+void checkBindRanges(const ir::Graph& g, const std::string& file, const std::string& bindText);
+
+/// Warns of sizes in `binding` (given by `flag`: --bind, --max-bind) that the graph has no
+/// symbol for (a typo, most likely). Called once the inputs are ready, so that a command that
+/// fails on them prints its one error line alone.
+void warnUnusedBindings(const frontend::ParsedGraph& g, const ir::Binding& binding,
+                        const std::string& flag = "--bind");
 
 /// The file name (without ".npy") that --inputs and --save-outputs use for a graph value:
 /// letters, digits, '.', '_' and '-' are kept and every other byte becomes %XX (two upper-case

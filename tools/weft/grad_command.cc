@@ -4,6 +4,8 @@
 // wrt input. With an optimizer, the gradients give way to the updated parameters (and Adam's
 // moments and step count), named new_<input> (autodiff/optimizer.h): one graph, one step.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -45,13 +47,41 @@ std::vector<std::string> splitNames(const std::string& text) {
   return names;
 }
 
-/// A flag's number: the whole text must be one (InputError naming the flag otherwise).
+/// A decimal number: [+-] digits [. digits] [e [+-] digits], at least one digit before the
+/// exponent, nothing else (strtod also reads hex "0x10", " 1", "nan"), or inf / infinity
+/// (which optimizerOption's range checks then refuse by name).
+bool isDecimalNumber(const std::string& text) {
+  size_t i = 0;
+  auto digits = [&] {
+    size_t start = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    return i - start;
+  };
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  std::string word = text.substr(i);
+  std::transform(word.begin(), word.end(), word.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  if (word == "inf" || word == "infinity") return true;
+  size_t mantissa = digits();
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    mantissa += digits();
+  }
+  if (mantissa == 0) return false;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == text.size();
+}
+
+/// A flag's number: the whole text must be a decimal number (InputError naming the flag
+/// otherwise).
 double number(const char* flag, const std::string& text) {
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || std::isnan(v))
-    throw InputError(fmt::format("{} \"{}\": not a number", flag, text));
-  return v;
+  if (!isDecimalNumber(text))
+    throw InputError(fmt::format("{} \"{}\": not a decimal number (e.g. 0.01)", flag, text));
+  return std::strtod(text.c_str(), nullptr);
 }
 
 /// The optimizer the flags ask for, checked (InputError naming the flag).
@@ -140,7 +170,14 @@ void addGradCommand(CLI::App& app) {
   cmd->add_option("--beta2", o->beta2, "Adam's second-moment decay (default 0.999)");
   cmd->add_option("--eps", o->eps, "Adam's epsilon (default 1e-8)");
   cmd->add_flag("--print", o->print, "Print the training graph's IR with shapes");
-  cmd->callback([o] {
+  cmd->callback([o, cmd] {
+    // Given with an empty value, a flag would read as not given: no step, or Adam's default.
+    for (auto [flag, value] : {std::pair{"--sgd", &o->sgd}, std::pair{"--lr", &o->lr},
+                               std::pair{"--beta1", &o->beta1}, std::pair{"--beta2", &o->beta2},
+                               std::pair{"--eps", &o->eps}})
+      if (cmd->count(flag) > 0 && value->empty())
+        throw InputError(fmt::format("{}: give a decimal number (e.g. 0.01), not an empty value",
+                                     flag));
     if (o->output.empty() && !o->print)
       throw InputError("weft grad: give -o OUT.json, --print, or both");
     runGrad(*o);

@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <memory>
+#include <new>
 #include <set>
 #include <spdlog/spdlog.h>
+#include <stdexcept>
 
 #include "bench/copy_baseline.h"
 #include "bench/perf_model.h"
@@ -56,19 +58,60 @@ std::pair<std::string, std::vector<int64_t>> parseSweep(const std::string& text)
       throw InputError(fmt::format("--sweep {}: \"{}\" is a range; list the sizes to run, e.g. "
                                    "B=1,7,64 (a range goes in --bind, B=1..4096)",
                                    text, v));
-    ir::Binding one;
-    try {
-      one = ir::parseBinding(text.substr(0, eq) + "=" + v);
-    } catch (const InputError&) {
-      throw InputError(fmt::format("--sweep {}: \"{}\" is not a size (a whole number, 0 or more)", text, v));
+    try { // "1=2" and the like are no size either
+      sizes.push_back(ir::parseSize(v));
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--sweep {}: {}", text, e.what()));
     }
-    if (one.size() != 1) // "B=1=2" and the like: never read an empty or odd map
-      throw InputError(
-          fmt::format("--sweep {}: \"{}\" is not a size (a whole number, 0 or more)", text, v));
-    sizes.push_back(one.begin()->second);
     start = comma + 1;
   }
-  return {text.substr(0, eq), sizes};
+  std::string symbol = text.substr(0, eq);
+  try { // the symbol's name, as --bind reads it
+    ir::parseBinding(symbol + "=0");
+  } catch (const InputError&) {
+    throw InputError(fmt::format("--sweep {}: \"{}\" is not a symbol name", text, symbol));
+  }
+  return {symbol, sizes};
+}
+
+/// --sweep's symbol against --bind and --max-bind, before anything compiles: --bind must not
+/// give the swept symbol a size too (a range is fine: the program is planned for it); each
+/// --max-bind size must hold the sizes the runs use (--sweep's, --bind's), and must fit in this
+/// machine's memory; a --max-bind symbol the graph lacks is warned of, as --bind's are.
+void checkSweepOptions(const RunArgs& a, const frontend::ParsedGraph& g) {
+  auto [symbol, sizes] = parseSweep(a.sweep);
+  const std::vector<std::string> symbols = g.graph.symbols();
+  if (std::find(symbols.begin(), symbols.end(), symbol) == symbols.end())
+    throw InputError(fmt::format("--sweep {}: the graph has no symbol \"{}\"", a.sweep, symbol));
+  ir::Binding bound = parseBindOption(a.in.bind);
+  if (bound.count(symbol))
+    throw InputError(fmt::format("--bind {} and --sweep {} both give {}: give its sizes in --sweep "
+                                 "only (a --bind range {}=LO..HI is fine)",
+                                 a.in.bind, a.sweep, symbol, symbol));
+  checkBindRanges(g.graph, a.file, a.in.bind);
+  if (a.maxBind.empty()) return;
+  ir::Binding max = parseSizesOption("--max-bind", a.maxBind);
+  for (const auto& [s, size] : max) {
+    int64_t need = 0;
+    std::string from;
+    if (s == symbol) {
+      need = *std::max_element(sizes.begin(), sizes.end());
+      from = "--sweep " + a.sweep;
+    } else if (auto it = bound.find(s); it != bound.end()) {
+      need = it->second;
+      from = "--bind " + a.in.bind;
+    }
+    if (size < need)
+      throw InputError(fmt::format("--max-bind {}: {}={} is below {}={}, which {} runs; give {} "
+                                   "{} or more",
+                                   a.maxBind, s, size, s, need, from, s, need));
+  }
+  warnUnusedBindings(g, max, "--max-bind");
+  // The buffers are sized for the largest binding: --bind's sizes, --max-bind's over them.
+  ir::Binding largest = bound;
+  for (const auto& [s, size] : max)
+    largest[s] = size;
+  checkBoundSizes(g.graph, a.file, largest, a.maxBind, hostMemoryBytes(), "--max-bind");
 }
 
 GraphMode graphModeOption(const std::string& text) {
@@ -79,12 +122,19 @@ GraphMode graphModeOption(const std::string& text) {
 }
 
 /// Compares every output with ir::interpret under the rules of runtime::checkOutputs; prints one
-/// line per output. True when all pass.
-bool checkOutputs(const frontend::ParsedGraph& g, const GraphInputs& in,
+/// line per output. True when all pass. The interpreter's errors (an integer x / 0) name the
+/// graph file, as eval's do.
+bool checkOutputs(const std::string& file, const frontend::ParsedGraph& g, const GraphInputs& in,
                   const std::vector<HostTensor>& actual, const runtime::CheckOptions& options) {
   bool allPassed = true;
+  std::vector<runtime::TensorCheck> checks;
+  try {
+    checks = runtime::checkOutputs(g.graph, in.inputs, in.binding, actual, options);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", file, e.what()));
+  }
   fmt::print("check against the reference interpreter:\n");
-  for (const runtime::TensorCheck& c : runtime::checkOutputs(g.graph, in.inputs, in.binding, actual, options)) {
+  for (const runtime::TensorCheck& c : checks) {
     fmt::print("  {}\n", c.str());
     allPassed = allPassed && c.passed;
   }
@@ -168,9 +218,9 @@ void printModeledTime(const std::vector<LaunchCounters>& counters, const bench::
              bench::copyBaselineUs(compulsory, profile));
 }
 
-/// --sweep: every size of the swept symbol through one Executable, each checked on request.
-void runSweep(const RunArgs& a, const frontend::ParsedGraph& g, Executable& exe,
-              const std::shared_ptr<CompiledGraph>& compiled) {
+/// The runs of --sweep, each checked on request.
+void sweepBindings(const RunArgs& a, const frontend::ParsedGraph& g, Executable& exe,
+                   const std::shared_ptr<CompiledGraph>& compiled) {
   auto [symbol, sizes] = parseSweep(a.sweep);
   if (!a.maxBind.empty()) exe.setMaxBinding(parseSizesOption("--max-bind", a.maxBind));
   std::set<const void*> versions;
@@ -185,9 +235,14 @@ void runSweep(const RunArgs& a, const frontend::ParsedGraph& g, Executable& exe,
     std::string verdict;
     if (a.check) {
       bool passed = true;
-      for (const runtime::TensorCheck& c :
-           runtime::checkOutputs(g.graph, inputs.inputs, inputs.binding, outputs,
-                                 {.tf32Dots = a.tf32}))
+      std::vector<runtime::TensorCheck> checks;
+      try {
+        checks = runtime::checkOutputs(g.graph, inputs.inputs, inputs.binding, outputs,
+                                       {.tf32Dots = a.tf32});
+      } catch (const InputError& e) { // the interpreter's error (x / 0): in the graph file
+        throw InputError(fmt::format("{}: {}={}: {}", a.file, symbol, size, e.what()));
+      }
+      for (const runtime::TensorCheck& c : checks)
         passed = passed && c.passed;
       verdict = passed ? ": outputs match" : ": MISMATCH";
       allPassed = allPassed && passed;
@@ -204,6 +259,24 @@ void runSweep(const RunArgs& a, const frontend::ParsedGraph& g, Executable& exe,
              s.launchUpdates, s.argUpdates, s.reallocations);
   exe.takeCounters();
   if (a.check && !allPassed) throw ExitCode{1};
+}
+
+/// --sweep: every size of the swept symbol through one Executable, each checked on request.
+/// Host memory that runs out is the sweep's (its sizes, or the buffers --max-bind asks for).
+void runSweep(const RunArgs& a, const frontend::ParsedGraph& g, Executable& exe,
+              const std::shared_ptr<CompiledGraph>& compiled) {
+  auto outOfMemory = [&] {
+    return InputError(fmt::format("{}: not enough host memory for --sweep {}{}; use smaller sizes",
+                                  a.file, a.sweep,
+                                  a.maxBind.empty() ? "" : " with --max-bind " + a.maxBind));
+  };
+  try {
+    sweepBindings(a, g, exe, compiled);
+  } catch (const std::bad_alloc&) {
+    throw outOfMemory();
+  } catch (const std::length_error&) { // a vector past max_size(): a size no machine holds
+    throw outOfMemory();
+  }
 }
 
 void runGraph(const RunArgs& a) {
@@ -226,13 +299,7 @@ void runGraph(const RunArgs& a) {
   // is of the compiler, not of AMP's rounding (test/passes/amp_test.cc bounds that).
   if (amp) g.graph = passes::autoMixedPrecision(g.graph, *amp);
   GraphInputs in = a.sweep.empty() ? prepareInputs(g, a.file, a.in) : GraphInputs{};
-  if (!a.sweep.empty()) {
-    std::string symbol = parseSweep(a.sweep).first;
-    const std::vector<std::string> symbols = g.graph.symbols();
-    if (std::find(symbols.begin(), symbols.end(), symbol) == symbols.end())
-      throw InputError(fmt::format("--sweep {}: the graph has no symbol \"{}\"", a.sweep, symbol));
-    if (!a.maxBind.empty()) parseSizesOption("--max-bind", a.maxBind);
-  }
+  if (!a.sweep.empty()) checkSweepOptions(a, g);
 
   std::unique_ptr<Device> device = makeDevice(a.device, profile);
   CompileOptions options;
@@ -303,7 +370,7 @@ void runGraph(const RunArgs& a) {
                 bench::programShape(compiledProgram(program), in.binding), device->spec(), copy,
                 compulsoryBytes(in.inputs, outputs));
   }
-  if (a.check && !checkOutputs(g, in, outputs, {.tf32Dots = a.tf32})) throw ExitCode{1};
+  if (a.check && !checkOutputs(a.file, g, in, outputs, {.tf32Dots = a.tf32})) throw ExitCode{1};
 }
 
 } // namespace
