@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <limits>
+#include <tuple>
 
 #include "frontend/onnx/load_graph.h"
 #include "frontend/onnx/onnx_import.h"
@@ -106,6 +108,64 @@ TEST_CASE("initializers are constants, also when listed as graph inputs", "[onnx
   CHECK(valuesOf(run(g, {tensor({2}, {1, 2})})[0]) == std::vector<double>{3, 8});
 }
 
+TEST_CASE("initializer data past its type's range, or unlike the input it shadows, is refused",
+          "[onnx]") {
+  // An initializer "c" of `type` holding `values` in the field ONNX keeps that type in.
+  auto model = [](int type, std::vector<int64_t> values) {
+    ModelBuilder m(13);
+    auto* t = m.proto().mutable_graph()->add_initializer();
+    t->set_name("c");
+    t->set_data_type(type);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values)
+      type == ::onnx::TensorProto::UINT32 ? t->add_uint64_data(static_cast<uint64_t>(v))
+                                          : t->add_int32_data(static_cast<int32_t>(v));
+    m.node("Identity", {"c"}, {"y"}).output("y");
+    return m.bytes();
+  };
+  constexpr int kUint16 = ::onnx::TensorProto::UINT16, kInt16 = ::onnx::TensorProto::INT16,
+                kUint32 = ::onnx::TensorProto::UINT32;
+  CHECK_THAT(errorOf(model(kUint8, {1, -5})),
+             Contains("m.onnx: initializer \"c\": tensor \"c\" of type UINT8 holds the value -5, "
+                      "outside [0, 255]"));
+  CHECK_THAT(errorOf(model(kUint8, {256})), Contains("holds the value 256, outside [0, 255]"));
+  CHECK_THAT(errorOf(model(kInt8, {-129})), Contains("outside [-128, 127]"));
+  CHECK_THAT(errorOf(model(kUint16, {65536})), Contains("outside [0, 65535]"));
+  CHECK_THAT(errorOf(model(kInt16, {32768})), Contains("outside [-32768, 32767]"));
+  CHECK_THAT(errorOf(model(kUint32, {int64_t(1) << 32})),
+             Contains("type UINT32 holds the value 4294967296, outside [0, 4294967295]"));
+  CHECK_THAT(errorOf(model(kHalf, {1000000})),
+             Contains("type FLOAT16 holds the 16-bit pattern 1000000, outside [0, 65535]"));
+  CHECK_THAT(errorOf(model(kBfloat16, {-1})), Contains("16-bit pattern -1"));
+  // the extremes of each range import
+  for (auto [type, lo, hi] : {std::tuple{kUint8, 0, 255},
+                              {kInt8, -128, 127},
+                              {kUint16, 0, 65535},
+                              {kInt16, -32768, 32767}}) {
+    auto out = run(importOnnxBytes(model(type, {lo, hi})), {})[0];
+    CHECK(out.getInt(0) == lo);
+    CHECK(out.getInt(1) == hi);
+  }
+  CHECK(run(importOnnxBytes(model(kUint32, {4294967295})), {})[0].getInt(0) == 4294967295);
+  CHECK(valuesOf(run(importOnnxBytes(model(kHalf, {0x3c00})), {})[0]) == std::vector<double>{1});
+
+  // an initializer shadowing a graph input must have the input's type and shape
+  auto shadow = [](int inputType, std::vector<std::string> dims) {
+    ModelBuilder m(13);
+    m.input("w", inputType, dims).initializer("w", {2}, {3, 4});
+    m.node("Relu", {"w"}, {"y"}).output("y");
+    return m.bytes();
+  };
+  CHECK_THAT(errorOf(shadow(kInt64, {"2"})),
+             Contains("initializer \"w\": has type FLOAT but the graph input it provides the "
+                      "default of is INT64"));
+  CHECK_THAT(errorOf(shadow(kFloat, {"3"})),
+             Contains("initializer \"w\": has shape [2] but the graph input it provides the "
+                      "default of has shape [3]"));
+  CHECK_THAT(errorOf(shadow(kFloat, {"2", "1"})), Contains("has shape [2] but"));
+  CHECK(valuesOf(run(importOnnxBytes(shadow(kFloat, {"N"})), {})[0]) == std::vector<double>{3, 4});
+}
+
 TEST_CASE("ReduceSum takes axes as an attribute before opset 13 and as an input from 13",
           "[onnx]") {
   auto x = tensor({2, 3}, {1, 2, 3, 4, 5, 6});
@@ -175,6 +235,84 @@ TEST_CASE("Clip bounds are attributes before opset 11 and optional inputs from 1
       .output("y");
   CHECK(valuesOf(run(importOnnxBytes(maxOnly.bytes()), {x})[0]) ==
         std::vector<double>{-5, -1, 1, 2});
+}
+
+TEST_CASE("Clip-6 bounds default to the lowest and highest float32 ONNX states", "[onnx]") {
+  double inf = std::numeric_limits<double>::infinity();
+  auto x = tensor({3}, {-inf, 1, inf});
+  ModelBuilder maxOnly(6), none(6), v1(1);
+  maxOnly.input("x", kFloat, {"3"}).node("Clip", {"x"}, {"y"}, {Attr::real("max", 2)}).output("y");
+  CHECK(valuesOf(run(importOnnxBytes(maxOnly.bytes()), {x})[0]) ==
+        std::vector<double>{-3.402823e+38f, 1, 2});
+  none.input("x", kFloat, {"3"}).node("Clip", {"x"}, {"y"}).output("y");
+  CHECK(valuesOf(run(importOnnxBytes(none.bytes()), {x})[0]) ==
+        std::vector<double>{-3.402823e+38f, 1, 3.402823e+38f});
+  // Clip-1 states no defaults: an absent bound is none
+  v1.input("x", kFloat, {"3"}).node("Clip", {"x"}, {"y"}, {Attr::real("max", 2)}).output("y");
+  CHECK(valuesOf(run(importOnnxBytes(v1.bytes()), {x})[0]) == std::vector<double>{-inf, 1, 2});
+}
+
+TEST_CASE("Cast to the integer types weft holds widened keeps the low bits", "[onnx][cast]") {
+  // UINT8, UINT16, INT16 are held in i32 and UINT32 in i64 (irDTypeOf); ONNX Cast between
+  // fixed-point types keeps the low bits, and truncates a float first.
+  auto castOf = [](int from, int to, std::vector<double> values, bool folded) {
+    ModelBuilder m(13);
+    auto n = static_cast<int64_t>(values.size());
+    if (folded) {
+      auto* t = m.proto().mutable_graph()->add_initializer();
+      t->set_name("x");
+      t->set_data_type(from);
+      t->add_dims(n);
+      for (double v : values)
+        from == kFloat ? t->add_float_data(static_cast<float>(v))
+                       : t->add_int64_data(static_cast<int64_t>(v));
+    } else {
+      m.input("x", from, {std::to_string(n)});
+    }
+    m.node("Cast", {"x"}, {"y"}, {Attr::integer("to", to)}).output("y");
+    ir::Graph g = importOnnxBytes(m.bytes());
+    std::vector<HostTensor> in;
+    if (!folded) {
+      HostTensor h(from == kFloat ? DType::f32 : DType::i64, {n});
+      for (int64_t i = 0; i < n; ++i)
+        from == kFloat ? h.set(i, values[static_cast<size_t>(i)])
+                       : h.setInt(i, static_cast<int64_t>(values[static_cast<size_t>(i)]));
+      in.push_back(h);
+    }
+    HostTensor y = run(g, in)[0];
+    std::vector<int64_t> got;
+    for (int64_t i = 0; i < y.numElements(); ++i)
+      got.push_back(y.getInt(i));
+    return got;
+  };
+  constexpr int kUint16 = ::onnx::TensorProto::UINT16, kInt16 = ::onnx::TensorProto::INT16,
+                kUint32 = ::onnx::TensorProto::UINT32;
+  for (bool folded : {false, true}) {
+    INFO("folded " << folded);
+    std::vector<double> x = {300, -1, 65543, 40000, -4294967297.0};
+    CHECK(castOf(kInt64, kUint8, x, folded) == std::vector<int64_t>{44, 255, 7, 64, 255});
+    CHECK(castOf(kInt64, kUint16, x, folded) == std::vector<int64_t>{300, 65535, 7, 40000, 65535});
+    CHECK(castOf(kInt64, kInt16, x, folded) == std::vector<int64_t>{300, -1, 7, -25536, -1});
+    CHECK(castOf(kInt64, kUint32, x, folded) ==
+          std::vector<int64_t>{300, 4294967295, 65543, 40000, 4294967295});
+    CHECK(castOf(kFloat, kUint8, {300.7, -1.5, 255.9}, folded) ==
+          std::vector<int64_t>{44, 255, 255});
+    CHECK(castOf(kFloat, kInt16, {40000.5, -32769}, folded) == std::vector<int64_t>{-25536, 32767});
+  }
+  // CastLike to a UINT8 initializer's type wraps too
+  ModelBuilder m(15);
+  m.input("x", kInt64, {"2"}).node("CastLike", {"x", "like"}, {"y"}).output("y");
+  auto* like = m.proto().mutable_graph()->add_initializer();
+  like->set_name("like");
+  like->set_data_type(kUint8);
+  like->add_dims(1);
+  like->add_int32_data(0);
+  HostTensor h(DType::i64, {2});
+  h.setInt(0, 256 + 3);
+  h.setInt(1, -2);
+  HostTensor y = run(importOnnxBytes(m.bytes()), {h})[0];
+  CHECK(y.getInt(0) == 3);
+  CHECK(y.getInt(1) == 254);
 }
 
 TEST_CASE("Pad takes pads as an attribute before opset 11 and as an input from 11", "[onnx]") {
@@ -575,7 +713,41 @@ TEST_CASE("an attribute of the wrong type is an error naming node, attribute and
     CHECK(valuesOf(out[0]) == std::vector<double>(8, 0.5)); // over axis 0 of size 2
     m.proto().mutable_graph()->mutable_node(0)->mutable_attribute(0)->clear_i();
     CHECK_THAT(errorOf(m.bytes()),
-               Contains("attribute \"axis\" must be INT, but it is UNDEFINED with no such value"));
+               Contains("m.onnx: node \"y\" (Softmax, opset 13): attribute \"axis\" declares "
+                        "no type and holds no value"));
+  }
+  SECTION("an attribute whose declared type has no value, or another value beside it") {
+    auto softmax = [](auto edit) {
+      ModelBuilder m(13);
+      m.input("x", kFloat, {"2", "4"})
+          .node("Softmax", {"x"}, {"y"}, {Attr::integer("axis", 0)}, "sm")
+          .output("y");
+      edit(*m.proto().mutable_graph()->mutable_node(0)->mutable_attribute(0));
+      return errorOf(m.bytes());
+    };
+    CHECK_THAT(softmax([](auto& a) { a.clear_i(); }),
+               Contains("node \"sm\" (Softmax, opset 13): attribute \"axis\" is declared INT but "
+                        "holds no INT value"));
+    CHECK_THAT(softmax([](auto& a) {
+                 a.clear_i();
+                 a.set_f(1);
+               }),
+               Contains("attribute \"axis\" is declared INT but holds no INT value (it holds "
+                        "FLOAT)"));
+    CHECK_THAT(softmax([](auto& a) { a.set_f(1); }),
+               Contains("attribute \"axis\" is declared INT but also holds FLOAT"));
+    // also an attribute the lowering never reads (LeakyRelu's alpha left at its default)
+    ModelBuilder m(13);
+    m.input("x", kFloat, {"2"}).node("LeakyRelu", {"x"}, {"y"}, {Attr::real("alpha", 1)});
+    m.output("y");
+    m.proto().mutable_graph()->mutable_node(0)->mutable_attribute(0)->clear_f();
+    CHECK_THAT(errorOf(m.bytes()),
+               Contains("attribute \"alpha\" is declared FLOAT but holds no FLOAT value"));
+    // an empty list is a value
+    ModelBuilder t(13);
+    t.input("x", kFloat, {"2", "3"}).node("Transpose", {"x"}, {"y"}, {Attr::list("perm", {})});
+    t.output("y");
+    CHECK_THAT(errorOf(t.bytes()), !Contains("holds no"));
   }
 }
 
@@ -732,6 +904,219 @@ TEST_CASE("ONNX names like the IR's fresh names import as given", "[onnx]") {
   ModelBuilder f(13);
   f.initializer("c", {2}, {-1, 2}).node("Relu", {"c"}, {"constant.1"}).output("constant.1");
   CHECK(valuesOf(run(importOnnxBytes(f.bytes(), "m.onnx"), {})[0]) == std::vector<double>{0, 2});
+}
+
+TEST_CASE("graph outputs are the model's outputs in order, each a distinct value with its name",
+          "[onnx][outputs]") {
+  // The names of the graph's outputs, and a check that no two are one value.
+  auto outputNames = [](const ir::Graph& g) {
+    std::vector<std::string> names;
+    for (ir::NodeId id : g.outputs())
+      names.push_back(g.node(id).name);
+    return names;
+  };
+  auto x = tensor({2}, {-1, 2});
+  SECTION("two outputs passing one input through") {
+    ModelBuilder m;
+    m.input("x", kFloat, {"2"}).node("Identity", {"x"}, {"y"}).node("Identity", {"x"}, {"z"});
+    m.output("y").output("z");
+    ir::Graph g = importOnnxBytes(m.bytes());
+    CHECK(outputNames(g) == std::vector<std::string>{"y", "z"});
+    auto out = run(g, {x});
+    REQUIRE(out.size() == 2);
+    CHECK(valuesOf(out[1]) == std::vector<double>{-1, 2});
+  }
+  SECTION("an output that copies another output, next to it") {
+    ModelBuilder m;
+    m.input("x", kFloat, {"2"}).node("Relu", {"x"}, {"y"}).node("Identity", {"y"}, {"z"});
+    m.output("z").output("y");
+    ir::Graph g = importOnnxBytes(m.bytes());
+    CHECK(outputNames(g) == std::vector<std::string>{"z", "y"});
+    auto out = run(g, {x});
+    REQUIRE(out.size() == 2);
+    CHECK(valuesOf(out[0]) == std::vector<double>{0, 2});
+    CHECK(valuesOf(out[1]) == std::vector<double>{0, 2});
+  }
+  SECTION("a graph input, an initializer and pass-through ops as outputs") {
+    ModelBuilder m(13);
+    m.input("x", kFloat, {"2"}).initializer("c", {2}, {5, 6}).initializerInts("none", {0}, {});
+    m.node("Dropout", {"x"}, {"d"}).node("Sum", {"x"}, {"s"}).node("Squeeze", {"x"}, {"q"});
+    m.node("ReduceSum", {"x", "none"}, {"r"}, {Attr::integer("noop_with_empty_axes", 1)});
+    m.node("Identity", {"c"}, {"k"});
+    for (const char* o : {"d", "x", "s", "q", "r", "c", "k"})
+      m.output(o);
+    ir::Graph g = importOnnxBytes(m.bytes());
+    CHECK(outputNames(g) == std::vector<std::string>{"d", "x", "s", "q", "r", "c", "k"});
+    auto out = run(g, {x});
+    REQUIRE(out.size() == 7);
+    CHECK(valuesOf(out[4]) == std::vector<double>{-1, 2});
+    CHECK(valuesOf(out[6]) == std::vector<double>{5, 6});
+  }
+  SECTION("lowerings that end in an internal op") {
+    ModelBuilder m(13);
+    m.input("x", kFloat, {"3"}).initializerInts("pads", {2}, {2, 1});
+    m.initializerInts("s", {1}, {1}).initializerInts("e", {1}, {0}).initializerInts("a", {1}, {0});
+    m.initializerInts("st", {1}, {-1}).initializerInts("i", {1}, {2});
+    m.node("Pad", {"x", "pads"}, {"p"}, {Attr::text("mode", "reflect")});
+    m.node("Slice", {"x", "s", "e", "a", "st"}, {"sl"}).node("Gather", {"x", "i"}, {"ga"});
+    m.output("p").output("sl").output("ga");
+    ir::Graph g = importOnnxBytes(m.bytes());
+    CHECK(outputNames(g) == std::vector<std::string>{"p", "sl", "ga"});
+    auto out = run(g, {tensor({3}, {1, 2, 3})});
+    CHECK(valuesOf(out[0]) == std::vector<double>{3, 2, 1, 2, 3, 2});
+    CHECK(valuesOf(out[1]) == std::vector<double>{2});
+    CHECK(valuesOf(out[2]) == std::vector<double>{3});
+  }
+  SECTION("an output listed twice is an error") {
+    ModelBuilder m;
+    m.input("x", kFloat, {"2"}).node("Relu", {"x"}, {"y"}).output("y").output("y");
+    CHECK_THAT(errorOf(m.bytes()), Contains("graph output \"y\" is listed twice"));
+  }
+}
+
+TEST_CASE("Squeeze without axes refuses an input with a symbolic dim", "[onnx]") {
+  ModelBuilder m(13);
+  m.input("x", kFloat, {"N", "1", "3"}).node("Squeeze", {"x"}, {"y"}, {}, "sq").output("y");
+  std::string e = errorOf(m.bytes());
+  CHECK_THAT(e, Contains("node \"sq\" (Squeeze, opset 13): Squeeze without axes of an input with "
+                         "the symbolic dim N ([N, 1, 3]) is not supported"));
+  // with axes, or with static dims, it imports
+  ModelBuilder axes(13);
+  axes.input("x", kFloat, {"N", "1", "3"}).initializerInts("a", {1}, {1});
+  axes.node("Squeeze", {"x", "a"}, {"y"}).output("y");
+  ir::Graph g = importOnnxBytes(axes.bytes());
+  CHECK(g.node(g.outputs()[0]).type.shape == ir::Shape{ir::Dim::symbol("N"), ir::Dim(3)});
+  ModelBuilder fixed(11);
+  fixed.input("x", kFloat, {"1", "3", "1"}).node("Squeeze", {"x"}, {"y"}).output("y");
+  ir::Graph f = importOnnxBytes(fixed.bytes());
+  CHECK(f.node(f.outputs()[0]).type.shape == ir::Shape{ir::Dim(3)});
+}
+
+TEST_CASE("Concat that would make a symbolic size grow is not supported, said at import",
+          "[onnx]") {
+  ModelBuilder m(13);
+  m.input("past", kFloat, {"1", "P", "2"}).input("new", kFloat, {"1", "1", "2"});
+  m.node("Concat", {"past", "new"}, {"y"}, {Attr::integer("axis", 1)}, "kv").output("y");
+  std::string e;
+  try {
+    importOnnxBytes(m.bytes(), "m.onnx");
+  } catch (const UnsupportedError& u) {
+    e = u.what();
+  }
+  CHECK_THAT(e, Contains("node \"kv\" (Concat, opset 13): Concat along axis 1 of sizes P and 1 is "
+                         "not supported: weft's dims cannot express P + 1"));
+  // the same symbol twice is 2*P, which a dim expresses
+  ModelBuilder twice(13);
+  twice.input("a", kFloat, {"1", "P", "2"}).input("b", kFloat, {"1", "P", "2"});
+  twice.node("Concat", {"a", "b"}, {"y"}, {Attr::integer("axis", 1)}).output("y");
+  ir::Graph g = importOnnxBytes(twice.bytes());
+  CHECK(g.node(g.outputs()[0]).type.shape[1] == ir::Dim::symbol("P") * ir::Dim(2));
+}
+
+TEST_CASE("layout errors say what is wrong or what is not supported", "[onnx]") {
+  auto pad = [](const std::string& mode, std::vector<std::string> dims, int opset = 11) {
+    ModelBuilder m(opset);
+    m.input("x", kFloat, dims).initializerInts("p", {4}, {1, 0, 1, 0});
+    m.node("Pad", {"x", "p"}, {"y"}, {Attr::text("mode", mode)}).output("y");
+    return errorOf(m.bytes());
+  };
+  CHECK_THAT(pad("edge", {"0", "3"}), Contains("edge padding 1 on axis 0 needs more than 0"));
+  CHECK_THAT(pad("reflect", {"1", "3"}), Contains("reflect padding 1 on axis 0 needs more than 1"));
+  CHECK_THAT(pad("foo", {"2", "3"}),
+             Contains("mode \"foo\" is not one of constant, reflect, edge"));
+  CHECK_THAT(pad("wrap", {"2", "3"}), Contains("mode \"wrap\" is not one of"));
+  CHECK_THAT(pad("wrap", {"2", "3"}, 19), Contains("Pad mode \"wrap\" is not supported"));
+  CHECK_THAT(pad("edge", {"N", "3"}), Contains("edge padding of axis 0 of symbolic size N is not "
+                                               "supported"));
+  ModelBuilder twice(13);
+  twice.input("x", kFloat, {"2"}).initializerInts("a", {2}, {0, 0});
+  twice.node("Unsqueeze", {"x", "a"}, {"y"}).output("y");
+  CHECK_THAT(errorOf(twice.bytes()), Contains("Unsqueeze, opset 13): axes [0, 0] repeat an axis"));
+  ModelBuilder negative(13);
+  negative.input("x", kFloat, {"2"}).initializerInts("a", {2}, {-1, 2});
+  negative.node("Unsqueeze", {"x", "a"}, {"y"}).output("y");
+  CHECK_THAT(errorOf(negative.bytes()), Contains("axes [-1, 2] repeat an axis"));
+  ModelBuilder none(13), noneAttr(11);
+  none.input("x", kFloat, {"2"}).node("Unsqueeze", {"x"}, {"y"}).output("y");
+  CHECK_THAT(errorOf(none.bytes()), Contains("input 1 (axes) is required but missing"));
+  noneAttr.input("x", kFloat, {"2"}).node("Unsqueeze", {"x"}, {"y"}).output("y");
+  CHECK_THAT(errorOf(noneAttr.bytes()),
+             Contains("the required attribute \"axes\" (INTS) is missing"));
+  ModelBuilder slice(13), mean(13), shape(13);
+  slice.input("x", kFloat, {"N"}).initializerInts("s", {1}, {1}).initializerInts("e", {1}, {2});
+  slice.node("Slice", {"x", "s", "e"}, {"y"}).output("y");
+  CHECK_THAT(errorOf(slice.bytes()),
+             Contains("slicing axis 0 of symbolic size N other than whole is not supported"));
+  mean.input("x", kFloat, {"2", "N"}).node("ReduceMean", {"x"}, {"y"}, {Attr::list("axes", {1})});
+  mean.output("y");
+  CHECK_THAT(errorOf(mean.bytes()),
+             Contains("ReduceMean over axis 1 of symbolic size N is not supported"));
+  shape.input("x", kFloat, {"N"}).node("Shape", {"x"}, {"s"}).node("Reshape", {"x", "s"}, {"y"});
+  shape.output("y");
+  CHECK_THAT(errorOf(shape.bytes()), Contains("Shape of [N] is not supported"));
+}
+
+TEST_CASE("an attribute or input the operator's opset does not define is an error", "[onnx]") {
+  // A node of `op` at `opset` on x [2, 3], with extra inputs (initializers) and attributes.
+  auto node = [](int opset, const std::string& op, std::vector<std::string> inputs,
+                 std::vector<Attr> attrs, int outputs = 1) {
+    ModelBuilder m(opset);
+    m.input("x", kFloat, {"2", "3"}).initializerInts("axes", {1}, {1});
+    m.initializerInts("split", {2}, {1, 2}).initializerInts("pads", {4}, {0, 0, 0, 0});
+    m.initializer("lo", {}, {0}).initializer("hi", {}, {1});
+    inputs.insert(inputs.begin(), "x");
+    std::vector<std::string> outs;
+    for (int i = 0; i < outputs; ++i)
+      outs.push_back("y" + std::to_string(i));
+    m.node(op, inputs, outs, attrs, "n");
+    for (const auto& o : outs)
+      m.output(o);
+    return m.bytes();
+  };
+  auto axesAttr = Attr::list("axes", {1});
+  CHECK_THAT(errorOf(node(13, "ReduceSum", {}, {axesAttr})),
+             Contains("node \"n\" (ReduceSum, opset 13): ReduceSum-13 takes axes as input 1, not "
+                      "as an attribute"));
+  CHECK_THAT(errorOf(node(15, "ReduceSum", {}, {axesAttr})),
+             Contains("(ReduceSum, opset 15): ReduceSum-13 takes axes as input 1"));
+  CHECK_THAT(errorOf(node(18, "ReduceMean", {}, {axesAttr})),
+             Contains("ReduceMean-18 takes axes as input 1, not as an attribute"));
+  CHECK_THAT(errorOf(node(13, "Squeeze", {}, {axesAttr})),
+             Contains("Squeeze-13 takes axes as input 1, not as an attribute"));
+  CHECK_THAT(
+      errorOf(node(11, "ReduceSum", {"axes"}, {})),
+      Contains("ReduceSum-11 takes axes as an attribute, not as input 1 (it takes 1 input)"));
+  CHECK_THAT(errorOf(node(11, "Squeeze", {"axes"}, {})),
+             Contains("Squeeze-11 takes axes as an attribute, not as input 1"));
+  CHECK_THAT(errorOf(node(6, "Clip", {"lo", "hi"}, {})),
+             Contains("Clip-6 takes min as an attribute, not as input 1"));
+  CHECK_THAT(errorOf(node(2, "Pad", {"pads"}, {})),
+             Contains("Pad-2 takes pads as an attribute, not as input 1"));
+  CHECK_THAT(errorOf(node(14, "Relu", {"lo", "hi"}, {})),
+             Contains("Relu-14 takes at most 1 input (X), but the node has 3"));
+  CHECK_THAT(errorOf(node(14, "Relu", {}, {Attr::integer("foo", 1)})),
+             Contains("Relu-14 has no attribute \"foo\" (it has none)"));
+  CHECK_THAT(errorOf(node(13, "Softmax", {}, {Attr::integer("foo", 1)})),
+             Contains("Softmax-13 has no attribute \"foo\" (its attributes: axis)"));
+  CHECK_THAT(errorOf(node(13, "Split", {}, {Attr::integer("num_outputs", 2)}, 2)),
+             Contains("Split-13 has no attribute \"num_outputs\" (its attributes: axis; Split-18 "
+                      "has it)"));
+  CHECK_THAT(errorOf(node(18, "Split", {"split"},
+                          {Attr::integer("axis", 1), Attr::integer("num_outputs", 2)}, 2)),
+             Contains("takes either input 1 (split) or the attribute num_outputs, not both"));
+  // what each version defines imports: omitted optional inputs, variadic inputs, Clip-6's
+  // attributes, ReduceSum-11's axes attribute, and Split-18's num_outputs
+  ModelBuilder ok(13);
+  ok.input("x", kFloat, {"2"})
+      .node("Clip", {"x", "", ""}, {"c"})
+      .node("Sum", {"x", "x", "x"}, {"s"});
+  ok.output("c").output("s");
+  CHECK(valuesOf(run(importOnnxBytes(ok.bytes()), {tensor({2}, {1, 2})})[1]) ==
+        std::vector<double>{3, 6});
+  CHECK_NOTHROW(importOnnxBytes(node(6, "Clip", {}, {Attr::real("min", 0)})));
+  CHECK_NOTHROW(importOnnxBytes(node(11, "ReduceSum", {}, {axesAttr})));
+  CHECK_NOTHROW(importOnnxBytes(
+      node(18, "Split", {}, {Attr::integer("axis", 1), Attr::integer("num_outputs", 3)}, 3)));
 }
 
 // ---------------------------------------------------------------- error locations

@@ -562,7 +562,14 @@ TEST_CASE("DepthToSpace and SpaceToDepth refuse bad blocks, modes and ranks", "[
   CHECK_THAT(errorOf(odd.bytes()), Contains("height H (3) does not divide by 2"));
   auto symbolic =
       unary(13, "SpaceToDepth", kFloat, {"1", "1", "H", "2"}, {Attr::integer("blocksize", 2)});
-  CHECK_THAT(errorOf(symbolic.bytes()), Contains("height H of symbolic size H must divide by 2"));
+  CHECK_THAT(errorOf(symbolic.bytes()),
+             Contains("height H of symbolic size H is not supported: it must divide by 2"));
+  // a blocksize whose square is past int64 is refused before any b * b
+  for (const char* op : {"DepthToSpace", "SpaceToDepth"}) {
+    auto huge =
+        unary(13, op, kFloat, {"1", "4", "2", "2"}, {Attr::integer("blocksize", int64_t(1) << 32)});
+    CHECK_THAT(errorOf(huge.bytes()), Contains("blocksize 4294967296 is too large"));
+  }
   auto flat = unary(13, "DepthToSpace", kFloat, {"4", "4"}, {Attr::integer("blocksize", 2)});
   CHECK_THAT(errorOf(flat.bytes()), Contains("input [4, 4] must be 4-D [N, C, H, W]"));
 }

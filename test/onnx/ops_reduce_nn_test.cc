@@ -95,9 +95,13 @@ TEST_CASE("ReduceL1, ReduceSumSquare and ReduceLogSum reduce over axes given eit
           std::vector<double>{1, 4, 9, 16, 25, 36});
     checkClose(run1(reduceModel(18, "ReduceLogSum", {"2", "3"}, {}, noop), {ax}),
                {0, std::log(2.0), std::log(3.0), std::log(4.0), std::log(5.0), std::log(6.0)});
-    // Before 18 there is no noop: an empty axes attribute is every axis.
-    auto before = run1(reduceModel(13, "ReduceL1", {"2", "3"}, {}, noop), {x});
+    // Before 18 there is no noop: an empty axes attribute is every axis, and
+    // noop_with_empty_axes is no attribute of the operator.
+    auto before = run1(reduceModel(13, "ReduceL1", {"2", "3"}, {}), {x});
     CHECK(valuesOf(before) == std::vector<double>{21});
+    CHECK_THAT(errorOf(reduceModel(13, "ReduceL1", {"2", "3"}, {}, noop).bytes()),
+               Contains("ReduceL1-13 has no attribute \"noop_with_empty_axes\" (its attributes: "
+                        "axes, keepdims; ReduceL1-18 has it)"));
   }
 }
 

@@ -272,6 +272,17 @@ Literal literalFromTensorProto(const TensorProto& t, const std::string& where) {
   };
   auto real64 = [](auto v) { return static_cast<double>(v); };
   auto int64 = [](auto v) { return static_cast<int64_t>(v); };
+  // A value in a wider field than its type (int32_data for UINT8, uint64_data for UINT32, a
+  // 16-bit pattern in int32_data) must fit the type: a writer's bug, not a value to wrap.
+  auto inRange = [&](int64_t lo, int64_t hi, const char* what) {
+    return [&t, &where, dt, lo, hi, what](auto v) {
+      auto x = static_cast<int64_t>(v); // a uint64 past INT64_MAX is negative: out of range
+      if (x < lo || x > hi)
+        failAt(where, fmt::format("tensor \"{}\" of type {} holds {} {}, outside [{}, {}]",
+                                  t.name(), onnxTypeName(dt), what, v, lo, hi));
+      return x;
+    };
+  };
   switch (dt) {
   case TensorProto::FLOAT:
     take(t.float_data(), lit.reals, real64);
@@ -283,23 +294,39 @@ Literal literalFromTensorProto(const TensorProto& t, const std::string& where) {
     take(t.int64_data(), lit.exact, int64);
     break;
   case TensorProto::UINT32:
+    take(t.uint64_data(), lit.exact, inRange(0, 4294967295, "the value"));
+    break;
   case TensorProto::UINT64:
     take(t.uint64_data(), lit.exact, int64);
     break;
   case TensorProto::FLOAT16:
-    take(t.int32_data(), lit.reals,
-         [](int32_t v) { return static_cast<double>(halfToFloat(static_cast<uint16_t>(v))); });
+  case TensorProto::BFLOAT16: {
+    auto bits = inRange(0, 65535, "the 16-bit pattern");
+    bool half = dt == TensorProto::FLOAT16;
+    take(t.int32_data(), lit.reals, [&](int32_t v) {
+      auto b = static_cast<uint16_t>(bits(v));
+      return static_cast<double>(half ? halfToFloat(b) : bfloat16ToFloat(b));
+    });
     break;
-  case TensorProto::BFLOAT16:
-    take(t.int32_data(), lit.reals,
-         [](int32_t v) { return static_cast<double>(bfloat16ToFloat(static_cast<uint16_t>(v))); });
-    break;
+  }
   case TensorProto::BOOL:
     take(t.int32_data(), lit.exact, [](int32_t v) -> int64_t { return v ? 1 : 0; });
     break;
+  case TensorProto::UINT8:
+    take(t.int32_data(), lit.exact, inRange(0, 255, "the value"));
+    break;
+  case TensorProto::INT8:
+    take(t.int32_data(), lit.exact, inRange(-128, 127, "the value"));
+    break;
+  case TensorProto::UINT16:
+    take(t.int32_data(), lit.exact, inRange(0, 65535, "the value"));
+    break;
+  case TensorProto::INT16:
+    take(t.int32_data(), lit.exact, inRange(-32768, 32767, "the value"));
+    break;
   default:
     take(t.int32_data(), lit.exact, int64);
-    break; // INT32, INT16, INT8, UINT16, UINT8
+    break; // INT32
   }
   checkUint64();
   return lit;
@@ -404,7 +431,7 @@ const Literal& NodeContext::requireLiteral(size_t i, const std::string& what) co
         node.op_type(), v->name);
   unsupported(fmt::format(
       "input {} ({}) must be known when the model is imported (an initializer, a Constant or a "
-      "static shape computation), but \"{}\" is computed at run time",
+      "static shape computation), but \"{}\" is computed at run time, which is not supported",
       i, what, v->name));
 }
 
@@ -463,7 +490,491 @@ bool holds(const AttributeProto& a, AttributeProto::AttributeType type) {
   }
 }
 
+/// The attribute types whose value field `a` sets (a list field counts when non-empty).
+std::vector<AttributeProto::AttributeType> valueFields(const AttributeProto& a) {
+  std::vector<AttributeProto::AttributeType> set;
+  auto see = [&](bool present, AttributeProto::AttributeType t) {
+    if (present) set.push_back(t);
+  };
+  see(a.has_f(), AttributeProto::FLOAT);
+  see(a.has_i(), AttributeProto::INT);
+  see(a.has_s(), AttributeProto::STRING);
+  see(a.has_t(), AttributeProto::TENSOR);
+  see(a.has_g(), AttributeProto::GRAPH);
+  see(a.has_sparse_tensor(), AttributeProto::SPARSE_TENSOR);
+  see(a.has_tp(), AttributeProto::TYPE_PROTO);
+  see(a.floats_size() > 0, AttributeProto::FLOATS);
+  see(a.ints_size() > 0, AttributeProto::INTS);
+  see(a.strings_size() > 0, AttributeProto::STRINGS);
+  see(a.tensors_size() > 0, AttributeProto::TENSORS);
+  see(a.graphs_size() > 0, AttributeProto::GRAPHS);
+  see(a.sparse_tensors_size() > 0, AttributeProto::SPARSE_TENSORS);
+  see(a.type_protos_size() > 0, AttributeProto::TYPE_PROTOS);
+  return set;
+}
+
+bool isListType(AttributeProto::AttributeType t) {
+  return t == AttributeProto::FLOATS || t == AttributeProto::INTS || t == AttributeProto::STRINGS ||
+         t == AttributeProto::TENSORS || t == AttributeProto::GRAPHS ||
+         t == AttributeProto::SPARSE_TENSORS || t == AttributeProto::TYPE_PROTOS;
+}
+
+/// An operator's signature from ONNX opset `since` on: its inputs in order (a variadic one
+/// ends in "...") and its attribute names, space-separated. Every version of ONNX's operator
+/// schemas (those of ONNX 1.12 for opsets 1 to 17, and those of opsets 18 to 21) of the
+/// operators weft lowers.
+struct OpSignature {
+  const char* op;
+  int since;
+  const char* inputs;
+  const char* attributes;
+};
+
+const OpSignature kSignatures[] = {
+    {"Abs", 1, "X", "consumed_inputs"},
+    {"Abs", 6, "X", ""},
+    {"Abs", 13, "X", ""},
+    {"Acos", 7, "input", ""},
+    {"Acosh", 9, "input", ""},
+    {"Add", 1, "A B", "axis broadcast consumed_inputs"},
+    {"Add", 6, "A B", "axis broadcast"},
+    {"Add", 7, "A B", ""},
+    {"Add", 13, "A B", ""},
+    {"Add", 14, "A B", ""},
+    {"And", 1, "A B", "axis broadcast"},
+    {"And", 7, "A B", ""},
+    {"ArgMax", 1, "data", "axis keepdims"},
+    {"ArgMax", 11, "data", "axis keepdims"},
+    {"ArgMax", 12, "data", "axis keepdims select_last_index"},
+    {"ArgMax", 13, "data", "axis keepdims select_last_index"},
+    {"ArgMin", 1, "data", "axis keepdims"},
+    {"ArgMin", 11, "data", "axis keepdims"},
+    {"ArgMin", 12, "data", "axis keepdims select_last_index"},
+    {"ArgMin", 13, "data", "axis keepdims select_last_index"},
+    {"Asin", 7, "input", ""},
+    {"Asinh", 9, "input", ""},
+    {"Atan", 7, "input", ""},
+    {"Atanh", 9, "input", ""},
+    {"BatchNormalization", 1, "X scale B mean var",
+     "consumed_inputs epsilon is_test momentum spatial"},
+    {"BatchNormalization", 6, "X scale B mean var", "epsilon is_test momentum spatial"},
+    {"BatchNormalization", 7, "X scale B mean var", "epsilon momentum spatial"},
+    {"BatchNormalization", 9, "X scale B mean var", "epsilon momentum"},
+    {"BatchNormalization", 14, "X scale B input_mean input_var", "epsilon momentum training_mode"},
+    {"BatchNormalization", 15, "X scale B input_mean input_var", "epsilon momentum training_mode"},
+    {"Cast", 1, "input", "to"},
+    {"Cast", 6, "input", "to"},
+    {"Cast", 9, "input", "to"},
+    {"Cast", 13, "input", "to"},
+    {"Cast", 19, "input", "saturate to"},
+    {"Cast", 21, "input", "saturate to"},
+    {"CastLike", 15, "input target_type", ""},
+    {"CastLike", 19, "input target_type", "saturate"},
+    {"CastLike", 21, "input target_type", "saturate"},
+    {"Ceil", 1, "X", "consumed_inputs"},
+    {"Ceil", 6, "X", ""},
+    {"Ceil", 13, "X", ""},
+    {"Celu", 12, "X", "alpha"},
+    {"Clip", 1, "input", "consumed_inputs max min"},
+    {"Clip", 6, "input", "max min"},
+    {"Clip", 11, "input min max", ""},
+    {"Clip", 12, "input min max", ""},
+    {"Clip", 13, "input min max", ""},
+    {"Concat", 1, "inputs...", "axis"},
+    {"Concat", 4, "inputs...", "axis"},
+    {"Concat", 11, "inputs...", "axis"},
+    {"Concat", 13, "inputs...", "axis"},
+    {"Constant", 1, "", "value"},
+    {"Constant", 9, "", "value"},
+    {"Constant", 11, "", "sparse_value value"},
+    {"Constant", 12, "",
+     "sparse_value value value_float value_floats value_int value_ints value_string value_strings"},
+    {"Constant", 13, "",
+     "sparse_value value value_float value_floats value_int value_ints value_string value_strings"},
+    {"Constant", 19, "",
+     "sparse_value value value_float value_floats value_int value_ints value_string value_strings"},
+    {"Constant", 21, "",
+     "sparse_value value value_float value_floats value_int value_ints value_string value_strings"},
+    {"ConstantOfShape", 9, "input", "value"},
+    {"ConstantOfShape", 20, "input", "value"},
+    {"ConstantOfShape", 21, "input", "value"},
+    {"Cos", 7, "input", ""},
+    {"Cosh", 9, "input", ""},
+    {"CumSum", 11, "x axis", "exclusive reverse"},
+    {"CumSum", 14, "x axis", "exclusive reverse"},
+    {"DepthToSpace", 1, "input", "blocksize"},
+    {"DepthToSpace", 11, "input", "blocksize mode"},
+    {"DepthToSpace", 13, "input", "blocksize mode"},
+    {"Div", 1, "A B", "axis broadcast consumed_inputs"},
+    {"Div", 6, "A B", "axis broadcast"},
+    {"Div", 7, "A B", ""},
+    {"Div", 13, "A B", ""},
+    {"Div", 14, "A B", ""},
+    {"Dropout", 1, "data", "consumed_inputs is_test ratio"},
+    {"Dropout", 6, "data", "is_test ratio"},
+    {"Dropout", 7, "data", "ratio"},
+    {"Dropout", 10, "data", "ratio"},
+    {"Dropout", 12, "data ratio training_mode", "seed"},
+    {"Dropout", 13, "data ratio training_mode", "seed"},
+    {"Elu", 1, "X", "alpha consumed_inputs"},
+    {"Elu", 6, "X", "alpha"},
+    {"Equal", 1, "A B", "axis broadcast"},
+    {"Equal", 7, "A B", ""},
+    {"Equal", 11, "A B", ""},
+    {"Equal", 13, "A B", ""},
+    {"Equal", 19, "A B", ""},
+    {"Erf", 9, "input", ""},
+    {"Erf", 13, "input", ""},
+    {"Exp", 1, "input", "consumed_inputs"},
+    {"Exp", 6, "input", ""},
+    {"Exp", 13, "input", ""},
+    {"Expand", 8, "input shape", ""},
+    {"Expand", 13, "input shape", ""},
+    {"EyeLike", 9, "input", "dtype k"},
+    {"Flatten", 1, "input", "axis"},
+    {"Flatten", 9, "input", "axis"},
+    {"Flatten", 11, "input", "axis"},
+    {"Flatten", 13, "input", "axis"},
+    {"Flatten", 21, "input", "axis"},
+    {"Floor", 1, "X", "consumed_inputs"},
+    {"Floor", 6, "X", ""},
+    {"Floor", 13, "X", ""},
+    {"Gather", 1, "data indices", "axis"},
+    {"Gather", 11, "data indices", "axis"},
+    {"Gather", 13, "data indices", "axis"},
+    {"GatherElements", 11, "data indices", "axis"},
+    {"GatherElements", 13, "data indices", "axis"},
+    {"Gelu", 20, "X", "approximate"},
+    {"Gemm", 1, "A B C", "alpha beta broadcast transA transB"},
+    {"Gemm", 6, "A B C", "alpha beta broadcast transA transB"},
+    {"Gemm", 7, "A B C", "alpha beta transA transB"},
+    {"Gemm", 9, "A B C", "alpha beta transA transB"},
+    {"Gemm", 11, "A B C", "alpha beta transA transB"},
+    {"Gemm", 13, "A B C", "alpha beta transA transB"},
+    {"GlobalAveragePool", 1, "X", ""},
+    {"GlobalMaxPool", 1, "X", ""},
+    {"Greater", 1, "A B", "axis broadcast"},
+    {"Greater", 7, "A B", ""},
+    {"Greater", 9, "A B", ""},
+    {"Greater", 13, "A B", ""},
+    {"GreaterOrEqual", 12, "A B", ""},
+    {"GreaterOrEqual", 16, "A B", ""},
+    {"HardSigmoid", 1, "X", "alpha beta consumed_inputs"},
+    {"HardSigmoid", 6, "X", "alpha beta"},
+    {"HardSwish", 14, "X", ""},
+    {"Hardmax", 1, "input", "axis"},
+    {"Hardmax", 11, "input", "axis"},
+    {"Hardmax", 13, "input", "axis"},
+    {"Identity", 1, "input", ""},
+    {"Identity", 13, "input", ""},
+    {"Identity", 14, "input", ""},
+    {"Identity", 16, "input", ""},
+    {"Identity", 19, "input", ""},
+    {"Identity", 21, "input", ""},
+    {"InstanceNormalization", 1, "input scale B", "consumed_inputs epsilon"},
+    {"InstanceNormalization", 6, "input scale B", "epsilon"},
+    {"IsInf", 10, "X", "detect_negative detect_positive"},
+    {"IsInf", 20, "X", "detect_negative detect_positive"},
+    {"IsNaN", 9, "X", ""},
+    {"IsNaN", 13, "X", ""},
+    {"IsNaN", 20, "X", ""},
+    {"LayerNormalization", 17, "X Scale B", "axis epsilon stash_type"},
+    {"LeakyRelu", 1, "X", "alpha consumed_inputs"},
+    {"LeakyRelu", 6, "X", "alpha"},
+    {"LeakyRelu", 16, "X", "alpha"},
+    {"Less", 1, "A B", "axis broadcast"},
+    {"Less", 7, "A B", ""},
+    {"Less", 9, "A B", ""},
+    {"Less", 13, "A B", ""},
+    {"LessOrEqual", 12, "A B", ""},
+    {"LessOrEqual", 16, "A B", ""},
+    {"Log", 1, "input", "consumed_inputs"},
+    {"Log", 6, "input", ""},
+    {"Log", 13, "input", ""},
+    {"LogSoftmax", 1, "input", "axis"},
+    {"LogSoftmax", 11, "input", "axis"},
+    {"LogSoftmax", 13, "input", "axis"},
+    {"MatMul", 1, "A B", ""},
+    {"MatMul", 9, "A B", ""},
+    {"MatMul", 13, "A B", ""},
+    {"Max", 1, "data_0...", "consumed_inputs"},
+    {"Max", 6, "data_0...", ""},
+    {"Max", 8, "data_0...", ""},
+    {"Max", 12, "data_0...", ""},
+    {"Max", 13, "data_0...", ""},
+    {"Mean", 1, "data_0...", "consumed_inputs"},
+    {"Mean", 6, "data_0...", ""},
+    {"Mean", 8, "data_0...", ""},
+    {"Mean", 13, "data_0...", ""},
+    {"MeanVarianceNormalization", 9, "X", "axes"},
+    {"MeanVarianceNormalization", 13, "X", "axes"},
+    {"Min", 1, "data_0...", "consumed_inputs"},
+    {"Min", 6, "data_0...", ""},
+    {"Min", 8, "data_0...", ""},
+    {"Min", 12, "data_0...", ""},
+    {"Min", 13, "data_0...", ""},
+    {"Mod", 10, "A B", "fmod"},
+    {"Mod", 13, "A B", "fmod"},
+    {"Mul", 1, "A B", "axis broadcast consumed_inputs"},
+    {"Mul", 6, "A B", "axis broadcast"},
+    {"Mul", 7, "A B", ""},
+    {"Mul", 13, "A B", ""},
+    {"Mul", 14, "A B", ""},
+    {"Neg", 1, "X", "consumed_inputs"},
+    {"Neg", 6, "X", ""},
+    {"Neg", 13, "X", ""},
+    {"NegativeLogLikelihoodLoss", 12, "input target weight", "ignore_index reduction"},
+    {"NegativeLogLikelihoodLoss", 13, "input target weight", "ignore_index reduction"},
+    {"Not", 1, "X", ""},
+    {"OneHot", 9, "indices depth values", "axis"},
+    {"OneHot", 11, "indices depth values", "axis"},
+    {"Or", 1, "A B", "axis broadcast"},
+    {"Or", 7, "A B", ""},
+    {"PRelu", 1, "X slope", "consumed_inputs"},
+    {"PRelu", 6, "X slope", ""},
+    {"PRelu", 7, "X slope", ""},
+    {"PRelu", 9, "X slope", ""},
+    {"PRelu", 16, "X slope", ""},
+    {"Pad", 1, "data", "mode paddings value"},
+    {"Pad", 2, "data", "mode pads value"},
+    {"Pad", 11, "data pads constant_value", "mode"},
+    {"Pad", 13, "data pads constant_value", "mode"},
+    {"Pad", 18, "data pads constant_value axes", "mode"},
+    {"Pad", 19, "data pads constant_value axes", "mode"},
+    {"Pad", 21, "data pads constant_value axes", "mode"},
+    {"Pow", 1, "X Y", "axis broadcast"},
+    {"Pow", 7, "X Y", ""},
+    {"Pow", 12, "X Y", ""},
+    {"Pow", 13, "X Y", ""},
+    {"Pow", 15, "X Y", ""},
+    {"Range", 11, "start limit delta", ""},
+    {"Reciprocal", 1, "X", "consumed_inputs"},
+    {"Reciprocal", 6, "X", ""},
+    {"Reciprocal", 13, "X", ""},
+    {"ReduceL1", 1, "data", "axes keepdims"},
+    {"ReduceL1", 11, "data", "axes keepdims"},
+    {"ReduceL1", 13, "data", "axes keepdims"},
+    {"ReduceL1", 18, "data axes", "keepdims noop_with_empty_axes"},
+    {"ReduceL2", 1, "data", "axes keepdims"},
+    {"ReduceL2", 11, "data", "axes keepdims"},
+    {"ReduceL2", 13, "data", "axes keepdims"},
+    {"ReduceL2", 18, "data axes", "keepdims noop_with_empty_axes"},
+    {"ReduceLogSum", 1, "data", "axes keepdims"},
+    {"ReduceLogSum", 11, "data", "axes keepdims"},
+    {"ReduceLogSum", 13, "data", "axes keepdims"},
+    {"ReduceLogSum", 18, "data axes", "keepdims noop_with_empty_axes"},
+    {"ReduceLogSumExp", 1, "data", "axes keepdims"},
+    {"ReduceLogSumExp", 11, "data", "axes keepdims"},
+    {"ReduceLogSumExp", 13, "data", "axes keepdims"},
+    {"ReduceLogSumExp", 18, "data axes", "keepdims noop_with_empty_axes"},
+    {"ReduceMax", 1, "data", "axes keepdims"},
+    {"ReduceMax", 11, "data", "axes keepdims"},
+    {"ReduceMax", 12, "data", "axes keepdims"},
+    {"ReduceMax", 13, "data", "axes keepdims"},
+    {"ReduceMax", 18, "data axes", "keepdims noop_with_empty_axes"},
+    {"ReduceMax", 20, "data axes", "keepdims noop_with_empty_axes"},
+    {"ReduceMean", 1, "data", "axes keepdims"},
+    {"ReduceMean", 11, "data", "axes keepdims"},
+    {"ReduceMean", 13, "data", "axes keepdims"},
+    {"ReduceMean", 18, "data axes", "keepdims noop_with_empty_axes"},
+    {"ReduceMin", 1, "data", "axes keepdims"},
+    {"ReduceMin", 11, "data", "axes keepdims"},
+    {"ReduceMin", 12, "data", "axes keepdims"},
+    {"ReduceMin", 13, "data", "axes keepdims"},
+    {"ReduceMin", 18, "data axes", "keepdims noop_with_empty_axes"},
+    {"ReduceMin", 20, "data axes", "keepdims noop_with_empty_axes"},
+    {"ReduceProd", 1, "data", "axes keepdims"},
+    {"ReduceProd", 11, "data", "axes keepdims"},
+    {"ReduceProd", 13, "data", "axes keepdims"},
+    {"ReduceProd", 18, "data axes", "keepdims noop_with_empty_axes"},
+    {"ReduceSum", 1, "data", "axes keepdims"},
+    {"ReduceSum", 11, "data", "axes keepdims"},
+    {"ReduceSum", 13, "data axes", "keepdims noop_with_empty_axes"},
+    {"ReduceSumSquare", 1, "data", "axes keepdims"},
+    {"ReduceSumSquare", 11, "data", "axes keepdims"},
+    {"ReduceSumSquare", 13, "data", "axes keepdims"},
+    {"ReduceSumSquare", 18, "data axes", "keepdims noop_with_empty_axes"},
+    {"Relu", 1, "X", "consumed_inputs"},
+    {"Relu", 6, "X", ""},
+    {"Relu", 13, "X", ""},
+    {"Relu", 14, "X", ""},
+    {"Reshape", 1, "data", "consumed_inputs shape"},
+    {"Reshape", 5, "data shape", ""},
+    {"Reshape", 13, "data shape", ""},
+    {"Reshape", 14, "data shape", "allowzero"},
+    {"Reshape", 19, "data shape", "allowzero"},
+    {"Reshape", 21, "data shape", "allowzero"},
+    {"Round", 11, "X", ""},
+    {"Selu", 1, "X", "alpha consumed_inputs gamma"},
+    {"Selu", 6, "X", "alpha gamma"},
+    {"Shape", 1, "data", ""},
+    {"Shape", 13, "data", ""},
+    {"Shape", 15, "data", "end start"},
+    {"Shape", 19, "data", "end start"},
+    {"Shape", 21, "data", "end start"},
+    {"Shrink", 9, "input", "bias lambd"},
+    {"Sigmoid", 1, "X", "consumed_inputs"},
+    {"Sigmoid", 6, "X", ""},
+    {"Sigmoid", 13, "X", ""},
+    {"Sign", 9, "input", ""},
+    {"Sign", 13, "input", ""},
+    {"Sin", 7, "input", ""},
+    {"Sinh", 9, "input", ""},
+    {"Size", 1, "data", ""},
+    {"Size", 13, "data", ""},
+    {"Size", 19, "data", ""},
+    {"Size", 21, "data", ""},
+    {"Slice", 1, "data", "axes ends starts"},
+    {"Slice", 10, "data starts ends axes steps", ""},
+    {"Slice", 11, "data starts ends axes steps", ""},
+    {"Slice", 13, "data starts ends axes steps", ""},
+    {"Softmax", 1, "input", "axis"},
+    {"Softmax", 11, "input", "axis"},
+    {"Softmax", 13, "input", "axis"},
+    {"SoftmaxCrossEntropyLoss", 12, "scores labels weights", "ignore_index reduction"},
+    {"SoftmaxCrossEntropyLoss", 13, "scores labels weights", "ignore_index reduction"},
+    {"Softplus", 1, "X", ""},
+    {"Softsign", 1, "input", ""},
+    {"SpaceToDepth", 1, "input", "blocksize"},
+    {"SpaceToDepth", 13, "input", "blocksize"},
+    {"Split", 1, "input split", "axis split"},
+    {"Split", 2, "input", "axis split"},
+    {"Split", 11, "input", "axis split"},
+    {"Split", 13, "input split", "axis"},
+    {"Split", 18, "input split", "axis num_outputs"},
+    {"Sqrt", 1, "X", "consumed_inputs"},
+    {"Sqrt", 6, "X", ""},
+    {"Sqrt", 13, "X", ""},
+    {"Squeeze", 1, "data", "axes"},
+    {"Squeeze", 11, "data", "axes"},
+    {"Squeeze", 13, "data axes", ""},
+    {"Squeeze", 21, "data axes", ""},
+    {"Sub", 1, "A B", "axis broadcast consumed_inputs"},
+    {"Sub", 6, "A B", "axis broadcast"},
+    {"Sub", 7, "A B", ""},
+    {"Sub", 13, "A B", ""},
+    {"Sub", 14, "A B", ""},
+    {"Sum", 1, "data_0...", "consumed_inputs"},
+    {"Sum", 6, "data_0...", ""},
+    {"Sum", 8, "data_0...", ""},
+    {"Sum", 13, "data_0...", ""},
+    {"Tan", 7, "input", ""},
+    {"Tanh", 1, "input", "consumed_inputs"},
+    {"Tanh", 6, "input", ""},
+    {"Tanh", 13, "input", ""},
+    {"ThresholdedRelu", 10, "X", "alpha"},
+    {"Tile", 1, "input tiles axis", ""},
+    {"Tile", 6, "input repeats", ""},
+    {"Tile", 13, "input repeats", ""},
+    {"Transpose", 1, "data", "perm"},
+    {"Transpose", 13, "data", "perm"},
+    {"Transpose", 21, "data", "perm"},
+    {"Trilu", 14, "input k", "upper"},
+    {"Unsqueeze", 1, "data", "axes"},
+    {"Unsqueeze", 11, "data", "axes"},
+    {"Unsqueeze", 13, "data axes", ""},
+    {"Unsqueeze", 21, "data axes", ""},
+    {"Where", 9, "condition X Y", ""},
+    {"Where", 16, "condition X Y", ""},
+    {"Xor", 1, "A B", "axis broadcast"},
+    {"Xor", 7, "A B", ""},
+};
+
+std::vector<std::string> words(const char* text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string w; in >> w;)
+    out.push_back(w);
+  return out;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+/// The signature of `op` at `opset` (its newest version at or before it); nullptr when ONNX
+/// defines none by then (the lowering says from which opset it is defined).
+const OpSignature* signatureAt(const std::string& op, int opset) {
+  const OpSignature* found = nullptr;
+  for (const OpSignature& s : kSignatures)
+    if (op == s.op && s.since <= opset && (!found || s.since > found->since)) found = &s;
+  return found;
+}
+
 } // namespace
+
+void NodeContext::checkSignature() const {
+  const OpSignature* sig = signatureAt(node.op_type(), opset);
+  if (!sig) return;
+  std::string version = fmt::format("{}-{}", node.op_type(), sig->since);
+  std::vector<std::string> inputs = words(sig->inputs), attrs = words(sig->attributes);
+  for (const auto& a : node.attribute()) {
+    if (contains(attrs, a.name())) continue;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i] == a.name())
+        fail(fmt::format("{} takes {} as input {}, not as an attribute", version, a.name(), i));
+    std::vector<std::string> elsewhere; // the versions of the operator that have it
+    for (const OpSignature& s : kSignatures)
+      if (node.op_type() == s.op && contains(words(s.attributes), a.name()))
+        elsewhere.push_back(fmt::format("{}-{}", s.op, s.since));
+    fail(fmt::format(
+        "{} has no attribute \"{}\" ({}{})", version, a.name(),
+        attrs.empty() ? "it has none" : fmt::format("its attributes: {}", fmt::join(attrs, ", ")),
+        elsewhere.empty() ? "" : fmt::format("; {} has it", fmt::join(elsewhere, ", "))));
+  }
+  bool variadic = !inputs.empty() && inputs.back().size() > 3 &&
+                  inputs.back().compare(inputs.back().size() - 3, 3, "...") == 0;
+  size_t given = 0; // up to the last input given (an empty name omits an optional one)
+  for (int i = 0; i < node.input_size(); ++i)
+    if (!node.input(i).empty()) given = static_cast<size_t>(i) + 1;
+  if (variadic || given <= inputs.size()) return;
+  size_t extra = inputs.size();
+  // The name another version gives the first extra input, when this version takes it as an
+  // attribute (Clip-6's min, ReduceSum-11's axes).
+  for (const OpSignature& s : kSignatures) {
+    if (node.op_type() != s.op) continue;
+    std::vector<std::string> other = words(s.inputs);
+    if (other.size() > extra && contains(attrs, other[extra]))
+      fail(fmt::format("{} takes {} as an attribute, not as input {} (it takes {} input{})",
+                       version, other[extra], extra, inputs.size(), inputs.size() == 1 ? "" : "s"));
+  }
+  fail(fmt::format(
+      "{} takes at most {} input{} ({}), but the node has {}", version, inputs.size(),
+      inputs.size() == 1 ? "" : "s",
+      inputs.empty() ? std::string("none") : fmt::format("{}", fmt::join(inputs, ", ")), given));
+}
+
+void NodeContext::checkAttributeValues() const {
+  for (const auto& a : node.attribute()) {
+    if (a.has_ref_attr_name())
+      fail(fmt::format("attribute \"{}\" refers to the function attribute \"{}\", which only a "
+                       "function body may do",
+                       a.name(), a.ref_attr_name()));
+    std::vector<AttributeProto::AttributeType> set = valueFields(a);
+    auto others = [&](AttributeProto::AttributeType declared) {
+      std::vector<std::string> names;
+      for (auto t : set)
+        if (t != declared) names.push_back(attrTypeName(t));
+      return fmt::format("{}", fmt::join(names, " and "));
+    };
+    // An attribute holds exactly the value of its type (ONNX's checker); a list may be empty.
+    if (a.type() == AttributeProto::UNDEFINED) {
+      if (set.size() != 1)
+        fail(fmt::format("attribute \"{}\" declares no type and holds {}", a.name(),
+                         set.empty() ? std::string("no value")
+                                     : fmt::format("values of types {}", others(a.type()))));
+      continue;
+    }
+    bool present = std::find(set.begin(), set.end(), a.type()) != set.end();
+    if (!present && !isListType(a.type()))
+      fail(fmt::format("attribute \"{}\" is declared {} but holds no {} value{}", a.name(),
+                       attrTypeName(a.type()), attrTypeName(a.type()),
+                       set.empty() ? "" : fmt::format(" (it holds {})", others(a.type()))));
+    if (set.size() > (present ? 1u : 0u))
+      fail(fmt::format("attribute \"{}\" is declared {} but also holds {}", a.name(),
+                       attrTypeName(a.type()), others(a.type())));
+  }
+}
 
 bool NodeContext::hasAttr(const std::string& name) const {
   for (const auto& a : node.attribute())
@@ -550,6 +1061,10 @@ void NodeContext::setOutput(size_t i, Literal lit) {
   if (i >= outputs_.size()) return;
   outputs_[i].node = -1;
   outputs_[i].literal = std::move(lit);
+}
+
+void NodeContext::setOutputOnnxType(size_t i, int onnxType) {
+  if (i < outputs_.size()) outputs_[i].onnxType = onnxType;
 }
 
 frontend::Site NodeContext::site() const {
@@ -644,9 +1159,15 @@ struct ModelImporter {
   std::optional<int64_t> defaultOpset(const ::onnx::ModelProto& m) const;
   ImportOptions options;
   void addInput(const ::onnx::ValueInfoProto& vi);
+  /// Fails unless initializer `init`, which shadows graph input `vi`, has its type and shape.
+  void checkShadowedInput(const ::onnx::ValueInfoProto& vi, const Value& init) const;
   void checkOperators(const ::onnx::GraphProto& graph, int64_t version) const;
   void importNode(const ::onnx::NodeProto& n);
   bool foldNode(const ::onnx::NodeProto& n, std::vector<Value*>& inputs);
+  /// The graph's outputs: the model's, in order, each a distinct value with the model's name.
+  void setGraphOutputs(const ::onnx::GraphProto& graph);
+  /// Gives node `id` a fresh name (its name plus ".k"), freeing its name for an output.
+  void renameValue(ir::NodeId id);
   /// Runs the node's lowering; an InputError the IR raises (a bad permutation, a size
   /// overflow...) gets the node's location, the prefix of every error (docs/onnx.md).
   void lower(NodeContext& ctx) const;
@@ -667,6 +1188,8 @@ std::string irMessage(const std::string& message, bool keepKind = true) {
 
 void ModelImporter::lower(NodeContext& ctx) const {
   std::string where = ctx.where();
+  ctx.checkAttributeValues();
+  ctx.checkSignature();
   try {
     operatorTable().at(ctx.node.op_type())(ctx);
   } catch (const InputError& e) {
@@ -744,6 +1267,7 @@ void ModelImporter::addInput(const ::onnx::ValueInfoProto& vi) {
   Value v;
   v.name = vi.name();
   v.graphInput = true;
+  v.onnxType = tt.elem_type();
   if (auto frozen = options.frozenInputs.find(vi.name()); frozen != options.frozenInputs.end()) {
     v.literal = toLiteral(frozen->second);
     if (v.literal->dtype != *dtype || v.literal->shape.size() != shape.size())
@@ -757,6 +1281,29 @@ void ModelImporter::addInput(const ::onnx::ValueInfoProto& vi) {
     }
   }
   values[vi.name()] = std::move(v);
+}
+
+void ModelImporter::checkShadowedInput(const ::onnx::ValueInfoProto& vi, const Value& init) const {
+  // The initializer is the input's default value: it must be a value the input could take.
+  if (!vi.type().has_tensor_type()) return;
+  const auto& tt = vi.type().tensor_type();
+  std::string where = fmt::format("{}: initializer \"{}\"", source, vi.name());
+  if (tt.elem_type() != 0 && tt.elem_type() != init.onnxType)
+    failAt(where, fmt::format("has type {} but the graph input it provides the default of is {}",
+                              onnxTypeName(init.onnxType), onnxTypeName(tt.elem_type())));
+  if (!tt.has_shape()) return;
+  const std::vector<int64_t>& shape = init.literal->shape;
+  bool fits = static_cast<size_t>(tt.shape().dim_size()) == shape.size();
+  std::vector<std::string> dims;
+  for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    const auto& d = tt.shape().dim(i);
+    dims.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param());
+    if (fits && d.has_dim_value() && d.dim_value() != shape[static_cast<size_t>(i)]) fits = false;
+  }
+  if (!fits)
+    failAt(where, fmt::format("has shape [{}] but the graph input it provides the default of has "
+                              "shape [{}]",
+                              fmt::join(shape, ", "), fmt::join(dims, ", ")));
 }
 
 void ModelImporter::checkOperators(const ::onnx::GraphProto& graph, int64_t version) const {
@@ -824,7 +1371,7 @@ bool ModelImporter::foldNode(const ::onnx::NodeProto& n, std::vector<Value*>& in
       return false; // not a type the IR takes as a parameter: import the node instead
     }
     fed.push_back(toHostTensor(*v->literal));
-    copies.push_back(Value{v->name, p, v->literal, v->graphInput});
+    copies.push_back(Value{v->name, p, v->literal, v->graphInput, v->onnxType});
     scratchInputs.push_back(&copies.back());
     copyOf[v] = &copies.back();
   }
@@ -855,7 +1402,7 @@ bool ModelImporter::foldNode(const ::onnx::NodeProto& n, std::vector<Value*>& in
   size_t k = 0;
   for (const Value& out : ctx.outputs()) {
     if (out.name.empty()) continue;
-    Value v{out.name, -1, out.literal};
+    Value v{out.name, -1, out.literal, false, out.onnxType};
     if (!out.literal) {
       if (out.node < 0) continue; // an output the lowering does not produce
       v.literal = toLiteral(results[k++]);
@@ -935,17 +1482,30 @@ void ModelImporter::importModel(const ::onnx::ModelProto& m) {
     Value v;
     v.name = init.name();
     v.literal = literalFromTensorProto(init, where);
+    v.onnxType = init.data_type();
     values[init.name()] = std::move(v);
   }
   std::set<std::string> inputNames;
   for (const auto& vi : graph.input()) {
     if (!inputNames.insert(vi.name()).second)
       failAt(source, fmt::format("graph input \"{}\" is listed twice", vi.name()));
-    if (!values.count(vi.name())) addInput(vi);
+    if (auto init = values.find(vi.name()); init != values.end())
+      checkShadowedInput(vi, init->second);
+    else
+      addInput(vi);
   }
   for (const auto& n : graph.node())
     importNode(n);
+  setGraphOutputs(graph);
+  ir::verify(g);
+}
+
+void ModelImporter::setGraphOutputs(const ::onnx::GraphProto& graph) {
   if (graph.output_size() == 0) failAt(source, "the graph has no outputs");
+  std::set<std::string> names;
+  for (const auto& o : graph.output())
+    if (!names.insert(o.name()).second)
+      failAt(source, fmt::format("graph output \"{}\" is listed twice", o.name()));
   std::vector<ir::NodeId> outputs;
   for (const auto& o : graph.output()) {
     auto it = values.find(o.name());
@@ -953,25 +1513,45 @@ void ModelImporter::importModel(const ::onnx::ModelProto& m) {
       failAt(source,
              fmt::format("graph output \"{}\" is not produced by any node, initializer or input",
                          o.name()));
+    // A name an intermediate took (a lowering naming more than its last op) is given up.
+    if (auto taken = g.find(o.name()); taken && *taken != it->second.node) renameValue(*taken);
     Value& v = it->second;
     if (v.node < 0) {
-      std::string n = o.name();
-      for (int k = 1; g.find(n); ++k)
-        n = fmt::format("{}.{}", o.name(), k);
       ir::Shape shape(v.literal->shape.begin(), v.literal->shape.end());
       std::vector<double> vals =
           v.literal->size() == 0 ? std::vector<double>{0.0} : v.literal->doubles();
       try {
-        v.node = g.constant(v.literal->dtype, shape, std::move(vals), n);
+        v.node = g.constant(v.literal->dtype, shape, std::move(vals), o.name());
       } catch (const InputError& e) { // e.g. an i64 value past 2^63 after rounding to double
         failAt(source, fmt::format("graph output \"{}\": {}", o.name(),
                                    irMessage(e.what(), /*keepKind=*/false)));
       }
     }
-    outputs.push_back(v.node);
+    // A lowering that passes its input through (Identity, a whole Slice, a no-op Squeeze...)
+    // leaves the input's value under the output's name, and two outputs may be one tensor: such
+    // an output is a named copy, an identity reshape, which the passes keep as a distinct named
+    // output (passes::Rewriter::finish). Every output is then its own value, named as in the
+    // model.
+    ir::NodeId id = v.node;
+    if (g.node(id).name != o.name() ||
+        std::find(outputs.begin(), outputs.end(), id) != outputs.end())
+      id = g.reshape(id, g.node(id).type.shape, o.name());
+    outputs.push_back(id);
   }
   g.setOutputs(outputs);
-  ir::verify(g);
+}
+
+void ModelImporter::renameValue(ir::NodeId id) {
+  const std::string& base = g.node(id).name;
+  std::string fresh = base;
+  for (int k = 1; g.find(fresh); ++k)
+    fresh = fmt::format("{}.{}", base, k);
+  // The IR has no renaming: rebuild the graph in the same order (node ids stay).
+  ir::Graph h;
+  h.restoreBuildState(g.symbolEqualities(), g.nameCounters());
+  for (const ir::Node& n : g.nodes())
+    h.add(n.kind, n.operands, n.attrs, n.type, n.id == id ? fresh : n.name);
+  g = std::move(h);
 }
 
 } // namespace

@@ -55,6 +55,9 @@ struct Value {
   ir::NodeId node = -1;
   std::optional<Literal> literal;
   bool graphInput = false; // a parameter of the model (a frozen one too)
+  /// The ONNX element type where the importer knows it (graph inputs, initializers, Cast
+  /// outputs), 0 elsewhere: the IR dtype alone does not tell UINT8 from INT32 (irDTypeOf).
+  int onnxType = 0;
 };
 
 /// ONNX element type (TensorProto.DataType) → IR dtype, widening those the IR lacks.
@@ -87,6 +90,9 @@ ir::DType computeDType(ir::DType t);
 /// broadcast/axis attributes before opset 7), and the check that both have one dtype.
 std::pair<ir::NodeId, ir::NodeId> binaryOperands(NodeContext& c);
 void requireSameDType(NodeContext& c, ir::NodeId a, ir::NodeId b);
+/// ops_elementwise.cc: x cast to the ONNX element type `to` (Cast's values, also for the
+/// types weft holds in a wider integer: see there); `to` must have an IR dtype.
+ir::NodeId castTo(NodeContext& c, ir::NodeId x, int to, const std::string& name);
 
 /// What a lowering sees: the node, its inputs (materialized on demand into `graph`), its
 /// attributes, and where its outputs go. Errors name the model file, the node and the opset.
@@ -115,12 +121,20 @@ public:
   std::vector<int64_t> constInts(size_t i, const std::string& what) const;
   double constScalar(size_t i, const std::string& what) const;
   ir::TensorType type(size_t i) const;
+  /// Input i's ONNX element type where known (Value::onnxType), else 0.
+  int onnxType(size_t i) const { return has(i) ? inputs_[i]->onnxType : 0; }
   size_t rank(size_t i) const { return type(i).shape.size(); }
 
   // --- attributes ---
   // Each reader checks the AttributeProto's type (an attribute of another type, or one given
   // twice, fails naming the node, the attribute and both types); absent: the default.
   bool hasAttr(const std::string& name) const;
+  /// Fails unless every attribute of the node holds exactly the value its type declares (an
+  /// INT with no `i`, or with an `f` beside it, is malformed; a list may be empty).
+  void checkAttributeValues() const;
+  /// Fails when the node has an attribute, or more inputs, than ONNX defines for its operator
+  /// at the node's opset ("ReduceSum-13 takes axes as input 1, not as an attribute").
+  void checkSignature() const;
   int64_t attrInt(const std::string& name, int64_t dflt) const;
   /// A required INT attribute: fails when absent.
   int64_t requireAttrInt(const std::string& name) const;
@@ -141,6 +155,8 @@ public:
   std::string name(size_t i = 0) const;
   void setOutput(size_t i, ir::NodeId id);
   void setOutput(size_t i, Literal lit);
+  /// Records output i's ONNX element type (Value::onnxType); call after setOutput.
+  void setOutputOnnxType(size_t i, int onnxType);
   const std::vector<Value>& outputs() const { return outputs_; }
 
   // --- building helpers ---

@@ -177,6 +177,46 @@ void lowerWhere(NodeContext& c) {
                             c.broadcastTo(y, shape), c.name()));
 }
 
+/// The width of an ONNX integer type weft holds in a wider IR integer (irDTypeOf), else 0.
+int heldNarrowBits(int onnxType) {
+  switch (onnxType) {
+  case ::onnx::TensorProto::UINT8:
+    return 8;
+  case ::onnx::TensorProto::UINT16:
+  case ::onnx::TensorProto::INT16:
+    return 16;
+  case ::onnx::TensorProto::UINT32:
+    return 32;
+  default:
+    return 0;
+  }
+}
+
+} // namespace
+
+/// ONNX Cast to a fixed-point type keeps the low bits of an integer, and truncates a float
+/// first. The types weft holds in a wider integer (UINT8, UINT16, INT16 in i32, UINT32 in i64)
+/// get those bits as the narrow type reads them: 300 → UINT8 44, -1 → 255, 65543 → 7; for
+/// INT16, ((x + 2^15) & 0xFFFF) - 2^15 sign-extends the low 16 bits. UINT64 is i64 with the
+/// same bits (2^64 - 1 reads -1).
+NodeId castTo(NodeContext& c, NodeId x, int to, const std::string& name) {
+  ir::DType t = *irDTypeOf(to);
+  int bits = heldNarrowBits(to);
+  ir::DType from = c.typeOf(x).dtype;
+  if (bits == 0 || from == ir::DType::boolean) // 0 and 1 are in every range
+    return from == t ? x : c.g.convert(x, t, name);
+  if (ir::isFloat(from)) x = c.g.convert(x, ir::DType::i64); // truncates toward zero
+  x = c.convertTo(x, t); // an i64 into i32 keeps its low 32 bits
+  double mask = static_cast<double>((uint64_t(1) << bits) - 1);
+  if (to != ::onnx::TensorProto::INT16)
+    return c.g.binary(OpKind::And, x, c.splatLike(x, mask), name);
+  NodeId shifted = c.g.binary(OpKind::Add, x, c.splatLike(x, 32768));
+  NodeId low = c.g.binary(OpKind::And, shifted, c.splatLike(x, mask));
+  return c.g.binary(OpKind::Sub, low, c.splatLike(x, 32768), name);
+}
+
+namespace {
+
 void lowerCast(NodeContext& c) {
   int64_t to = c.requireAttrInt("to");
   // Checked before narrowing to TensorProto's int enum (2^32 + 1 is not FLOAT).
@@ -187,17 +227,24 @@ void lowerCast(NodeContext& c) {
   if (!t)
     c.unsupported(fmt::format("Cast to {} is not supported (weft has no such dtype)",
                               onnxTypeName(static_cast<int>(to))));
-  c.setOutput(0, c.g.convert(c.in(0), *t, c.name()));
+  c.setOutput(0, castTo(c, c.in(0), static_cast<int>(to), c.name()));
+  c.setOutputOnnxType(0, static_cast<int>(to));
 }
 
-/// Clip: min/max are attributes before opset 11 and optional inputs from 11 on. An absent
-/// bound is no bound at all, so the result is max(x, min) then min(.., max) as given.
+/// Clip: min/max are attributes before opset 11 and optional inputs from 11 on. Clip-6 to -10
+/// default them to the lowest and highest float32 ONNX states (-3.402823e+38, 3.402823e+38:
+/// -inf becomes -3.402823e+38); in Clip-1 and from opset 11 an absent bound is no bound at all.
+/// The result is max(x, min) then min(.., max) as given.
 void lowerClip(NodeContext& c) {
   NodeId x = c.in(0);
   std::optional<NodeId> lo, hi;
-  if (c.opset < 11) {
+  if (c.opset < 6) {
     if (c.hasAttr("min")) lo = c.splatLike(x, c.attrFloat("min", 0));
     if (c.hasAttr("max")) hi = c.splatLike(x, c.attrFloat("max", 0));
+  } else if (c.opset < 11) {
+    constexpr float kDefaultBound = 3.402823e+38f;
+    lo = c.splatLike(x, c.attrFloat("min", -kDefaultBound));
+    hi = c.splatLike(x, c.attrFloat("max", kDefaultBound));
   } else {
     auto bound = [&](size_t i) -> std::optional<NodeId> {
       if (!c.has(i)) return std::nullopt;

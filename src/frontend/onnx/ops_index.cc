@@ -210,8 +210,8 @@ void lowerGatherElements(NodeContext& c) {
                        ir::shapeStr(ds)));
   size_t axis = static_cast<size_t>(c.axis(c.attrInt("axis", 0), ds.size(), "axis"));
   if (!ds[axis].isStatic())
-    c.unsupported(
-        fmt::format("GatherElements along axis {} of symbolic size {}", axis, ds[axis].str()));
+    c.unsupported(fmt::format("GatherElements along axis {} of symbolic size {} is not supported",
+                              axis, ds[axis].str()));
   int64_t n = ds[axis].size();
   std::vector<int64_t> lo(ds.size(), 0), hi(ds.size(), -1), st(ds.size(), 1);
   bool crop = false;
@@ -391,7 +391,8 @@ void lowerRange(NodeContext& c) {
   }
   if (start.integral() && !(ir::exactInDouble(start.exact[0]) && ir::exactInDouble(delta.exact[0])))
     c.unsupported(fmt::format("a Range of {} elements (more than {} are built in the graph, "
-                              "whose constants are doubles) from start {} by delta {} past 2^53",
+                              "whose constants are doubles) from start {} by delta {} past 2^53 "
+                              "is not supported",
                               n, kMaxLiteralElements, start.exact[0], delta.exact[0]));
   // start + i * delta in the graph: i64 for integers (exact), f64 for floats, then converted.
   DType wideType = start.integral() ? DType::i64 : DType::f64;
@@ -464,6 +465,10 @@ int64_t blockSize(NodeContext& c, const Shape& s) {
   if (s.size() != 4) c.fail(fmt::format("input {} must be 4-D [N, C, H, W]", ir::shapeStr(s)));
   int64_t b = c.requireAttrInt("blocksize");
   if (b < 1) c.fail(fmt::format("blocksize {} must be positive", b));
+  int64_t square = 0;
+  if (__builtin_mul_overflow(b, b, &square))
+    c.fail(fmt::format("blocksize {} is too large: a block of {} x {} elements is past int64", b, b,
+                       b));
   return b;
 }
 
@@ -473,7 +478,9 @@ Dim exactQuotient(NodeContext& c, const Dim& d, int64_t by, const std::string& w
   auto q = d.dividedBy(Dim(by));
   if (q) return *q;
   if (!d.isStatic())
-    c.unsupported(fmt::format("{} of symbolic size {} must divide by {}", what, d.str(), by));
+    c.unsupported(fmt::format("{} of symbolic size {} is not supported: it must divide by {}, "
+                              "and whether it does is known only at run time",
+                              what, d.str(), by));
   c.fail(fmt::format("{} ({}) does not divide by {}", what, d.str(), by));
 }
 

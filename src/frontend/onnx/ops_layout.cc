@@ -88,13 +88,15 @@ void lowerFlatten(NodeContext& c) {
   c.setOutput(0, c.g.reshape(x, {product(in, 0, axis), product(in, axis, in.size())}, c.name()));
 }
 
+/// `axes` (the operand named `what`) normalized for `rank`, sorted; fails when one repeats.
 std::vector<int64_t> normalizedAxes(NodeContext& c, std::vector<int64_t> axes, size_t rank,
                                     const char* what) {
+  std::vector<int64_t> given = axes;
   for (int64_t& a : axes)
-    a = c.axis(a, rank, what);
+    a = c.axis(a, rank, "axis");
   std::sort(axes.begin(), axes.end());
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
-    c.fail(fmt::format("{}s {} repeat an axis", what, listStr(axes)));
+    c.fail(fmt::format("{} {} repeat an axis", what, listStr(given)));
   return axes;
 }
 
@@ -112,10 +114,18 @@ void lowerSqueeze(NodeContext& c) {
   auto given = axesOf(c, 13);
   std::vector<int64_t> axes;
   if (given) {
-    axes = normalizedAxes(c, *given, in.size(), "axis");
+    axes = normalizedAxes(c, *given, in.size(), "axes");
   } else {
-    for (size_t i = 0; i < in.size(); ++i)
+    // Every dim of size 1 goes: whether a symbolic dim is 1 is known only at run time, and
+    // the output's rank may not depend on it.
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!in[i].isStatic())
+        c.unsupported(fmt::format(
+            "Squeeze without axes of an input with the symbolic dim {} ({}) is not supported: "
+            "whether it is 1, and so the output's rank, is known only at run time; give axes",
+            in[i].str(), ir::shapeStr(in)));
       if (in[i].isOne()) axes.push_back(static_cast<int64_t>(i));
+    }
   }
   Shape out;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -135,9 +145,11 @@ void lowerUnsqueeze(NodeContext& c) {
   NodeId x = c.in(0);
   Shape in = c.typeOf(x).shape;
   auto given = axesOf(c, 13);
-  if (!given) c.fail("needs axes");
+  if (!given)
+    c.fail(c.opset < 13 ? "the required attribute \"axes\" (INTS) is missing"
+                        : "input 1 (axes) is required but missing");
   size_t outRank = in.size() + given->size();
-  std::vector<int64_t> axes = normalizedAxes(c, *given, outRank, "axis");
+  std::vector<int64_t> axes = normalizedAxes(c, *given, outRank, "axes");
   Shape out;
   size_t next = 0;
   for (size_t i = 0; i < outRank; ++i) {
@@ -199,6 +211,29 @@ void lowerConcat(NodeContext& c) {
     c.setOutput(0, xs[0]);
     return;
   }
+  // A dim is a product of symbols times a factor: P + 1 (a KV cache's past ++ new) has no
+  // such form. (Ranks and the other dims are the IR's to check.)
+  ir::Dim total = c.typeOf(xs[0]).shape.size() > static_cast<size_t>(axis)
+                      ? c.typeOf(xs[0]).shape[static_cast<size_t>(axis)]
+                      : ir::Dim(0);
+  for (size_t i = 1; i < xs.size(); ++i) {
+    const Shape& si = c.typeOf(xs[i]).shape;
+    if (si.size() <= static_cast<size_t>(axis)) break;
+    std::optional<Dim> sum;
+    try {
+      sum = total.plus(si[static_cast<size_t>(axis)]);
+    } catch (const InputError&) {
+      break; // past int64: the IR's message
+    }
+    if (!sum)
+      c.unsupported(fmt::format(
+          "Concat along axis {} of sizes {} and {} is not supported: weft's dims cannot express "
+          "{} + {} (a dim is a product of symbols and a number; a symbolic size that grows, as "
+          "a KV cache's past ++ new, is not one)",
+          axis, total.str(), si[static_cast<size_t>(axis)].str(), total.str(),
+          si[static_cast<size_t>(axis)].str()));
+    total = *sum;
+  }
   c.setOutput(0, c.g.concatenate(xs, axis, c.name()));
 }
 
@@ -216,7 +251,8 @@ NodeId takeAlong(NodeContext& c, NodeId x, size_t axis, const std::vector<int64_
                  const std::string& name = "") {
   if (static_cast<int64_t>(indices.size()) > kMaxUnrolled)
     c.unsupported(
-        fmt::format("taking {} single elements along an axis is more than weft unrolls ({})",
+        fmt::format("taking {} single elements along an axis is not supported: it is more than "
+                    "weft unrolls ({})",
                     indices.size(), kMaxUnrolled));
   Shape s = c.typeOf(x).shape;
   if (indices.empty()) {
@@ -265,8 +301,10 @@ void lowerSlice(NodeContext& c) {
     if (!in[a].isStatic()) {
       bool whole = step == 1 && (starts[k] == 0) && ends[k] >= std::numeric_limits<int32_t>::max();
       if (!whole)
-        c.unsupported(
-            fmt::format("slicing axis {} of symbolic size {} other than whole", a, in[a].str()));
+        c.unsupported(fmt::format(
+            "slicing axis {} of symbolic size {} other than whole is not supported (the part's "
+            "size would depend on the run-time size)",
+            a, in[a].str()));
       continue;
     }
     int64_t n = in[a].size();
@@ -292,8 +330,8 @@ void lowerSlice(NodeContext& c) {
       int64_t count =
           s > e ? static_cast<int64_t>((static_cast<uint64_t>(s - e) - 1) / stride + 1) : 0;
       if (count > kMaxUnrolled)
-        c.unsupported(fmt::format("a negative step taking {} elements along axis {} is more than "
-                                  "weft unrolls ({})",
+        c.unsupported(fmt::format("a negative step taking {} elements along axis {} is not "
+                                  "supported: it is more than weft unrolls ({})",
                                   count, a, kMaxUnrolled));
       std::vector<int64_t> idx;
       for (int64_t i = s, j = 0; j < count; ++j, i += step)
@@ -321,6 +359,10 @@ void lowerPad(NodeContext& c) {
   std::vector<int64_t> pads;
   double value = 0;
   std::string mode = c.attrString("mode", "constant");
+  if (mode == "wrap" && c.opset >= 19) c.unsupported("Pad mode \"wrap\" is not supported");
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    c.fail(fmt::format("mode \"{}\" is not one of constant, reflect, edge{}", mode,
+                       c.opset >= 19 ? ", wrap" : ""));
   if (c.opset < 11) {
     pads = c.requireAttrInts(c.opset < 2 ? "paddings" : "pads");
     value = c.attrFloat("value", 0.0f);
@@ -330,7 +372,7 @@ void lowerPad(NodeContext& c) {
   }
   std::vector<int64_t> axes(r);
   std::iota(axes.begin(), axes.end(), 0);
-  if (c.opset >= 18 && c.has(3)) axes = normalizedAxes(c, c.constInts(3, "axes"), r, "axis");
+  if (c.opset >= 18 && c.has(3)) axes = normalizedAxes(c, c.constInts(3, "axes"), r, "axes");
   if (pads.size() != 2 * axes.size())
     c.fail(fmt::format("pads {} needs {} entries (begin and end for each of {} axes)",
                        listStr(pads), 2 * axes.size(), axes.size()));
@@ -345,7 +387,9 @@ void lowerPad(NodeContext& c) {
   for (size_t a = 0; a < r; ++a) {
     if (low[a] >= 0 && high[a] >= 0) continue;
     if (!in[a].isStatic())
-      c.unsupported(fmt::format("cropping axis {} of symbolic size {}", a, in[a].str()));
+      c.unsupported(fmt::format("cropping (a negative pad on) axis {} of symbolic size {} is not "
+                                "supported",
+                                a, in[a].str()));
     crop = true;
     int64_t n = in[a].size();
     // Checked before negating: a pad below -n crops more than the axis holds, and -INT64_MIN
@@ -373,29 +417,31 @@ void lowerPad(NodeContext& c) {
     c.setOutput(0, c.g.pad(x, low, high, value, c.name()));
     return;
   }
-  if (mode != "edge" && mode != "reflect") c.unsupported(fmt::format("Pad mode \"{}\"", mode));
   for (size_t a = 0; a < r; ++a) {
     if (low[a] == 0 && high[a] == 0) continue;
     Shape s = c.typeOf(x).shape;
     if (!s[a].isStatic())
-      c.unsupported(fmt::format("{} padding of axis {} of symbolic size {}", mode, a, s[a].str()));
+      c.unsupported(fmt::format("{} padding of axis {} of symbolic size {} is not supported", mode,
+                                a, s[a].str()));
     int64_t n = s[a].size();
     if (std::max(low[a], high[a]) > kMaxUnrolled)
       c.unsupported(
-          fmt::format("{} padding of {} elements on axis {} is more than weft unrolls ({})", mode,
-                      std::max(low[a], high[a]), a, kMaxUnrolled));
+          fmt::format("{} padding of {} elements on axis {} is not supported: it is more than "
+                      "weft unrolls ({})",
+                      mode, std::max(low[a], high[a]), a, kMaxUnrolled));
     std::vector<int64_t> before, after;
     for (int64_t i = low[a]; i >= 1; --i)
       before.push_back(mode == "edge" ? 0 : i);
     for (int64_t i = 1; i <= high[a]; ++i)
       after.push_back(mode == "edge" ? n - 1 : n - 1 - i);
+    // reflect takes pad + 1 elements at most (the edge is not repeated); edge takes one
     for (int64_t i : before)
       if (i >= n)
-        c.fail(
-            fmt::format("reflect padding {} on axis {} needs more than {} elements", low[a], a, n));
+        c.fail(fmt::format("{} padding {} on axis {} needs more than {} elements", mode, low[a], a,
+                           n));
     for (int64_t i : after)
       if (i < 0)
-        c.fail(fmt::format("reflect padding {} on axis {} needs more than {} elements", high[a], a,
+        c.fail(fmt::format("{} padding {} on axis {} needs more than {} elements", mode, high[a], a,
                            n));
     std::vector<NodeId> parts;
     if (!before.empty()) parts.push_back(takeAlong(c, x, a, before));
@@ -419,7 +465,8 @@ void lowerShape(NodeContext& c) {
     const Dim& d = s[static_cast<size_t>(i)];
     if (!d.isStatic())
       c.unsupported(
-          fmt::format("Shape of {} has the symbolic dim {}, which cannot be folded at import time",
+          fmt::format("Shape of {} is not supported: it has the symbolic dim {}, which cannot be "
+                      "folded at import time",
                       ir::shapeStr(s), d.str()));
     dims.push_back(d.size());
   }
@@ -501,7 +548,8 @@ void lowerGather(NodeContext& c) {
   Shape ds = c.typeOf(data).shape;
   size_t axis = static_cast<size_t>(c.axis(c.attrInt("axis", 0), ds.size(), "axis"));
   if (!ds[axis].isStatic())
-    c.unsupported(fmt::format("Gather along axis {} of symbolic size {}", axis, ds[axis].str()));
+    c.unsupported(fmt::format("Gather along axis {} of symbolic size {} is not supported", axis,
+                              ds[axis].str()));
   int64_t n = ds[axis].size();
   Shape is = c.type(1).shape;
   Shape out(ds.begin(), ds.begin() + static_cast<std::ptrdiff_t>(axis));
@@ -560,9 +608,12 @@ void lowerSplit(NodeContext& c) {
   Shape s = c.typeOf(x).shape;
   size_t axis = static_cast<size_t>(c.axis(c.attrInt("axis", 0), s.size(), "axis"));
   if (!s[axis].isStatic())
-    c.unsupported(fmt::format("Split of axis {} of symbolic size {}", axis, s[axis].str()));
+    c.unsupported(
+        fmt::format("Split of axis {} of symbolic size {} is not supported", axis, s[axis].str()));
   int64_t n = s[axis].size();
   std::vector<int64_t> sizes;
+  if (c.opset >= 18 && c.has(1) && c.hasAttr("num_outputs"))
+    c.fail("takes either input 1 (split) or the attribute num_outputs, not both");
   if (c.opset < 13)
     sizes = c.attrInts("split").value_or(std::vector<int64_t>{});
   else if (c.has(1))

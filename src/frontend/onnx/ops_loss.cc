@@ -98,8 +98,8 @@ std::optional<NodeId> countedTargets(NodeContext& c, NodeId target) {
   DType t = c.typeOf(target).dtype;
   if (!integerHolds(t, ignore)) {
     if (t == DType::i64)
-      c.unsupported(fmt::format("ignore_index {} (an int64 past 2^53, which a graph constant "
-                                "cannot hold exactly)",
+      c.unsupported(fmt::format("ignore_index {} is not supported (an int64 past 2^53, which a "
+                                "graph constant cannot hold exactly)",
                                 ignore));
     return std::nullopt;
   }

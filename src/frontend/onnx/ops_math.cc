@@ -485,10 +485,17 @@ void lowerPRelu(NodeContext& c) {
   c.setOutput(0, c.g.select(negative, c.g.binary(OpKind::Mul, slope, x), x, c.name()));
 }
 
-/// CastLike: Cast to the dtype of input 1 (which weft widens as for Cast). saturate (opset 19)
-/// applies to float8 types only, which weft does not have.
+/// CastLike: Cast to the element type of input 1 (which weft widens as for Cast): with
+/// Cast's values where its ONNX type is known (a graph input, an initializer or a Cast's
+/// output: UINT8 keeps the low 8 bits), else to its IR dtype. saturate (opset 19) applies to
+/// float8 types only, which weft does not have.
 void lowerCastLike(NodeContext& c) {
   NodeId x = c.in(0);
+  if (int like = c.onnxType(1); like != 0 && irDTypeOf(like) == c.type(1).dtype) {
+    c.setOutput(0, castTo(c, x, like, c.name()));
+    c.setOutputOnnxType(0, like);
+    return;
+  }
   DType to = c.type(1).dtype;
   c.setOutput(0, c.typeOf(x).dtype == to ? x : c.g.convert(x, to, c.name()));
 }

@@ -40,8 +40,9 @@ Lowering softmax(bool logarithmic) {
 void requireStaticCount(NodeContext& c, const Shape& s, const std::vector<int64_t>& axes,
                         const char* doing = "normalizing") {
   if (auto a = frontend::reducedCount(s, axes).symbolicAxis)
-    c.unsupported(fmt::format("{} over axis {} of symbolic size {}", doing, *a,
-                              s[static_cast<size_t>(*a)].str()));
+    c.unsupported(fmt::format("{} over axis {} of symbolic size {} is not supported (the mean "
+                              "divides by a size known only at run time)",
+                              doing, *a, s[static_cast<size_t>(*a)].str()));
 }
 
 /// Fails unless input i is floating point, the only types these ONNX operators take (an integer
@@ -91,13 +92,14 @@ void lowerBatchNorm(NodeContext& c) {
   if (s.size() < 2)
     c.fail(fmt::format("input {} needs rank 2 or more (N, C, ...)", ir::shapeStr(s)));
   if (c.opset < 9 && c.attrInt("spatial", 1) == 0)
-    c.unsupported("BatchNormalization with spatial=0");
+    c.unsupported("BatchNormalization with spatial=0 is not supported");
   bool training = c.opset >= 14 ? c.attrInt("training_mode", 0) != 0
                                 : (c.opset < 7 ? c.attrInt("is_test", 0) == 0 && c.numOutputs() > 1
                                                : c.numOutputs() > 1);
   if (training && c.opset < 14)
     c.unsupported(
-        "BatchNormalization in training mode before opset 14 (saved mean and variance outputs)");
+        "BatchNormalization in training mode before opset 14 (saved mean and variance outputs) "
+        "is not supported");
   double eps = c.attrFloat("epsilon", 1e-5f);
   double momentum = c.attrFloat("momentum", 0.9f);
   auto perChannel = [&](NodeId p) { return c.g.broadcastInDim(p, s, {1}); };

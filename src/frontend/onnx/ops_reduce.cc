@@ -105,8 +105,9 @@ Lowering reduction(Reduction kind) {
     case Reduction::Mean: {
       ir::Shape shape = c.typeOf(x).shape;
       if (auto a = frontend::reducedCount(shape, spec.axes).symbolicAxis)
-        c.unsupported(fmt::format("ReduceMean over axis {} of symbolic size {}", *a,
-                                  shape[static_cast<size_t>(*a)].str()));
+        c.unsupported(fmt::format("ReduceMean over axis {} of symbolic size {} is not supported "
+                                  "(the mean divides by a size known only at run time)",
+                                  *a, shape[static_cast<size_t>(*a)].str()));
       NodeId mean = frontend::mean(c.site(), x, spec.axes, "mean", spec.keepdims ? "" : name);
       if (spec.keepdims)
         mean = c.g.reshape(mean, frontend::reducedShape(c.typeOf(x).shape, spec.axes, true), name);
