@@ -373,13 +373,24 @@ std::vector<NodeId> adjoint(Graph& g, const Node& y, NodeId dy, const std::vecto
     if (wants(0)) d[0] = b.div(dy, operand(1));
     if (wants(1)) d[1] = b.neg(b.div(b.mul(dy, y.id), operand(1)));
     break;
-  case OpKind::Pow: // a^b: b a^(b-1) and a^b ln a
+  case OpKind::Pow: { // a^b: b a^(b-1) and a^b ln a
+    // Where a formula meets 0 × ±inf the function is flat: a^0 = 1 for every a (d/da = 0, not
+    // 0 × 0^-1), and 0^b = 0 for every b > 0 (d/db = 0, not 0 × ln 0); PyTorch's convention,
+    // which also gives 0 for d/db at a = 0, b = 0, where a^b jumps.
+    NodeId zeroA = b.cmp(CompareDir::EQ, operand(0), b.splatLike(operand(0), 0.0));
+    NodeId zeroB = b.cmp(CompareDir::EQ, operand(1), b.splatLike(operand(1), 0.0));
     if (wants(0)) {
       NodeId bm1 = b.sub(operand(1), b.splatLike(operand(1), 1.0));
-      d[0] = b.mul(dy, b.mul(operand(1), b.bin(OpKind::Pow, operand(0), bm1)));
+      d[0] = b.mask(zeroB, b.mul(dy, b.mul(operand(1), b.bin(OpKind::Pow, operand(0), bm1))),
+                    false);
     }
-    if (wants(1)) d[1] = b.mul(dy, b.mul(y.id, b.un(OpKind::Log, operand(0))));
+    if (wants(1)) {
+      NodeId flat = b.bin(OpKind::And, zeroA,
+                          b.cmp(CompareDir::GE, operand(1), b.splatLike(operand(1), 0.0)));
+      d[1] = b.mask(flat, b.mul(dy, b.mul(y.id, b.un(OpKind::Log, operand(0)))), false);
+    }
     break;
+  }
   case OpKind::Max:
   case OpKind::Min: { // the chosen operand takes dy (a on a tie)
     NodeId first = b.cmp(y.kind == OpKind::Max ? CompareDir::GE : CompareDir::LE, operand(0),

@@ -24,8 +24,9 @@ bool sensitive(OpKind k) {
 }
 
 /// The precision of node n from its operands' (only f32 values are candidates). `feedsDot`:
-/// n is an operand of a dot.
-Precision decide(const Graph& g, const Node& n, const std::vector<Precision>& p, bool feedsDot) {
+/// n is an operand of a dot; `feedsCompare`: of a compare.
+Precision decide(const Graph& g, const Node& n, const std::vector<Precision>& p, bool feedsDot,
+                 bool feedsCompare) {
   // compare: a bool from f32 operands, compared in the precision its operands come in
   if (n.type.dtype != DType::f32 && n.kind != OpKind::Compare) return Precision::Source;
   switch (n.kind) {
@@ -51,8 +52,14 @@ Precision decide(const Graph& g, const Node& n, const std::vector<Precision>& p,
     anyKept |= q == Precision::Kept;
     anyLow |= q == Precision::Low;
   }
-  if (n.kind == OpKind::BroadcastInDim) // where a statistic meets the full-size tensor
+  // A compare of values that exist in f32 (inputs, statistics) compares them in f32: rounded,
+  // two close values would tie (a max's adjoint, x == broadcast(max x), would split its
+  // gradient between them). Values computed in the low precision compare as computed.
+  if (n.kind == OpKind::Compare) return anyLow ? Precision::Low : Precision::Kept;
+  if (n.kind == OpKind::BroadcastInDim) { // where a statistic meets the full-size tensor
+    if (feedsCompare && !anyLow) return anyKept ? Precision::Kept : Precision::Source;
     return anyKept || anyLow ? Precision::Low : Precision::Source;
+  }
   // A dot is a library kernel: a cast in front of it would be a kernel of its own (nothing to
   // fuse into), so a dot reads f32 and its result counts as a source, which its consumers cast
   // as they fuse.
@@ -73,12 +80,15 @@ Graph autoMixedPrecision(const Graph& g, DType low) {
   if (low != DType::f16 && low != DType::bf16)
     throw InputError(fmt::format("--amp {}: the low precision must be f16 or bf16", dtypeName(low)));
   std::vector<Precision> p(g.size(), Precision::Source);
-  std::vector<bool> feedsDot(g.size(), false);
+  std::vector<bool> feedsDot(g.size(), false), feedsCompare(g.size(), false);
   for (const Node& n : g.nodes())
-    if (n.kind == OpKind::Dot)
-      for (NodeId o : n.operands) feedsDot[static_cast<size_t>(o)] = true;
+    for (NodeId o : n.operands) {
+      if (n.kind == OpKind::Dot) feedsDot[static_cast<size_t>(o)] = true;
+      if (n.kind == OpKind::Compare) feedsCompare[static_cast<size_t>(o)] = true;
+    }
   for (const Node& n : g.nodes())
-    p[static_cast<size_t>(n.id)] = decide(g, n, p, feedsDot[static_cast<size_t>(n.id)]);
+    p[static_cast<size_t>(n.id)] = decide(g, n, p, feedsDot[static_cast<size_t>(n.id)],
+                                          feedsCompare[static_cast<size_t>(n.id)]);
 
   Graph out;
   std::vector<NodeId> map(g.size(), -1);

@@ -8,7 +8,11 @@
 //  - exp and log (softmax, log-softmax, losses): they compute and store in f32;
 //  - statistics: elementwise and layout ops whose operands are all such f32 values (a norm's
 //    mean, variance, rstd; a softmax's sum and log of the sum; the loss), up to the broadcast
-//    where a statistic meets the full-size tensor (that broadcast is low precision).
+//    where a statistic meets the full-size tensor (that broadcast is low precision, except
+//    where it feeds a compare);
+//  - compares of values that exist in f32 (inputs, statistics, their broadcasts): rounded, two
+//    close values would tie, and the adjoints of max, min, reduce max/min and clamp pick their
+//    elements with such compares; a compare of values computed low compares them as computed.
 // Everything else computed from f32 values (elementwise ops, broadcasts, layout) runs in the
 // low precision, except dots and their operands: a dot is a library kernel, where a cast
 // cannot fuse, so it reads f32 values made in f32 by their producers' kernels. Sources (parameters, constants, iota, converts into f32) keep their

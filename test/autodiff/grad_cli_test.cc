@@ -95,6 +95,11 @@ TEST_CASE("weft grad errors are one line and exit 2") {
       {mixed + " --loss loss --wrt x,q -o " + out, "mixed.json: wrt \"q\": not an input of the graph"},
       {mixed + " --loss loss --wrt x,,s -o " + out, "--wrt \"x,,s\": an empty name"},
       {mixed + " --loss loss", "give -o OUT.json, --print, or both"},
+      {writeFile("ints.json", R"({"inputs": [{"name": "i", "dtype": "i32", "shape": [3]}],
+         "ops": [{"name": "f", "op": "convert", "inputs": ["i"], "dtype": "f32"},
+                 {"name": "loss", "op": "reduce", "kind": "sum", "axes": [0], "inputs": ["f"]}],
+         "outputs": ["loss"]})") + " --loss loss -o " + out,
+       "ints.json: the graph has no floating-point input to differentiate with respect to"},
   };
   for (const Case& c : cases) {
     auto r = runWeft("grad " + c.args);

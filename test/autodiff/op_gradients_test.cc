@@ -5,6 +5,7 @@
 // differently.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <functional>
 #include <random>
 
@@ -218,6 +219,30 @@ TEST_CASE("the gradient of a value used twice is summed once, into one add") {
   for (const Node& n : t.nodes())
     if (n.kind == OpKind::Add && static_cast<size_t>(n.id) >= g.size()) ++backwardAdds;
   CHECK(backwardAdds == 2); // three contributions to x, two adds; add's own adjoint adds nothing
+}
+
+TEST_CASE("pow's gradient is 0 where its formulas meet 0 times infinity, as PyTorch's") {
+  // a^0 = 1 for every a: d/da = 0 (not 0 * 0^-1 = NaN at a = 0); 0^b = 0 for b > 0: d/db = 0
+  // (not 0 * ln 0 = NaN); a = 1.5, b = 2 and a = 1.5, b = 0 as the formulas give.
+  Graph g;
+  NodeId a = g.parameter("a", {DType::f64, {4}});
+  NodeId b = g.parameter("b", {DType::f64, {4}});
+  g.setOutputs({g.reduce(ReduceKind::Sum, g.binary(OpKind::Pow, a, b), {0}, "loss")});
+  Graph t = autodiff::grad(g, "loss", {"a", "b"});
+  HostTensor av(DType::f64, {4}), bv(DType::f64, {4});
+  const double as[] = {0, 0, 1.5, 1.5}, bs[] = {0, 2, 0, 2};
+  for (int64_t i = 0; i < 4; ++i) {
+    av.set(i, as[i]);
+    bv.set(i, bs[i]);
+  }
+  std::vector<HostTensor> out = interpret(t, {av, bv});
+  REQUIRE(out.size() == 3);
+  const std::vector<double> da = {0, 0, 0, 3}, db = {0, 0, std::log(1.5), 2.25 * std::log(1.5)};
+  for (int64_t i = 0; i < 4; ++i) {
+    INFO(as[i] << " ^ " << bs[i]);
+    CHECK(out[1].get(i) == Approx(da[size_t(i)]));
+    CHECK(out[2].get(i) == Approx(db[size_t(i)]));
+  }
 }
 
 TEST_CASE("an input the loss does not depend on gets zeros, and graph outputs come first") {

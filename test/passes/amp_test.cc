@@ -169,3 +169,36 @@ TEST_CASE("amp puts no cast in front of a dot") {
     for (NodeId o : a.node(*a.find(dot)).operands) CHECK(a.node(o).kind != OpKind::Convert);
   CHECK(dtypeOf(a, "y") == DType::f32);
 }
+
+TEST_CASE("amp compares values that exist in f32 in f32: the adjoints of max pick one element") {
+  // 1.0 and 1.0003 are one value in bf16 and f16: compared there, reduce max's adjoint split
+  // its gradient between them and binary max's gave it to the wrong operand.
+  Graph g;
+  NodeId x = g.parameter("x", {DType::f32, {1, 3}});
+  NodeId a = g.parameter("a", {DType::f32, {2}});
+  NodeId b = g.parameter("b", {DType::f32, {2}});
+  NodeId lm = g.reduce(ReduceKind::Sum, g.reduce(ReduceKind::Max, x, {1}), {0});
+  NodeId lmx = g.reduce(ReduceKind::Sum, g.binary(OpKind::Max, a, b), {0});
+  g.setOutputs({g.binary(OpKind::Add, lm, lmx, "loss")});
+  Graph t = autodiff::grad(g, "loss", {"x", "a", "b"});
+  HostTensor xv(DType::f32, {1, 3}), av(DType::f32, {2}), bv(DType::f32, {2});
+  const double xs[] = {1.0, 1.0003, 0.5}, as[] = {1.0, -3}, bs[] = {1.0003, -2};
+  for (int64_t i = 0; i < 3; ++i)
+    xv.set(i, xs[i]);
+  for (int64_t i = 0; i < 2; ++i) {
+    av.set(i, as[i]);
+    bv.set(i, bs[i]);
+  }
+  for (DType low : {DType::f16, DType::bf16}) {
+    INFO(dtypeName(low));
+    std::vector<HostTensor> out = interpret(passes::autoMixedPrecision(t, low), {xv, av, bv});
+    REQUIRE(out.size() == 4);
+    CHECK(out[1].get(0) == 0);
+    CHECK(out[1].get(1) == 1);
+    CHECK(out[1].get(2) == 0);
+    CHECK(out[2].get(0) == 0);
+    CHECK(out[2].get(1) == 0);
+    CHECK(out[3].get(0) == 1);
+    CHECK(out[3].get(1) == 1);
+  }
+}

@@ -125,6 +125,10 @@ void runGrad(const GradOptions& o) {
   frontend::ParsedGraph g = loadGraph(o.file);
   std::vector<std::string> wrt = splitNames(o.wrt);
   if (wrt.empty()) wrt = autodiff::floatInputs(g.graph);
+  if (wrt.empty()) // a training graph with no gradient would silently be the forward graph
+    throw InputError(fmt::format("{}: the graph has no floating-point input to differentiate "
+                                 "with respect to (integer and bool inputs have no gradient)",
+                                 o.file));
   ir::Graph training;
   try {
     training = autodiff::grad(g.graph, o.loss, wrt);
