@@ -669,6 +669,8 @@ private:
                          field, i, jsonTypeName(in)));
       Fields f(in, fmt::format("{}[{}]", field, i));
       std::string name = f.string("name");
+      if (name.empty())
+        fail(fmt::format("{}[{}]: field \"name\" is empty; give the {} a name", field, i, kind));
       Fields named(in, fmt::format("{} \"{}\"", kind, name));
       named.find("name");
       named.find("doc");

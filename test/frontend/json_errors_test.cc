@@ -73,6 +73,15 @@ TEST_CASE("missing fields") {
         "shape) and \"values\" (all elements, row-major)");
 }
 
+TEST_CASE("an empty name is refused for inputs and weights as for ops") {
+  // The builder would give an unnamed value a fresh name (parameter.1), which --inputs would
+  // then look for as parameter.1.npy.
+  CHECK(errorOf(R"({"inputs": [{"name": "", "dtype": "f32", "shape": [2]}], "ops": [],
+    "outputs": [""]})") == "g.json: inputs[0]: field \"name\" is empty; give the input a name");
+  CHECK(errorOf(graph(R"({"name": "", "op": "exp", "inputs": ["x"]})")) ==
+        "g.json: ops[0]: field \"name\" is empty; give the op a name");
+}
+
 TEST_CASE("mistyped fields and attributes") {
   CHECK(errorOf(graph(
             R"({"name": "y", "op": "reduce", "inputs": ["x"], "kind": "sum", "axes": "1"})")) ==

@@ -1232,3 +1232,26 @@ TEST_CASE("ReduceMax and ReduceMin of bools (opset 20) are any and all", "[onnx]
              Contains("input is bool; ReduceMax takes numbers (bools from opset 20)"));
   CHECK_THAT(errorOf(reduce(20, "ReduceSum").bytes()), Contains("input is bool; ReduceSum takes numbers"));
 }
+
+TEST_CASE("an int64 constant past 2^53 used at run time is not supported, said at import",
+          "[onnx]") {
+  // Constants hold doubles: 2^53 + 1 would silently become 2^53. Values used at import time
+  // (Slice's INT64_MAX ends, shapes) are exact and fine.
+  const int64_t big = (int64_t(1) << 53) + 1;
+  ModelBuilder add(13);
+  add.input("x", kInt64, {"2"}).initializerInts("c", {2}, {big, 3});
+  add.node("Add", {"x", "c"}, {"y"}).output("y");
+  CHECK_THAT(errorOf(add.bytes()), Contains("element 0 (9007199254740993) of an i64 constant "
+                                            "used at run time is not supported"));
+  ModelBuilder out(13);
+  out.input("x", kFloat, {"2"}).initializerInts("c", {1}, {-big});
+  out.node("Relu", {"x"}, {"y"}).output("y").output("c");
+  CHECK_THAT(errorOf(out.bytes()), Contains("graph output \"c\": element 0 (-9007199254740993)"));
+  ModelBuilder exact(13);
+  exact.input("x", kInt64, {"2"}).initializerInts("c", {2}, {int64_t(1) << 53, -3});
+  exact.node("Add", {"x", "c"}, {"y"}).output("y");
+  HostTensor x(DType::i64, {2});
+  std::vector<HostTensor> y = run(importOnnxBytes(exact.bytes()), {x});
+  CHECK(y[0].getInt(0) == int64_t(1) << 53);
+  CHECK(y[0].getInt(1) == -3);
+}

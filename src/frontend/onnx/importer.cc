@@ -143,6 +143,26 @@ std::vector<double> Literal::doubles() const {
   return std::vector<double>(exact.begin(), exact.end());
 }
 
+std::optional<size_t> Literal::firstInexact() const {
+  if (!integral()) return std::nullopt;
+  for (size_t i = 0; i < exact.size(); ++i)
+    if (!ir::exactInDouble(exact[i])) return i;
+  return std::nullopt;
+}
+
+namespace {
+
+/// Why `lit` cannot become an IR constant exactly, or "" when it can.
+std::string inexactReason(const Literal& lit) {
+  std::optional<size_t> i = lit.firstInexact();
+  if (!i) return "";
+  return fmt::format("element {} ({}) of an {} constant used at run time is not supported: "
+                     "weft's constants hold doubles, exact for integers up to 2^53 in magnitude",
+                     *i, lit.exact[*i], ir::dtypeName(lit.dtype));
+}
+
+} // namespace
+
 int64_t Literal::numElements() const {
   int64_t n = 1;
   for (int64_t d : shape)
@@ -1085,6 +1105,7 @@ ir::NodeId NodeContext::constant(const Literal& lit, const std::string& nm) {
   for (int k = 1; !n.empty() && g.find(n); ++k)
     n = fmt::format("{}.{}", nm, k);
   ir::Shape shape(lit.shape.begin(), lit.shape.end());
+  if (std::string why = inexactReason(lit); !why.empty()) unsupported(why);
   std::vector<double> values = lit.doubles();
   bool uniform = !values.empty() && std::all_of(values.begin(), values.end(), [&](double v) {
     return std::memcmp(&v, &values[0], sizeof(double)) == 0;
@@ -1518,6 +1539,9 @@ void ModelImporter::setGraphOutputs(const ::onnx::GraphProto& graph) {
     Value& v = it->second;
     if (v.node < 0) {
       ir::Shape shape(v.literal->shape.begin(), v.literal->shape.end());
+      if (std::string why = inexactReason(*v.literal); !why.empty())
+        throw UnsupportedError(fmt::format("{}: graph output \"{}\": {}", source, o.name(), why),
+                               "");
       std::vector<double> vals =
           v.literal->size() == 0 ? std::vector<double>{0.0} : v.literal->doubles();
       try {

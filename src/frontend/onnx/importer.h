@@ -38,6 +38,9 @@ struct Literal {
   double value(size_t i) const { return integral() ? static_cast<double>(exact[i]) : reals[i]; }
   /// Every element as a double (for an IR constant).
   std::vector<double> doubles() const;
+  /// The first integer element a double cannot hold exactly (past 2^53 in magnitude), which an
+  /// IR constant would silently round; nullopt when there is none.
+  std::optional<size_t> firstInexact() const;
   int64_t numElements() const;
   ir::TensorType type() const;
   /// Values of an integer literal (shape operands), exactly; InputError (without a location:
