@@ -252,6 +252,38 @@ TEST_CASE("Clip-6 bounds default to the lowest and highest float32 ONNX states",
   CHECK(valuesOf(run(importOnnxBytes(v1.bytes()), {x})[0]) == std::vector<double>{-inf, 1, 2});
 }
 
+TEST_CASE("arithmetic on the integer types weft holds widened wraps at their width",
+          "[onnx][cast]") {
+  // uint8: 200 + 100 = 44, 3 - 5 = 254, 20 * 20 = 144, through a Reshape (the type passes on);
+  // int16: 30000 + 30000 = -5536; uint32: 0 - 1 = 4294967295. In-range results are unchanged.
+  constexpr int kInt16 = ::onnx::TensorProto::INT16, kUint32 = ::onnx::TensorProto::UINT32;
+  auto binary = [](int type, const std::string& op, const std::vector<int64_t>& a,
+                   const std::vector<int64_t>& b) {
+    ModelBuilder m(14);
+    auto n = static_cast<int64_t>(a.size());
+    m.input("a", type, {std::to_string(n)}).input("b", type, {std::to_string(n)});
+    m.initializerInts("shape", {1}, {n});
+    m.node("Reshape", {"a", "shape"}, {"r"}).node(op, {"r", "b"}, {"y"}).output("y");
+    ir::DType held = type == kUint32 ? DType::i64 : DType::i32;
+    HostTensor ha(held, {n}), hb(held, {n});
+    for (int64_t i = 0; i < n; ++i) {
+      ha.setInt(i, a[size_t(i)]);
+      hb.setInt(i, b[size_t(i)]);
+    }
+    HostTensor y = run(importOnnxBytes(m.bytes()), {ha, hb})[0];
+    std::vector<int64_t> got;
+    for (int64_t i = 0; i < y.numElements(); ++i)
+      got.push_back(y.getInt(i));
+    return got;
+  };
+  CHECK(binary(kUint8, "Add", {200, 1}, {100, 2}) == std::vector<int64_t>{44, 3});
+  CHECK(binary(kUint8, "Sub", {3, 9}, {5, 2}) == std::vector<int64_t>{254, 7});
+  CHECK(binary(kUint8, "Mul", {20, 3}, {20, 4}) == std::vector<int64_t>{144, 12});
+  CHECK(binary(kInt16, "Add", {30000, -2}, {30000, 1}) == std::vector<int64_t>{-5536, -1});
+  CHECK(binary(kUint32, "Sub", {0, 7}, {1, 2}) == std::vector<int64_t>{4294967295, 5});
+  CHECK(binary(kUint8, "Max", {200, 1}, {100, 2}) == std::vector<int64_t>{200, 2});
+}
+
 TEST_CASE("Cast to the integer types weft holds widened keeps the low bits", "[onnx][cast]") {
   // UINT8, UINT16, INT16 are held in i32 and UINT32 in i64 (irDTypeOf); ONNX Cast between
   // fixed-point types keeps the low bits, and truncates a float first.

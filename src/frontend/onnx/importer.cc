@@ -1207,12 +1207,56 @@ std::string irMessage(const std::string& message, bool keepKind = true) {
   return fmt::format("{}: {}", message.substr(close + 3, kindEnd - (close + 3)), what);
 }
 
+namespace {
+
+/// Whether weft holds ONNX integer type `t` in a wider IR integer (irDTypeOf): UINT8, UINT16
+/// and INT16 in i32, UINT32 in i64.
+bool heldNarrow(int t) {
+  return t == TensorProto::UINT8 || t == TensorProto::UINT16 || t == TensorProto::INT16 ||
+         t == TensorProto::UINT32;
+}
+
+/// A type weft holds widened wraps at its own width in ONNX (uint8 200 + 100 is 44, 3 - 5 is
+/// 254): the results of the operators that can leave its range are brought back into it (the
+/// low bits, as Cast keeps them: castTo), and the operators whose result has their input's
+/// type pass the type on, so that a chain of them keeps it. The widened value is exact, so
+/// its low bits are the narrow type's result. UINT64 is i64 with the same bits, which wrap
+/// alike by themselves.
+void keepNarrowTypes(NodeContext& c) {
+  static const std::set<std::string> wraps = {
+      "Abs",   "Add",        "CumSum",    "Div", "MatMul", "Mul", "Neg",
+      "Pow",   "ReduceL1",   "ReduceProd", "ReduceSum", "ReduceSumSquare", "Sub", "Sum"};
+  static const std::set<std::string> keeps = {
+      "Clip",    "Concat",         "DepthToSpace", "Dropout", "Expand",    "Flatten",
+      "Gather",  "GatherElements", "Identity",     "Max",     "Min",       "Mod",
+      "Pad",     "ReduceMax",      "ReduceMin",    "Relu",    "Reshape",   "Sign",
+      "Slice",   "SpaceToDepth",   "Split",        "Squeeze", "Tile",      "Transpose",
+      "Trilu",   "Unsqueeze",      "Where"};
+  const std::string& op = c.node.op_type();
+  const bool wrap = wraps.count(op) > 0;
+  if (!wrap && !keeps.count(op)) return;
+  int narrow = 0;
+  for (size_t i = 0; i < c.numInputs() && narrow == 0; ++i)
+    if (heldNarrow(c.onnxType(i))) narrow = c.onnxType(i);
+  if (narrow == 0) return;
+  const ir::DType held = *irDTypeOf(narrow);
+  for (size_t i = 0; i < c.outputs().size(); ++i) {
+    const ir::NodeId out = c.outputs()[i].node;
+    if (out < 0 || c.outputs()[i].literal || c.typeOf(out).dtype != held) continue;
+    if (wrap) c.setOutput(i, castTo(c, out, narrow, ""));
+    c.setOutputOnnxType(i, narrow);
+  }
+}
+
+} // namespace
+
 void ModelImporter::lower(NodeContext& ctx) const {
   std::string where = ctx.where();
   ctx.checkAttributeValues();
   ctx.checkSignature();
   try {
     operatorTable().at(ctx.node.op_type())(ctx);
+    keepNarrowTypes(ctx);
   } catch (const InputError& e) {
     std::string what = e.what();
     if (what.rfind(where + ": ", 0) == 0) throw; // located already (UnsupportedError included)
