@@ -56,7 +56,7 @@ TEST_CASE("compareTensors applies rtol and atol, matches NaN with NaN and names 
             .empty());
 }
 
-TEST_CASE("a test case passes only with every output compared: count and dtype too", "[onnx]") {
+TEST_CASE("a test case passes only with every output compared: count, dtype and file numbering", "[onnx]") {
   namespace fs = std::filesystem;
   const fs::path node = WEFT_ONNX_NODE_TESTS;
   if (!fs::exists(node / "test_relu")) FAIL(node << " is missing: install libonnx-testdata");
@@ -86,6 +86,12 @@ TEST_CASE("a test case passes only with every output compared: count and dtype t
   CaseResult extra = runTestCase(tc, interpreterBackend());
   CHECK(extra.status == CaseStatus::Failed);
   CHECK_THAT(extra.detail, Contains("1 outputs, the reference has 2"));
+  // files numbered from 0: input_1.pb alone is not input 0
+  fs::remove(dir / "test_data_set_0" / "output_1.pb");
+  fs::rename(dir / "test_data_set_0" / "input_0.pb", dir / "test_data_set_0" / "input_1.pb");
+  CaseResult gap = runTestCase(tc, interpreterBackend());
+  CHECK(gap.status == CaseStatus::Failed);
+  CHECK_THAT(gap.detail, Contains("input_0.pb is missing"));
   fs::remove_all(dir.parent_path());
 }
 

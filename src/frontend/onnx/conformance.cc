@@ -32,17 +32,29 @@ ir::Binding bindingFromInputs(const ir::Graph& g, const std::vector<HostTensor>&
   return b;
 }
 
+/// PREFIX0.pb, PREFIX1.pb, ... in `dir`, in order: the i-th file must be PREFIXi.pb (a data
+/// set with input_5.pb alone, or input_0 and input_0.5, is malformed: InputError naming it).
 std::vector<std::string> sortedFiles(const fs::path& dir, const std::string& prefix) {
-  std::vector<std::pair<int, std::string>> found;
+  std::vector<std::pair<long, std::string>> found;
   for (const auto& e : fs::directory_iterator(dir)) {
     std::string n = e.path().filename().string();
     if (n.rfind(prefix, 0) != 0 || e.path().extension() != ".pb") continue;
-    found.push_back({std::atoi(n.c_str() + prefix.size()), e.path().string()});
+    std::string index = n.substr(prefix.size(), n.size() - prefix.size() - 3);
+    bool digits = !index.empty() && index.size() <= 6 &&
+                  std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || (index.size() > 1 && index[0] == '0'))
+      throw InputError(fmt::format("{}: not a {}N.pb file name (N = 0, 1, ...)", e.path().string(),
+                                   prefix));
+    found.push_back({std::stol(index), e.path().string()});
   }
   std::sort(found.begin(), found.end());
   std::vector<std::string> out;
-  for (auto& [i, p] : found)
+  for (auto& [i, p] : found) {
+    if (i != static_cast<long>(out.size()))
+      throw InputError(fmt::format("{}: {}{}.pb is missing (the files must be numbered from 0)",
+                                   dir.string(), prefix, out.size()));
     out.push_back(p);
+  }
   return out;
 }
 
