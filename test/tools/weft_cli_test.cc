@@ -1210,3 +1210,15 @@ TEST_CASE("a softmax over [0, B] runs under every policy and both shape modes") 
       CHECK(r.out.find("check: all outputs match") != std::string::npos);
     }
 }
+
+TEST_CASE("weft plan with a --bind range of only 0 shows the plan of B=0") {
+  // B=0..0 planned no size class and crashed with map::at; its only binding is B=0, which runs
+  // a specialised program.
+  std::string g = writeFile("sm.json", kSoftmax);
+  for (const char* command : {"plan", "compile --emit plan"}) {
+    INFO(command);
+    Result r = runWeft(std::string(command) + " " + g + " --bind B=0..0");
+    CHECK(r.rc == 0);
+    CHECK(r.out.find("input %x f32[0]") != std::string::npos);
+  }
+}

@@ -72,9 +72,8 @@ fusion::Policy policyOption(const std::string& name) {
   return *policy;
 }
 
-fusion::FusionPlan planGraphFile(const frontend::ParsedGraph& g, const std::string& bind,
+fusion::FusionPlan planGraphFile(const frontend::ParsedGraph& g, const ir::Binding& binding,
                                  const DeviceSpec& spec, fusion::Policy policy) {
-  ir::Binding binding = parseBindOption(bind);
   ir::Graph graph = binding.empty() ? g.graph : ir::bindSymbols(g.graph, binding);
   // As weft::compile plans it: large constants hoisted into weights (passes/hoist_weights.h).
   return fusion::plan(passes::hoistWeights(passes::canonicalize(graph)).graph, spec, policy);
@@ -585,12 +584,15 @@ PlanVersions plansFromOptions(const PlanOptions& o, const frontend::ParsedGraph&
   };
   // A symbol bound to 0 runs its own specialised program, as weft::compile does
   // (genericServes): the generic versions would show a plan that binding never runs.
+  // A range that holds only 0 (B=0..0) is that binding.
+  for (const auto& [s, r] : parseBindRanges(o.bind))
+    if (r.hi == 0) binding[s] = 0;
   ir::Binding relevant;
   for (const std::string& s : g.graph.symbols())
     if (auto it = binding.find(s); it != binding.end()) relevant.insert(*it);
   if (shapeModeOption(o.shapes) == ShapeMode::Specialized || g.graph.symbols().empty() ||
       !genericServes(relevant)) {
-    v.plans.push_back({planGraphFile(g, o.bind, spec, policy), {}});
+    v.plans.push_back({planGraphFile(g, binding, spec, policy), {}});
     withTf32();
     return v;
   }

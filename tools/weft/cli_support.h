@@ -37,9 +37,9 @@ std::vector<HostTensor> callInputs(const frontend::ParsedGraph& g,
 DeviceSpec deviceSpecOption(const std::string& name);
 fusion::Policy policyOption(const std::string& name);
 
-/// The plan weft::compile would make for a graph file: bound under --bind (symbols left
+/// The plan weft::compile would make for a graph file: bound under `binding` (symbols left
 /// unbound stay symbolic), canonicalized by src/passes, planned under `policy` for `spec`.
-fusion::FusionPlan planGraphFile(const frontend::ParsedGraph& g, const std::string& bind,
+fusion::FusionPlan planGraphFile(const frontend::ParsedGraph& g, const ir::Binding& binding,
                                  const DeviceSpec& spec, fusion::Policy policy);
 
 /// The options of the commands that plan a graph file (plan, compile): the graph, --policy,
