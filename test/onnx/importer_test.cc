@@ -1287,3 +1287,16 @@ TEST_CASE("an int64 constant past 2^53 used at run time is not supported, said a
   CHECK(y[0].getInt(0) == int64_t(1) << 53);
   CHECK(y[0].getInt(1) == -3);
 }
+
+TEST_CASE("a tensor file with no element type is malformed, not unsupported", "[onnx]") {
+  // An empty file parses as a TensorProto whose data_type is UNDEFINED: a broken test data set
+  // or weights file, which the conformance runner must count as failed.
+  try {
+    parseTensorProto("", "input_0.pb");
+    FAIL("expected an InputError");
+  } catch (const UnsupportedError&) {
+    FAIL("reported as unsupported");
+  } catch (const InputError& e) {
+    CHECK_THAT(std::string(e.what()), Contains("input_0.pb") && Contains("has no element type"));
+  }
+}

@@ -219,6 +219,9 @@ std::string onnxTypeName(int t) {
 }
 
 Literal literalFromTensorProto(const TensorProto& t, const std::string& where) {
+  if (t.data_type() == TensorProto::UNDEFINED) // an empty file parses as such a tensor
+    failAt(where, fmt::format("tensor \"{}\" has no element type (data_type is UNDEFINED)",
+                              t.name()));
   auto dtype = irDTypeOf(t.data_type());
   if (!dtype)
     throw UnsupportedError(
