@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,15 +69,31 @@ py::list fromShape(const weft::Shape& shape) {
   return out;
 }
 
-/// A dim's size under `binding`; InputError naming the symbol when it is unbound.
+/// A dim's size under `binding`; InputError naming the symbol when it is unbound or negative,
+/// or when the size overflows int64 (outputs are allocated with it before the run checks).
 int64_t dimSize(const weft::Dim& d, const weft::Binding& binding) {
   int64_t size = d.factor();
   for (const std::string& s : d.symbols()) {
     auto it = binding.find(s);
     if (it == binding.end()) throw weft::InputError("symbol \"" + s + "\" is not bound");
-    size *= it->second;
+    if (it->second < 0)
+      throw weft::InputError("symbol \"" + s + "\" is bound to " + std::to_string(it->second) +
+                             "; sizes are 0 or more");
+    if (__builtin_mul_overflow(size, it->second, &size))
+      throw weft::InputError("size overflow: dim " + d.str() + " does not fit in int64 under "
+                             "this binding");
   }
   return size;
+}
+
+/// Takes `m` with the GIL released (a thread holding `m` may be waiting for the GIL), then
+/// holds it: one call at a time on an Executable, whose buffers and caches are not shared
+/// between concurrent runs.
+std::unique_lock<std::mutex> lockReleasingGil(std::mutex& m) {
+  std::unique_lock<std::mutex> lock(m, std::defer_lock);
+  py::gil_scoped_release unlocked;
+  lock.lock();
+  return lock;
 }
 
 /// The graph plus what it is compiled with; Python's `weft.Compiled`.
@@ -104,6 +121,7 @@ public:
 
   /// inputs: a dict name → array (or a list in graph input order). Returns name → array.
   py::dict run(const py::object& inputs, const weft::Binding& given) {
+    auto lock = lockReleasingGil(mutex_);
     const weft::Graph& g = compiled_->graph->graph();
     std::vector<py::array> arrays = inputArrays(inputs);
     weft::Binding binding = bindFromShapes(arrays, given);
@@ -145,6 +163,7 @@ public:
 
   /// Counters of the launches since the last call, one dict per launch (sim; [] on cuda).
   py::list counters() {
+    auto lock = lockReleasingGil(mutex_);
     py::list out;
     for (const weft::LaunchCounters& c : exe_.takeCounters()) {
       py::dict d;
@@ -169,6 +188,7 @@ public:
   }
 
   py::dict time(const py::object& inputs, int repeats, const weft::Binding& given) {
+    auto lock = lockReleasingGil(mutex_);
     std::vector<py::array> arrays = inputArrays(inputs);
     std::vector<weft::HostTensor> hosts;
     const weft::Graph& g = compiled_->graph->graph();
@@ -197,6 +217,7 @@ public:
   /// Weights (a dict input name -> array): uploaded once, left out of every later run's
   /// inputs; a later call replaces the ones it names (Executable::setWeights).
   void setWeights(const py::dict& weights) {
+    auto lock = lockReleasingGil(mutex_);
     const weft::Graph& g = compiled_->graph->graph();
     std::map<std::string, weft::HostTensor> tensors;
     for (auto item : weights) {
@@ -213,9 +234,13 @@ public:
     exe_.setWeights(tensors);
   }
 
-  std::vector<std::string> callInputNames() const { return exe_.callInputNames(); }
+  std::vector<std::string> callInputNames() {
+    auto lock = lockReleasingGil(mutex_);
+    return exe_.callInputNames();
+  }
 
   void setGraphMode(const std::string& mode) {
+    auto lock = lockReleasingGil(mutex_);
     if (mode == "off") exe_.setGraphMode(weft::GraphMode::Off);
     else if (mode == "on") exe_.setGraphMode(weft::GraphMode::On);
     else if (mode == "auto") exe_.setGraphMode(weft::GraphMode::Auto);
@@ -320,6 +345,7 @@ private:
   std::shared_ptr<Compiled> compiled_;
   std::unique_ptr<weft::Device> device_;
   weft::Executable exe_;
+  std::mutex mutex_; // one call at a time (lockReleasingGil)
 };
 
 using Ranges = std::map<std::string, std::pair<int64_t, int64_t>>;
@@ -525,7 +551,7 @@ PYBIND11_MODULE(_weft, m) {
         py::arg("tf32") = false);
 
   py::class_<PyExecutable>(m, "Executable")
-      .def(py::init<std::shared_ptr<Compiled>, std::string>(), py::arg("compiled"),
+      .def(py::init<std::shared_ptr<Compiled>, std::string>(), py::arg("compiled").none(false),
            py::arg("device") = "sim")
       .def_property_readonly("device", &PyExecutable::deviceName)
       .def("run", &PyExecutable::run, py::arg("inputs"), py::arg("binding") = weft::Binding{})

@@ -61,7 +61,8 @@ std::vector<RequiredEquality> requiredEqualities(OpKind kind, const std::vector<
     for (size_t i = 0; i + 2 < r; ++i)
       need(a[i], b[i], fmt::format("batch dim {}", i));
     need(a[r - 1], b[r - 2], "contracting dim");
-  } else if (kind == OpKind::Concatenate && std::holds_alternative<ConcatAttrs>(attrs)) {
+  } else if (kind == OpKind::Concatenate && !operands.empty() &&
+             std::holds_alternative<ConcatAttrs>(attrs)) { // none: shape inference's error
     int64_t axis = std::get<ConcatAttrs>(attrs).axis;
     const Shape& first = *operands.at(0);
     for (size_t i = 1; i < operands.size(); ++i) {

@@ -125,6 +125,21 @@ Executable::~Executable() {
 }
 
 Executable::Bound& Executable::bind(const Binding& binding) {
+  // A weight set with symbolic dims must have the sizes this binding gives them: the kernels
+  // index it by the binding, and a smaller one would be read past its end.
+  const ir::Graph& graph = irGraph(compiled_->graph());
+  for (const auto& [index, w] : weights_) {
+    const ir::Node& n = graph.node(graph.inputs()[index]);
+    for (size_t d = 0; d < n.type.shape.size() && d < w.shape.shape.size(); ++d) {
+      const ir::Dim& dim = n.type.shape[d];
+      if (dim.isStatic()) continue;
+      const int64_t want = dim.evaluate(binding);
+      if (want != w.shape.shape[d])
+        throw InputError(fmt::format("weight \"{}\": dim {} is {}, but this binding makes {} "
+                                     "{}; set the weight again or bind {} to fit it",
+                                     n.name, d, w.shape.shape[d], dim.str(), want, dim.str()));
+    }
+  }
   std::shared_ptr<const CompiledProgram> program = sharedProgram(compiled_->program(binding));
   auto it = bound_.find(program.get());
   if (it == bound_.end()) {
@@ -397,7 +412,25 @@ void Executable::run(const std::vector<DevicePtr>& inputs, const std::vector<Dev
     checkAligned("input", names[i], inputs[i]);
   for (size_t i = 0; i < outputs.size() && i < g.outputs().size(); ++i)
     checkAligned("output", g.node(g.outputs()[i]).name, outputs[i]);
-  launchAll(bind(full), withWeights(inputs), outputs);
+  Bound& b = bind(full);
+  launchAll(b, withWeights(inputs), outputs);
+  // An output that is also an input (or an intermediate) has no Output buffer of its own: no
+  // kernel writes the caller's, so its value is copied there from the buffer that holds it (the
+  // host-tensor run reads it from that buffer). Through the host: Device has no device-to-device
+  // copy, and such outputs pass a value through.
+  const fusion::FusionPlan& plan = b.program->plan;
+  const ir::Graph& pg = plan.graph;
+  for (size_t i = 0; i < outputs.size() && i < pg.outputs().size(); ++i) {
+    int buf = plan.bufferOfValue[static_cast<size_t>(pg.outputs()[i])];
+    if (buf < 0 || plan.buffers[static_cast<size_t>(buf)].kind == fusion::Buffer::Kind::Output)
+      continue;
+    DevicePtr src = b.bufferPtr[static_cast<size_t>(buf)];
+    size_t bytes = bytesOf(pg.node(pg.outputs()[i]), b.shapes.binding);
+    if (src == outputs[i] || bytes == 0) continue;
+    std::vector<uint8_t> staged(bytes);
+    device_.copyToHost(staged.data(), src, bytes);
+    device_.copyToDevice(outputs[i], staged.data(), bytes);
+  }
 }
 
 Executable::Bound& Executable::stageHostInputs(const std::vector<HostTensor>& inputs,

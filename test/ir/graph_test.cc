@@ -136,3 +136,8 @@ TEST_CASE("the printed graph keeps one value per line whatever its names hold", 
         "graph g(%x\\ny: f32[2]) {\n  %e\\t\\x7f = exp(%x\\ny) : f32[2]\n  return %e\\t\\x7f\n}\n");
   CHECK(escapeControl("plain, \"quoted\" and é") == "plain, \"quoted\" and é");
 }
+
+TEST_CASE("a concatenation of nothing is an InputError naming the op", "[ir][graph]") {
+  Graph g;
+  CHECK_THROWS_AS(g.concatenate({}, 0, "c"), InputError);
+}

@@ -242,3 +242,67 @@ def test_reduce_logsumexp_matches_numpy_without_overflow():
     m = x.astype(np.float64).max(axis=1, keepdims=True)
     want = (m + np.log(np.exp(x.astype(np.float64) - m).sum(axis=1, keepdims=True)))[:, 0]
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_an_input_returned_as_an_output_comes_back_with_its_values():
+    # The device-buffer run wrote no kernel into such an output's buffer: it came back zeros.
+    g = weft.GraphBuilder("passthrough")
+    x = g.parameter("x", "f32", ["B", 4])
+    g.add_output(x)
+    g.add_output(g.mul(x, x, "sq"))
+    for policy in ("none", "xla", "astitch"):
+        exe = weft.Executable(weft.compile(g, policy=policy, cache_dir="off"), device="sim")
+        v = np.arange(12, dtype=np.float32).reshape(3, 4)
+        out = exe.run({"x": v})
+        np.testing.assert_array_equal(out["x"], v)
+        np.testing.assert_array_equal(out["sq"], v * v)
+
+
+def test_a_weight_with_symbolic_dims_must_fit_the_binding():
+    # Kernels index a weight by the binding: 3 rows set, 5 bound, would be read past its end.
+    g = weft.GraphBuilder("rows")
+    x = g.parameter("x", "f32", ["B", 4])
+    w = g.parameter("w", "f32", ["B", 4])
+    g.add_output(g.add(x, w, "y"))
+    exe = weft.Executable(weft.compile(g, cache_dir="off"), device="sim")
+    exe.set_weights({"w": np.ones((3, 4), dtype=np.float32)})
+    np.testing.assert_array_equal(exe.run({"x": np.ones((3, 4), dtype=np.float32)})["y"], 2)
+    for rows in (2, 5):
+        with pytest.raises(weft.InputError, match='weight "w": dim 0 is 3'):
+            exe.run({"x": np.ones((rows, 4), dtype=np.float32)})
+
+
+def test_hostile_arguments_raise_instead_of_crashing():
+    with pytest.raises(TypeError):
+        weft.Executable(None)
+    g = weft.GraphBuilder("out_only")
+    x = g.parameter("x", "f32", ["N"])
+    g.add_output(g.broadcast_in_dim(g.reduce_sum(x, [0]), ["N*M"], []))
+    exe = weft.Executable(weft.compile(g, cache_dir="off"), device="sim")
+    with pytest.raises(weft.InputError, match="size overflow"):
+        exe.run({"x": np.ones(4, dtype=np.float32)}, binding={"M": 2**62})
+    with pytest.raises(weft.InputError):
+        exe.run({"x": np.ones(4, dtype=np.float32)}, binding={"M": -3})
+    with pytest.raises(weft.InputError):
+        g.concatenate([], 0)
+
+
+def test_concurrent_runs_on_one_executable_are_serialised_and_right():
+    import threading
+    exe = weft.Executable(weft.compile(scale_graph(), cache_dir="off"), device="sim")
+    errors = []
+
+    def work(rows):
+        try:
+            for _ in range(3):
+                x = np.full((rows, 8), rows, dtype=np.float32)
+                np.testing.assert_array_equal(exe.run({"x": x})["y"], 2 * x)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(r,)) for r in range(1, 9)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
