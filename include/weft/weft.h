@@ -137,9 +137,10 @@ public:
 
   /// Host arrays in, host arrays out (graph input order / graph output order).
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs, const Binding& binding = {});
-  /// Device buffers in and out, owned by the caller; nothing is copied. Each starts at a
-  /// multiple of 16 bytes (kernels access up to 16 bytes at a time; cudaMalloc's and
-  /// Device::allocate's are): InputError naming the buffer otherwise.
+  /// Device buffers in and out, owned by the caller; nothing is copied, except into the buffer
+  /// of an output that is also an input (or an intermediate), which no kernel writes. Each
+  /// starts at a multiple of 16 bytes (kernels access up to 16 bytes at a time; cudaMalloc's
+  /// and Device::allocate's are): InputError naming the buffer otherwise.
   void run(const std::vector<DevicePtr>& inputs, const std::vector<DevicePtr>& outputs,
            const Binding& binding);
 
@@ -149,7 +150,8 @@ public:
   /// Nothing is recompiled: the program takes weights as pointers, as it takes inputs. The
   /// inputs set here are left out of every run's inputs, which follow callInputNames().
   /// InputError naming the weight when it is no input of the graph or its dtype or shape
-  /// differs from the input's.
+  /// differs from the input's; a symbolic dim takes any size here, and a run whose binding
+  /// gives it another is an InputError naming the weight.
   void setWeights(const std::map<std::string, HostTensor>& weights);
   /// The graph inputs run() and time() take: every input not bound by setWeights, in order.
   std::vector<std::string> callInputNames() const;
