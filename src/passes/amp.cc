@@ -27,7 +27,7 @@ bool sensitive(OpKind k) {
 /// n is an operand of a dot; `feedsCompare`: of a compare.
 Precision decide(const Graph& g, const Node& n, const std::vector<Precision>& p, bool feedsDot,
                  bool feedsCompare) {
-  // compare: a bool from f32 operands, compared in the precision its operands come in
+  // compare: a bool from f32 operands, decided below with them
   if (n.type.dtype != DType::f32 && n.kind != OpKind::Compare) return Precision::Source;
   switch (n.kind) {
   case OpKind::Parameter:

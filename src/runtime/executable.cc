@@ -84,6 +84,15 @@ Binding capacityBinding(const CompiledProgram& program, const Binding& binding,
   return cap;
 }
 
+/// The plan buffer that holds output `output` when it is not an Output buffer (an output that
+/// is also an input or an intermediate: no kernel writes the caller's output buffer), else -1.
+int heldElsewhere(const fusion::FusionPlan& plan, ir::NodeId output) {
+  int buf = plan.bufferOfValue[static_cast<size_t>(output)];
+  return buf >= 0 && plan.buffers[static_cast<size_t>(buf)].kind != fusion::Buffer::Kind::Output
+             ? buf
+             : -1;
+}
+
 size_t bytesOf(const ir::Node& n, const Binding& binding) {
   return static_cast<size_t>(ir::checkedProduct(ir::evaluate(n.type.shape, binding))) *
          ir::dtypeBytes(n.type.dtype);
@@ -421,9 +430,8 @@ void Executable::run(const std::vector<DevicePtr>& inputs, const std::vector<Dev
   const fusion::FusionPlan& plan = b.program->plan;
   const ir::Graph& pg = plan.graph;
   for (size_t i = 0; i < outputs.size() && i < pg.outputs().size(); ++i) {
-    int buf = plan.bufferOfValue[static_cast<size_t>(pg.outputs()[i])];
-    if (buf < 0 || plan.buffers[static_cast<size_t>(buf)].kind == fusion::Buffer::Kind::Output)
-      continue;
+    int buf = heldElsewhere(plan, pg.outputs()[i]);
+    if (buf < 0) continue;
     DevicePtr src = b.bufferPtr[static_cast<size_t>(buf)];
     size_t bytes = bytesOf(pg.node(pg.outputs()[i]), b.shapes.binding);
     if (src == outputs[i] || bytes == 0) continue;
@@ -477,11 +485,8 @@ std::vector<HostTensor> Executable::run(const std::vector<HostTensor>& inputs,
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     const ir::Node& n = g.node(g.outputs()[i]);
     HostTensor t(n.type.dtype, ir::evaluate(n.type.shape, full));
-    int buf = plan.bufferOfValue[static_cast<size_t>(n.id)];
-    DevicePtr src = b.hostOutputs[i];
-    if (buf >= 0 && plan.buffers[static_cast<size_t>(buf)].kind != fusion::Buffer::Kind::Output)
-      src = b.bufferPtr[static_cast<size_t>(
-          buf)]; // an output that is also an input or an intermediate
+    int buf = heldElsewhere(plan, n.id);
+    DevicePtr src = buf >= 0 ? b.bufferPtr[static_cast<size_t>(buf)] : b.hostOutputs[i];
     if (t.byteSize()) device_.copyToHost(t.bytes.data(), src, t.byteSize());
     out.push_back(std::move(t));
   }

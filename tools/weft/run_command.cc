@@ -121,18 +121,26 @@ GraphMode graphModeOption(const std::string& text) {
   throw InputError(fmt::format("--graph {}: use on, off or auto", text));
 }
 
+/// runtime::checkOutputs of one run; the interpreter's errors (an integer x / 0) are prefixed
+/// with `where` (the graph file, as eval's are, and the swept size in a sweep).
+std::vector<runtime::TensorCheck> interpreterChecks(const std::string& where,
+                                                    const frontend::ParsedGraph& g,
+                                                    const GraphInputs& in,
+                                                    const std::vector<HostTensor>& actual,
+                                                    const runtime::CheckOptions& options) {
+  try {
+    return runtime::checkOutputs(g.graph, in.inputs, in.binding, actual, options);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", where, e.what()));
+  }
+}
+
 /// Compares every output with ir::interpret under the rules of runtime::checkOutputs; prints one
-/// line per output. True when all pass. The interpreter's errors (an integer x / 0) name the
-/// graph file, as eval's do.
+/// line per output. True when all pass.
 bool checkOutputs(const std::string& file, const frontend::ParsedGraph& g, const GraphInputs& in,
                   const std::vector<HostTensor>& actual, const runtime::CheckOptions& options) {
   bool allPassed = true;
-  std::vector<runtime::TensorCheck> checks;
-  try {
-    checks = runtime::checkOutputs(g.graph, in.inputs, in.binding, actual, options);
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: {}", file, e.what()));
-  }
+  std::vector<runtime::TensorCheck> checks = interpreterChecks(file, g, in, actual, options);
   fmt::print("check against the reference interpreter:\n");
   for (const runtime::TensorCheck& c : checks) {
     fmt::print("  {}\n", c.str());
@@ -235,14 +243,9 @@ void sweepBindings(const RunArgs& a, const frontend::ParsedGraph& g, Executable&
     std::string verdict;
     if (a.check) {
       bool passed = true;
-      std::vector<runtime::TensorCheck> checks;
-      try {
-        checks = runtime::checkOutputs(g.graph, inputs.inputs, inputs.binding, outputs,
-                                       {.tf32Dots = a.tf32});
-      } catch (const InputError& e) { // the interpreter's error (x / 0): in the graph file
-        throw InputError(fmt::format("{}: {}={}: {}", a.file, symbol, size, e.what()));
-      }
-      for (const runtime::TensorCheck& c : checks)
+      for (const runtime::TensorCheck& c :
+           interpreterChecks(fmt::format("{}: {}={}", a.file, symbol, size), g, inputs, outputs,
+                             {.tf32Dots = a.tf32}))
         passed = passed && c.passed;
       verdict = passed ? ": outputs match" : ": MISMATCH";
       allPassed = allPassed && passed;

@@ -491,28 +491,6 @@ std::string attrTypeName(int t) {
   return fmt::format("type {}", t);
 }
 
-/// Whether `a` holds a value of `type`: its declared type, or for an attribute that declares
-/// none (UNDEFINED, written by IR versions before 2) the field of that type being set.
-bool holds(const AttributeProto& a, AttributeProto::AttributeType type) {
-  if (a.type() != AttributeProto::UNDEFINED) return a.type() == type;
-  switch (type) {
-  case AttributeProto::INT:
-    return a.has_i();
-  case AttributeProto::FLOAT:
-    return a.has_f();
-  case AttributeProto::STRING:
-    return a.has_s();
-  case AttributeProto::TENSOR:
-    return a.has_t();
-  case AttributeProto::INTS:
-    return a.ints_size() > 0;
-  case AttributeProto::FLOATS:
-    return a.floats_size() > 0;
-  default:
-    return false;
-  }
-}
-
 /// The attribute types whose value field `a` sets (a list field counts when non-empty).
 std::vector<AttributeProto::AttributeType> valueFields(const AttributeProto& a) {
   std::vector<AttributeProto::AttributeType> set;
@@ -534,6 +512,14 @@ std::vector<AttributeProto::AttributeType> valueFields(const AttributeProto& a) 
   see(a.sparse_tensors_size() > 0, AttributeProto::SPARSE_TENSORS);
   see(a.type_protos_size() > 0, AttributeProto::TYPE_PROTOS);
   return set;
+}
+
+/// Whether `a` holds a value of `type`: its declared type, or for an attribute that declares
+/// none (UNDEFINED, written by IR versions before 2) the field of that type being set.
+bool holds(const AttributeProto& a, AttributeProto::AttributeType type) {
+  if (a.type() != AttributeProto::UNDEFINED) return a.type() == type;
+  std::vector<AttributeProto::AttributeType> set = valueFields(a);
+  return std::find(set.begin(), set.end(), type) != set.end();
 }
 
 bool isListType(AttributeProto::AttributeType t) {
@@ -1212,13 +1198,6 @@ std::string irMessage(const std::string& message, bool keepKind = true) {
 
 namespace {
 
-/// Whether weft holds ONNX integer type `t` in a wider IR integer (irDTypeOf): UINT8, UINT16
-/// and INT16 in i32, UINT32 in i64.
-bool heldNarrow(int t) {
-  return t == TensorProto::UINT8 || t == TensorProto::UINT16 || t == TensorProto::INT16 ||
-         t == TensorProto::UINT32;
-}
-
 /// A type weft holds widened wraps at its own width in ONNX (uint8 200 + 100 is 44, 3 - 5 is
 /// 254): the results of the operators that can leave its range are brought back into it (the
 /// low bits, as Cast keeps them: castTo), and the operators whose result has their input's
@@ -1240,7 +1219,7 @@ void keepNarrowTypes(NodeContext& c) {
   if (!wrap && !keeps.count(op)) return;
   int narrow = 0;
   for (size_t i = 0; i < c.numInputs() && narrow == 0; ++i)
-    if (heldNarrow(c.onnxType(i))) narrow = c.onnxType(i);
+    if (heldNarrowBits(c.onnxType(i)) != 0) narrow = c.onnxType(i);
   if (narrow == 0) return;
   const ir::DType held = *irDTypeOf(narrow);
   for (size_t i = 0; i < c.outputs().size(); ++i) {

@@ -96,6 +96,9 @@ void requireSameDType(NodeContext& c, ir::NodeId a, ir::NodeId b);
 /// ops_elementwise.cc: x cast to the ONNX element type `to` (Cast's values, also for the
 /// types weft holds in a wider integer: see there); `to` must have an IR dtype.
 ir::NodeId castTo(NodeContext& c, ir::NodeId x, int to, const std::string& name);
+/// ops_elementwise.cc: the width of an ONNX integer type weft holds in a wider IR integer
+/// (irDTypeOf: UINT8, UINT16 and INT16 in i32, UINT32 in i64), else 0.
+int heldNarrowBits(int onnxType);
 
 /// What a lowering sees: the node, its inputs (materialized on demand into `graph`), its
 /// attributes, and where its outputs go. Errors name the model file, the node and the opset.

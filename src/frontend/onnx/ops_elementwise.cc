@@ -177,7 +177,8 @@ void lowerWhere(NodeContext& c) {
                             c.broadcastTo(y, shape), c.name()));
 }
 
-/// The width of an ONNX integer type weft holds in a wider IR integer (irDTypeOf), else 0.
+} // namespace
+
 int heldNarrowBits(int onnxType) {
   switch (onnxType) {
   case ::onnx::TensorProto::UINT8:
@@ -191,8 +192,6 @@ int heldNarrowBits(int onnxType) {
     return 0;
   }
 }
-
-} // namespace
 
 /// ONNX Cast to a fixed-point type keeps the low bits of an integer, and truncates a float
 /// first. The types weft holds in a wider integer (UINT8, UINT16, INT16 in i32, UINT32 in i64)
