@@ -393,6 +393,9 @@ const OperatorTable& operatorTable() {
     addMathOps(t);
     addIndexOps(t);
     addLossOps(t);
+    addPoolOps(t);
+    addConvOps(t);
+    addScatterOps(t);
     return t;
   }();
   return table;
@@ -564,6 +567,12 @@ const OpSignature kSignatures[] = {
     {"Asinh", 9, "input", ""},
     {"Atan", 7, "input", ""},
     {"Atanh", 9, "input", ""},
+    {"AveragePool", 1, "X", "auto_pad kernel_shape pads strides"},
+    {"AveragePool", 7, "X", "auto_pad count_include_pad kernel_shape pads strides"},
+    {"AveragePool", 10, "X", "auto_pad ceil_mode count_include_pad kernel_shape pads strides"},
+    {"AveragePool", 11, "X", "auto_pad ceil_mode count_include_pad kernel_shape pads strides"},
+    {"AveragePool", 19, "X",
+     "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides"},
     {"BatchNormalization", 1, "X scale B mean var",
      "consumed_inputs epsilon is_test momentum spatial"},
     {"BatchNormalization", 6, "X scale B mean var", "epsilon is_test momentum spatial"},
@@ -571,6 +580,7 @@ const OpSignature kSignatures[] = {
     {"BatchNormalization", 9, "X scale B mean var", "epsilon momentum"},
     {"BatchNormalization", 14, "X scale B input_mean input_var", "epsilon momentum training_mode"},
     {"BatchNormalization", 15, "X scale B input_mean input_var", "epsilon momentum training_mode"},
+    {"BitShift", 11, "X Y", "direction"},
     {"Cast", 1, "input", "to"},
     {"Cast", 6, "input", "to"},
     {"Cast", 9, "input", "to"},
@@ -653,6 +663,9 @@ const OpSignature kSignatures[] = {
     {"Gather", 13, "data indices", "axis"},
     {"GatherElements", 11, "data indices", "axis"},
     {"GatherElements", 13, "data indices", "axis"},
+    {"GatherND", 11, "data indices", ""},
+    {"GatherND", 12, "data indices", "batch_dims"},
+    {"GatherND", 13, "data indices", "batch_dims"},
     {"Gelu", 20, "X", "approximate"},
     {"Gemm", 1, "A B C", "alpha beta broadcast transA transB"},
     {"Gemm", 6, "A B C", "alpha beta broadcast transA transB"},
@@ -703,6 +716,10 @@ const OpSignature kSignatures[] = {
     {"LogSoftmax", 1, "input", "axis"},
     {"LogSoftmax", 11, "input", "axis"},
     {"LogSoftmax", 13, "input", "axis"},
+    {"LpPool", 1, "X", "auto_pad kernel_shape p pads strides"},
+    {"LpPool", 2, "X", "auto_pad kernel_shape p pads strides"},
+    {"LpPool", 11, "X", "auto_pad kernel_shape p pads strides"},
+    {"LpPool", 18, "X", "auto_pad ceil_mode dilations kernel_shape p pads strides"},
     {"MatMul", 1, "A B", ""},
     {"MatMul", 9, "A B", ""},
     {"MatMul", 13, "A B", ""},
@@ -711,6 +728,11 @@ const OpSignature kSignatures[] = {
     {"Max", 8, "data_0...", ""},
     {"Max", 12, "data_0...", ""},
     {"Max", 13, "data_0...", ""},
+    {"MaxPool", 1, "X", "auto_pad kernel_shape pads strides"},
+    {"MaxPool", 8, "X", "auto_pad kernel_shape pads storage_order strides"},
+    {"MaxPool", 10, "X", "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
+    {"MaxPool", 11, "X", "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
+    {"MaxPool", 12, "X", "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
     {"Mean", 1, "data_0...", "consumed_inputs"},
     {"Mean", 6, "data_0...", ""},
     {"Mean", 8, "data_0...", ""},
@@ -814,6 +836,16 @@ const OpSignature kSignatures[] = {
     {"Reshape", 19, "data shape", "allowzero"},
     {"Reshape", 21, "data shape", "allowzero"},
     {"Round", 11, "X", ""},
+    {"Scatter", 9, "data indices updates", "axis"},
+    {"Scatter", 11, "data indices updates", "axis"},
+    {"ScatterElements", 11, "data indices updates", "axis"},
+    {"ScatterElements", 13, "data indices updates", "axis"},
+    {"ScatterElements", 16, "data indices updates", "axis reduction"},
+    {"ScatterElements", 18, "data indices updates", "axis reduction"},
+    {"ScatterND", 11, "data indices updates", ""},
+    {"ScatterND", 13, "data indices updates", ""},
+    {"ScatterND", 16, "data indices updates", "reduction"},
+    {"ScatterND", 18, "data indices updates", "reduction"},
     {"Selu", 1, "X", "alpha consumed_inputs gamma"},
     {"Selu", 6, "X", "alpha gamma"},
     {"Shape", 1, "data", ""},
@@ -875,6 +907,9 @@ const OpSignature kSignatures[] = {
     {"Tile", 1, "input tiles axis", ""},
     {"Tile", 6, "input repeats", ""},
     {"Tile", 13, "input repeats", ""},
+    {"TopK", 1, "X", "axis k"},
+    {"TopK", 10, "X K", "axis"},
+    {"TopK", 11, "X K", "axis largest sorted"},
     {"Transpose", 1, "data", "perm"},
     {"Transpose", 13, "data", "perm"},
     {"Transpose", 21, "data", "perm"},
@@ -1203,10 +1238,10 @@ namespace {
 /// low bits, as Cast keeps them: castTo), and the operators whose result has their input's
 /// type pass the type on, so that a chain of them keeps it. The widened value is exact, so
 /// its low bits are the narrow type's result. UINT64 is i64 with the same bits, which wrap
-/// alike by themselves.
+/// alike by themselves; it is passed on so that the operators after know it (unsigned64.cc).
 void keepNarrowTypes(NodeContext& c) {
   static const std::set<std::string> wraps = {
-      "Abs",   "Add",        "CumSum",    "Div", "MatMul", "Mul", "Neg",
+      "Abs",   "Add",        "BitShift",  "CumSum", "Div", "MatMul", "Mul", "Neg",
       "Pow",   "ReduceL1",   "ReduceProd", "ReduceSum", "ReduceSumSquare", "Sub", "Sum"};
   static const std::set<std::string> keeps = {
       "Clip",    "Concat",         "DepthToSpace", "Dropout", "Expand",    "Flatten",
@@ -1219,7 +1254,7 @@ void keepNarrowTypes(NodeContext& c) {
   if (!wrap && !keeps.count(op)) return;
   int narrow = 0;
   for (size_t i = 0; i < c.numInputs() && narrow == 0; ++i)
-    if (heldNarrowBits(c.onnxType(i)) != 0) narrow = c.onnxType(i);
+    if (heldNarrowBits(c.onnxType(i)) != 0 || isUnsigned64(c.onnxType(i))) narrow = c.onnxType(i);
   if (narrow == 0) return;
   const ir::DType held = *irDTypeOf(narrow);
   for (size_t i = 0; i < c.outputs().size(); ++i) {
@@ -1237,7 +1272,7 @@ void ModelImporter::lower(NodeContext& ctx) const {
   ctx.checkAttributeValues();
   ctx.checkSignature();
   try {
-    operatorTable().at(ctx.node.op_type())(ctx);
+    lowerWithOnnxTypes(ctx, operatorTable().at(ctx.node.op_type()));
     keepNarrowTypes(ctx);
   } catch (const InputError& e) {
     std::string what = e.what();

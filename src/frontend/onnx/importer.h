@@ -83,6 +83,9 @@ void addNNOps(OperatorTable& table);          // ops_nn.cc
 void addMathOps(OperatorTable& table);        // ops_math.cc
 void addIndexOps(OperatorTable& table);       // ops_index.cc
 void addLossOps(OperatorTable& table);        // ops_loss.cc
+void addPoolOps(OperatorTable& table);        // ops_pool.cc
+void addConvOps(OperatorTable& table);        // ops_conv.cc
+void addScatterOps(OperatorTable& table);     // ops_scatter.cc
 
 class NodeContext;
 /// The dtype a float `t`'s sums, statistics and composed functions are computed in: f32 for
@@ -95,10 +98,25 @@ std::pair<ir::NodeId, ir::NodeId> binaryOperands(NodeContext& c);
 void requireSameDType(NodeContext& c, ir::NodeId a, ir::NodeId b);
 /// ops_elementwise.cc: x cast to the ONNX element type `to` (Cast's values, also for the
 /// types weft holds in a wider integer: see there); `to` must have an IR dtype.
-ir::NodeId castTo(NodeContext& c, ir::NodeId x, int to, const std::string& name);
+/// `from` is x's ONNX type where known (UINT64 converts to floats as unsigned).
+ir::NodeId castTo(NodeContext& c, ir::NodeId x, int to, const std::string& name, int from = 0);
 /// ops_elementwise.cc: the width of an ONNX integer type weft holds in a wider IR integer
 /// (irDTypeOf: UINT8, UINT16 and INT16 in i32, UINT32 in i64), else 0.
 int heldNarrowBits(int onnxType);
+
+// unsigned64.cc: ONNX's UINT64, which weft holds in an i64 with the same bits.
+bool isUnsigned64(int onnxType);
+/// a / b as UINT64 (b = 0 gives all ones, as the IR's integer division by 0 gives -1).
+ir::NodeId unsignedDivide(NodeContext& c, ir::NodeId a, ir::NodeId b, const std::string& name);
+/// The UINT64 x as a float of dtype t, rounded once.
+ir::NodeId unsignedToFloat(NodeContext& c, ir::NodeId x, ir::DType t,
+                           const std::string& name = "");
+/// A float x as UINT64 (truncated; from 2^63 to 2^64 the i64 with those bits).
+ir::NodeId floatToUnsigned64(NodeContext& c, ir::NodeId x, const std::string& name = "");
+/// Runs the node's lowering so that UINT64 operands keep their meaning: an order-sensitive
+/// operator (Less, Max, ArgMax, ReduceMin, TopK...) compares them as unsigned; an operator
+/// whose int64 result would differ and that does not handle UINT64 itself is refused.
+void lowerWithOnnxTypes(NodeContext& c, const Lowering& lowering);
 
 /// What a lowering sees: the node, its inputs (materialized on demand into `graph`), its
 /// attributes, and where its outputs go. Errors name the model file, the node and the opset.
@@ -130,6 +148,9 @@ public:
   /// Input i's ONNX element type where known (Value::onnxType), else 0.
   int onnxType(size_t i) const { return has(i) ? inputs_[i]->onnxType : 0; }
   size_t rank(size_t i) const { return type(i).shape.size(); }
+  /// Input i reads `v` from here on (which must outlive the lowering): a UINT64 operand seen
+  /// through an order-preserving map (unsigned64.cc).
+  void substituteInput(size_t i, Value* v) { inputs_.at(i) = v; }
 
   // --- attributes ---
   // Each reader checks the AttributeProto's type (an attribute of another type, or one given

@@ -64,18 +64,50 @@ Lowering unary(OpKind kind) {
   return [kind](NodeContext& c) { c.setOutput(0, c.g.unary(kind, c.in(0), c.name())); };
 }
 
+/// Div; UINT64 operands divide as unsigned.
+void lowerDiv(NodeContext& c) {
+  auto [a, b] = binaryOperands(c);
+  requireSameDType(c, a, b);
+  if (isUnsigned64(c.onnxType(0)) || isUnsigned64(c.onnxType(1)))
+    c.setOutput(0, unsignedDivide(c, a, b, c.name()));
+  else
+    c.setOutput(0, c.g.binary(OpKind::Div, a, b, c.name()));
+}
+
+/// Abs and Sign: a UINT64 is its own absolute value, and its sign is 0 or 1.
+void lowerAbs(NodeContext& c) {
+  NodeId x = c.in(0);
+  c.setOutput(0, isUnsigned64(c.onnxType(0)) ? x : c.g.unary(OpKind::Abs, x, c.name()));
+}
+
+void lowerSign(NodeContext& c) {
+  NodeId x = c.in(0);
+  if (!isUnsigned64(c.onnxType(0))) {
+    c.setOutput(0, c.g.unary(OpKind::Sign, x, c.name()));
+    return;
+  }
+  NodeId nonzero = c.g.compare(ir::CompareDir::NE, x, c.splatLike(x, 0));
+  c.setOutput(0, c.g.convert(nonzero, ir::DType::i64, c.name()));
+}
+
+/// An operand of Pow as a float of dtype t (a UINT64 as unsigned).
+NodeId powOperand(NodeContext& c, NodeId v, size_t i, ir::DType t) {
+  return isUnsigned64(c.onnxType(i)) ? unsignedToFloat(c, v, t) : c.convertTo(v, t);
+}
+
 /// Pow: the exponent takes the base's dtype; integer bases are computed in f64 (exact for the
 /// results an integer holds) and converted back, since the IR's pow takes floats.
 void lowerPow(NodeContext& c) {
   auto [x, y] = binaryOperands(c);
   ir::DType t = c.typeOf(x).dtype;
   if (ir::isFloat(t)) {
-    c.setOutput(0, c.g.binary(OpKind::Pow, x, c.convertTo(y, t), c.name()));
+    c.setOutput(0, c.g.binary(OpKind::Pow, x, powOperand(c, y, 1, t), c.name()));
     return;
   }
-  NodeId p =
-      c.g.binary(OpKind::Pow, c.convertTo(x, ir::DType::f64), c.convertTo(y, ir::DType::f64));
-  c.setOutput(0, c.g.convert(p, t, c.name()));
+  NodeId p = c.g.binary(OpKind::Pow, powOperand(c, x, 0, ir::DType::f64),
+                        powOperand(c, y, 1, ir::DType::f64));
+  c.setOutput(0, isUnsigned64(c.onnxType(0)) ? floatToUnsigned64(c, p, c.name())
+                                             : c.g.convert(p, t, c.name()));
 }
 
 void lowerRelu(NodeContext& c) {
@@ -197,14 +229,16 @@ int heldNarrowBits(int onnxType) {
 /// first. The types weft holds in a wider integer (UINT8, UINT16, INT16 in i32, UINT32 in i64)
 /// get those bits as the narrow type reads them: 300 → UINT8 44, -1 → 255, 65543 → 7; for
 /// INT16, ((x + 2^15) & 0xFFFF) - 2^15 sign-extends the low 16 bits. UINT64 is i64 with the
-/// same bits (2^64 - 1 reads -1).
-NodeId castTo(NodeContext& c, NodeId x, int to, const std::string& name) {
+/// same bits (2^64 - 1 reads -1), converted to and from floats as unsigned (unsigned64.cc).
+NodeId castTo(NodeContext& c, NodeId x, int to, const std::string& name, int from) {
   ir::DType t = *irDTypeOf(to);
+  ir::DType held = c.typeOf(x).dtype;
+  if (isUnsigned64(from) && ir::isFloat(t)) return unsignedToFloat(c, x, t, name);
+  if (isUnsigned64(to) && ir::isFloat(held)) return floatToUnsigned64(c, x, name);
   int bits = heldNarrowBits(to);
-  ir::DType from = c.typeOf(x).dtype;
-  if (bits == 0 || from == ir::DType::boolean) // 0 and 1 are in every range
-    return from == t ? x : c.g.convert(x, t, name);
-  if (ir::isFloat(from)) x = c.g.convert(x, ir::DType::i64); // truncates toward zero
+  if (bits == 0 || held == ir::DType::boolean) // 0 and 1 are in every range
+    return held == t ? x : c.g.convert(x, t, name);
+  if (ir::isFloat(held)) x = c.g.convert(x, ir::DType::i64); // truncates toward zero
   x = c.convertTo(x, t); // an i64 into i32 keeps its low 32 bits
   double mask = static_cast<double>((uint64_t(1) << bits) - 1);
   if (to != ::onnx::TensorProto::INT16)
@@ -226,7 +260,7 @@ void lowerCast(NodeContext& c) {
   if (!t)
     c.unsupported(fmt::format("Cast to {} is not supported (weft has no such dtype)",
                               onnxTypeName(static_cast<int>(to))));
-  c.setOutput(0, castTo(c, c.in(0), static_cast<int>(to), c.name()));
+  c.setOutput(0, castTo(c, c.in(0), static_cast<int>(to), c.name(), c.onnxType(0)));
   c.setOutputOnnxType(0, static_cast<int>(to));
 }
 
@@ -295,7 +329,7 @@ void addElementwiseOps(OperatorTable& t) {
   t["Add"] = binary(OpKind::Add);
   t["Sub"] = binary(OpKind::Sub);
   t["Mul"] = binary(OpKind::Mul);
-  t["Div"] = binary(OpKind::Div);
+  t["Div"] = lowerDiv;
   t["Pow"] = lowerPow;
   t["And"] = binary(OpKind::And);
   t["Or"] = binary(OpKind::Or);
@@ -305,7 +339,7 @@ void addElementwiseOps(OperatorTable& t) {
   t["LessOrEqual"] = compare(ir::CompareDir::LE);
   t["GreaterOrEqual"] = compare(ir::CompareDir::GE);
   t["Neg"] = unary(OpKind::Neg);
-  t["Abs"] = unary(OpKind::Abs);
+  t["Abs"] = lowerAbs;
   t["Exp"] = unary(OpKind::Exp);
   t["Log"] = unary(OpKind::Log);
   t["Sqrt"] = unary(OpKind::Sqrt);
@@ -317,7 +351,7 @@ void addElementwiseOps(OperatorTable& t) {
   t["Cos"] = unary(OpKind::Cos);
   t["Floor"] = unary(OpKind::Floor);
   t["Ceil"] = unary(OpKind::Ceil);
-  t["Sign"] = unary(OpKind::Sign);
+  t["Sign"] = lowerSign;
   t["Not"] = unary(OpKind::Not);
   t["Relu"] = lowerRelu;
   t["LeakyRelu"] = lowerLeakyRelu;

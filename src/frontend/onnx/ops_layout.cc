@@ -488,6 +488,7 @@ void lowerConstant(NodeContext& c) {
   std::string where = c.where();
   if (const auto* t = c.attrTensor("value")) {
     c.setOutput(0, literalFromTensorProto(*t, where));
+    c.setOutputOnnxType(0, t->data_type());
     return;
   }
   if (c.hasAttr("value_float")) {
@@ -517,8 +518,10 @@ void lowerConstant(NodeContext& c) {
 void lowerConstantOfShape(NodeContext& c) {
   std::vector<int64_t> shape = c.constInts(0, "shape");
   Literal value = Literal::ofReals(ir::DType::f32, {1}, {0.0});
+  int onnxType = ::onnx::TensorProto::FLOAT;
   if (const auto* t = c.attrTensor("value")) {
     value = literalFromTensorProto(*t, c.where());
+    onnxType = t->data_type();
     if (value.size() != 1) c.fail("attribute value must hold exactly one element");
   }
   for (int64_t d : shape)
@@ -531,6 +534,7 @@ void lowerConstantOfShape(NodeContext& c) {
   }
   if (n > kMaxLiteralElements) { // a splat node rather than n values on the host
     c.setOutput(0, c.splat(value.dtype, Shape(shape.begin(), shape.end()), value.value(0)));
+    c.setOutputOnnxType(0, onnxType);
     return;
   }
   Literal lit{value.dtype, shape, {}, {}};
@@ -539,6 +543,7 @@ void lowerConstantOfShape(NodeContext& c) {
   else
     lit.reals.assign(static_cast<size_t>(n), value.reals[0]);
   c.setOutput(0, std::move(lit));
+  c.setOutputOnnxType(0, onnxType);
 }
 
 /// Gather along `axis`. Known indices become slices; run-time indices a one-hot selection

@@ -361,7 +361,7 @@ void lowerIsInf(NodeContext& c) {
 /// integers and floats. fmod=0 (integers only, as ONNX requires): Python's %, the result has
 /// the divisor's sign: rem, plus the divisor where the two signs differ (no overflow: |rem| <
 /// |divisor|). An integer divisor of 0 is the IR's rem's: the reference interpreter refuses
-/// it, weft's kernels give the dividend.
+/// it, weft's kernels give the dividend. For UINT64 both are a - (a / b) b, unsigned.
 void lowerMod(NodeContext& c) {
   int64_t fmod = c.attrInt("fmod", 0);
   if (fmod != 0 && fmod != 1) c.fail(fmt::format("attribute fmod is {}; it must be 0 or 1", fmod));
@@ -369,6 +369,11 @@ void lowerMod(NodeContext& c) {
   requireSameDType(c, a, b);
   DType t = c.typeOf(a).dtype;
   if (ir::isBool(t)) c.fail("operands are bool; Mod takes numbers");
+  if (isUnsigned64(c.onnxType(0)) || isUnsigned64(c.onnxType(1))) {
+    NodeId product = c.g.binary(OpKind::Mul, unsignedDivide(c, a, b, ""), b);
+    c.setOutput(0, c.g.binary(OpKind::Sub, a, product, c.name()));
+    return;
+  }
   if (fmod == 1) {
     c.setOutput(0, c.g.binary(OpKind::Rem, a, b, c.name()));
     return;
@@ -390,6 +395,43 @@ void lowerXor(NodeContext& c) {
     c.fail(fmt::format("operands are {} and {}; Xor takes bool tensors",
                        ir::dtypeName(c.typeOf(a).dtype), ir::dtypeName(c.typeOf(b).dtype)));
   c.setOutput(0, c.g.compare(CompareDir::NE, a, b, c.name()));
+}
+
+/// BitShift (unsigned integers): x * 2^s to the LEFT (wrapped to the type's width by
+/// keepNarrowTypes), x / 2^s to the RIGHT (as unsigned). ONNX leaves a shift by the width or
+/// more undefined (C's is, numpy gives 0 on some machines and x on others); weft gives 0.
+/// 2^s is built from s's bits (exact, where pow's rounding need not be).
+void lowerBitShift(NodeContext& c) {
+  std::string direction = c.attrString("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    c.fail(fmt::format("attribute direction is \"{}\"; it must be \"LEFT\" or \"RIGHT\"",
+                       direction));
+  auto [x, s] = c.broadcastPair(c.in(0), c.in(1));
+  requireSameDType(c, x, s);
+  int type = c.onnxType(0) != 0 ? c.onnxType(0) : c.onnxType(1);
+  const bool u64 = isUnsigned64(type);
+  const int width = u64 ? 64 : heldNarrowBits(type);
+  if (type == 0)
+    c.unsupported("the ONNX element type of its inputs is not known here (BitShift takes uint8 "
+                  "to uint64; weft holds them in wider integers)");
+  if (width == 0 || type == ::onnx::TensorProto::INT16)
+    c.fail(fmt::format("inputs are {}; BitShift takes uint8 to uint64", onnxTypeName(type)));
+  NodeId zero = c.splatLike(s, 0), one = c.splatLike(s, 1);
+  NodeId tooFar = c.g.compare(CompareDir::GE, s, c.splatLike(s, width));
+  if (u64) // a shift past 2^63 reads negative
+    tooFar = c.g.binary(OpKind::Or, tooFar, c.g.compare(CompareDir::LT, s, zero));
+  NodeId power = one;
+  for (int k = 0; (1 << k) < width; ++k) {
+    NodeId bit = c.g.binary(OpKind::And, s, c.splatLike(s, 1 << k));
+    NodeId factor = c.splatLike(s, std::ldexp(1.0, 1 << k));
+    NodeId chosen = c.g.select(c.g.compare(CompareDir::NE, bit, zero), factor, one);
+    power = c.g.binary(OpKind::Mul, power, chosen);
+  }
+  power = c.g.select(tooFar, one, power); // never 0: the division below stays defined
+  NodeId shifted = direction == "LEFT" ? c.g.binary(OpKind::Mul, x, power)
+                   : u64              ? unsignedDivide(c, x, power, "")
+                                      : c.g.binary(OpKind::Div, x, power);
+  c.setOutput(0, c.g.select(tooFar, c.splatLike(x, 0), shifted, c.name()));
 }
 
 // --- activations -----------------------------------------------------------------------------
@@ -492,11 +534,15 @@ void lowerPRelu(NodeContext& c) {
 void lowerCastLike(NodeContext& c) {
   NodeId x = c.in(0);
   if (int like = c.onnxType(1); like != 0 && irDTypeOf(like) == c.type(1).dtype) {
-    c.setOutput(0, castTo(c, x, like, c.name()));
+    c.setOutput(0, castTo(c, x, like, c.name(), c.onnxType(0)));
     c.setOutputOnnxType(0, like);
     return;
   }
   DType to = c.type(1).dtype;
+  if (isUnsigned64(c.onnxType(0)) && ir::isFloat(to)) {
+    c.setOutput(0, unsignedToFloat(c, x, to, c.name()));
+    return;
+  }
   c.setOutput(0, c.typeOf(x).dtype == to ? x : c.g.convert(x, to, c.name()));
 }
 
@@ -516,6 +562,7 @@ void addMathOps(OperatorTable& t) {
   t["IsNaN"] = since(9, lowerIsNaN);
   t["IsInf"] = since(10, lowerIsInf);
   t["Mod"] = since(10, lowerMod);
+  t["BitShift"] = since(11, lowerBitShift);
   t["Xor"] = lowerXor;
   t["Celu"] = since(12, lowerCelu);
   t["HardSwish"] = since(14, lowerHardSwish);

@@ -1,0 +1,2 @@
+// Conv and ConvTranspose tests: being written.
+#include <catch2/catch.hpp>
