@@ -212,6 +212,10 @@ std::optional<ir::DType> irDTypeOf(int t) {
   }
 }
 
+std::string listStr(const std::vector<int64_t>& v) {
+  return fmt::format("[{}]", fmt::join(v, ", "));
+}
+
 std::string onnxTypeName(int t) {
   if (TensorProto::DataType_IsValid(t))
     return TensorProto::DataType_Name(static_cast<TensorProto::DataType>(t));
@@ -396,6 +400,10 @@ const OperatorTable& operatorTable() {
     addPoolOps(t);
     addConvOps(t);
     addScatterOps(t);
+    addResizeOps(t);
+    addQuantizeOps(t);
+    addEinsumOps(t);
+    addSignalOps(t);
     return t;
   }();
   return table;
@@ -617,6 +625,12 @@ const OpSignature kSignatures[] = {
     {"ConstantOfShape", 9, "input", "value"},
     {"ConstantOfShape", 20, "input", "value"},
     {"ConstantOfShape", 21, "input", "value"},
+    {"Conv", 1, "X W B", "auto_pad dilations group kernel_shape pads strides"},
+    {"Conv", 11, "X W B", "auto_pad dilations group kernel_shape pads strides"},
+    {"ConvTranspose", 1, "X W B",
+     "auto_pad dilations group kernel_shape output_padding output_shape pads strides"},
+    {"ConvTranspose", 11, "X W B",
+     "auto_pad dilations group kernel_shape output_padding output_shape pads strides"},
     {"Cos", 7, "input", ""},
     {"Cosh", 9, "input", ""},
     {"CumSum", 11, "x axis", "exclusive reverse"},

@@ -67,6 +67,8 @@ struct Value {
 /// Nullopt for string, complex and unknown types.
 std::optional<ir::DType> irDTypeOf(int onnxType);
 std::string onnxTypeName(int onnxType);
+/// "[1, 2, 3]": an attribute's or shape operand's values in an error message.
+std::string listStr(const std::vector<int64_t>& v);
 Literal literalFromTensorProto(const ::onnx::TensorProto& t, const std::string& where);
 
 class NodeContext;
@@ -86,6 +88,10 @@ void addLossOps(OperatorTable& table);        // ops_loss.cc
 void addPoolOps(OperatorTable& table);        // ops_pool.cc
 void addConvOps(OperatorTable& table);        // ops_conv.cc
 void addScatterOps(OperatorTable& table);     // ops_scatter.cc
+void addResizeOps(OperatorTable& table);      // ops_resize.cc
+void addQuantizeOps(OperatorTable& table);    // ops_quantize.cc
+void addEinsumOps(OperatorTable& table);      // ops_einsum.cc
+void addSignalOps(OperatorTable& table);      // ops_signal.cc
 
 class NodeContext;
 /// The dtype a float `t`'s sums, statistics and composed functions are computed in: f32 for

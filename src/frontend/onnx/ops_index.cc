@@ -32,9 +32,6 @@ constexpr int64_t kMaxLiteralElements = int64_t(1) << 20;
 /// EyeLike) past 2^53 in magnitude behaves like 2^53, which no position difference reaches.
 constexpr double kBeyondAnyPosition = 9007199254740992.0; // 2^53
 
-std::string listStr(const std::vector<int64_t>& v) {
-  return fmt::format("[{}]", fmt::join(v, ", "));
-}
 
 /// `shape` with `d` inserted before position `at`.
 Shape inserted(Shape shape, size_t at, const Dim& d) {

@@ -22,9 +22,6 @@ constexpr int64_t kMaxUnrolled = 1024;
 /// ConstantOfShape results larger than this are splat constants in the graph, not literals.
 constexpr int64_t kMaxLiteralElements = int64_t(1) << 20;
 
-std::string listStr(const std::vector<int64_t>& v) {
-  return fmt::format("[{}]", fmt::join(v, ", "));
-}
 
 Dim product(const Shape& s, size_t begin, size_t end) {
   Dim p(1);

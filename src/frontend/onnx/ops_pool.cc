@@ -53,9 +53,6 @@ struct AxisWindow {
   }
 };
 
-std::string listStr(const std::vector<int64_t>& v) {
-  return fmt::format("[{}]", fmt::join(v, ", "));
-}
 
 /// The INTS attribute `name` with one value per spatial axis (`per` of them per axis), each at
 /// least `least`; `dflt` for every axis when absent.
