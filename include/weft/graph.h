@@ -62,13 +62,14 @@ public:
   Value() = default; // no value; passing it to a Graph is an InputError
   int32_t id() const { return id_; } // its position in the graph, in the order ops were added
   bool valid() const { return id_ >= 0; }
-  bool operator==(const Value& o) const { return id_ == o.id_; }
-  bool operator!=(const Value& o) const { return id_ != o.id_; }
+  bool operator==(const Value& o) const { return id_ == o.id_ && graph_ == o.graph_; }
+  bool operator!=(const Value& o) const { return !(*this == o); }
 
 private:
   friend class Graph;
-  explicit Value(int32_t id) : id_(id) {}
+  Value(int32_t id, uint64_t graph) : id_(id), graph_(graph) {}
   int32_t id_ = -1;
+  uint64_t graph_ = 0; // the graph that made it (a Graph refuses another graph's values)
 };
 
 class Graph {

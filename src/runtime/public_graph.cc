@@ -1,6 +1,7 @@
 // weft::Graph (weft/graph.h): the public builder, a thin layer over ir::Graph. Each method
 // checks that its values belong to this graph (ir::Graph trusts its callers with node ids)
 // and hands the op to ir::Graph, which type-checks it and names it in any error.
+#include <atomic>
 #include <fmt/format.h>
 
 #include "compile.h"
@@ -11,17 +12,45 @@
 
 namespace weft {
 
+namespace {
+
+/// A fresh graph identity for Values to carry (0 is no graph's).
+uint64_t newLineage() {
+  static std::atomic<uint64_t> next{1};
+  return next++;
+}
+
+} // namespace
+
+/// Values carry the lineage of the graph that made them. A copy of a graph has a lineage of
+/// its own and also takes the values its source had made by then (`shared`: those ids name the
+/// same ops in both), but not the ones either makes later, which would name different ops.
 struct Graph::Impl {
   ir::Graph graph;
   std::string name;
+  uint64_t lineage = newLineage();
+  std::vector<std::pair<uint64_t, size_t>> shared; // (lineage, values made before the copy)
 
+  Impl() = default;
+  Impl(const Impl& other)
+      : graph(other.graph), name(other.name), lineage(newLineage()), shared(other.shared) {
+    shared.emplace_back(other.lineage, other.graph.size());
+  }
+
+  bool owns(Value v) const {
+    if (v.graph_ == lineage) return true;
+    for (const auto& [l, count] : shared)
+      if (v.graph_ == l && static_cast<size_t>(v.id()) < count) return true;
+    return false;
+  }
   ir::NodeId id(Value v) const {
-    if (v.id() < 0 || static_cast<size_t>(v.id()) >= graph.size())
-      throw InputError(v.valid() ? fmt::format("graph \"{}\": value #{} is not one of its {} values",
-                                               name, v.id(), graph.size())
-                                 : fmt::format("graph \"{}\": a Value that no op made", name));
+    if (!v.valid()) throw InputError(fmt::format("graph \"{}\": a Value that no op made", name));
+    if (!owns(v) || static_cast<size_t>(v.id()) >= graph.size())
+      throw InputError(fmt::format("graph \"{}\": value #{} was made by another graph", name,
+                                   v.id()));
     return v.id();
   }
+  Value value(ir::NodeId id) const { return Value(id, lineage); }
   std::vector<ir::NodeId> ids(const std::vector<Value>& vs) const {
     std::vector<ir::NodeId> out;
     for (Value v : vs)
@@ -91,21 +120,21 @@ Graph::~Graph() = default;
 // --- building ---
 
 Value Graph::parameter(std::string name, DType dtype, Shape shape) {
-  return Value(impl_->graph.parameter(std::move(name), {dtype, irShape(shape)}));
+  return impl_->value(impl_->graph.parameter(std::move(name), {dtype, irShape(shape)}));
 }
 Value Graph::constant(DType dtype, Shape shape, std::vector<double> values, std::string name) {
-  return Value(impl_->graph.constant(dtype, irShape(shape), std::move(values), std::move(name)));
+  return impl_->value(impl_->graph.constant(dtype, irShape(shape), std::move(values), std::move(name)));
 }
 Value Graph::scalar(DType dtype, double value, std::string name) {
-  return Value(impl_->graph.scalar(dtype, value, std::move(name)));
+  return impl_->value(impl_->graph.scalar(dtype, value, std::move(name)));
 }
 Value Graph::iota(DType dtype, Shape shape, int64_t axis, std::string name) {
-  return Value(impl_->graph.iota(dtype, irShape(shape), axis, std::move(name)));
+  return impl_->value(impl_->graph.iota(dtype, irShape(shape), axis, std::move(name)));
 }
 
 #define WEFT_UNARY(method, kind)                                                                 \
   Value Graph::method(Value x, std::string name) {                                               \
-    return Value(impl_->graph.unary(ir::OpKind::kind, impl_->id(x), std::move(name)));           \
+    return impl_->value(impl_->graph.unary(ir::OpKind::kind, impl_->id(x), std::move(name)));           \
   }
 WEFT_UNARY(neg, Neg)
 WEFT_UNARY(abs, Abs)
@@ -126,12 +155,12 @@ WEFT_UNARY(reciprocal, Reciprocal)
 #undef WEFT_UNARY
 
 Value Graph::convert(Value x, DType to, std::string name) {
-  return Value(impl_->graph.convert(impl_->id(x), to, std::move(name)));
+  return impl_->value(impl_->graph.convert(impl_->id(x), to, std::move(name)));
 }
 
 #define WEFT_BINARY(method, kind)                                                                \
   Value Graph::method(Value a, Value b, std::string name) {                                      \
-    return Value(                                                                                \
+    return impl_->value(                                                                         \
         impl_->graph.binary(ir::OpKind::kind, impl_->id(a), impl_->id(b), std::move(name)));     \
   }
 WEFT_BINARY(add, Add)
@@ -148,7 +177,7 @@ WEFT_BINARY(logicalOr, Or)
 
 #define WEFT_COMPARE(method, dir)                                                                \
   Value Graph::method(Value a, Value b, std::string name) {                                      \
-    return Value(                                                                                \
+    return impl_->value(                                                                         \
         impl_->graph.compare(ir::CompareDir::dir, impl_->id(a), impl_->id(b), std::move(name))); \
   }
 WEFT_COMPARE(equal, EQ)
@@ -160,40 +189,40 @@ WEFT_COMPARE(greaterEqual, GE)
 #undef WEFT_COMPARE
 
 Value Graph::select(Value pred, Value onTrue, Value onFalse, std::string name) {
-  return Value(impl_->graph.select(impl_->id(pred), impl_->id(onTrue), impl_->id(onFalse),
+  return impl_->value(impl_->graph.select(impl_->id(pred), impl_->id(onTrue), impl_->id(onFalse),
                                    std::move(name)));
 }
 Value Graph::clamp(Value lo, Value x, Value hi, std::string name) {
-  return Value(impl_->graph.clamp(impl_->id(lo), impl_->id(x), impl_->id(hi), std::move(name)));
+  return impl_->value(impl_->graph.clamp(impl_->id(lo), impl_->id(x), impl_->id(hi), std::move(name)));
 }
 
 Value Graph::broadcastInDim(Value x, Shape shape, std::vector<int64_t> dims, std::string name) {
-  return Value(impl_->graph.broadcastInDim(impl_->id(x), irShape(shape), std::move(dims),
+  return impl_->value(impl_->graph.broadcastInDim(impl_->id(x), irShape(shape), std::move(dims),
                                            std::move(name)));
 }
 Value Graph::reshape(Value x, Shape shape, std::string name) {
-  return Value(impl_->graph.reshape(impl_->id(x), irShape(shape), std::move(name)));
+  return impl_->value(impl_->graph.reshape(impl_->id(x), irShape(shape), std::move(name)));
 }
 Value Graph::transpose(Value x, std::vector<int64_t> perm, std::string name) {
-  return Value(impl_->graph.transpose(impl_->id(x), std::move(perm), std::move(name)));
+  return impl_->value(impl_->graph.transpose(impl_->id(x), std::move(perm), std::move(name)));
 }
 Value Graph::slice(Value x, std::vector<int64_t> starts, std::vector<int64_t> limits,
                    std::vector<int64_t> strides, std::string name) {
-  return Value(impl_->graph.slice(impl_->id(x), std::move(starts), std::move(limits),
+  return impl_->value(impl_->graph.slice(impl_->id(x), std::move(starts), std::move(limits),
                                   std::move(strides), std::move(name)));
 }
 Value Graph::concatenate(std::vector<Value> xs, int64_t axis, std::string name) {
-  return Value(impl_->graph.concatenate(impl_->ids(xs), axis, std::move(name)));
+  return impl_->value(impl_->graph.concatenate(impl_->ids(xs), axis, std::move(name)));
 }
 Value Graph::pad(Value x, std::vector<int64_t> low, std::vector<int64_t> high, double value,
                  std::string name) {
-  return Value(
+  return impl_->value(
       impl_->graph.pad(impl_->id(x), std::move(low), std::move(high), value, std::move(name)));
 }
 
 #define WEFT_REDUCE(method, kind)                                                                \
   Value Graph::method(Value x, std::vector<int64_t> axes, std::string name) {                    \
-    return Value(                                                                                \
+    return impl_->value(                                                                         \
         impl_->graph.reduce(ir::ReduceKind::kind, impl_->id(x), std::move(axes), std::move(name))); \
   }
 WEFT_REDUCE(reduceSum, Sum)
@@ -206,7 +235,7 @@ WEFT_REDUCE(reduceLogSumExp, LogSumExp)
 #undef WEFT_REDUCE
 
 Value Graph::dot(Value a, Value b, std::string name) {
-  return Value(impl_->graph.dot(impl_->id(a), impl_->id(b), std::move(name)));
+  return impl_->value(impl_->graph.dot(impl_->id(a), impl_->id(b), std::move(name)));
 }
 
 void Graph::addOutput(Value v) { impl_->graph.addOutput(impl_->id(v)); }
@@ -219,19 +248,19 @@ const std::string& Graph::name() const { return impl_->name; }
 std::vector<Value> Graph::inputs() const {
   std::vector<Value> out;
   for (ir::NodeId id : impl_->graph.inputs())
-    out.push_back(Value(id));
+    out.push_back(impl_->value(id));
   return out;
 }
 std::vector<Value> Graph::outputs() const {
   std::vector<Value> out;
   for (ir::NodeId id : impl_->graph.outputs())
-    out.push_back(Value(id));
+    out.push_back(impl_->value(id));
   return out;
 }
 size_t Graph::size() const { return impl_->graph.size(); }
 std::optional<Value> Graph::find(const std::string& valueName) const {
   std::optional<ir::NodeId> id = impl_->graph.find(valueName);
-  return id ? std::optional<Value>(Value(*id)) : std::nullopt;
+  return id ? std::optional<Value>(impl_->value(*id)) : std::nullopt;
 }
 std::string Graph::valueName(Value v) const { return impl_->graph.node(impl_->id(v)).name; }
 DType Graph::dtype(Value v) const { return impl_->graph.node(impl_->id(v)).type.dtype; }

@@ -102,6 +102,21 @@ TEST_CASE("the graph builder rejects what the IR would", "[public]") {
   CHECK_THROWS_AS(g.neg(g.exp(x), "x"), InputError);        // a name already used
   Graph small;
   CHECK_THROWS_AS(small.neg(foreign), InputError);          // not a value of this graph
+  // ...even where its id names a value here: it would silently be another value.
+  Value y = small.parameter("y", DType::f32, {1});
+  CHECK(y.id() == foreign.id());
+  CHECK(y != foreign);
+  CHECK_THROWS_WITH(small.neg(foreign), Catch::Contains("made by another graph"));
+  // A copy takes the values its source had made, not those either makes afterwards.
+  Graph copy = small;
+  Value z = copy.neg(y);
+  Value w = small.exp(y);
+  CHECK(z.id() == w.id());
+  CHECK_THROWS_AS(copy.neg(w), InputError);
+  CHECK_THROWS_AS(small.neg(z), InputError);
+  CHECK_NOTHROW(copy.exp(z));
+  Graph moved = std::move(copy); // the same graph: its values stay its own
+  CHECK_NOTHROW(moved.exp(z));
   CHECK_THROWS_AS(g.reduceSum(x, {2}), InputError);         // no axis 2
 }
 

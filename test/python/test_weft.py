@@ -285,6 +285,11 @@ def test_hostile_arguments_raise_instead_of_crashing():
         exe.run({"x": np.ones(4, dtype=np.float32)}, binding={"M": -3})
     with pytest.raises(weft.InputError):
         g.concatenate([], 0)
+    # A Value of another builder is refused, even where its id names a value of this one.
+    other = weft.GraphBuilder("other")
+    foreign = other.parameter("a", "f32", [4])
+    with pytest.raises(weft.InputError, match="made by another graph"):
+        g.exp(foreign)
 
 
 def test_concurrent_runs_on_one_executable_are_serialised_and_right():
