@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "frontend/json_reader.h"
+#include "frontend/weights_file.h"
 #include "run_weft.h"
 
 namespace fs = std::filesystem;
@@ -253,4 +254,36 @@ TEST_CASE("weft grad's numbers are decimal: an empty, hex or padded value is one
     for (auto id : g.graph.outputs()) outputs.push_back(g.graph.node(id).name);
     CHECK(outputs == std::vector<std::string>{"loss", "new_gamma"});
   }
+}
+
+TEST_CASE("weft grad keeps the graph's weights and their values in a weights file beside it") {
+  fs::path dir = weft::testing::scratchDir() / "grad_weights";
+  fs::create_directories(dir);
+  weft::HostTensor s(weft::DType::f32, {3});
+  for (int64_t i = 0; i < 3; ++i) s.set(i, 0.25 * double(i + 1));
+  weft::frontend::writeWeightsFile((dir / "mixed.safetensors").string(), {{"s", s}});
+  std::string graph = kMixed;
+  graph.replace(graph.find(R"(, {"name": "s")"), std::string(R"(, {"name": "s", "dtype": "f32", "shape": [3]}])").size(),
+                R"(], "weights_file": "mixed.safetensors", "weights": [{"name": "s", "dtype": "f32", "shape": [3]}])");
+  std::ofstream(dir / "mixed.json") << graph;
+  fs::path out = dir / "train" / "mixed_sgd.json";
+  fs::create_directories(out.parent_path());
+  auto r = runWeft("grad " + (dir / "mixed.json").string() + " --loss loss --wrt x,s --sgd 0.5 -o " +
+                   out.string());
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(fs::exists(dir / "train" / "mixed_sgd.safetensors"));
+  auto g = weft::frontend::readGraphFile(out.string());
+  CHECK(g.weightNames == std::vector<std::string>{"s"});
+  REQUIRE(g.weights.count("s"));
+  CHECK(g.weights.at("s").bytes == s.bytes);
+  // The step runs with the weights' values, the other inputs random.
+  auto run = runWeft("run " + out.string() + " --bind B=2 --check");
+  INFO(run.out << run.err);
+  CHECK(run.rc == 0);
+  // The weights file may not overwrite the graph read.
+  auto same = runWeft("grad " + (dir / "mixed.json").string() + " --loss loss -o " + out.string() +
+                      " --weights " + (dir / "mixed.json").string());
+  CHECK(same.rc == 2);
+  CHECK(same.err.find("the same file as the input") != std::string::npos);
 }

@@ -18,7 +18,9 @@
 #include "frontend/npy.h"
 #include "frontend/onnx/load_graph.h"
 #include "frontend/onnx/onnx_import.h"
+#include "frontend/json_writer.h"
 #include "frontend/random_inputs.h"
+#include "frontend/weights_file.h"
 #include "frontend/read_file.h"
 #include "fusion/gemm_planner.h"
 #include "fusion/plan.h"
@@ -500,6 +502,57 @@ void writeOutputFile(const std::string& flag, const std::string& path, const std
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   out.close();
   if (!out) throw InputError(fmt::format("{} {}: cannot write the file: {}", flag, path, reason()));
+}
+
+namespace {
+
+/// Whether two paths name one file (through "..", symlinks and hard links, existing or not).
+bool samePath(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (std::filesystem::equivalent(a, b, ec)) return true;
+  std::filesystem::path ca = std::filesystem::weakly_canonical(a, ec);
+  if (ec) return false;
+  std::filesystem::path cb = std::filesystem::weakly_canonical(b, ec);
+  return !ec && ca == cb;
+}
+
+} // namespace
+
+void writeGraphWithWeights(const std::string& output, const std::string& weightsPath,
+                           const ir::Graph& g, const std::string& name,
+                           const std::vector<std::string>& weightNames,
+                           const ir::Weights& weights, const std::string& source) {
+  if (weightNames.empty()) {
+    writeOutputFile("-o", output, frontend::writeGraphJson(g, name));
+    return;
+  }
+  // The weights file beside the graph, named relative to it in "weights_file".
+  std::filesystem::path out(output);
+  std::filesystem::path defaultPath = std::filesystem::path(out).replace_extension(".safetensors");
+  std::filesystem::path path = weightsPath.empty() ? defaultPath : std::filesystem::path(weightsPath);
+  checkOutputFile("--weights", path.string());
+  // One path for both: the graph's JSON would overwrite the weights just written.
+  for (const auto& [flag, other] : {std::pair<const char*, std::string>{"-o", output},
+                                    std::pair<const char*, std::string>{"the input", source}})
+    if (samePath(path.string(), other))
+      throw InputError(fmt::format("--weights {}: the same file as {} {}; give the weights a "
+                                   "file of their own (default: {})",
+                                   path.string(), flag, other, defaultPath.string()));
+  std::filesystem::path folder = out.parent_path().empty() ? "." : out.parent_path();
+  std::string relative =
+      std::filesystem::absolute(path).lexically_relative(std::filesystem::absolute(folder))
+          .string();
+  ir::Weights written;
+  for (const std::string& w : weightNames)
+    written.emplace(w, weights.at(w));
+  try {
+    frontend::writeWeightsFile(path.string(), written);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("--weights {}", e.what()));
+  }
+  writeOutputFile("-o", output,
+                  frontend::writeGraphJson(g, name, weightNames,
+                                           relative.empty() ? path.string() : relative));
 }
 
 void saveOutputs(const ir::Graph& g, const std::vector<HostTensor>& outputs,

@@ -164,6 +164,15 @@ void checkOutputFile(const std::string& flag, const std::string& path);
 /// OS's reason>" when it cannot be opened or written.
 void writeOutputFile(const std::string& flag, const std::string& path, const std::string& text);
 
+/// Writes `g` as a JSON graph to `output` (flag -o). With weights (`weightNames`, values in
+/// `weights`): their values go to a safetensors file, `weightsPath` or by default the -o file
+/// with the extension .safetensors, named relative to the graph in its "weights_file"; that
+/// file must be neither -o nor `source` (the file the graph was read from).
+void writeGraphWithWeights(const std::string& output, const std::string& weightsPath,
+                           const ir::Graph& g, const std::string& name,
+                           const std::vector<std::string>& weightNames,
+                           const ir::Weights& weights, const std::string& source);
+
 /// Writes DIR/<valueFileName(output name)>.npy for every output (the directory is created
 /// when missing).
 void saveOutputs(const ir::Graph& g, const std::vector<HostTensor>& outputs,

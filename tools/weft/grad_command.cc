@@ -3,6 +3,8 @@
 // and write the training graph as weft JSON: G's inputs; G's outputs, then grad_<input> per
 // wrt input. With an optimizer, the gradients give way to the updated parameters (and Adam's
 // moments and step count), named new_<input> (autodiff/optimizer.h): one graph, one step.
+// G's weights (an ONNX model's initializers, a JSON graph's weights file) stay weights, their
+// values written beside OUT.json as for `weft import`.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
@@ -24,7 +26,7 @@ namespace weft::tools {
 namespace {
 
 struct GradOptions {
-  std::string file, loss, wrt, output, amp;
+  std::string file, loss, wrt, output, weights, amp;
   bool print = false;
   // The optimizer: --sgd LR, or --adam with its hyperparameters (as given, checked by
   // optimizerOption so that a bad value is one line naming the flag).
@@ -146,7 +148,15 @@ void runGrad(const GradOptions& o) {
   }
   std::string name = g.name + (optimizer.sgd ? "_sgd" : optimizer.adam ? "_adam" : "_grad");
   if (o.print) fmt::print("{}", ir::printGraph(training, name));
-  if (!o.output.empty()) writeOutputFile("-o", o.output, frontend::writeGraphJson(training, name));
+  if (o.output.empty()) return;
+  // The forward graph's weights stay the training graph's, with their values (the parameters
+  // a step starts from), in a weights file beside it.
+  std::vector<std::string> weights;
+  for (const std::string& w : g.weightNames)
+    if (std::optional<ir::NodeId> id = training.find(w);
+        id && training.node(*id).kind == ir::OpKind::Parameter)
+      weights.push_back(w);
+  writeGraphWithWeights(o.output, o.weights, training, name, weights, g.weights, o.file);
 }
 
 } // namespace
@@ -162,6 +172,9 @@ void addGradCommand(CLI::App& app) {
                   "Inputs to differentiate with respect to, comma-separated, in the order of the "
                   "gradient outputs (default: every floating-point input, in graph order)");
   cmd->add_option("-o,--output", o->output, "JSON graph to write");
+  cmd->add_option("--weights", o->weights,
+                  "Weights file to write when the graph has weights (safetensors layout; "
+                  "default: the -o file with the extension .safetensors)");
   addAmpOption(cmd, o->amp);
   cmd->add_option("--sgd", o->sgd,
                   "Append an SGD step with this learning rate: outputs G's outputs, then "

@@ -23,16 +23,6 @@ struct ImportCommandOptions {
   bool print = false, embedWeights = false;
 };
 
-/// Whether two paths name one file (through "..", symlinks and hard links, existing or not).
-bool samePath(const std::string& a, const std::string& b) {
-  std::error_code ec;
-  if (std::filesystem::equivalent(a, b, ec)) return true;
-  std::filesystem::path ca = std::filesystem::weakly_canonical(a, ec);
-  if (ec) return false;
-  std::filesystem::path cb = std::filesystem::weakly_canonical(b, ec);
-  return !ec && ca == cb;
-}
-
 void runImport(const ImportCommandOptions& o) {
   if (!o.output.empty()) checkOutputFile("-o", o.output);
   frontend::ParsedGraph g;
@@ -41,37 +31,7 @@ void runImport(const ImportCommandOptions& o) {
   if (!o.embedWeights) withWeightsHoisted(g);
   if (o.print) fmt::print("{}", ir::printGraph(g.graph, g.name));
   if (o.output.empty()) return;
-  if (g.weightNames.empty()) {
-    writeOutputFile("-o", o.output, frontend::writeGraphJson(g.graph, g.name));
-    return;
-  }
-  // The weights file beside the graph, named relative to it in "weights_file".
-  std::filesystem::path out(o.output);
-  std::filesystem::path weights =
-      o.weights.empty() ? std::filesystem::path(out).replace_extension(".safetensors")
-                        : std::filesystem::path(o.weights);
-  checkOutputFile("--weights", weights.string());
-  // One path for both: the graph's JSON would overwrite the weights just written.
-  for (const auto& [flag, other] : {std::pair<const char*, std::string>{"-o", o.output},
-                                    std::pair<const char*, std::string>{"the model", o.model}})
-    if (samePath(weights.string(), other))
-      throw InputError(
-          fmt::format("--weights {}: the same file as {} {}; give the weights a "
-                      "file of their own (default: {})",
-                      weights.string(), flag, other,
-                      std::filesystem::path(out).replace_extension(".safetensors").string()));
-  std::filesystem::path folder = out.parent_path().empty() ? "." : out.parent_path();
-  std::string relative =
-      std::filesystem::absolute(weights).lexically_relative(std::filesystem::absolute(folder))
-          .string();
-  try {
-    frontend::writeWeightsFile(weights.string(), g.weights);
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("--weights {}", e.what()));
-  }
-  writeOutputFile("-o", o.output,
-                  frontend::writeGraphJson(g.graph, g.name, g.weightNames,
-                                           relative.empty() ? weights.string() : relative));
+  writeGraphWithWeights(o.output, o.weights, g.graph, g.name, g.weightNames, g.weights, o.model);
 }
 
 } // namespace
