@@ -71,6 +71,24 @@ TEST_CASE("dim_param becomes a symbolic dim and dim_value a static one", "[onnx]
   CHECK(valuesOf(out[0]) == std::vector<double>{0, 2, 0, 4});
 }
 
+TEST_CASE("distinct dim_params stay distinct symbols when made identifiers", "[onnx][symbols]") {
+  // "seq-len" reads seq_len as an identifier, which another input names; an unnamed dim of x
+  // reads x_1, which a dim_param names. Each keeps a symbol of its own, so sizes that differ
+  // bind (one symbol would have made them one size).
+  ModelBuilder m;
+  m.input("x", kFloat, {"seq-len", ""}).input("y", kFloat, {"seq_len"}).input("z", kFloat, {"x_1"});
+  m.node("ReduceSum", {"x"}, {"sx"}, {Attr::integer("keepdims", 0)}).output("sx");
+  m.node("Relu", {"y"}, {"ry"}).output("ry").node("Relu", {"z"}, {"rz"}).output("rz");
+  ir::Graph g = importOnnxBytes(m.bytes());
+  CHECK(g.node(g.inputs()[0]).type.shape ==
+        ir::Shape{ir::Dim::symbol("seq_len_2"), ir::Dim::symbol("x_1_2")});
+  CHECK(g.node(g.inputs()[1]).type.shape == ir::Shape{ir::Dim::symbol("seq_len")});
+  CHECK(g.node(g.inputs()[2]).type.shape == ir::Shape{ir::Dim::symbol("x_1")});
+  auto out = run(g, {tensor({1, 2}, {1, 2}), tensor({3}, {-1, 0, 1}), tensor({4}, {1, 1, 1, 1})},
+                 {{"seq_len_2", 1}, {"x_1_2", 2}, {"seq_len", 3}, {"x_1", 4}});
+  CHECK(valuesOf(out[0]) == std::vector<double>{3});
+}
+
 TEST_CASE("inputs whose dims were exported under different names are unified where they meet",
           "[onnx][symbols]") {
   // torch.onnx.export names each input's dynamic axes on its own: "batch" and "batch_size",

@@ -1217,6 +1217,16 @@ struct ModelImporter {
   /// The default domain's opset version; nullopt when the model imports none.
   std::optional<int64_t> defaultOpset(const ::onnx::ModelProto& m) const;
   ImportOptions options;
+  /// The IR symbol of each dim_param, and every symbol given out. Distinct dim_params get
+  /// distinct symbols ("a-b" and "a_b" both read a_b as identifiers: one is a_b_2), and an
+  /// unnamed dim a symbol no dim_param has: a shared symbol would make the two sizes one.
+  std::map<std::string, std::string> dimSymbols;
+  std::set<std::string> symbolsUsed;
+  /// Reserves the dim_params of `graph`'s inputs that are identifiers already, so that they
+  /// keep their names whatever order the inputs come in.
+  void reserveDimSymbols(const ::onnx::GraphProto& graph);
+  std::string dimSymbol(const std::string& dimParam);
+  std::string freshSymbol(const std::string& base);
   void addInput(const ::onnx::ValueInfoProto& vi);
   /// Fails unless initializer `init`, which shadows graph input `vi`, has its type and shape.
   void checkShadowedInput(const ::onnx::ValueInfoProto& vi, const Value& init) const;
@@ -1333,6 +1343,31 @@ std::optional<int64_t> ModelImporter::defaultOpset(const ::onnx::ModelProto& m) 
   return std::nullopt;
 }
 
+void ModelImporter::reserveDimSymbols(const ::onnx::GraphProto& graph) {
+  for (const auto& vi : graph.input()) {
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) continue;
+    for (const auto& d : vi.type().tensor_type().shape().dim())
+      if (d.has_dim_param() && symbolName(d.dim_param()) == d.dim_param()) {
+        dimSymbols[d.dim_param()] = d.dim_param();
+        symbolsUsed.insert(d.dim_param());
+      }
+  }
+}
+
+std::string ModelImporter::dimSymbol(const std::string& dimParam) {
+  auto it = dimSymbols.find(dimParam);
+  if (it != dimSymbols.end()) return it->second;
+  return dimSymbols[dimParam] = freshSymbol(symbolName(dimParam));
+}
+
+std::string ModelImporter::freshSymbol(const std::string& base) {
+  std::string s = base;
+  for (int k = 2; symbolsUsed.count(s); ++k)
+    s = fmt::format("{}_{}", base, k);
+  symbolsUsed.insert(s);
+  return s;
+}
+
 void ModelImporter::addInput(const ::onnx::ValueInfoProto& vi) {
   std::string where = fmt::format("{}: graph input \"{}\"", source, vi.name());
   if (!vi.type().has_tensor_type())
@@ -1355,9 +1390,10 @@ void ModelImporter::addInput(const ::onnx::ValueInfoProto& vi) {
         failAt(where, fmt::format("dim {} is negative ({})", i, d.dim_value()));
       shape.push_back(ir::Dim(d.dim_value()));
     } else if (d.has_dim_param() && !d.dim_param().empty()) {
-      shape.push_back(ir::Dim::symbol(symbolName(d.dim_param())));
+      shape.push_back(ir::Dim::symbol(dimSymbol(d.dim_param())));
     } else {
-      shape.push_back(ir::Dim::symbol(symbolName(fmt::format("{}_{}", vi.name(), i))));
+      std::string unnamed = symbolName(fmt::format("{}_{}", vi.name(), i));
+      shape.push_back(ir::Dim::symbol(freshSymbol(unnamed)));
     }
   }
   Value v;
@@ -1582,6 +1618,7 @@ void ModelImporter::importModel(const ::onnx::ModelProto& m) {
     values[init.name()] = std::move(v);
   }
   std::set<std::string> inputNames;
+  reserveDimSymbols(graph);
   for (const auto& vi : graph.input()) {
     if (!inputNames.insert(vi.name()).second)
       failAt(source, fmt::format("graph input \"{}\" is listed twice", vi.name()));
