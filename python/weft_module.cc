@@ -230,8 +230,12 @@ public:
       std::memcpy(t.bytes.data(), a.data(), t.bytes.size());
       tensors.emplace(name, std::move(t));
     }
-    py::gil_scoped_release unlocked;
-    exe_.setWeights(tensors);
+    {
+      py::gil_scoped_release unlocked;
+      exe_.setWeights(tensors);
+    }
+    for (const auto& [name, t] : tensors)
+      weightDims_[name] = t.shape;
   }
 
   std::vector<std::string> callInputNames() {
@@ -316,35 +320,45 @@ private:
     return arrays;
   }
 
-  /// Binds each symbol from the first input dim that is a multiple of it alone, then checks
-  /// every dim against the binding.
+  /// An input's declared shape and the size of each of its dims in this run.
+  struct Sized {
+    std::string what; // "input \"x\"" or "weight \"w\""
+    weft::Shape declared;
+    std::vector<int64_t> dims;
+  };
+
+  /// Binds each symbol from the first dim that is a multiple of it alone, among the call's
+  /// inputs and then the weights set_weights gave (a symbol only a weight has is bound by it),
+  /// then checks every dim against the binding.
   weft::Binding bindFromShapes(const std::vector<py::array>& arrays, weft::Binding binding) {
     const weft::Graph& g = compiled_->graph->graph();
     std::vector<weft::Value> ins = callInputs();
-    for (size_t i = 0; i < ins.size(); ++i) {
-      weft::Shape shape = g.shape(ins[i]);
-      for (size_t k = 0; k < shape.size(); ++k) {
-        const weft::Dim& d = shape[k];
-        if (d.symbols().size() == 1 && !binding.count(d.symbols()[0]) &&
-            arrays[i].shape(k) % d.factor() == 0)
-          binding[d.symbols()[0]] = arrays[i].shape(k) / d.factor();
+    std::vector<Sized> sized;
+    for (size_t i = 0; i < ins.size(); ++i)
+      sized.push_back({"input \"" + g.valueName(ins[i]) + "\"", g.shape(ins[i]),
+                       {arrays[i].shape(), arrays[i].shape() + arrays[i].ndim()}});
+    for (const auto& [name, dims] : weightDims_)
+      sized.push_back({"weight \"" + name + "\"", g.shape(*g.find(name)), dims});
+    for (const Sized& s : sized)
+      for (size_t k = 0; k < s.declared.size(); ++k) {
+        const weft::Dim& d = s.declared[k];
+        if (d.symbols().size() == 1 && !binding.count(d.symbols()[0]) && s.dims[k] % d.factor() == 0)
+          binding[d.symbols()[0]] = s.dims[k] / d.factor();
       }
-    }
-    for (size_t i = 0; i < ins.size(); ++i) {
-      weft::Shape shape = g.shape(ins[i]);
-      for (size_t k = 0; k < shape.size(); ++k)
-        if (dimSize(shape[k], binding) != arrays[i].shape(k))
-          throw weft::InputError("input \"" + g.valueName(ins[i]) + "\" dim " + std::to_string(k) +
-                                 " is " + std::to_string(arrays[i].shape(k)) + ", the graph says " +
-                                 shape[k].str() + " = " +
-                                 std::to_string(dimSize(shape[k], binding)));
-    }
+    for (const Sized& s : sized)
+      for (size_t k = 0; k < s.declared.size(); ++k)
+        if (dimSize(s.declared[k], binding) != s.dims[k])
+          throw weft::InputError(s.what + " dim " + std::to_string(k) + " is " +
+                                 std::to_string(s.dims[k]) + ", the graph says " +
+                                 s.declared[k].str() + " = " +
+                                 std::to_string(dimSize(s.declared[k], binding)));
     return binding;
   }
 
   std::shared_ptr<Compiled> compiled_;
   std::unique_ptr<weft::Device> device_;
   weft::Executable exe_;
+  std::map<std::string, std::vector<int64_t>> weightDims_; // the weights set_weights gave
   std::mutex mutex_; // one call at a time (lockReleasingGil)
 };
 

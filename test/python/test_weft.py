@@ -272,6 +272,20 @@ def test_a_weight_with_symbolic_dims_must_fit_the_binding():
             exe.run({"x": np.ones((rows, 4), dtype=np.float32)})
 
 
+def test_a_symbol_only_a_weight_has_is_bound_by_the_weight():
+    g = weft.GraphBuilder("weight_symbol")
+    x = g.parameter("x", "f32", [4])
+    w = g.parameter("w", "f32", ["K"])
+    g.add_output(g.reduce_sum(w, [0], "total"))
+    g.add_output(g.exp(x, "ex"))
+    exe = weft.Executable(weft.compile(g, cache_dir="off"), device="sim")
+    exe.set_weights({"w": np.arange(5, dtype=np.float32)})
+    out = exe.run({"x": np.zeros(4, dtype=np.float32)})
+    assert out["total"] == 10.0
+    with pytest.raises(weft.InputError, match='weight "w" dim 0 is 5, the graph says K = 3'):
+        exe.run({"x": np.zeros(4, dtype=np.float32)}, binding={"K": 3})
+
+
 def test_hostile_arguments_raise_instead_of_crashing():
     with pytest.raises(TypeError):
         weft.Executable(None)
