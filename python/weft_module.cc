@@ -348,7 +348,7 @@ private:
     for (const Sized& s : sized)
       for (size_t k = 0; k < s.declared.size(); ++k)
         if (dimSize(s.declared[k], binding) != s.dims[k])
-          throw weft::InputError(s.what + " dim " + std::to_string(k) + " is " +
+          throw weft::InputError(s.what + ": dim " + std::to_string(k) + " is " +
                                  std::to_string(s.dims[k]) + ", the graph says " +
                                  s.declared[k].str() + " = " +
                                  std::to_string(dimSize(s.declared[k], binding)));

@@ -282,7 +282,7 @@ def test_a_symbol_only_a_weight_has_is_bound_by_the_weight():
     exe.set_weights({"w": np.arange(5, dtype=np.float32)})
     out = exe.run({"x": np.zeros(4, dtype=np.float32)})
     assert out["total"] == 10.0
-    with pytest.raises(weft.InputError, match='weight "w" dim 0 is 5, the graph says K = 3'):
+    with pytest.raises(weft.InputError, match='weight "w": dim 0 is 5, the graph says K = 3'):
         exe.run({"x": np.zeros(4, dtype=np.float32)}, binding={"K": 3})
 
 
