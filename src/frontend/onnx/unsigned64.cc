@@ -88,7 +88,8 @@ const std::set<std::string>& exactOnUnsigned64() {
       "ReduceSumSquare", "Reshape",   "Scatter",        "ScatterElements", "ScatterND",
       "Shape",        "Sign",         "Size",           "Slice",     "SpaceToDepth",
       "Split",        "Squeeze",      "Sub",            "Sum",       "Tile",
-      "Transpose",    "Trilu",        "Unsqueeze",      "Where"};
+      "Transpose",    "Trilu",        "Unsqueeze",      "Where",     "Einsum",
+      "ReverseSequence"};
   return ops;
 }
 
