@@ -404,6 +404,9 @@ const OperatorTable& operatorTable() {
     addQuantizeOps(t);
     addEinsumOps(t);
     addSignalOps(t);
+    addRnnOps(t);
+    addTrainingOps(t);
+    addSampleOps(t);
     return t;
   }();
   return table;

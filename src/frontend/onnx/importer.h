@@ -92,6 +92,9 @@ void addResizeOps(OperatorTable& table);      // ops_resize.cc
 void addQuantizeOps(OperatorTable& table);    // ops_quantize.cc
 void addEinsumOps(OperatorTable& table);      // ops_einsum.cc
 void addSignalOps(OperatorTable& table);      // ops_signal.cc
+void addRnnOps(OperatorTable& table);         // ops_rnn.cc
+void addTrainingOps(OperatorTable& table);    // ops_training.cc
+void addSampleOps(OperatorTable& table);      // ops_sample.cc
 
 class NodeContext;
 /// The dtype a float `t`'s sums, statistics and composed functions are computed in: f32 for

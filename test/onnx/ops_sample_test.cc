@@ -1,0 +1,2 @@
+// (being written)
+#include <catch2/catch.hpp>
