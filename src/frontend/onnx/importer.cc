@@ -161,6 +161,26 @@ std::string inexactReason(const Literal& lit) {
                      *i, lit.exact[*i], ir::dtypeName(lit.dtype));
 }
 
+/// `lit` as a constant node of `g` named `name` (".k" added while the name is taken): one
+/// value splat over the shape when every element is that value (bit for bit), or when there are
+/// none. UnsupportedError, without a location (callers add theirs), when an integer element
+/// past 2^53 would round.
+ir::NodeId materialize(ir::Graph& g, const Literal& lit, const std::string& name) {
+  if (std::string why = inexactReason(lit); !why.empty()) throw UnsupportedError(why, "");
+  std::string n = name;
+  for (int k = 1; !n.empty() && g.find(n); ++k)
+    n = fmt::format("{}.{}", name, k);
+  std::vector<double> values = lit.doubles();
+  bool uniform = !values.empty() && std::all_of(values.begin(), values.end(), [&](double v) {
+    return std::memcmp(&v, &values[0], sizeof(double)) == 0;
+  });
+  if (values.empty())
+    values = {0.0}; // an empty tensor: a splat over zero elements
+  else if (uniform)
+    values.resize(1);
+  return g.constant(lit.dtype, ir::Shape(lit.shape.begin(), lit.shape.end()), std::move(values), n);
+}
+
 } // namespace
 
 int64_t Literal::numElements() const {
@@ -1164,20 +1184,11 @@ ir::NodeId NodeContext::splatLike(ir::NodeId x, double v) {
 }
 
 ir::NodeId NodeContext::constant(const Literal& lit, const std::string& nm) {
-  std::string n = nm;
-  for (int k = 1; !n.empty() && g.find(n); ++k)
-    n = fmt::format("{}.{}", nm, k);
-  ir::Shape shape(lit.shape.begin(), lit.shape.end());
-  if (std::string why = inexactReason(lit); !why.empty()) unsupported(why);
-  std::vector<double> values = lit.doubles();
-  bool uniform = !values.empty() && std::all_of(values.begin(), values.end(), [&](double v) {
-    return std::memcmp(&v, &values[0], sizeof(double)) == 0;
-  });
-  if (values.empty())
-    values = {0.0}; // an empty tensor: a splat over zero elements
-  else if (uniform)
-    values.resize(1);
-  return g.constant(lit.dtype, shape, std::move(values), n);
+  try {
+    return materialize(g, lit, nm);
+  } catch (const UnsupportedError& e) {
+    unsupported(e.what());
+  }
 }
 
 ir::Shape NodeContext::broadcastShape(const ir::Shape& a, const ir::Shape& b) const {
@@ -1675,15 +1686,13 @@ void ModelImporter::setGraphOutputs(const ::onnx::GraphProto& graph) {
     if (auto taken = g.find(o.name()); taken && *taken != it->second.node) renameValue(*taken);
     Value& v = it->second;
     if (v.node < 0) {
-      ir::Shape shape(v.literal->shape.begin(), v.literal->shape.end());
-      if (std::string why = inexactReason(*v.literal); !why.empty())
-        throw UnsupportedError(fmt::format("{}: graph output \"{}\": {}", source, o.name(), why),
-                               "");
-      std::vector<double> vals =
-          v.literal->size() == 0 ? std::vector<double>{0.0} : v.literal->doubles();
       try {
-        v.node = g.constant(v.literal->dtype, shape, std::move(vals), o.name());
-      } catch (const InputError& e) { // e.g. an i64 value past 2^63 after rounding to double
+        v.node = materialize(g, *v.literal, o.name());
+      } catch (const UnsupportedError& e) {
+        throw UnsupportedError(fmt::format("{}: graph output \"{}\": {}", source, o.name(),
+                                           e.what()),
+                               "");
+      } catch (const InputError& e) {
         failAt(source, fmt::format("graph output \"{}\": {}", o.name(),
                                    irMessage(e.what(), /*keepKind=*/false)));
       }
