@@ -69,23 +69,6 @@ py::list fromShape(const weft::Shape& shape) {
   return out;
 }
 
-/// A dim's size under `binding`; InputError naming the symbol when it is unbound or negative,
-/// or when the size overflows int64 (outputs are allocated with it before the run checks).
-int64_t dimSize(const weft::Dim& d, const weft::Binding& binding) {
-  int64_t size = d.factor();
-  for (const std::string& s : d.symbols()) {
-    auto it = binding.find(s);
-    if (it == binding.end()) throw weft::InputError("symbol \"" + s + "\" is not bound");
-    if (it->second < 0)
-      throw weft::InputError("symbol \"" + s + "\" is bound to " + std::to_string(it->second) +
-                             "; sizes are 0 or more");
-    if (__builtin_mul_overflow(size, it->second, &size))
-      throw weft::InputError("size overflow: dim " + d.str() + " does not fit in int64 under "
-                             "this binding");
-  }
-  return size;
-}
-
 /// Takes `m` with the GIL released (a thread holding `m` may be waiting for the GIL), then
 /// holds it: one call at a time on an Executable, whose buffers and caches are not shared
 /// between concurrent runs.
@@ -139,7 +122,7 @@ public:
       }
       for (weft::Value v : g.outputs()) {
         std::vector<int64_t> shape;
-        for (const weft::Dim& d : g.shape(v)) shape.push_back(dimSize(d, binding));
+        for (const weft::Dim& d : g.shape(v)) shape.push_back(d.evaluate(binding));
         py::array r(numpyDType(g.dtype(v)), shape);
         out.push_back(device_->allocate(std::max<size_t>(r.nbytes(), 1)));
         results.push_back(std::move(r));
@@ -347,11 +330,11 @@ private:
       }
     for (const Sized& s : sized)
       for (size_t k = 0; k < s.declared.size(); ++k)
-        if (dimSize(s.declared[k], binding) != s.dims[k])
+        if (s.declared[k].evaluate(binding) != s.dims[k])
           throw weft::InputError(s.what + ": dim " + std::to_string(k) + " is " +
                                  std::to_string(s.dims[k]) + ", the graph says " +
                                  s.declared[k].str() + " = " +
-                                 std::to_string(dimSize(s.declared[k], binding)));
+                                 std::to_string(s.declared[k].evaluate(binding)));
     return binding;
   }
 

@@ -47,6 +47,9 @@ public:
   bool operator==(const Dim& o) const { return factor_ == o.factor_ && symbols_ == o.symbols_; }
   bool operator!=(const Dim& o) const { return !(*this == o); }
   std::string str() const; // "768", "B", "2*B*S"
+  /// The size under `binding`; InputError when one of its symbols is unbound or bound to a
+  /// negative size, or when the product does not fit in int64.
+  int64_t evaluate(const Binding& binding) const;
 
 private:
   friend struct detail::Access;

@@ -97,6 +97,21 @@ Dim::Dim(const char* text) : Dim(std::string(text ? text : "")) {}
 
 std::string Dim::str() const { return irDim(*this).str(); }
 
+int64_t Dim::evaluate(const Binding& binding) const {
+  for (const std::string& s : symbols_) {
+    auto it = binding.find(s);
+    if (it == binding.end()) throw InputError(fmt::format("symbol \"{}\" is not bound", s));
+    if (it->second < 0)
+      throw InputError(
+          fmt::format("symbol \"{}\" is bound to {}; sizes are 0 or more", s, it->second));
+  }
+  try {
+    return irDim(*this).evaluate(binding);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("dim {}: {}", str(), e.what()));
+  }
+}
+
 // --- Graph: the bridges (src/compile.h) ---
 
 const ir::Graph& detail::Access::irGraph(const Graph& g) { return g.impl_->graph; }

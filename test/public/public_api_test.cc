@@ -89,6 +89,15 @@ TEST_CASE("the graph builder reads back what was built", "[public]") {
   CHECK_FALSE(g.find("minus_x"));
 }
 
+TEST_CASE("a dim evaluates under a binding, and says what is wrong with one", "[public]") {
+  CHECK(Dim("2*B*S").evaluate({{"B", 3}, {"S", 5}}) == 30);
+  CHECK(Dim(7).evaluate({}) == 7);
+  CHECK_THROWS_WITH(Dim("B*S").evaluate({{"B", 3}}), Catch::Contains("symbol \"S\" is not bound"));
+  CHECK_THROWS_WITH(Dim("B").evaluate({{"B", -1}}), Catch::Contains("sizes are 0 or more"));
+  CHECK_THROWS_WITH(Dim("B*S").evaluate({{"B", int64_t(1) << 40}, {"S", int64_t(1) << 40}}),
+                    Catch::Contains("size overflow"));
+}
+
 TEST_CASE("the graph builder rejects what the IR would", "[public]") {
   Graph g;
   Value x = g.parameter("x", DType::f32, {4, 8});
