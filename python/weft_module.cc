@@ -47,13 +47,37 @@ DType parseDType(const std::string& s) {
 }
 
 /// A Python shape: ints and strings ("B", "2*B").
+/// The Python type name of `h` for an error message ("int", "NoneType", "numpy.ndarray").
+std::string typeName(py::handle h) {
+  return py::str(py::type::handle_of(h).attr("__name__")).cast<std::string>();
+}
+
+/// `key` as a name: a str, else a TypeError naming `what` and what was given.
+std::string nameOf(py::handle key, const std::string& what) {
+  if (!py::isinstance<py::str>(key))
+    throw py::type_error(what + ": expected a str, got " + typeName(key));
+  return key.cast<std::string>();
+}
+
+/// A shape from a sequence of ints (numpy's too) and strings ("B", "2*B"); TypeError for any
+/// other element (a float, None, a bool), InputError for an int past int64.
 weft::Shape toShape(const py::sequence& dims) {
   weft::Shape shape;
   for (py::handle d : dims) {
-    if (py::isinstance<py::str>(d))
+    if (py::isinstance<py::str>(d)) {
       shape.emplace_back(d.cast<std::string>());
-    else
-      shape.emplace_back(d.cast<int64_t>());
+      continue;
+    }
+    if (py::isinstance<py::bool_>(d) || !PyIndex_Check(d.ptr()))
+      throw py::type_error("shape element " + py::repr(d).cast<std::string>() +
+                           ": expected an int or a str such as \"B\", got " + typeName(d));
+    int overflow = 0;
+    py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(d.ptr()));
+    long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    if (overflow)
+      throw weft::InputError("shape element " + py::repr(d).cast<std::string>() +
+                             " does not fit in int64");
+    shape.emplace_back(static_cast<int64_t>(v));
   }
   return shape;
 }
@@ -204,7 +228,7 @@ public:
     const weft::Graph& g = compiled_->graph->graph();
     std::map<std::string, weft::HostTensor> tensors;
     for (auto item : weights) {
-      std::string name = item.first.cast<std::string>();
+      std::string name = nameOf(item.first, "set_weights: a weight's name");
       std::optional<weft::Value> v = g.find(name);
       if (!v) throw weft::InputError("weight \"" + name + "\" is not an input of the graph");
       py::array a = arrayOf(py::reinterpret_borrow<py::object>(item.second), g.dtype(*v),
@@ -279,7 +303,7 @@ private:
       }
       if (d.size() != ins.size())
         for (auto item : d) {
-          std::string name = item.first.cast<std::string>();
+          std::string name = nameOf(item.first, "run: an input's name");
           if (std::none_of(ins.begin(), ins.end(),
                            [&](weft::Value v) { return g.valueName(v) == name; }))
             throw weft::InputError("\"" + name + "\" is not an input of the graph" +

@@ -299,6 +299,15 @@ def test_hostile_arguments_raise_instead_of_crashing():
         exe.run({"x": np.ones(4, dtype=np.float32)}, binding={"M": -3})
     with pytest.raises(weft.InputError):
         g.concatenate([], 0)
+    # Bad names and shape elements are TypeErrors that say what was given.
+    with pytest.raises(TypeError, match="expected a str, got int"):
+        exe.set_weights({1: np.ones(4, dtype=np.float32)})
+    for bad, kind in ((1.5, "float"), (None, "NoneType"), (True, "bool")):
+        with pytest.raises(TypeError, match="shape element .*got " + kind):
+            g.parameter("bad", "f32", [bad])
+    with pytest.raises(weft.InputError, match="does not fit in int64"):
+        g.parameter("huge", "f32", [2**70])
+    assert g.shape(g.parameter("np_dim", "f32", [np.int64(3), "K"])) == [3, "K"]
     # A Value of another builder is refused, even where its id names a value of this one.
     other = weft.GraphBuilder("other")
     foreign = other.parameter("a", "f32", [4])
