@@ -4,6 +4,7 @@
 // interpreter over their whole domain.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -551,4 +552,80 @@ TEST_CASE("CastLike casts to the dtype of its second input", "[onnx][math]") {
   CHECK(valuesOf(run("CastLike", {x, tensor(DType::f32, {0})})) == valuesOf(x));
   CHECK_THAT(errorOf(oneNode("CastLike", {{kFloat, 2}, {kInt64, 1}}, {}, 14)),
              Contains("CastLike is defined from opset 15"));
+}
+
+// --- Det ----------------------------------------------------------------------------------------
+
+namespace {
+
+/// Det of X (f64 unless `elem` says otherwise) of the given dims.
+std::string det(const std::vector<std::string>& dims, int elem = kDouble) {
+  ModelBuilder m(11);
+  m.input("x", elem, dims).node("Det", {"x"}, {"y"}, {}, "d").output("y");
+  return m.bytes();
+}
+
+/// The determinant of the n x n matrix a (row-major) by its definition, a sum over the
+/// permutations, in long double.
+double leibniz(const std::vector<double>& a, int n) {
+  std::vector<int> p(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    p[static_cast<size_t>(i)] = i;
+  long double sum = 0;
+  do {
+    int inversions = 0;
+    for (int i = 0; i < n; ++i)
+      for (int j = i + 1; j < n; ++j)
+        inversions += p[static_cast<size_t>(i)] > p[static_cast<size_t>(j)];
+    long double term = inversions % 2 ? -1 : 1;
+    for (int i = 0; i < n; ++i)
+      term *= a[static_cast<size_t>(i * n + p[static_cast<size_t>(i)])];
+    sum += term;
+  } while (std::next_permutation(p.begin(), p.end()));
+  return static_cast<double>(sum);
+}
+
+} // namespace
+
+TEST_CASE("Det: cofactors up to 4 x 4, pivoted elimination beyond", "[onnx][math]") {
+  auto run = [](const std::string& bytes, const HostTensor& x, const ir::Binding& b = {}) {
+    return ir::interpret(importOnnxBytes(bytes), {x}, b).at(0);
+  };
+  SECTION("2 x 2 and a symbolic batch of 3 x 3") {
+    CHECK(valuesOf(run(det({"2", "2"}), test::tensor({2, 2}, {1, 2, 3, 4}, DType::f64))) ==
+          std::vector<double>{-2});
+    HostTensor x = test::tensor({2, 3, 3}, {2, -1, 0, 1, 3, 2, 0, 1, 4, 0, 1, 0, 1, 0, 0, 0, 0, 5},
+                                DType::f64);
+    CHECK(valuesOf(run(det({"B", "3", "3"}), x, {{"B", 2}})) == std::vector<double>{24, -5});
+  }
+  SECTION("1 x 1 is the element, 0 x 0 is 1, f16 stays f16") {
+    CHECK(valuesOf(run(det({"2", "1", "1"}), test::tensor({2, 1, 1}, {7, -3}, DType::f64))) ==
+          std::vector<double>{7, -3});
+    CHECK(valuesOf(run(det({"2", "0", "0"}), test::tensor({2, 0, 0}, {}, DType::f64))) ==
+          std::vector<double>{1, 1});
+    HostTensor y = run(det({"2", "2"}, kHalf), test::tensor({2, 2}, {1, 2, 3, 4}, DType::f16));
+    CHECK(y.dtype == DType::f16);
+    CHECK(valuesOf(y) == std::vector<double>{-2});
+  }
+  SECTION("6 x 6 and 5 x 5 need row swaps; a singular matrix gives 0") {
+    // a zero leading element and small pivots, which elimination without swaps would divide by
+    std::vector<double> a = {0, 2,  1, -3, 4, 1, 1e-3, 5, -2, 1,  0, 3, 4, 1,  0, 2, -1, 1,
+                             2, -3, 1, 1,  1, 0, 7,    1, 3,  -4, 2, 2, 1, -1, 6, 0, 2,  -5};
+    HostTensor y = run(det({"6", "6"}), test::tensor({6, 6}, a, DType::f64));
+    CHECK(valuesOf(y).at(0) == Approx(leibniz(a, 6)).epsilon(1e-12));
+    // 5 x 5 rows: r0, r1, r0 + r1 (singular), r3, r4
+    std::vector<double> b = {0, 3, 1, 2, -1, 4, 0, 2, 1, 1, 4, 3, 3,
+                             3, 0, 1, 1, 0,  5, 2, 2, 2, 1, 0, 1};
+    CHECK(valuesOf(run(det({"5", "5"}), test::tensor({5, 5}, b, DType::f64))).at(0) ==
+          Approx(0).margin(1e-12));
+  }
+  SECTION("bad inputs") {
+    CHECK_THAT(errorOf(det({"2", "3"})), Contains("X [2, 3] holds 2 x 3 matrices; Det takes "
+                                                  "square ones"));
+    CHECK_THAT(errorOf(det({"3"})), Contains("X [3] needs rank 2 or more"));
+    CHECK_THAT(errorOf(det({"M", "M"})), Contains("X [M, M] has a symbolic matrix size"));
+    CHECK_THAT(errorOf(det({"65", "65"})),
+               Contains("the determinant of 65 x 65 matrices is not supported"));
+    CHECK_THAT(errorOf(det({"2", "2"}, kInt32)), Contains("Det takes a float tensor"));
+  }
 }

@@ -1,4 +1,5 @@
-// QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger and QLinearMatMul:
+// QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul,
+// ConvInteger and QLinearConv:
 // rounding half to even, saturation, per-tensor, per-axis and blocked parameters, the input
 // and output types of each opset, symbolic dims and the errors a bad node gives, checked on the
 // reference interpreter against values worked out by hand.
@@ -277,6 +278,74 @@ TEST_CASE("MatMulInteger and QLinearMatMul take per-row and per-column parameter
     // multipliers [0.5, 1] per row: [[15, 20], [110, 160]] + 100
     HostTensor y = run(model({2}, {0.5f, 1.0f}, {}, {1.0f}, 1.0f), {a, b})[0];
     CHECK(valuesOf(y) == std::vector<double>{115, 120, 210, 255});
+  }
+}
+
+TEST_CASE("ConvInteger and QLinearConv subtract the zero points before padding and requantize "
+          "per output channel",
+          "[onnx][quantize]") {
+  SECTION("ConvInteger: a uint8 x, int8 w with per-channel zero points, pads 1") {
+    // x - 3 = [0, 1, 2, 3] padded with zeros (not with -3): [0, 0, 1, 2, 3, 0];
+    // w - [1, -1] = [[0, 1], [0, 2]]
+    ModelBuilder m(10);
+    m.input("x", kUint8, {"1", "1", "4"}).input("w", kInt8, {"2", "1", "2"});
+    intInitializer(m, "xzp", kUint8, {}, {3});
+    intInitializer(m, "wzp", kInt8, {2}, {1, -1});
+    m.node("ConvInteger", {"x", "w", "xzp", "wzp"}, {"y"}, {Attr::list("pads", {1, 1})})
+        .output("y");
+    HostTensor y = run(m, {tensor({1, 1, 4}, {3, 4, 5, 6}, DType::i32),
+                           tensor({2, 1, 2}, {1, 2, -1, 1}, DType::i8)})[0];
+    CHECK(y.dtype == DType::i32);
+    CHECK(y.shape == std::vector<int64_t>{1, 2, 5});
+    CHECK(valuesOf(y) == std::vector<double>{0, 1, 2, 3, 0, 0, 2, 4, 6, 0});
+  }
+  SECTION("QLinearConv: per-channel w_scale, an int32 bias, half to even, saturated") {
+    // x - 10 = [0, 2, 10]; w = [1, 3] (1x1 kernels); C + B = [[1, 3, 11], [-1, 5, 29]];
+    // multipliers 0.5 * [1, 0.25] / 1 = [0.5, 0.125]: [[0.5, 1.5, 5.5], [-0.125, 0.625,
+    // 3.625]], rounded [[0, 2, 6], [0, 1, 4]], plus 252, saturated at 255
+    ModelBuilder m(10);
+    m.input("x", kUint8, {"1", "1", "3"})
+        .input("w", kInt8, {"2", "1", "1"})
+        .initializer("xs", {}, {0.5f})
+        .initializer("ws", {2}, {1.0f, 0.25f})
+        .initializer("ys", {}, {1.0f});
+    intInitializer(m, "xzp", kUint8, {}, {10});
+    intInitializer(m, "wzp", kInt8, {}, {0});
+    intInitializer(m, "yzp", kUint8, {}, {252});
+    intInitializer(m, "B", kInt32, {2}, {1, -1});
+    m.node("QLinearConv", {"x", "xs", "xzp", "w", "ws", "wzp", "ys", "yzp", "B"}, {"y"})
+        .output("y");
+    HostTensor y = run(
+        m, {tensor({1, 1, 3}, {10, 12, 20}, DType::i32), tensor({2, 1, 1}, {1, 3}, DType::i8)})[0];
+    CHECK(y.dtype == DType::i32);
+    CHECK(valuesOf(y) == std::vector<double>{252, 254, 255, 252, 253, 255});
+  }
+  SECTION("bad nodes") {
+    auto convInteger = [](int xType, std::vector<int64_t> wzpDims, std::vector<int32_t> wzp) {
+      ModelBuilder m(10);
+      m.input("x", xType, {"1", "1", "4"}).input("w", kUint8, {"2", "1", "2"});
+      intInitializer(m, "wzp", kUint8, wzpDims, wzp);
+      m.node("ConvInteger", {"x", "w", "", "wzp"}, {"y"}, {}, "c").output("y");
+      return m.bytes();
+    };
+    CHECK_THAT(errorOf(convInteger(kFloat, {}, {0})),
+               Contains("x is FLOAT; ConvInteger takes int8 or uint8"));
+    CHECK_THAT(errorOf(convInteger(kUint8, {3}, {0, 0, 0})),
+               Contains("w_zero_point has shape [3]; it must be a scalar or hold one value per "
+                        "output channel ([2], dim 0 of w [2, 1, 2])"));
+    ModelBuilder q(10);
+    q.input("x", kUint8, {"1", "1", "4"})
+        .input("w", kUint8, {"1", "1", "2"})
+        .initializer("s", {}, {1.0f})
+        .initializer("B", {1}, {1.0f});
+    intInitializer(q, "zp", kUint8, {}, {0});
+    q.node("QLinearConv", {"x", "s", "zp", "w", "s", "zp", "s", "zp", "B"}, {"y"}, {}, "q")
+        .output("y");
+    CHECK_THAT(errorOf(q.bytes()), Contains("B is FLOAT; QLinearConv's bias is int32"));
+    ModelBuilder missing(10);
+    missing.input("x", kUint8, {"1", "1", "4"}).input("w", kUint8, {"1", "1", "2"});
+    missing.node("QLinearConv", {"x", "", "", "w"}, {"y"}, {}, "q").output("y");
+    CHECK_THAT(errorOf(missing.bytes()), Contains("needs input 1 (x_scale)"));
   }
 }
 

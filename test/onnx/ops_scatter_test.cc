@@ -1,6 +1,6 @@
 // The selection and scatter operators of ops_scatter.cc (TopK, GatherND, ScatterElements,
-// Scatter, ScatterND): each model is imported, run on the reference interpreter and compared
-// with values worked out by hand; bad attributes and operands must give a clear error.
+// Scatter, ScatterND, MaxUnpool): each model is imported, run on the reference interpreter and
+// compared with values worked out by hand; bad attributes and operands must give a clear error.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -239,5 +239,75 @@ TEST_CASE("ScatterND writes slices at index tuples", "[onnx][scatter]") {
                Contains("the last axis of indices [1, 3] (3) exceeds the rank of data [2, 2]"));
     CHECK_THAT(errorOf(scatter(11, "ScatterND", {"2", "2"}, {1, 1}, {0}, {"1", "3"}).bytes()),
                Contains("updates [1, 3] must have the shape [1, 2]"));
+  }
+}
+
+// ---------------------------------------------------------------- MaxUnpool
+
+namespace {
+
+/// MaxUnpool of X [n, 2, 2] (f32) by the int64 indices I (an initializer when `indices` are
+/// given, else an input of X's shape) with a 1-D kernel of 2 and stride 2: the unpooled shape
+/// is [n, 2, 4]. `outputShape` (when not empty) is input 2.
+ModelBuilder unpool(const std::string& n, const std::vector<int64_t>& indices,
+                    const std::vector<int64_t>& outputShape, std::vector<Attr> attrs = {}) {
+  ModelBuilder m(11);
+  m.input("x", kFloat, {n, "2", "2"});
+  if (indices.empty())
+    m.input("i", kInt64, {n, "2", "2"});
+  else
+    m.initializerInts("i", {1, 2, 2}, indices);
+  std::vector<std::string> inputs = {"x", "i"};
+  if (!outputShape.empty()) {
+    m.initializerInts("shape", {static_cast<int64_t>(outputShape.size())}, outputShape);
+    inputs.push_back("shape");
+  }
+  if (attrs.empty()) attrs = {Attr::list("kernel_shape", {2}), Attr::list("strides", {2})};
+  m.node("MaxUnpool", inputs, {"y"}, attrs, "u").output("y");
+  return m;
+}
+
+} // namespace
+
+TEST_CASE("MaxUnpool scatters X to flat indices of the unpooled shape", "[onnx][scatter]") {
+  HostTensor x = tensor({1, 2, 2}, {1, 2, 3, 4});
+  // index 1 twice (the last wins), 6 (in channel 1), 9 past the 8 elements (dropped)
+  std::vector<int64_t> indices = {1, 1, 6, 9};
+  SECTION("the unpooled shape [N, 2, 4], N symbolic and I read at run time") {
+    // N = 2: the flat indices span both items ([0, 16)); -1 and 16 are out of range
+    ModelBuilder m = unpool("N", {}, {});
+    HostTensor y = runOne(m,
+                          {tensor({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}),
+                           tensor({2, 2, 2}, {1, 1, 6, 9, 8, 15, -1, 16}, DType::i64)},
+                          {{"N", 2}});
+    CHECK(y.shape == std::vector<int64_t>{2, 2, 4});
+    CHECK(valuesOf(y) == std::vector<double>{0, 2, 0, 0, 0, 0, 3, 0, 5, 4, 0, 0, 0, 0, 0, 6});
+  }
+  SECTION("the unpooled shape [1, 2, 4]; I known at import time") {
+    ModelBuilder m = unpool("1", indices, {});
+    CHECK(valuesOf(runOne(m, {x})) == std::vector<double>{0, 2, 0, 0, 0, 0, 3, 0});
+  }
+  SECTION("output_shape [1, 2, 5]: the unpooled values at the start, zeros after") {
+    ModelBuilder m = unpool("1", indices, {1, 2, 5});
+    HostTensor y = runOne(m, {x});
+    CHECK(valuesOf(y) == std::vector<double>{0, 2, 0, 0, 0, 0, 0, 3, 0, 0});
+  }
+  SECTION("pads shrink the unpooled shape: (2 - 1) * 2 - (1 + 0) + 2 = 3") {
+    ModelBuilder m = unpool(
+        "1", {0, 2, 3, 5}, {},
+        {Attr::list("kernel_shape", {2}), Attr::list("strides", {2}), Attr::list("pads", {1, 0})});
+    HostTensor y = runOne(m, {x});
+    CHECK(valuesOf(y) == std::vector<double>{1, 0, 2, 3, 0, 4});
+  }
+  SECTION("bad nodes") {
+    CHECK_THAT(errorOf(unpool("1", indices, {1, 2, 3}).bytes()),
+               Contains("output_shape [1, 2, 3] is smaller than the unpooled shape [1, 2, 4] on "
+                        "axis 2"));
+    CHECK_THAT(errorOf(unpool("1", indices, {}, {Attr::list("strides", {2})}).bytes()),
+               Contains("kernel_shape"));
+    CHECK_THAT(
+        errorOf(unpool("1", indices, {}, {Attr::list("kernel_shape", {2}), Attr::list("pads", {1})})
+                    .bytes()),
+        Contains("pads [1] has 1 values, not 2 (X has 1 spatial axes)"));
   }
 }

@@ -1,4 +1,5 @@
-// The signal operators of ops_signal.cc (HannWindow, HammingWindow, BlackmanWindow, LRN,
+// The signal operators of ops_signal.cc (HannWindow, HammingWindow, BlackmanWindow,
+// MelWeightMatrix, LRN,
 // ReverseSequence, DFT, STFT): each model is imported, run on the reference interpreter and
 // compared with values worked out by hand; bad attributes and operands give a clear error.
 #include <catch2/catch.hpp>
@@ -85,6 +86,45 @@ TEST_CASE("Hann, Hamming and Blackman windows are literals of the spec's cosine 
   CHECK_THAT(
       errorOf(window("HannWindow", 1, {symmetric, Attr::integer("output_datatype", 7)}).bytes()),
       Contains("0 / 0 (NaN), which output_datatype INT64 cannot hold"));
+}
+
+TEST_CASE("MelWeightMatrix is a literal of triangular filters between the reference's edges",
+          "[onnx][signal]") {
+  // num_mel_bins 2, dft_length 64 (33 bins), 8000 Hz, 0 to 4000 Hz: mel(4000) = 2146.06, the
+  // reference's step a quarter of it; the points 0, 426.8, 1113.8 and 2219.8 Hz are the bins
+  // floor(65 hz / 8000) = 0, 3, 9 and 18.
+  auto mel = [](int64_t bins, float lower, float upper, std::vector<Attr> attrs) {
+    ModelBuilder m(17);
+    m.initializerInts("n", {}, {bins})
+        .initializerInts("dft", {}, {64})
+        .initializerInts("rate", {}, {8000})
+        .initializer("lo", {}, {lower})
+        .initializer("hi", {}, {upper})
+        .node("MelWeightMatrix", {"n", "dft", "rate", "lo", "hi"}, {"w"}, attrs, "mel")
+        .output("w");
+    return m;
+  };
+  auto m = mel(2, 0, 4000, {Attr::integer("output_datatype", 11)});
+  HostTensor w = runModel(m);
+  CHECK(w.dtype == DType::f64);
+  REQUIRE(w.shape == std::vector<int64_t>{33, 2});
+  std::vector<double> want(66, 0.0);
+  auto triangle = [&](int64_t band, int64_t left, int64_t center, int64_t right) {
+    for (int64_t j = left; j <= center; ++j)
+      want[static_cast<size_t>(j * 2 + band)] = double(j - left) / double(center - left);
+    for (int64_t j = center; j < right; ++j)
+      want[static_cast<size_t>(j * 2 + band)] = double(right - j) / double(right - center);
+  };
+  triangle(0, 0, 3, 9);
+  triangle(1, 3, 9, 18);
+  CHECK(valuesOf(w) == want);
+  CHECK_THAT(errorOf(mel(2, 0, 9000, {}).bytes()),
+             Contains("put mel band 1 over spectrogram bin 33, outside the 33 bins of a 64-point "
+                      "DFT at 8000 Hz"));
+  CHECK_THAT(errorOf(mel(-1, 0, 4000, {}).bytes()),
+             Contains("num_mel_bins is -1; it must not be negative"));
+  CHECK_THAT(errorOf(mel(2, 0, 4000, {Attr::integer("output_datatype", 9)}).bytes()),
+             Contains("output_datatype 9 (BOOL) is not a numeric type"));
 }
 
 TEST_CASE("LRN sums squares over the clipped channel window", "[onnx][signal]") {

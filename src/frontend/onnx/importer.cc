@@ -407,6 +407,24 @@ Literal toLiteral(const HostTensor& h) {
 
 // ---------------------------------------------------------------- operator table
 
+namespace {
+
+/// The domain of ONNX's training operators; weft lowers the optimizers of its opset 1
+/// (ops_training.cc), registered as "ai.onnx.preview.training.<type>".
+constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
+
+bool isDefaultDomain(const std::string& domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+/// The operator table's key for node `n`: its type in the default domain, "<domain>.<type>"
+/// in any other (only the training domain's optimizers are in the table).
+std::string operatorKey(const ::onnx::NodeProto& n) {
+  return isDefaultDomain(n.domain()) ? n.op_type() : n.domain() + "." + n.op_type();
+}
+
+} // namespace
+
 const OperatorTable& operatorTable() {
   static const OperatorTable table = [] {
     OperatorTable t;
@@ -579,11 +597,14 @@ const OpSignature kSignatures[] = {
     {"Abs", 13, "X", ""},
     {"Acos", 7, "input", ""},
     {"Acosh", 9, "input", ""},
+    {"Adagrad", 1, "R T inputs...", "decay_factor epsilon norm_coefficient"},
+    {"Adam", 1, "R T inputs...", "alpha beta epsilon norm_coefficient norm_coefficient_post"},
     {"Add", 1, "A B", "axis broadcast consumed_inputs"},
     {"Add", 6, "A B", "axis broadcast"},
     {"Add", 7, "A B", ""},
     {"Add", 13, "A B", ""},
     {"Add", 14, "A B", ""},
+    {"AffineGrid", 20, "theta size", "align_corners"},
     {"And", 1, "A B", "axis broadcast"},
     {"And", 7, "A B", ""},
     {"ArgMax", 1, "data", "axis keepdims"},
@@ -612,6 +633,10 @@ const OpSignature kSignatures[] = {
     {"BatchNormalization", 14, "X scale B input_mean input_var", "epsilon momentum training_mode"},
     {"BatchNormalization", 15, "X scale B input_mean input_var", "epsilon momentum training_mode"},
     {"BitShift", 11, "X Y", "direction"},
+    {"BitwiseAnd", 18, "A B", ""},
+    {"BitwiseNot", 18, "X", ""},
+    {"BitwiseOr", 18, "A B", ""},
+    {"BitwiseXor", 18, "A B", ""},
     {"BlackmanWindow", 17, "size", "output_datatype periodic"},
     {"Cast", 1, "input", "to"},
     {"Cast", 6, "input", "to"},
@@ -626,11 +651,13 @@ const OpSignature kSignatures[] = {
     {"Ceil", 6, "X", ""},
     {"Ceil", 13, "X", ""},
     {"Celu", 12, "X", "alpha"},
+    {"CenterCropPad", 18, "input_data shape", "axes"},
     {"Clip", 1, "input", "consumed_inputs max min"},
     {"Clip", 6, "input", "max min"},
     {"Clip", 11, "input min max", ""},
     {"Clip", 12, "input min max", ""},
     {"Clip", 13, "input min max", ""},
+    {"Col2Im", 18, "input image_shape block_shape", "dilations pads strides"},
     {"Concat", 1, "inputs...", "axis"},
     {"Concat", 4, "inputs...", "axis"},
     {"Concat", 11, "inputs...", "axis"},
@@ -651,6 +678,8 @@ const OpSignature kSignatures[] = {
     {"ConstantOfShape", 21, "input", "value"},
     {"Conv", 1, "X W B", "auto_pad dilations group kernel_shape pads strides"},
     {"Conv", 11, "X W B", "auto_pad dilations group kernel_shape pads strides"},
+    {"ConvInteger", 10, "x w x_zero_point w_zero_point",
+     "auto_pad dilations group kernel_shape pads strides"},
     {"ConvTranspose", 1, "X W B",
      "auto_pad dilations group kernel_shape output_padding output_shape pads strides"},
     {"ConvTranspose", 11, "X W B",
@@ -668,6 +697,7 @@ const OpSignature kSignatures[] = {
     {"DequantizeLinear", 13, "x x_scale x_zero_point", "axis"},
     {"DequantizeLinear", 19, "x x_scale x_zero_point", "axis"},
     {"DequantizeLinear", 21, "x x_scale x_zero_point", "axis block_size"},
+    {"Det", 11, "X", ""},
     {"Div", 1, "A B", "axis broadcast consumed_inputs"},
     {"Div", 6, "A B", "axis broadcast"},
     {"Div", 7, "A B", ""},
@@ -704,6 +734,14 @@ const OpSignature kSignatures[] = {
     {"Floor", 1, "X", "consumed_inputs"},
     {"Floor", 6, "X", ""},
     {"Floor", 13, "X", ""},
+    {"GRU", 1, "X W R B sequence_lens initial_h",
+     "activation_alpha activation_beta activations clip direction hidden_size output_sequence"},
+    {"GRU", 3, "X W R B sequence_lens initial_h",
+     "activation_alpha activation_beta activations clip direction hidden_size linear_before_reset output_sequence"},
+    {"GRU", 7, "X W R B sequence_lens initial_h",
+     "activation_alpha activation_beta activations clip direction hidden_size linear_before_reset"},
+    {"GRU", 14, "X W R B sequence_lens initial_h",
+     "activation_alpha activation_beta activations clip direction hidden_size layout linear_before_reset"},
     {"Gather", 1, "data indices", "axis"},
     {"Gather", 11, "data indices", "axis"},
     {"Gather", 13, "data indices", "axis"},
@@ -727,6 +765,10 @@ const OpSignature kSignatures[] = {
     {"Greater", 13, "A B", ""},
     {"GreaterOrEqual", 12, "A B", ""},
     {"GreaterOrEqual", 16, "A B", ""},
+    {"GridSample", 16, "X grid", "align_corners mode padding_mode"},
+    {"GridSample", 20, "X grid", "align_corners mode padding_mode"},
+    {"GroupNormalization", 18, "X scale bias", "epsilon num_groups"},
+    {"GroupNormalization", 21, "X scale bias", "epsilon num_groups stash_type"},
     {"HammingWindow", 17, "size", "output_datatype periodic"},
     {"HannWindow", 17, "size", "output_datatype periodic"},
     {"HardSigmoid", 1, "X", "alpha beta consumed_inputs"},
@@ -750,6 +792,12 @@ const OpSignature kSignatures[] = {
     {"IsNaN", 20, "X", ""},
     {"LRN", 1, "X", "alpha beta bias size"},
     {"LRN", 13, "X", "alpha beta bias size"},
+    {"LSTM", 1, "X W R B sequence_lens initial_h initial_c P",
+     "activation_alpha activation_beta activations clip direction hidden_size input_forget output_sequence"},
+    {"LSTM", 7, "X W R B sequence_lens initial_h initial_c P",
+     "activation_alpha activation_beta activations clip direction hidden_size input_forget"},
+    {"LSTM", 14, "X W R B sequence_lens initial_h initial_c P",
+     "activation_alpha activation_beta activations clip direction hidden_size input_forget layout"},
     {"LayerNormalization", 17, "X Scale B", "axis epsilon stash_type"},
     {"LeakyRelu", 1, "X", "alpha consumed_inputs"},
     {"LeakyRelu", 6, "X", "alpha"},
@@ -784,19 +832,25 @@ const OpSignature kSignatures[] = {
     {"MaxPool", 10, "X", "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
     {"MaxPool", 11, "X", "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
     {"MaxPool", 12, "X", "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
+    {"MaxUnpool", 9, "X I output_shape", "kernel_shape pads strides"},
+    {"MaxUnpool", 11, "X I output_shape", "kernel_shape pads strides"},
     {"Mean", 1, "data_0...", "consumed_inputs"},
     {"Mean", 6, "data_0...", ""},
     {"Mean", 8, "data_0...", ""},
     {"Mean", 13, "data_0...", ""},
     {"MeanVarianceNormalization", 9, "X", "axes"},
     {"MeanVarianceNormalization", 13, "X", "axes"},
+    {"MelWeightMatrix", 17, "num_mel_bins dft_length sample_rate lower_edge_hertz upper_edge_hertz",
+     "output_datatype"},
     {"Min", 1, "data_0...", "consumed_inputs"},
     {"Min", 6, "data_0...", ""},
     {"Min", 8, "data_0...", ""},
     {"Min", 12, "data_0...", ""},
     {"Min", 13, "data_0...", ""},
+    {"Mish", 18, "X", ""},
     {"Mod", 10, "A B", "fmod"},
     {"Mod", 13, "A B", "fmod"},
+    {"Momentum", 1, "R T inputs...", "alpha beta mode norm_coefficient"},
     {"Mul", 1, "A B", "axis broadcast consumed_inputs"},
     {"Mul", 6, "A B", "axis broadcast"},
     {"Mul", 7, "A B", ""},
@@ -829,12 +883,20 @@ const OpSignature kSignatures[] = {
     {"Pow", 12, "X Y", ""},
     {"Pow", 13, "X Y", ""},
     {"Pow", 15, "X Y", ""},
+    {"QLinearConv", 10, "x x_scale x_zero_point w w_scale w_zero_point y_scale y_zero_point B",
+     "auto_pad dilations group kernel_shape pads strides"},
     {"QLinearMatMul", 10, "a a_scale a_zero_point b b_scale b_zero_point y_scale y_zero_point", ""},
     {"QLinearMatMul", 21, "a a_scale a_zero_point b b_scale b_zero_point y_scale y_zero_point", ""},
     {"QuantizeLinear", 10, "x y_scale y_zero_point", ""},
     {"QuantizeLinear", 13, "x y_scale y_zero_point", "axis"},
     {"QuantizeLinear", 19, "x y_scale y_zero_point", "axis saturate"},
     {"QuantizeLinear", 21, "x y_scale y_zero_point", "axis block_size output_dtype saturate"},
+    {"RNN", 1, "X W R B sequence_lens initial_h",
+     "activation_alpha activation_beta activations clip direction hidden_size output_sequence"},
+    {"RNN", 7, "X W R B sequence_lens initial_h",
+     "activation_alpha activation_beta activations clip direction hidden_size"},
+    {"RNN", 14, "X W R B sequence_lens initial_h",
+     "activation_alpha activation_beta activations clip direction hidden_size layout"},
     {"Range", 11, "start limit delta", ""},
     {"Reciprocal", 1, "X", "consumed_inputs"},
     {"Reciprocal", 6, "X", ""},
@@ -893,6 +955,10 @@ const OpSignature kSignatures[] = {
     {"Reshape", 19, "data shape", "allowzero"},
     {"Reshape", 21, "data shape", "allowzero"},
     {"ReverseSequence", 10, "input sequence_lens", "batch_axis time_axis"},
+    {"RoiAlign", 10, "X rois batch_indices",
+     "mode output_height output_width sampling_ratio spatial_scale"},
+    {"RoiAlign", 16, "X rois batch_indices",
+     "coordinate_transformation_mode mode output_height output_width sampling_ratio spatial_scale"},
     {"Round", 11, "X", ""},
     {"STFT", 17, "signal frame_step window frame_length", "onesided"},
     {"Scatter", 9, "data indices updates", "axis"},
@@ -1241,6 +1307,11 @@ namespace {
 struct ModelImporter {
   std::string source;
   int opset = 0;
+  int trainingOpset = 0; // the version of ai.onnx.preview.training imported, 0 if none
+  /// The opset node `n` is lowered at: its domain's version.
+  int opsetOf(const ::onnx::NodeProto& n) const {
+    return n.domain() == kTrainingDomain ? trainingOpset : opset;
+  }
   ir::Graph g;
   std::map<std::string, Value> values;
   /// Fresh-name counters past every name of the model that looks like an IR fresh name
@@ -1332,7 +1403,7 @@ void ModelImporter::lower(NodeContext& ctx) const {
   ctx.checkAttributeValues();
   ctx.checkSignature();
   try {
-    lowerWithOnnxTypes(ctx, operatorTable().at(ctx.node.op_type()));
+    lowerWithOnnxTypes(ctx, operatorTable().at(operatorKey(ctx.node)));
     keepNarrowTypes(ctx);
   } catch (const InputError& e) {
     std::string what = e.what();
@@ -1478,9 +1549,9 @@ void ModelImporter::checkOperators(const ::onnx::GraphProto& graph, int64_t vers
   std::vector<std::string> problems;
   std::set<std::string> seen;
   for (const auto& n : graph.node()) {
-    bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
+    bool defaultDomain = isDefaultDomain(n.domain());
     std::string key = n.domain() + "::" + n.op_type();
-    if (defaultDomain && operatorTable().count(n.op_type())) continue;
+    if (operatorTable().count(operatorKey(n))) continue;
     if (!seen.insert(key).second) continue;
     std::string name =
         n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name();
@@ -1489,13 +1560,14 @@ void ModelImporter::checkOperators(const ::onnx::GraphProto& graph, int64_t vers
                                      name, version));
     else
       problems.push_back(fmt::format(
-          "unsupported operator {}.{} (node \"{}\"; only the default ONNX domain is supported)",
+          "unsupported operator {}.{} (node \"{}\"; only the default ONNX domain and the "
+          "optimizers of ai.onnx.preview.training are supported)",
           n.domain(), n.op_type(), name));
   }
   if (problems.empty()) return;
   std::string first;
   for (const auto& n : graph.node())
-    if (!((n.domain().empty() || n.domain() == "ai.onnx") && operatorTable().count(n.op_type()))) {
+    if (!operatorTable().count(operatorKey(n))) {
       first = n.op_type();
       break;
     }
@@ -1543,7 +1615,7 @@ bool ModelImporter::foldNode(const ::onnx::NodeProto& n, std::vector<Value*>& in
     scratchInputs.push_back(&copies.back());
     copyOf[v] = &copies.back();
   }
-  NodeContext ctx(scratch, n, opset, source, scratchInputs);
+  NodeContext ctx(scratch, n, opsetOf(n), source, scratchInputs);
   lower(ctx);
   std::vector<ir::NodeId> computed;
   for (const Value& out : ctx.outputs())
@@ -1616,7 +1688,7 @@ void ModelImporter::importNode(const ::onnx::NodeProto& n) {
                          node, n.op_type(), i, name));
   }
   if (foldNode(n, inputs)) return;
-  NodeContext ctx(g, n, opset, source, inputs);
+  NodeContext ctx(g, n, opsetOf(n), source, inputs);
   lower(ctx);
   for (const Value& out : ctx.outputs()) {
     if (out.name.empty() || (out.node < 0 && !out.literal)) continue;
@@ -1632,11 +1704,30 @@ void ModelImporter::importModel(const ::onnx::ModelProto& m) {
   if (version && *version >= kMinOpset && *version <= kMaxOpset) opset = static_cast<int>(*version);
   // Operators of other domains are reported even without a default opset.
   checkOperators(m.graph(), version.value_or(0));
-  if (!version)
+  // ai.onnx.preview.training's optimizers are read at its opset (1), and a model of them alone
+  // (ONNX's test_adam...) need not import the default domain.
+  for (const auto& o : m.opset_import())
+    if (o.domain() == kTrainingDomain) {
+      if (o.version() != 1)
+        failAt(source, fmt::format("the model imports opset {} of {}; weft supports its opset 1",
+                                   o.version(), kTrainingDomain));
+      trainingOpset = 1;
+    }
+  bool trainingOnly = m.graph().node_size() > 0;
+  for (const auto& n : m.graph().node()) {
+    if (n.domain() != kTrainingDomain)
+      trainingOnly = false;
+    else if (trainingOpset == 0)
+      failAt(source, fmt::format("node \"{}\" ({}) is of domain {}, which the model does not "
+                                 "import (opset_import has no entry for it)",
+                                 n.name().empty() && n.output_size() ? n.output(0) : n.name(),
+                                 n.op_type(), kTrainingDomain));
+  }
+  if (!version && !trainingOnly)
     failAt(source, "the model imports no opset of the default ONNX domain (opset_import has no "
                    "entry for \"\" or "
                    "\"ai.onnx\")");
-  if (*version < kMinOpset || *version > kMaxOpset)
+  if (version && (*version < kMinOpset || *version > kMaxOpset))
     failAt(source,
            fmt::format(
                "the model imports opset {} of the default domain; weft supports opsets {} to {}",

@@ -113,6 +113,16 @@ ir::NodeId castTo(NodeContext& c, ir::NodeId x, int to, const std::string& name,
 /// (irDTypeOf: UINT8, UINT16 and INT16 in i32, UINT32 in i64), else 0.
 int heldNarrowBits(int onnxType);
 
+/// ops_conv.cc: Conv of x [N, C, D1..Dn] by w [M, C/group, k1..kn] with the node's attributes
+/// (auto_pad, dilations, group, kernel_shape, pads, strides, read and checked as Conv reads
+/// them), in `accumulate`: both operands are converted to it and the one dot sums in it (an
+/// integer dtype wraps). The padding is zeros of that dtype, so an integer convolution passes
+/// its operands less their zero points (where ONNX's reference pads them). `bias` [M], of
+/// dtype `accumulate`, is added per output channel. The last op is named `name`. ConvInteger
+/// and QLinearConv (ops_quantize.cc) use it.
+ir::NodeId convolution(NodeContext& c, ir::NodeId x, ir::NodeId w, ir::DType accumulate,
+                       std::optional<ir::NodeId> bias, const std::string& name);
+
 // unsigned64.cc: ONNX's UINT64, which weft holds in an i64 with the same bits.
 bool isUnsigned64(int onnxType);
 /// a / b as UINT64 (b = 0 gives all ones, as the IR's integer division by 0 gives -1).

@@ -9,7 +9,8 @@
 // and a fixed number of other nodes whatever the kernel (a dot and an add per tap would be
 // three nodes per tap and taps small dots), and the single dot is as large as the layer allows,
 // which is what the GEMM path is fast at. The price is the im2col matrix, taps times the input,
-// which the planner can stitch into the dot's producer.
+// which the planner can stitch into the dot's producer. The same core, over int32 operands
+// summed in int32, is ConvInteger's and QLinearConv's (convolution(), importer.h).
 //
 // ConvTranspose is the Conv, stride 1, over its input dilated by the stride (zeros between the
 // elements), padded by extent-1-pads on each side (plus output_padding at the end; a negative
@@ -101,20 +102,16 @@ std::vector<int64_t> staticDims(NodeContext& c, const Shape& s, size_t from,
   return dims;
 }
 
-/// X [N, C, D1..Dn] and W ([M, C/G, k...] for Conv, [C, M/G, k...] for ConvTranspose), the
-/// group and kernel_shape, and the bias B [M] when given.
-ConvOperands readOperands(NodeContext& c, bool transposed) {
+/// The geometry of a convolution of x [N, C, D1..Dn] by w ([M, C/G, k...] for Conv, [C, M/G,
+/// k...] for ConvTranspose): the group and kernel_shape attributes, checked against the shapes.
+/// The operands' dtypes are the caller's to check (requireFloatOperands, or the integer
+/// operators' own checks).
+ConvOperands readOperands(NodeContext& c, NodeId x, NodeId w, bool transposed) {
   ConvOperands o;
-  o.x = c.in(0);
-  ir::TensorType xt = c.typeOf(o.x), wt = c.type(1);
+  o.x = x;
+  ir::TensorType xt = c.typeOf(x), wt = c.typeOf(w);
   if (xt.shape.size() < 3)
     c.fail(fmt::format("X {} needs rank 3 or more (N, C, D1, ...)", ir::shapeStr(xt.shape)));
-  if (!ir::isFloat(xt.dtype))
-    c.fail(fmt::format("X has dtype {}; {} takes floating-point tensors", ir::dtypeName(xt.dtype),
-                       c.node.op_type()));
-  if (wt.dtype != xt.dtype)
-    c.fail(fmt::format("W has dtype {} but X has dtype {}", ir::dtypeName(wt.dtype),
-                       ir::dtypeName(xt.dtype)));
   if (wt.shape.size() != xt.shape.size())
     c.fail(fmt::format("W {} must have X's rank {} ({}, {}, k1, ...)", ir::shapeStr(wt.shape),
                        xt.shape.size(), transposed ? "C" : "M",
@@ -158,16 +155,26 @@ ConvOperands readOperands(NodeContext& c, bool transposed) {
   if (auto k = c.attrInts("kernel_shape"); k && *k != o.kernel)
     c.fail(fmt::format("kernel_shape {} differs from W's kernel {} (W {})", listStr(*k),
                        listStr(o.kernel), ir::shapeStr(wt.shape)));
-  if (c.has(2)) {
-    ir::TensorType bt = c.type(2);
-    if (bt.dtype != xt.dtype)
-      c.fail(fmt::format("B has dtype {} but X has dtype {}", ir::dtypeName(bt.dtype),
-                         ir::dtypeName(xt.dtype)));
-    if (bt.shape != Shape{Dim(o.outChannels)})
-      c.fail(fmt::format("B {} must be [{}], one value per output channel", ir::shapeStr(bt.shape),
-                         o.outChannels));
-  }
   return o;
+}
+
+/// Conv's and ConvTranspose's X (input 0) is floating point and W (input 1) has its dtype.
+void requireFloatOperands(NodeContext& c) {
+  ir::TensorType xt = c.type(0), wt = c.type(1);
+  if (!ir::isFloat(xt.dtype))
+    c.fail(fmt::format("X has dtype {}; {} takes floating-point tensors", ir::dtypeName(xt.dtype),
+                       c.node.op_type()));
+  if (wt.dtype != xt.dtype)
+    c.fail(fmt::format("W has dtype {} but X has dtype {}", ir::dtypeName(wt.dtype),
+                       ir::dtypeName(xt.dtype)));
+}
+
+/// Fails unless the bias b is [M], one value per output channel.
+void checkBiasShape(NodeContext& c, NodeId b, const ConvOperands& o) {
+  Shape s = c.typeOf(b).shape;
+  if (s != Shape{Dim(o.outChannels)})
+    c.fail(fmt::format("B {} must be [{}], one value per output channel", ir::shapeStr(s),
+                       o.outChannels));
 }
 
 enum class AutoPad { NotSet, Valid, SameUpper, SameLower };
@@ -431,17 +438,17 @@ NodeId weightMatrix(NodeContext& c, NodeId wt, const ConvOperands& o, bool trans
   return c.g.reshape(m, {Dim(o.group), Dim(depth), Dim(outPerGroup)});
 }
 
-/// The convolution of the padded channels-last input xp by the window `w` as one dot, back in
-/// NCHW order [N, M, O...], plus the bias (input 2) when given; the last op is named for
-/// output 0.
-NodeId convolve(NodeContext& c, NodeId xp, const ConvOperands& o, const Window& w,
-                bool transposed) {
+/// The convolution of the padded channels-last input xp by W (`wt`) and the window `w` as one
+/// dot, back in NCHW order [N, M, O...], plus the bias [M] when given; the last op is named
+/// `name`.
+NodeId convolve(NodeContext& c, NodeId xp, NodeId wt, const ConvOperands& o, const Window& w,
+                bool transposed, std::optional<NodeId> bias, const std::string& name) {
   size_t n = o.kernel.size();
-  NodeId y = c.g.dot(im2col(c, xp, o, w, transposed), weightMatrix(c, c.in(1), o, transposed));
+  NodeId y = c.g.dot(im2col(c, xp, o, w, transposed), weightMatrix(c, wt, o, transposed));
   Shape out{o.batch, Dim(o.outChannels)}; // [N, M, O...]
   for (int64_t d : w.out)
     out.push_back(Dim(d));
-  std::string name = c.has(2) ? "" : c.name();
+  std::string last = bias ? "" : name;
   std::vector<int64_t> perm;
   if (o.group == 1) { // [N*O, M] -> [N, O..., M] -> [N, M, O...]
     Shape s{o.batch};
@@ -450,7 +457,7 @@ NodeId convolve(NodeContext& c, NodeId xp, const ConvOperands& o, const Window& 
     perm = {0, static_cast<int64_t>(n) + 1};
     for (size_t i = 0; i < n; ++i)
       perm.push_back(static_cast<int64_t>(i) + 1);
-    y = c.g.transpose(c.g.reshape(y, s), perm, name);
+    y = c.g.transpose(c.g.reshape(y, s), perm, last);
   } else { // [G, N*O, M/G] -> [G, N, O..., M/G] -> [N, G, M/G, O...] -> [N, M, O...]
     Shape s{Dim(o.group), o.batch};
     s.insert(s.end(), out.begin() + 2, out.end());
@@ -459,21 +466,43 @@ NodeId convolve(NodeContext& c, NodeId xp, const ConvOperands& o, const Window& 
     for (size_t i = 0; i < n; ++i)
       perm.push_back(static_cast<int64_t>(i) + 2);
     y = c.g.transpose(c.g.reshape(y, s), perm);
-    y = c.g.reshape(y, out, name);
+    y = c.g.reshape(y, out, last);
   }
-  if (c.has(2)) y = c.g.binary(ir::OpKind::Add, y, c.g.broadcastInDim(c.in(2), out, {1}), c.name());
+  if (bias) y = c.g.binary(ir::OpKind::Add, y, c.g.broadcastInDim(*bias, out, {1}), name);
   return y;
 }
 
+/// Conv's bias, input 2, when given: of X's dtype, one value per output channel.
+std::optional<NodeId> floatBias(NodeContext& c, const ConvOperands& o) {
+  if (!c.has(2)) return std::nullopt;
+  ir::DType bt = c.type(2).dtype, xt = c.type(0).dtype;
+  if (bt != xt)
+    c.fail(fmt::format("B has dtype {} but X has dtype {}", ir::dtypeName(bt), ir::dtypeName(xt)));
+  NodeId b = c.in(2);
+  checkBiasShape(c, b, o);
+  return b;
+}
+
+/// The convolution core shared by Conv and the integer convolutions: X as read by
+/// readOperands, padded by Conv's window and multiplied in one dot.
+NodeId convolveForward(NodeContext& c, const ConvOperands& o, NodeId w, std::optional<NodeId> bias,
+                       const std::string& name) {
+  Window win = convWindow(c, o);
+  NodeId xp = padOrCrop(c, channelsLast(c, o.x, o.spatial.size()), win.padLow, win.padHigh);
+  return convolve(c, xp, w, o, win, /*transposed=*/false, bias, name);
+}
+
 void lowerConv(NodeContext& c) {
-  ConvOperands o = readOperands(c, /*transposed=*/false);
-  Window w = convWindow(c, o);
-  NodeId xp = padOrCrop(c, channelsLast(c, o.x, o.spatial.size()), w.padLow, w.padHigh);
-  c.setOutput(0, convolve(c, xp, o, w, /*transposed=*/false));
+  requireFloatOperands(c);
+  ConvOperands o = readOperands(c, c.in(0), c.in(1), /*transposed=*/false);
+  std::optional<NodeId> bias = floatBias(c, o);
+  c.setOutput(0, convolveForward(c, o, c.in(1), bias, c.name()));
 }
 
 void lowerConvTranspose(NodeContext& c) {
-  ConvOperands o = readOperands(c, /*transposed=*/true);
+  requireFloatOperands(c);
+  ConvOperands o = readOperands(c, c.in(0), c.in(1), /*transposed=*/true);
+  std::optional<NodeId> bias = floatBias(c, o);
   std::vector<int64_t> strides;
   Window w = transposedWindow(c, o, strides);
   // dilate() leaves stride - 1 zeros after the last element too: the end padding drops them.
@@ -482,10 +511,25 @@ void lowerConvTranspose(NodeContext& c) {
     high[i] -= strides[i] - 1;
   NodeId xp = channelsLast(c, o.x, o.spatial.size());
   xp = padOrCrop(c, dilate(c, xp, strides), w.padLow, high);
-  c.setOutput(0, convolve(c, xp, o, w, /*transposed=*/true));
+  c.setOutput(0, convolve(c, xp, c.in(1), o, w, /*transposed=*/true, bias, c.name()));
 }
 
 } // namespace
+
+NodeId convolution(NodeContext& c, NodeId x, NodeId w, ir::DType accumulate,
+                   std::optional<NodeId> bias, const std::string& name) {
+  x = c.convertTo(x, accumulate);
+  w = c.convertTo(w, accumulate);
+  ConvOperands o = readOperands(c, x, w, /*transposed=*/false);
+  if (bias) {
+    ir::DType bt = c.typeOf(*bias).dtype;
+    if (bt != accumulate)
+      c.fail(fmt::format("B has dtype {} but the convolution sums in {}", ir::dtypeName(bt),
+                         ir::dtypeName(accumulate)));
+    checkBiasShape(c, *bias, o);
+  }
+  return convolveForward(c, o, w, bias, name);
+}
 
 void addConvOps(OperatorTable& t) {
   t["Conv"] = lowerConv;

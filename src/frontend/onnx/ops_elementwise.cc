@@ -1,6 +1,7 @@
 // Elementwise ONNX operators: arithmetic, math functions, activations, comparisons, logic,
-// Cast, Clip, Where, the variadic Max/Min/Sum/Mean, Identity and (inference) Dropout.
-// Implicit broadcasting becomes broadcast_in_dim; activations become a few IR primitives.
+// the bitwise operators, Cast, Clip, Where, the variadic Max/Min/Sum/Mean, Identity and
+// (inference) Dropout. Implicit broadcasting becomes broadcast_in_dim; activations become a few
+// IR primitives.
 #include <fmt/format.h>
 #include <limits>
 
@@ -300,6 +301,76 @@ void lowerClip(NodeContext& c) {
   c.setOutput(0, y);
 }
 
+/// The ONNX integer type of a bitwise operator's input i: the recorded one, else the one the
+/// IR dtype holds by itself. Fails for floats and bools, which the operators do not take.
+int bitwiseType(NodeContext& c, size_t i) {
+  ir::DType t = c.type(i).dtype;
+  if (!ir::isInteger(t))
+    c.fail(fmt::format("input {} has dtype {}; {} takes integer tensors", i, ir::dtypeName(t),
+                       c.node.op_type()));
+  if (int known = c.onnxType(i)) return known;
+  switch (t) {
+  case ir::DType::i8:
+    return ::onnx::TensorProto::INT8;
+  case ir::DType::i32:
+    return ::onnx::TensorProto::INT32;
+  default:
+    return ::onnx::TensorProto::INT64;
+  }
+}
+
+/// A binary bitwise operator's operands, numpy-broadcast, and their one ONNX type.
+struct BitwiseOperands {
+  NodeId a = -1, b = -1;
+  int type = 0;
+};
+
+BitwiseOperands bitwiseOperands(NodeContext& c) {
+  if (c.opset < 18) c.fail(fmt::format("{} is defined from opset 18", c.node.op_type()));
+  int ta = bitwiseType(c, 0), tb = bitwiseType(c, 1);
+  if (ta != tb)
+    c.fail(fmt::format("A is {} but B is {}; {} takes one integer type", onnxTypeName(ta),
+                       onnxTypeName(tb), c.node.op_type()));
+  auto [a, b] = binaryOperands(c);
+  requireSameDType(c, a, b);
+  return {a, b, ta};
+}
+
+/// BitwiseAnd and BitwiseOr (opset 18): the IR's and/or, bitwise on integers. On the values
+/// weft holds widened (UINT8 in i32 as 0..255, INT16 sign-extended) they stay in the narrow
+/// type's range, and UINT64's bits are its own; the result records the inputs' ONNX type.
+Lowering bitwise(OpKind kind) {
+  return [kind](NodeContext& c) {
+    BitwiseOperands o = bitwiseOperands(c);
+    c.setOutput(0, c.g.binary(kind, o.a, o.b, c.name()));
+    c.setOutputOnnxType(0, o.type);
+  };
+}
+
+/// BitwiseXor (opset 18): the IR has no xor; a xor b is (a or b) - (a and b): the bits of
+/// a and b are a subset of those of a or b, so the subtraction borrows nothing and is exact,
+/// and stays in a widened narrow type's range as and/or do.
+void lowerBitwiseXor(NodeContext& c) {
+  BitwiseOperands o = bitwiseOperands(c);
+  NodeId any = c.g.binary(OpKind::Or, o.a, o.b), both = c.g.binary(OpKind::And, o.a, o.b);
+  c.setOutput(0, c.g.binary(OpKind::Sub, any, both, c.name()));
+  c.setOutputOnnxType(0, o.type);
+}
+
+/// BitwiseNot (opset 18): the IR has no bitwise not; ~x is -1 - x in two's complement, exact
+/// (it never overflows), and UINT64's bits are its own. For the types weft holds widened the
+/// low bits are taken as the narrow type reads them (castTo): UINT8's ~x is 255 - x, INT16's
+/// stays sign-extended.
+void lowerBitwiseNot(NodeContext& c) {
+  if (c.opset < 18) c.fail("BitwiseNot is defined from opset 18");
+  int type = bitwiseType(c, 0);
+  NodeId x = c.in(0);
+  bool held = heldNarrowBits(type) != 0;
+  NodeId y = c.g.binary(OpKind::Sub, c.splatLike(x, -1.0), x, held ? "" : c.name());
+  c.setOutput(0, held ? castTo(c, y, type, c.name()) : y);
+  c.setOutputOnnxType(0, type);
+}
+
 void lowerIdentity(NodeContext& c) {
   c.setOutput(0, c.in(0));
 }
@@ -333,6 +404,10 @@ void addElementwiseOps(OperatorTable& t) {
   t["Pow"] = lowerPow;
   t["And"] = binary(OpKind::And);
   t["Or"] = binary(OpKind::Or);
+  t["BitwiseAnd"] = bitwise(OpKind::And);
+  t["BitwiseOr"] = bitwise(OpKind::Or);
+  t["BitwiseXor"] = lowerBitwiseXor;
+  t["BitwiseNot"] = lowerBitwiseNot;
   t["Equal"] = compare(ir::CompareDir::EQ);
   t["Less"] = compare(ir::CompareDir::LT);
   t["Greater"] = compare(ir::CompareDir::GT);

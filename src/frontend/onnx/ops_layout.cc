@@ -1,6 +1,7 @@
 // Layout and shape ONNX operators: Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Expand,
-// Concat, Slice, Pad, Gather, and the import-time shape computations Shape, Constant and
-// ConstantOfShape (whose results are literals, so Reshape and friends see static shapes).
+// Concat, Slice, Pad, CenterCropPad, Col2Im, Gather, and the import-time shape computations
+// Shape, Constant and ConstantOfShape (whose results are literals, so Reshape and friends see
+// static shapes).
 #include <algorithm>
 #include <fmt/format.h>
 #include <limits>
@@ -449,6 +450,205 @@ void lowerPad(NodeContext& c) {
   c.setOutput(0, x);
 }
 
+/// CenterCropPad (opset 18): each axis of `axes` (default: every axis) cropped or padded with
+/// zeros to the size `shape` gives it (input 1, known at import time), centred: a crop starts at
+/// floor((n - size) / 2), a pad puts floor((size - n) / 2) before and the rest (one more when
+/// odd) after. The output keeps the input's ONNX type.
+void lowerCenterCropPad(NodeContext& c) {
+  if (c.opset < 18) c.fail("CenterCropPad is defined from opset 18");
+  NodeId x = c.in(0);
+  const Shape in = c.typeOf(x).shape;
+  const size_t r = in.size();
+  std::vector<int64_t> sizes = c.constInts(1, "shape");
+  if (c.rank(1) != 1)
+    c.fail(fmt::format("shape has rank {}; it must be a 1-D tensor of sizes", c.rank(1)));
+  std::vector<int64_t> axes(r);
+  std::iota(axes.begin(), axes.end(), 0);
+  if (auto given = c.attrInts("axes")) {
+    axes = *given;
+    normalizedAxes(c, *given, r, "axes"); // fails when one repeats
+    for (int64_t& a : axes)
+      a = c.axis(a, r, "axis");
+  }
+  if (sizes.size() != axes.size())
+    c.fail(fmt::format("shape {} has {} sizes but there are {} axes ({})", listStr(sizes),
+                       sizes.size(), axes.size(),
+                       c.hasAttr("axes") ? "attribute axes" : "the rank"));
+  std::vector<int64_t> lo(r, 0), hi(r, -1), st(r, 1), padLow(r, 0), padHigh(r, 0);
+  bool crop = false, pad = false;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    size_t a = static_cast<size_t>(axes[k]);
+    int64_t size = sizes[k];
+    if (size < 0) c.fail(fmt::format("shape {} has a negative size", listStr(sizes)));
+    if (!in[a].isStatic())
+      c.unsupported(fmt::format("CenterCropPad of axis {} of symbolic size {} is not supported "
+                                "(whether it is cropped or padded, and by how much, depends on "
+                                "the run-time size)",
+                                a, in[a].str()));
+    int64_t n = in[a].size();
+    if (size < n) {
+      lo[a] = (n - size) / 2;
+      hi[a] = lo[a] + size;
+      crop = true;
+    } else if (size > n) {
+      padLow[a] = (size - n) / 2;
+      padHigh[a] = size - n - padLow[a];
+      pad = true;
+    }
+  }
+  NodeId y = x;
+  if (crop) y = c.g.slice(y, lo, hi, st, pad ? "" : c.name());
+  if (pad) y = c.g.pad(y, padLow, padHigh, 0.0, c.name());
+  c.setOutput(0, y);
+  if (int type = c.onnxType(0)) c.setOutputOnnxType(0, type);
+}
+
+/// a * b + d, failing (naming `what`) past int64.
+int64_t checkedMulAdd(NodeContext& c, int64_t a, int64_t b, int64_t d, const std::string& what) {
+  int64_t p = 0;
+  if (__builtin_mul_overflow(a, b, &p) || __builtin_add_overflow(p, d, &p))
+    c.fail(fmt::format("{} does not fit in int64", what));
+  return p;
+}
+
+/// x with its axis `axis` (size L) spread `stride` apart: L elements at 0, stride, 2 stride...
+/// and zeros between, (L - 1) * stride + 1 in all. x[..., L, 1, ...] padded to [..., L, stride,
+/// ...] and read row-major as [..., L * stride, ...] has each element at l * stride.
+NodeId spreadAxis(NodeContext& c, NodeId x, size_t axis, int64_t stride) {
+  Shape s = c.typeOf(x).shape;
+  int64_t n = s[axis].size();
+  if (stride == 1 || n <= 1) return x;
+  Shape unit = s;
+  unit.insert(unit.begin() + static_cast<std::ptrdiff_t>(axis) + 1, Dim(1));
+  std::vector<int64_t> low(unit.size(), 0), high(unit.size(), 0);
+  high[axis + 1] = stride - 1;
+  NodeId padded = c.g.pad(c.g.reshape(x, unit), low, high, 0.0);
+  Shape flat = s;
+  flat[axis] = Dim(n * stride);
+  std::vector<int64_t> lo(s.size(), 0), hi(s.size(), -1), st(s.size(), 1);
+  hi[axis] = (n - 1) * stride + 1;
+  return c.g.slice(c.g.reshape(padded, flat), lo, hi, st);
+}
+
+/// Col2Im (opset 18): input [N, C * prod(block_shape), L] holds, for each channel and block
+/// element k (row-major over block_shape), the value of each of the L = prod(L_i) sliding
+/// blocks (row-major), L_i = (image_i + pads - dilation_i (block_i - 1) - 1) / stride_i + 1.
+/// Block l's element k lands on l_i stride_i + k_i dilation_i of the padded image, where the
+/// values landing on one pixel add up; the pads are cut off at the end. Lowered with
+/// image_shape and block_shape known at import time: the block axes spread stride apart, then
+/// for each block element its values padded into place and the whole summed (or-ed for bools).
+void lowerCol2Im(NodeContext& c) {
+  if (c.opset < 18) c.fail("Col2Im is defined from opset 18");
+  NodeId x = c.in(0);
+  const ir::TensorType t = c.typeOf(x);
+  if (t.shape.size() != 3)
+    c.fail(fmt::format("input {} must have rank 3 (N, C * prod(block_shape), L)",
+                       ir::shapeStr(t.shape)));
+  std::vector<int64_t> image = c.constInts(1, "image_shape");
+  std::vector<int64_t> block = c.constInts(2, "block_shape");
+  if (c.rank(1) != 1 || c.rank(2) != 1) c.fail("image_shape and block_shape must be 1-D tensors");
+  const size_t n = image.size();
+  if (n == 0) c.fail("image_shape is empty; Col2Im needs at least one spatial axis");
+  if (block.size() != n)
+    c.fail(fmt::format("block_shape {} and image_shape {} need one entry per spatial axis",
+                       listStr(block), listStr(image)));
+  auto perAxis = [&](const char* name, int64_t dflt, size_t count, int64_t least) {
+    std::vector<int64_t> v = c.attrInts(name).value_or(std::vector<int64_t>(count, dflt));
+    if (v.size() != count)
+      c.fail(fmt::format("{} {} needs {} entries for {} spatial axes", name, listStr(v), count, n));
+    for (int64_t e : v)
+      if (e < least)
+        c.fail(fmt::format("{} {} has {}; each must be {} or more", name, listStr(v), e, least));
+    return v;
+  };
+  std::vector<int64_t> dilations = perAxis("dilations", 1, n, 1);
+  std::vector<int64_t> strides = perAxis("strides", 1, n, 1);
+  std::vector<int64_t> pads = perAxis("pads", 0, 2 * n, 0);
+  for (int64_t b : block)
+    if (b < 1) c.fail(fmt::format("block_shape {} has a size below 1", listStr(block)));
+  for (int64_t i : image)
+    if (i < 0) c.fail(fmt::format("image_shape {} has a negative size", listStr(image)));
+  std::vector<int64_t> blocks(n), padded(n);
+  int64_t blockElements = 1, blockCount = 1;
+  for (size_t i = 0; i < n; ++i) {
+    padded[i] = checkedMulAdd(c, 1, image[i], pads[i], "the padded image size");
+    padded[i] = checkedMulAdd(c, 1, padded[i], pads[i + n], "the padded image size");
+    int64_t span = checkedMulAdd(c, dilations[i], block[i] - 1, 1, "the dilated block size");
+    if (span > padded[i])
+      c.fail(fmt::format("a block of {} (dilation {}) spans {} elements, more than the {} of "
+                         "spatial axis {} padded",
+                         block[i], dilations[i], span, padded[i], i));
+    blocks[i] = (padded[i] - span) / strides[i] + 1;
+    blockElements = checkedMulAdd(c, blockElements, block[i], 0, "prod(block_shape)");
+    blockCount = checkedMulAdd(c, blockCount, blocks[i], 0, "the block count");
+  }
+  if (!t.shape[1].isStatic() || !t.shape[2].isStatic())
+    c.unsupported(fmt::format("Col2Im of input {} with symbolic dims 1 or 2 is not supported",
+                              ir::shapeStr(t.shape)));
+  if (t.shape[1].size() % blockElements != 0)
+    c.fail(fmt::format("dim 1 of input {} is not a multiple of prod(block_shape {}) = {}",
+                       ir::shapeStr(t.shape), listStr(block), blockElements));
+  if (t.shape[2].size() != blockCount)
+    c.fail(fmt::format("dim 2 of input {} must be the block count {} ({} blocks per spatial "
+                       "axis)",
+                       ir::shapeStr(t.shape), blockCount, listStr(blocks)));
+  if (blockElements > kMaxUnrolled)
+    c.unsupported(fmt::format("Col2Im with {} elements per block is not supported: it is more "
+                              "than weft unrolls ({})",
+                              blockElements, kMaxUnrolled));
+  const int64_t channels = t.shape[1].size() / blockElements;
+  // [N, C, b_1..b_n, L_1..L_n], the L_i axes spread stride_i apart
+  Shape split = {t.shape[0], Dim(channels)};
+  for (int64_t b : block)
+    split.push_back(Dim(b));
+  for (int64_t l : blocks)
+    split.push_back(Dim(l));
+  NodeId spread = c.g.reshape(x, split);
+  for (size_t i = 0; i < n; ++i)
+    spread = spreadAxis(c, spread, 2 + n + i, strides[i]);
+  const Shape spreadShape = c.typeOf(spread).shape;
+  Shape part = {t.shape[0], Dim(channels)}; // one block element's values: [N, C, S_1..S_n]
+  part.insert(part.end(), spreadShape.begin() + 2 + static_cast<std::ptrdiff_t>(n),
+              spreadShape.end());
+  const bool logical = ir::isBool(t.dtype);
+  // a narrow type weft holds widened wraps its sums back into range (castTo)
+  const int type = c.onnxType(0);
+  const bool wraps = heldNarrowBits(type) != 0;
+  const bool padding = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
+  std::optional<NodeId> sum;
+  std::vector<int64_t> k(n, 0); // the block element, row-major
+  for (int64_t e = 0; e < blockElements; ++e) {
+    std::vector<int64_t> lo(split.size(), 0), hi(split.size(), -1), st(split.size(), 1);
+    std::vector<int64_t> low(2 + n, 0), high(2 + n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      lo[2 + i] = k[i];
+      hi[2 + i] = k[i] + 1;
+      low[2 + i] = k[i] * dilations[i];
+      high[2 + i] = padded[i] - low[2 + i] - part[2 + i].size();
+    }
+    const std::string name = e + 1 == blockElements && !padding && !wraps ? c.name() : "";
+    NodeId values = c.g.reshape(c.g.slice(spread, lo, hi, st), part);
+    NodeId placed = c.g.pad(values, low, high, 0.0, sum ? "" : name);
+    sum = sum ? c.g.binary(logical ? OpKind::Or : OpKind::Add, *sum, placed, name) : placed;
+    for (size_t i = n; i-- > 0;) { // the next block element
+      if (++k[i] < block[i]) break;
+      k[i] = 0;
+    }
+  }
+  NodeId y = *sum;
+  if (padding) {
+    std::vector<int64_t> lo(2 + n, 0), hi(2 + n, -1), st(2 + n, 1);
+    for (size_t i = 0; i < n; ++i) {
+      lo[2 + i] = pads[i];
+      hi[2 + i] = pads[i] + image[i];
+    }
+    y = c.g.slice(y, lo, hi, st, wraps ? "" : c.name());
+  }
+  if (wraps) y = castTo(c, y, type, c.name());
+  c.setOutput(0, y);
+  if (type) c.setOutputOnnxType(0, type);
+}
+
 void lowerShape(NodeContext& c) {
   Shape s = c.type(0).shape;
   int64_t r = static_cast<int64_t>(s.size());
@@ -666,6 +866,8 @@ void addLayoutOps(OperatorTable& t) {
   t["Concat"] = lowerConcat;
   t["Slice"] = lowerSlice;
   t["Pad"] = lowerPad;
+  t["CenterCropPad"] = lowerCenterCropPad;
+  t["Col2Im"] = lowerCol2Im;
   t["Shape"] = lowerShape;
   t["Constant"] = lowerConstant;
   t["ConstantOfShape"] = lowerConstantOfShape;

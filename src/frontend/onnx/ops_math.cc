@@ -1,7 +1,7 @@
 // Elementwise ONNX operators the IR has no op for, composed from its primitives: Mod, Xor,
 // IsInf, IsNaN, Round, the activations Celu, HardSwish, Softsign, Shrink, PRelu and
-// ThresholdedRelu, CastLike, and the trigonometric and hyperbolic functions Tan, Asin, Acos,
-// Atan, Sinh, Cosh, Asinh, Acosh and Atanh.
+// ThresholdedRelu, CastLike, the trigonometric and hyperbolic functions Tan, Asin, Acos,
+// Atan, Sinh, Cosh, Asinh, Acosh and Atanh, and the determinant Det.
 //
 // The functions are computed in the input's dtype for f32 and f64, and in f32 for f16 and bf16
 // (rounded to the dtype once, at the end). Each is built for accuracy over its whole domain,
@@ -31,8 +31,10 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -546,6 +548,182 @@ void lowerCastLike(NodeContext& c) {
   c.setOutput(0, c.typeOf(x).dtype == to ? x : c.g.convert(x, to, c.name()));
 }
 
+// --- Det --------------------------------------------------------------------------------------
+
+/// Matrices up to this size take the cofactor expansion; larger ones an LU factorization.
+constexpr int64_t kMaxCofactorSize = 4;
+/// Matrices up to this size are factorized (one unrolled elimination step each).
+constexpr int64_t kMaxDetSize = 64;
+
+/// The batch of matrices x [..., n, n] and what Det's steps build over it.
+class Matrices {
+public:
+  Matrices(NodeContext& c, const ir::Shape& batch) : c_(c), batch_(batch) {}
+
+  /// The batch shape with `tail` appended.
+  ir::Shape shape(std::vector<int64_t> tail) const {
+    ir::Shape s = batch_;
+    for (int64_t d : tail)
+      s.push_back(ir::Dim(d));
+    return s;
+  }
+  /// x [..., rows, cols] sliced to rows [r0, r1) and columns [c0, c1) (the batch whole).
+  NodeId block(NodeId x, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    size_t r = batch_.size() + 2;
+    std::vector<int64_t> starts(r, 0), limits(r, -1), strides(r, 1);
+    starts[r - 2] = r0;
+    limits[r - 2] = r1;
+    starts[r - 1] = c0;
+    limits[r - 1] = c1;
+    return c_.g.slice(x, starts, limits, strides);
+  }
+  /// Element (i, j) of each matrix: [...].
+  NodeId element(NodeId x, int64_t i, int64_t j) {
+    return c_.reshapeTo(block(x, i, i + 1, j, j + 1), batch_);
+  }
+  /// Row i of each matrix x [..., n, n]: [..., n].
+  NodeId row(NodeId x, int64_t i, int64_t n) {
+    return c_.reshapeTo(block(x, i, i + 1, 0, n), shape({n}));
+  }
+  /// Entries [from, to) of each vector v [..., n]: [..., to - from], or [...] for one entry
+  /// when `drop`.
+  NodeId entries(NodeId v, int64_t from, int64_t to, bool drop = false) {
+    size_t r = batch_.size() + 1;
+    std::vector<int64_t> starts(r, 0), limits(r, -1), strides(r, 1);
+    starts[r - 1] = from;
+    limits[r - 1] = to;
+    NodeId part = c_.g.slice(v, starts, limits, strides);
+    return drop ? c_.reshapeTo(part, batch_) : part;
+  }
+  /// v [..., tail of `to` at `axes`] broadcast to `to`, the batch axes leading.
+  NodeId spread(NodeId v, const ir::Shape& to, const std::vector<int64_t>& axes) {
+    std::vector<int64_t> dims;
+    for (size_t i = 0; i < batch_.size(); ++i)
+      dims.push_back(static_cast<int64_t>(i));
+    for (int64_t a : axes)
+      dims.push_back(static_cast<int64_t>(batch_.size()) + a);
+    return c_.g.broadcastInDim(v, to, dims);
+  }
+  int64_t last() const { return static_cast<int64_t>(batch_.size()); } // the first tail axis
+
+private:
+  NodeContext& c_;
+  ir::Shape batch_;
+};
+
+/// The determinant of the n x n matrices x by cofactor expansion along the first row, each
+/// minor (the last k rows, a set of k columns) built once: for n <= 4 this is at most 28
+/// products, and exact but for the rounding of each.
+NodeId cofactorDet(NodeContext& c, Matrices& m, NodeId x, int64_t n, const std::string& name) {
+  const uint32_t all = (1u << n) - 1;
+  std::map<uint32_t, NodeId> minors; // by the bit set of the minor's columns
+  std::function<NodeId(uint32_t)> det = [&](uint32_t cols) -> NodeId {
+    if (auto it = minors.find(cols); it != minors.end()) return it->second;
+    int64_t k = __builtin_popcount(cols), row = n - k;
+    if (k == 1) return minors[cols] = m.element(x, row, __builtin_ctz(cols));
+    std::optional<NodeId> sum;
+    int position = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      if (!(cols & (1u << j))) continue;
+      NodeId a = m.element(x, row, j);
+      bool last = cols == all && position == k - 1;
+      NodeId term = c.g.binary(OpKind::Mul, a, det(cols & ~(1u << j)), !sum && last ? name : "");
+      if (sum)
+        term =
+            c.g.binary(position % 2 == 0 ? OpKind::Add : OpKind::Sub, *sum, term, last ? name : "");
+      sum = term;
+      ++position;
+    }
+    return minors[cols] = *sum;
+  };
+  return det(all);
+}
+
+/// The determinant of the n x n matrices x by Gaussian elimination with partial pivoting,
+/// unrolled: each step takes the first row whose leading element has the largest magnitude as
+/// the pivot row (an iota, a compare and a min reduce), swaps it with the first (a one-hot
+/// select and sum, which is exact), multiplies the determinant by the pivot (negated when the
+/// rows swapped) and eliminates the leading column from the other rows, which leaves the
+/// (n-1) x (n-1) matrices of the next step. A zero pivot (a singular matrix) eliminates
+/// nothing and leaves the determinant 0, as numpy's (LAPACK's) factorization does.
+NodeId eliminationDet(NodeContext& c, Matrices& m, NodeId x, int64_t size,
+                      const std::string& name) {
+  NodeId det = c.splat(c.typeOf(x).dtype, m.shape({}), 1.0);
+  for (int64_t n = size; n > 1; --n) {
+    const ir::Shape square = m.shape({n, n}), column = m.shape({n});
+    const int64_t rows = m.last();
+    // the pivot row p: the first of the largest |x[i, 0]|; 0 when none is (NaN)
+    NodeId lead = c.g.unary(OpKind::Abs, c.reshapeTo(m.block(x, 0, n, 0, 1), column));
+    NodeId largest = c.g.reduce(ir::ReduceKind::Max, lead, {m.last()});
+    NodeId at = c.g.iota(DType::i64, column, m.last());
+    NodeId isLargest = c.g.compare(CompareDir::EQ, lead, m.spread(largest, column, {}));
+    NodeId p =
+        c.g.reduce(ir::ReduceKind::Min,
+                   c.g.select(isLargest, at, c.splatLike(at, static_cast<double>(n))), {m.last()});
+    p = c.g.select(c.g.compare(CompareDir::EQ, p, c.splatLike(p, static_cast<double>(n))),
+                   c.splatLike(p, 0.0), p);
+    // the pivot row and the other rows, the first taking row p's place
+    NodeId isPivotRow =
+        c.g.compare(CompareDir::EQ, c.g.iota(DType::i64, square, rows), m.spread(p, square, {}));
+    NodeId pivotRow =
+        c.g.reduce(ir::ReduceKind::Sum, c.g.select(isPivotRow, x, c.splatLike(x, 0.0)), {rows});
+    NodeId first = m.row(x, 0, n);
+    const ir::Shape others = m.shape({n - 1, n});
+    NodeId below = m.block(x, 1, n, 0, n);
+    NodeId wasP = c.g.compare(CompareDir::EQ,
+                              c.g.binary(OpKind::Add, c.g.iota(DType::i64, others, rows),
+                                         c.splat(DType::i64, others, 1.0)),
+                              m.spread(p, others, {}));
+    NodeId rest = c.g.select(wasP, m.spread(first, others, {1}), below);
+    // the determinant takes the pivot, negated when row p is not the first
+    NodeId pivot = m.entries(pivotRow, 0, 1, /*drop=*/true);
+    NodeId swapped = c.g.compare(CompareDir::NE, p, c.splatLike(p, 0.0));
+    det = c.g.binary(OpKind::Mul, det, c.g.select(swapped, c.g.unary(OpKind::Neg, pivot), pivot));
+    // eliminate: rest[i, 1:] - rest[i, 0] / pivot * pivotRow[1:]
+    const ir::Shape next = m.shape({n - 1, n - 1}), factors = m.shape({n - 1});
+    NodeId ratio = c.g.binary(OpKind::Div, c.reshapeTo(m.block(rest, 0, n - 1, 0, 1), factors),
+                              m.spread(pivot, factors, {}));
+    NodeId zeroPivot = c.g.compare(CompareDir::EQ, pivot, c.splatLike(pivot, 0.0));
+    ratio = c.g.select(m.spread(zeroPivot, factors, {}), c.splatLike(ratio, 0.0), ratio);
+    NodeId tail = m.entries(pivotRow, 1, n);
+    NodeId update = c.g.binary(OpKind::Mul, m.spread(ratio, next, {0}), m.spread(tail, next, {1}));
+    x = c.g.binary(OpKind::Sub, m.block(rest, 0, n - 1, 1, n), update);
+  }
+  return c.g.binary(OpKind::Mul, det, m.element(x, 0, 0), name);
+}
+
+/// Det (opset 11): the determinant of each M x M matrix of X [..., M, M], in f32 for f16 and
+/// bf16. M must be static: up to 4 by cofactor expansion, up to 64 by Gaussian elimination
+/// with partial pivoting (eliminationDet). The empty matrix (M = 0) has determinant 1.
+void lowerDet(NodeContext& c) {
+  NodeId x0 = floatInput(c, 0);
+  const ir::TensorType t = c.typeOf(x0);
+  const ir::Shape& s = t.shape;
+  if (s.size() < 2) c.fail(fmt::format("X {} needs rank 2 or more ([..., M, M])", ir::shapeStr(s)));
+  const ir::Dim rows = s[s.size() - 2], cols = s[s.size() - 1];
+  if (!rows.isStatic() || !cols.isStatic())
+    c.unsupported(fmt::format("X {} has a symbolic matrix size; Det needs a static M (the "
+                              "determinant's formula is built for it)",
+                              ir::shapeStr(s)));
+  if (rows != cols)
+    c.fail(fmt::format("X {} holds {} x {} matrices; Det takes square ones", ir::shapeStr(s),
+                       rows.size(), cols.size()));
+  const int64_t n = rows.size();
+  if (n > kMaxDetSize)
+    c.unsupported(fmt::format("the determinant of {} x {} matrices is not supported (at most "
+                              "{} x {}: each elimination step is unrolled)",
+                              n, n, kMaxDetSize, kMaxDetSize));
+  const ir::Shape batch(s.begin(), s.end() - 2);
+  const DType compute = computeDType(t.dtype);
+  Matrices m(c, batch);
+  const bool converted = compute != t.dtype;
+  const std::string name = converted ? "" : c.name();
+  NodeId det = n == 0                  ? c.splat(compute, batch, 1.0)
+               : n <= kMaxCofactorSize ? cofactorDet(c, m, c.convertTo(x0, compute), n, name)
+                                       : eliminationDet(c, m, c.convertTo(x0, compute), n, name);
+  c.setOutput(0, converted ? c.g.convert(det, t.dtype, c.name()) : det);
+}
+
 } // namespace
 
 void addMathOps(OperatorTable& t) {
@@ -571,6 +749,7 @@ void addMathOps(OperatorTable& t) {
   t["Shrink"] = since(9, lowerShrink);
   t["PRelu"] = lowerPRelu;
   t["CastLike"] = since(15, lowerCastLike);
+  t["Det"] = since(11, lowerDet);
 }
 
 } // namespace weft::onnx

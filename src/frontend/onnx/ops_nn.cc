@@ -1,6 +1,7 @@
 // Neural-network ONNX operators expanded into IR primitives: Softmax, LogSoftmax,
-// LayerNormalization, BatchNormalization, InstanceNormalization, MeanVarianceNormalization,
-// GlobalAveragePool, GlobalMaxPool, and MatMul / Gemm as the IR's dot. Softmax, the norms and
+// LayerNormalization, BatchNormalization, InstanceNormalization, GroupNormalization,
+// MeanVarianceNormalization, GlobalAveragePool, GlobalMaxPool, Mish, and MatMul / Gemm as the
+// IR's dot. Softmax, the norms and
 // their statistics are the shared composite ops (frontend/composite_ops.h), so an ONNX model
 // reaches the planner as the same graph as the JSON file of the same model.
 #include <algorithm>
@@ -164,6 +165,83 @@ void lowerInstanceNorm(NodeContext& c) {
   c.setOutput(0, c.g.binary(OpKind::Add, scaled, bias, c.name()));
 }
 
+/// GroupNormalization's scale or bias (input i, `what`): one value per group (`per`, the
+/// number of groups) in opset 18, one per channel from 21, in X's dtype.
+NodeId groupNormParameter(NodeContext& c, size_t i, const std::string& what, int64_t per,
+                          const ir::TensorType& x) {
+  ir::TensorType t = c.type(i);
+  if (t.dtype != x.dtype)
+    c.fail(fmt::format("{} has dtype {} but X has dtype {}", what, ir::dtypeName(t.dtype),
+                       ir::dtypeName(x.dtype)));
+  if (t.shape != Shape{Dim(per)})
+    c.fail(fmt::format("{} has shape {} but needs [{}] (one value per {} in GroupNormalization-{})",
+                       what, ir::shapeStr(t.shape), per, c.opset >= 21 ? "channel" : "group",
+                       c.opset >= 21 ? 21 : 18));
+  return c.in(i);
+}
+
+/// The dtype GroupNormalization-21 computes its statistics in (stash_type, an ONNX float type).
+ir::DType stashDType(NodeContext& c) {
+  int64_t stash = c.attrInt("stash_type", ::onnx::TensorProto::FLOAT);
+  switch (stash) {
+  case ::onnx::TensorProto::FLOAT:
+    return ir::DType::f32;
+  case ::onnx::TensorProto::FLOAT16:
+    return ir::DType::f16;
+  case ::onnx::TensorProto::BFLOAT16:
+    return ir::DType::bf16;
+  case ::onnx::TensorProto::DOUBLE:
+    return ir::DType::f64;
+  default:
+    c.fail(fmt::format("stash_type {} is not a floating-point type (FLOAT 1, FLOAT16 10, "
+                       "DOUBLE 11 or BFLOAT16 16)",
+                       stash));
+  }
+}
+
+/// GroupNormalization (opsets 18 and 21): X (N, C, D1, ...) seen as (N, G, C / G, D1, ...) is
+/// normalized over every axis after G, (x - mean) / sqrt(var + epsilon), and then scaled and
+/// shifted: per group in opset 18 (scale and bias of shape [G], in X's dtype, as the operator's
+/// function computes everything), per channel from 21 (shape [C]) after the normalized value is
+/// converted back from stash_type's dtype to X's. Opset 18's statistics of f16 and bf16 inputs
+/// are computed in f32 (computeDType), which its function leaves to X's precision.
+void lowerGroupNorm(NodeContext& c) {
+  if (c.opset < 18) c.fail("GroupNormalization is defined from opset 18");
+  NodeId x = c.in(0);
+  const ir::TensorType t = c.typeOf(x);
+  requireFloatInput(c, 0, "X");
+  if (t.shape.size() < 2)
+    c.fail(fmt::format("X {} needs rank 2 or more (N, C, D1, ...)", ir::shapeStr(t.shape)));
+  int64_t groups = c.requireAttrInt("num_groups");
+  const Dim& channels = t.shape[1];
+  if (!channels.isStatic())
+    c.unsupported(fmt::format("GroupNormalization of X {} with a symbolic channel count {} is "
+                              "not supported (the groups split it)",
+                              ir::shapeStr(t.shape), channels.str()));
+  int64_t cs = channels.size();
+  if (groups <= 0 || cs % groups != 0)
+    c.fail(fmt::format("num_groups {} does not divide the {} channels of X {}", groups, cs,
+                       ir::shapeStr(t.shape)));
+  bool perChannelAffine = c.opset >= 21;
+  NodeId scale = groupNormParameter(c, 1, "scale", perChannelAffine ? cs : groups, t);
+  NodeId bias = groupNormParameter(c, 2, "bias", perChannelAffine ? cs : groups, t);
+  Shape grouped = {t.shape[0], Dim(groups), Dim(cs / groups)};
+  grouped.insert(grouped.end(), t.shape.begin() + 2, t.shape.end());
+  frontend::NormOptions o;
+  for (size_t a = 2; a < grouped.size(); ++a)
+    o.axes.push_back(static_cast<int64_t>(a));
+  o.epsilon = c.attrFloat("epsilon", 1e-5f);
+  o.compute = perChannelAffine ? stashDType(c) : computeDType(t.dtype);
+  requireStaticCount(c, grouped, o.axes);
+  NodeId normalized = frontend::layerNorm(c.site(), c.g.reshape(x, grouped), o, "").y;
+  if (perChannelAffine) normalized = c.g.reshape(normalized, t.shape);
+  const Shape& s = c.typeOf(normalized).shape;
+  NodeId scaled = c.g.binary(OpKind::Mul, normalized, c.g.broadcastInDim(scale, s, {1}));
+  NodeId y = c.g.binary(OpKind::Add, scaled, c.g.broadcastInDim(bias, s, {1}),
+                        perChannelAffine ? c.name() : "");
+  c.setOutput(0, perChannelAffine ? y : c.g.reshape(y, t.shape, c.name()));
+}
+
 /// MeanVarianceNormalization's axes: the attribute (default [0, 2, 3]), normalized and sorted.
 /// An empty list is every axis, as the operator's ONNX function (ReduceMean over `axes`) reads
 /// it.
@@ -238,6 +316,26 @@ Lowering globalPool(bool average) {
   };
 }
 
+/// Mish (opset 18): x * tanh(softplus(x)), computed as x * n / (n + 2) with n = e^x (e^x + 2),
+/// the same value (tanh(log(1 + e^x)) = ((1 + e^x)^2 - 1) / ((1 + e^x)^2 + 1)) without the
+/// rounding of log(1 + e^x) for very negative x; from x > 20 the factor is 1 to double precision
+/// (and e^2x would overflow), so the result is x. In f32 for f16 and bf16 inputs.
+void lowerMish(NodeContext& c) {
+  if (c.opset < 18) c.fail("Mish is defined from opset 18");
+  requireFloatInput(c, 0, "X");
+  NodeId x0 = c.in(0);
+  const ir::DType t = c.typeOf(x0).dtype;
+  NodeId x = c.convertTo(x0, computeDType(t));
+  NodeId e = c.g.unary(OpKind::Exp, x);
+  NodeId n = c.g.binary(OpKind::Mul, e, c.g.binary(OpKind::Add, e, c.splatLike(e, 2.0)));
+  NodeId factor = c.g.binary(OpKind::Div, n, c.g.binary(OpKind::Add, n, c.splatLike(n, 2.0)));
+  NodeId large = c.g.compare(ir::CompareDir::GT, x, c.splatLike(x, 20.0));
+  bool converted = x != x0;
+  NodeId y = c.g.select(large, x, c.g.binary(OpKind::Mul, x, factor), converted ? "" : c.name());
+  if (converted) y = c.g.convert(y, t, c.name());
+  c.setOutput(0, y);
+}
+
 /// MatMul with numpy semantics: 1-D operands get a unit dim (removed again afterwards) and
 /// batch dims broadcast, both made explicit around one batched dot.
 void lowerMatMul(NodeContext& c) {
@@ -300,9 +398,11 @@ void addNNOps(OperatorTable& t) {
   t["LayerNormalization"] = lowerLayerNorm;
   t["BatchNormalization"] = lowerBatchNorm;
   t["InstanceNormalization"] = lowerInstanceNorm;
+  t["GroupNormalization"] = lowerGroupNorm;
   t["MeanVarianceNormalization"] = lowerMeanVarianceNorm;
   t["GlobalAveragePool"] = globalPool(/*average=*/true);
   t["GlobalMaxPool"] = globalPool(/*average=*/false);
+  t["Mish"] = lowerMish;
   t["MatMul"] = lowerMatMul;
   t["Gemm"] = lowerGemm;
 }

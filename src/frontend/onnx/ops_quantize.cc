@@ -1,5 +1,6 @@
 // ONNX's linear quantization operators composed from IR primitives: QuantizeLinear,
-// DequantizeLinear, DynamicQuantizeLinear, MatMulInteger and QLinearMatMul.
+// DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger and
+// QLinearConv.
 //
 // Quantized values are integers weft holds exactly: INT8 in i8, UINT8, UINT16 and INT16 in i32
 // (heldNarrowBits); a lowering that makes one records its ONNX type (setOutputOnnxType), so
@@ -8,6 +9,11 @@
 // numpy promotes them), rounds half to even in that dtype, adds the zero point as an integer
 // and saturates to the type's range. ONNX leaves NaN undefined: weft quantizes it as 0, to the
 // zero point. The float8 and 4-bit types (opsets 19 and 21) are refused: weft has none.
+//
+// The integer products (MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv) subtract the
+// zero points in int32 and multiply and sum there, as ONNX's reference does; the convolutions
+// are Conv's lowering (ops_conv.cc) over those int32 operands, so their padding is a zero
+// *after* the zero point is subtracted, as the reference pads.
 #include <fmt/format.h>
 #include <limits>
 #include <optional>
@@ -551,6 +557,104 @@ void lowerQLinearMatMul(NodeContext& c) {
   c.setOutputOnnxType(0, yType);
 }
 
+// --- ConvInteger and QLinearConv -------------------------------------------------------------
+
+/// The convolution's input x (input i, int8 or uint8) less its zero point (input zp, when
+/// given: one value, of x's type) in i32.
+NodeId centeredInput(NodeContext& c, size_t i, size_t zp, const std::string& what,
+                     const std::string& zpWhat) {
+  int type = eightBitType(c, i, what);
+  NodeId v = c.convertTo(c.in(i), DType::i32);
+  if (!c.has(zp)) return v;
+  requireSameQuantizedType(c, zp, i, type, zpWhat, what);
+  if (!oneValue(c.type(zp).shape))
+    c.fail(fmt::format("{} has shape {}; it must be a scalar (per tensor)", zpWhat,
+                       ir::shapeStr(c.type(zp).shape)));
+  NodeId z = c.convertTo(c.reshapeTo(c.in(zp), {}), DType::i32);
+  return c.g.binary(OpKind::Sub, v, c.broadcastTo(z, c.typeOf(v).shape));
+}
+
+/// A per-tensor or per-output-channel parameter (input i) of the weights w [M, C/group, k...]:
+/// one value, made a scalar, or an M-element vector.
+NodeId perOutputChannel(NodeContext& c, size_t i, const std::string& what, const Shape& w) {
+  NodeId p = c.in(i);
+  const Shape s = c.typeOf(p).shape;
+  if (oneValue(s)) return c.reshapeTo(p, {});
+  if (s.size() != 1 || w.empty() || !(s[0] == w[0]))
+    c.fail(fmt::format("{} has shape {}; it must be a scalar or hold one value per output "
+                       "channel ([{}], dim 0 of w {})",
+                       what, ir::shapeStr(s), w.empty() ? "M" : w[0].str(), ir::shapeStr(w)));
+  return p;
+}
+
+/// The weights w (input i, int8 or uint8) less their zero point (input zp, when given: one
+/// value or one per output channel, of w's type) in i32.
+NodeId centeredWeights(NodeContext& c, size_t i, size_t zp, const std::string& what,
+                       const std::string& zpWhat) {
+  int type = eightBitType(c, i, what);
+  NodeId v = c.convertTo(c.in(i), DType::i32);
+  if (!c.has(zp)) return v;
+  requireSameQuantizedType(c, zp, i, type, zpWhat, what);
+  const Shape ws = c.typeOf(v).shape;
+  NodeId z = c.convertTo(perOutputChannel(c, zp, zpWhat, ws), DType::i32);
+  z = c.typeOf(z).shape.empty() ? c.broadcastTo(z, ws) : c.g.broadcastInDim(z, ws, {0});
+  return c.g.binary(OpKind::Sub, v, z);
+}
+
+/// ConvInteger: Conv (every attribute of Conv's) of (x - x_zero_point) by (w - w_zero_point),
+/// summed in int32 (wrapping, as ONNX allows). x_zero_point is per tensor, w_zero_point per
+/// tensor or per output channel.
+void lowerConvInteger(NodeContext& c) {
+  NodeId x = centeredInput(c, 0, 2, "x", "x_zero_point");
+  NodeId w = centeredWeights(c, 1, 3, "w", "w_zero_point");
+  c.setOutput(0, convolution(c, x, w, DType::i32, std::nullopt, c.name()));
+  c.setOutputOnnxType(0, TensorProto::INT32);
+}
+
+/// QLinearConv: y = saturate(round(C * (x_scale * w_scale / y_scale)) + y_zero_point), C the
+/// int32 convolution of (x - x_zero_point) by (w - w_zero_point) plus the int32 bias B (per
+/// output channel) when given. As for QLinearMatMul (and ONNX's reference), the multiplier is
+/// formed in float32 and C times it in f64. w_scale and w_zero_point are per tensor or per
+/// output channel; the others are per tensor.
+void lowerQLinearConv(NodeContext& c) {
+  static const char* names[] = {"x",       "x_scale",      "x_zero_point", "w",
+                                "w_scale", "w_zero_point", "y_scale",      "y_zero_point"};
+  for (size_t i = 0; i < 8; ++i)
+    if (!c.has(i))
+      c.fail(fmt::format("needs input {} ({}); QLinearConv takes 8 or 9", i, names[i]));
+  for (size_t i : std::vector<size_t>{1, 4, 6})
+    if (c.type(i).dtype != DType::f32)
+      c.fail(
+          fmt::format("{} is {}; QLinearConv's scales are float32", names[i], inputTypeName(c, i)));
+  for (size_t i : std::vector<size_t>{1, 6, 7})
+    if (!oneValue(c.type(i).shape))
+      c.fail(fmt::format("{} has shape {}; it must be a scalar (per tensor)", names[i],
+                         ir::shapeStr(c.type(i).shape)));
+  int yType = eightBitType(c, 7, "y_zero_point");
+  NodeId x = centeredInput(c, 0, 2, "x", "x_zero_point");
+  NodeId w = centeredWeights(c, 3, 5, "w", "w_zero_point");
+  std::optional<NodeId> bias;
+  if (c.has(8)) {
+    int bt = c.onnxType(8);
+    if (c.type(8).dtype != DType::i32 || (bt != 0 && bt != TensorProto::INT32))
+      c.fail(fmt::format("B is {}; QLinearConv's bias is int32", inputTypeName(c, 8)));
+    bias = c.in(8);
+  }
+  NodeId sum = convolution(c, x, w, DType::i32, bias, "");
+  const Shape out = c.typeOf(sum).shape;
+  NodeId ws = perOutputChannel(c, 4, "w_scale", c.type(3).shape);
+  NodeId xs = c.broadcastTo(c.reshapeTo(c.in(1), {}), c.typeOf(ws).shape);
+  NodeId ys = c.broadcastTo(c.reshapeTo(c.in(6), {}), c.typeOf(ws).shape);
+  NodeId multiplier = c.g.binary(OpKind::Div, c.g.binary(OpKind::Mul, xs, ws), ys);
+  multiplier = c.convertTo(multiplier, DType::f64);
+  multiplier = c.typeOf(multiplier).shape.empty() ? c.broadcastTo(multiplier, out)
+                                                  : c.g.broadcastInDim(multiplier, out, {1});
+  NodeId d = c.g.binary(OpKind::Mul, c.convertTo(sum, DType::f64), multiplier);
+  NodeId yzp = c.broadcastTo(c.reshapeTo(c.in(7), {}), out);
+  c.setOutput(0, saturateRounded(c, d, yzp, *quantizedType(yType), c.name()));
+  c.setOutputOnnxType(0, yType);
+}
+
 } // namespace
 
 void addQuantizeOps(OperatorTable& t) {
@@ -559,6 +663,8 @@ void addQuantizeOps(OperatorTable& t) {
   t["DynamicQuantizeLinear"] = since(11, lowerDynamicQuantizeLinear);
   t["MatMulInteger"] = since(10, lowerMatMulInteger);
   t["QLinearMatMul"] = since(10, lowerQLinearMatMul);
+  t["ConvInteger"] = since(10, lowerConvInteger);
+  t["QLinearConv"] = since(10, lowerQLinearConv);
 }
 
 } // namespace weft::onnx

@@ -1,5 +1,5 @@
 // Selection and scatter ONNX operators: TopK, GatherND, ScatterElements (and Scatter, its
-// deprecated alias) and ScatterND.
+// deprecated alias), ScatterND and MaxUnpool.
 //
 // The IR has no sort, gather or scatter. As for Gather and GatherElements (ops_layout.cc,
 // ops_index.cc), what depends on an index is a mask `index == iota` over a second copy of the
@@ -515,6 +515,111 @@ void lowerScatterND(NodeContext& c) {
   setScatterOutput(c, y, reduction);
 }
 
+// ---------------------------------------------------------------- MaxUnpool
+
+/// MaxUnpool's spatial attribute `name`: n values (2n for pads), each >= `min`; `dflt` for each
+/// when absent.
+std::vector<int64_t> unpoolAttr(NodeContext& c, const std::string& name, size_t n, int64_t dflt,
+                                int64_t min) {
+  std::optional<std::vector<int64_t>> v = c.attrInts(name);
+  if (!v) return std::vector<int64_t>(n, dflt);
+  if (v->size() != n)
+    c.fail(fmt::format("{} {} has {} values, not {} (X has {} spatial axes)", name, listStr(*v),
+                       v->size(), n, name == "pads" ? n / 2 : n));
+  for (int64_t x : *v)
+    if (x < min) c.fail(fmt::format("{} {} has a value below {}", name, listStr(*v), min));
+  return *v;
+}
+
+/// The shape MaxUnpool scatters into: X's N and C, and on each spatial axis
+/// (D - 1) * stride - (pad_begin + pad_end) + kernel (the input of the MaxPool that made X).
+Shape unpooledShape(NodeContext& c, const Shape& xs) {
+  size_t n = xs.size() - 2;
+  std::vector<int64_t> kernel = c.requireAttrInts("kernel_shape");
+  if (kernel.size() != n)
+    c.fail(fmt::format("kernel_shape {} has {} values, not {} (X {} has {} spatial axes)",
+                       listStr(kernel), kernel.size(), n, ir::shapeStr(xs), n));
+  for (int64_t k : kernel)
+    if (k < 1) c.fail(fmt::format("kernel_shape {} has a value below 1", listStr(kernel)));
+  std::vector<int64_t> strides = unpoolAttr(c, "strides", n, 1, 1);
+  std::vector<int64_t> pads = unpoolAttr(c, "pads", 2 * n, 0, 0);
+  Shape shape{xs[0], xs[1]};
+  for (size_t i = 0; i < n; ++i) {
+    const Dim& d = xs[i + 2];
+    if (!d.isStatic())
+      c.unsupported(fmt::format("X {} has the symbolic spatial dim {} (axis {}); MaxUnpool needs "
+                                "static spatial sizes",
+                                ir::shapeStr(xs), d.str(), i + 2));
+    int64_t size;
+    if (__builtin_mul_overflow(d.size() - 1, strides[i], &size) ||
+        __builtin_sub_overflow(size, pads[i], &size) ||
+        __builtin_sub_overflow(size, pads[i + n], &size) ||
+        __builtin_add_overflow(size, kernel[i], &size))
+      c.fail(fmt::format("the unpooled size of spatial axis {} overflows int64", i));
+    if (size < 0)
+      c.fail(fmt::format("on spatial axis {} the unpooled size (X's {} - 1) * stride {} - pads {} "
+                         "and {} + kernel {} is {}, below 0",
+                         i, d.size(), strides[i], pads[i], pads[i + n], kernel[i], size));
+    shape.push_back(Dim(size));
+  }
+  return shape;
+}
+
+/// MaxUnpool (opset 9; 11 says more about pads, same schema): y = zeros of the unpooled shape
+/// (unpooledShape), y.flat[I[p]] = X[p] for each position p of X, in row-major order (the
+/// last of several updates of one element wins, as in ONNX's reference). With output_shape
+/// (input 2, known at import time) y is that shape, the unpooled tensor at its start on each
+/// axis and zeros after it (the reference's behaviour: the indices address the unpooled shape).
+/// An index outside [0, size) lands nowhere (ONNX calls it an error). The scatter is a mask
+/// over every (element of y, element of X) pair: quadratic in the sizes, as ScatterND's.
+void lowerMaxUnpool(NodeContext& c) {
+  if (c.opset < 9) c.fail("MaxUnpool is defined from opset 9");
+  NodeId x = c.in(0);
+  const ir::TensorType xt = c.typeOf(x);
+  const Shape xs = xt.shape;
+  if (!ir::isFloat(xt.dtype))
+    c.fail(fmt::format("X has dtype {}; MaxUnpool takes floating-point tensors",
+                       ir::dtypeName(xt.dtype)));
+  if (xs.size() < 3)
+    c.fail(fmt::format("X {} needs rank 3 or more (N, C, D1, ...)", ir::shapeStr(xs)));
+  NodeId idx = indicesOf(c, 1);
+  if (!(c.typeOf(idx).shape == xs))
+    c.fail(fmt::format("I {} must have the shape of X {}", ir::shapeStr(c.typeOf(idx).shape),
+                       ir::shapeStr(xs)));
+  const Shape unpooled = unpooledShape(c, xs);
+  std::vector<int64_t> high(xs.size(), 0);
+  bool padded = false;
+  if (c.has(2)) {
+    std::vector<int64_t> given = c.constInts(2, "output_shape");
+    if (given.size() != xs.size())
+      c.fail(fmt::format("output_shape {} has {} values; it must give all of the output's {} dims",
+                         listStr(given), given.size(), xs.size()));
+    for (size_t d = 0; d < xs.size(); ++d) {
+      if (!unpooled[d].isStatic())
+        c.unsupported(fmt::format("output_shape {} with X {}'s symbolic dim {} (axis {}) is not "
+                                  "supported",
+                                  listStr(given), ir::shapeStr(xs), unpooled[d].str(), d));
+      if (given[d] < unpooled[d].size())
+        c.fail(fmt::format("output_shape {} is smaller than the unpooled shape {} on axis {}",
+                           listStr(given), ir::shapeStr(unpooled), d));
+      high[d] = given[d] - unpooled[d].size();
+      padded |= high[d] > 0;
+    }
+  }
+  const Dim total = ir::numElements(unpooled), count = ir::numElements(xs);
+  NodeId positions = c.reshapeTo(idx, {count});
+  NodeId updates = c.reshapeTo(x, {count});
+  Shape wide{total, count}; // [element of y, element of X]
+  NodeId hit = c.g.compare(CompareDir::EQ, c.g.broadcastInDim(positions, wide, {1}),
+                           c.g.iota(DType::i64, wide, 0));
+  NodeId spread = c.g.broadcastInDim(updates, wide, {1});
+  NodeId zeros = c.splat(xt.dtype, {total}, 0.0);
+  NodeId y = combineUpdates(c, zeros, hit, spread, 1, Reduction::None, "");
+  y = c.g.reshape(y, unpooled, padded ? "" : c.name());
+  if (padded) y = c.g.pad(y, std::vector<int64_t>(xs.size(), 0), high, 0.0, c.name());
+  c.setOutput(0, y);
+}
+
 } // namespace
 
 void addScatterOps(OperatorTable& t) {
@@ -523,6 +628,7 @@ void addScatterOps(OperatorTable& t) {
   t["ScatterElements"] = lowerScatterElements;
   t["Scatter"] = lowerScatterElements;
   t["ScatterND"] = lowerScatterND;
+  t["MaxUnpool"] = lowerMaxUnpool;
 }
 
 } // namespace weft::onnx

@@ -1,8 +1,9 @@
 // Signal-processing ONNX operators: HannWindow, HammingWindow and BlackmanWindow (opset 17),
-// LRN (1, 13), ReverseSequence (10), DFT (17, 20) and STFT (17).
+// MelWeightMatrix (17), LRN (1, 13), ReverseSequence (10), DFT (17, 20) and STFT (17).
 //
 // The windows are literals: their size must be known at import time, and their values are the
-// spec's cosine sums worked out in double and rounded once to the output type. LRN sums the
+// spec's cosine sums worked out in double and rounded once to the output type. MelWeightMatrix
+// is a literal too, worked out as ONNX's reference does. LRN sums the
 // squares of each channel's neighbours as strided slices of the zero-padded squares. The IR
 // has no gather, so ReverseSequence selects each output element's source along the time axis
 // with a one-hot mask (iota == reversed position) summed over that axis, exact since every
@@ -59,6 +60,17 @@ void requireFloat(NodeContext& c, size_t i, const std::string& what) {
 
 // ---------------------------------------------------------------- windows
 
+/// The output_datatype attribute (default FLOAT) of a literal-making operator: a numeric ONNX
+/// type, with the IR dtype that holds it.
+std::pair<int, DType> numericOutputType(NodeContext& c) {
+  int onnxType = static_cast<int>(c.attrInt("output_datatype", ::onnx::TensorProto::FLOAT));
+  std::optional<DType> t = irDTypeOf(onnxType);
+  if (!t || ir::isBool(*t))
+    c.fail(fmt::format("output_datatype {} ({}) is not a numeric type", onnxType,
+                       onnxTypeName(onnxType)));
+  return {onnxType, *t};
+}
+
 /// cos and sin of 2 pi r / n for 0 <= r < n, exact at the quarter turns (so that a spectrum's
 /// mathematically zero parts come out zero).
 std::pair<double, double> unitRoot(int64_t r, int64_t n) {
@@ -101,25 +113,115 @@ Lowering cosineWindow(CosineSum w) {
                                 "built as a literal)",
                                 size, kMaxLiteralElements));
     bool periodic = flagAttr(c, "periodic", 1);
-    int onnxType = static_cast<int>(c.attrInt("output_datatype", ::onnx::TensorProto::FLOAT));
-    std::optional<DType> t = irDTypeOf(onnxType);
-    if (!t || ir::isBool(*t))
-      c.fail(fmt::format("output_datatype {} ({}) is not a numeric type", onnxType,
-                         onnxTypeName(onnxType)));
+    auto [onnxType, t] = numericOutputType(c);
     int64_t n = periodic ? size : size - 1;
     std::vector<double> values;
     for (int64_t i = 0; i < size; ++i) {
       double v = std::numeric_limits<double>::quiet_NaN();
       if (n > 0) v = w.a0 - w.a1 * unitRoot(i % n, n).first + w.a2 * unitRoot(2 * i % n, n).first;
-      if (std::isnan(v) && !ir::isFloat(*t))
+      if (std::isnan(v) && !ir::isFloat(t))
         c.fail(fmt::format("a symmetric window of size 1 is 0 / 0 (NaN), which output_datatype "
                            "{} cannot hold",
                            onnxTypeName(onnxType)));
-      values.push_back(roundToDType(v, *t));
+      values.push_back(roundToDType(v, t));
     }
-    c.setOutput(0, Literal::ofReals(*t, {size}, std::move(values)));
+    c.setOutput(0, Literal::ofReals(t, {size}, std::move(values)));
     c.setOutputOnnxType(0, onnxType);
   };
+}
+
+// ---------------------------------------------------------------- MelWeightMatrix
+
+/// Input i, a float known at import time given as a scalar, and its dtype.
+std::pair<double, DType> floatScalarInput(NodeContext& c, size_t i, const std::string& what) {
+  const Literal& lit = c.requireLiteral(i, what);
+  if (!ir::isFloat(lit.dtype))
+    c.fail(fmt::format("input {} ({}) has dtype {}; it must be a float", i, what,
+                       ir::dtypeName(lit.dtype)));
+  if (!lit.shape.empty())
+    c.fail(fmt::format("input {} ({}) has shape {}; it must be a scalar", i, what,
+                       listStr(lit.shape)));
+  return {lit.value(0), lit.dtype};
+}
+
+/// a // b for doubles as Python (and numpy) computes it: from fmod, so that the quotient is the
+/// floor of the exact one even where a / b rounds up to an integer.
+double floorDivide(double a, double b) {
+  double mod = std::fmod(a, b);
+  double div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+  if (div == 0) return std::copysign(0.0, a / b);
+  double floored = std::floor(div);
+  return div - floored > 0.5 ? floored + 1 : floored;
+}
+
+/// MelWeightMatrix: the [dft_length / 2 + 1, num_mel_bins] matrix of triangular filters that
+/// maps a onesided spectrum's bins to mel bands, worked out as ONNX's reference does (and so
+/// its node test): the edges' mel values 2595 log10(1 + hz / 700) in the edges' float type,
+/// num_mel_bins + 2 points from the lower by (mel(upper) - mel(lower)) / (num_mel_bins + 2)
+/// (the reference's step, which stops one step short of the upper edge), each back in hertz and
+/// made a spectrogram bin floor((dft_length + 1) hz / sample_rate) in double; band i rises
+/// from bin[i] to 1 at bin[i + 1] and falls to bin[i + 2] (excluded). All inputs must be known
+/// at import time; a band that reaches outside the spectrogram's bins fails.
+void lowerMelWeightMatrix(NodeContext& c) {
+  if (c.opset < 17) c.fail("MelWeightMatrix is defined from opset 17");
+  int64_t mels = scalarInput(c, 0, "num_mel_bins");
+  int64_t dftLength = scalarInput(c, 1, "dft_length");
+  int64_t sampleRate = scalarInput(c, 2, "sample_rate");
+  auto [lowerHz, edgeType] = floatScalarInput(c, 3, "lower_edge_hertz");
+  auto [upperHz, upperType] = floatScalarInput(c, 4, "upper_edge_hertz");
+  if (mels < 0) c.fail(fmt::format("num_mel_bins is {}; it must not be negative", mels));
+  if (dftLength < 1) c.fail(fmt::format("dft_length is {}; it must be 1 or more", dftLength));
+  if (sampleRate < 1) c.fail(fmt::format("sample_rate is {}; it must be 1 or more", sampleRate));
+  if (upperType != edgeType)
+    c.fail(fmt::format("lower_edge_hertz is {} but upper_edge_hertz is {}; they must have one "
+                       "type",
+                       ir::dtypeName(edgeType), ir::dtypeName(upperType)));
+  auto [onnxType, t] = numericOutputType(c);
+  const int64_t bins = dftLength / 2 + 1;
+  if (mels > kMaxLiteralElements / bins)
+    c.unsupported(fmt::format("a {} x {} mel weight matrix is not supported (at most {} "
+                              "elements: it is built as a literal)",
+                              bins, mels, kMaxLiteralElements));
+  // The mel scale's edges and step in the edges' type, each operation rounded to it.
+  auto r = [&](double v) { return roundToDType(v, edgeType); };
+  auto mel = [&](double hz) { return r(2595 * r(std::log10(r(1 + r(hz / 700))))); };
+  const double lowMel = mel(lowerHz), highMel = mel(upperHz);
+  const double step = r(r(highMel - lowMel) / static_cast<double>(mels + 2));
+  std::vector<int64_t> edge;
+  for (int64_t i = 0; i < mels + 2; ++i) {
+    double hz = 700 * (std::pow(10.0, (static_cast<double>(i) * step + lowMel) / 2595) - 1);
+    double b =
+        floorDivide((static_cast<double>(dftLength) + 1) * hz, static_cast<double>(sampleRate));
+    if (!(std::abs(b) < 0x1p53))
+      c.fail(fmt::format("the edges {} and {} Hz put mel point {} at spectrogram bin {}", lowerHz,
+                         upperHz, i, b));
+    edge.push_back(static_cast<int64_t>(b));
+  }
+  std::vector<double> w(static_cast<size_t>(bins * mels), 0.0);
+  auto set = [&](int64_t j, int64_t i, double v) {
+    if (j < 0 || j >= bins)
+      c.fail(fmt::format("the edges {} and {} Hz put mel band {} over spectrogram bin {}, outside "
+                         "the {} bins of a {}-point DFT at {} Hz",
+                         lowerHz, upperHz, i, j, bins, dftLength, sampleRate));
+    w[static_cast<size_t>(j * mels + i)] = v;
+  };
+  for (int64_t i = 0; i < mels; ++i) {
+    int64_t left = edge[static_cast<size_t>(i)], center = edge[static_cast<size_t>(i + 1)],
+            right = edge[static_cast<size_t>(i + 2)];
+    if (center == left) {
+      set(center, i, 1);
+    } else {
+      for (int64_t j = left; j <= center; ++j)
+        set(j, i, static_cast<double>(j - left) / static_cast<double>(center - left));
+    }
+    for (int64_t j = center; j < right; ++j)
+      set(j, i, static_cast<double>(right - j) / static_cast<double>(right - center));
+  }
+  for (double& v : w)
+    v = roundToDType(v, t);
+  c.setOutput(0, Literal::ofReals(t, {bins, mels}, std::move(w)));
+  c.setOutputOnnxType(0, onnxType);
 }
 
 // ---------------------------------------------------------------- LRN
@@ -477,6 +579,7 @@ void addSignalOps(OperatorTable& t) {
   t["HannWindow"] = cosineWindow(kHann);
   t["HammingWindow"] = cosineWindow(kHamming);
   t["BlackmanWindow"] = cosineWindow(kBlackman);
+  t["MelWeightMatrix"] = lowerMelWeightMatrix;
   t["LRN"] = lowerLRN;
   t["ReverseSequence"] = lowerReverseSequence;
   t["DFT"] = lowerDFT;

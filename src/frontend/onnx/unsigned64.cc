@@ -89,7 +89,8 @@ const std::set<std::string>& exactOnUnsigned64() {
       "Shape",        "Sign",         "Size",           "Slice",     "SpaceToDepth",
       "Split",        "Squeeze",      "Sub",            "Sum",       "Tile",
       "Transpose",    "Trilu",        "Unsqueeze",      "Where",     "Einsum",
-      "ReverseSequence"};
+      "ReverseSequence", "BitwiseAnd",   "BitwiseNot",     "BitwiseOr", "BitwiseXor",
+      "CenterCropPad", "Col2Im"};
   return ops;
 }
 
