@@ -105,6 +105,53 @@ TEST_CASE("TopK gives the k extremes in order, ties and NaN as numpy sorts them"
   }
 }
 
+TEST_CASE("TopK over a long row picks k rounds, in numpy's order", "[onnx][scatter]") {
+  // 40 elements, k = 3: the rounds path (topKByRounds). Ties, NaNs, -0 and 0, infinities; the
+  // reference is a stable sort with NaN largest, as numpy's.
+  const int64_t n = 40;
+  std::vector<double> row;
+  for (int64_t i = 0; i < n; ++i)
+    row.push_back(double((i * 7) % 11) - 5);
+  row[3] = kNaN, row[17] = kNaN, row[5] = -0.0, row[6] = 0.0, row[9] = -INFINITY, row[30] = 5;
+  auto order = [&](bool largest) {
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) idx[static_cast<size_t>(i)] = i;
+    auto key = [&](int64_t i) { return std::isnan(row[size_t(i)]) ? INFINITY : row[size_t(i)]; };
+    std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
+      bool nanA = std::isnan(row[size_t(a)]), nanB = std::isnan(row[size_t(b)]);
+      if (nanA != nanB) return largest ? nanA : nanB; // NaN counts as the largest
+      return largest ? key(a) > key(b) : key(a) < key(b);
+    });
+    return idx;
+  };
+  for (bool largest : {true, false})
+    for (int64_t k : {1, 3}) {
+      INFO("largest " << largest << ", k " << k);
+      ModelBuilder m = topK(11, k, {Attr::integer("largest", largest)}, {"1", std::to_string(n)});
+      auto out = runAll(m, {tensor({1, n}, row)});
+      std::vector<int64_t> want = order(largest);
+      for (int64_t r = 0; r < k; ++r) {
+        INFO("round " << r);
+        CHECK(out[1].getInt(r) == want[size_t(r)]);
+        double v = out[0].get(r), w = row[size_t(want[size_t(r)])];
+        CHECK((std::isnan(w) ? std::isnan(v) : (v == w && std::signbit(v) == std::signbit(w))));
+      }
+    }
+  // Integers, smallest: the key -1 - x reverses their order exactly, the lowest included.
+  ModelBuilder ints(11);
+  ints.input("x", kInt32, {"1", "16"});
+  ints.initializerInts("K", {1}, {2}).node("TopK", {"x", "K"}, {"v", "i"},
+                                           {Attr::integer("largest", 0)});
+  ints.output("v").output("i");
+  std::vector<double> xs(16, 7.0);
+  xs[4] = -2147483648.0, xs[9] = -2147483648.0;
+  auto out = runAll(ints, {tensor({1, 16}, xs, DType::i32)});
+  CHECK(out[0].getInt(0) == -2147483648LL);
+  CHECK(out[0].getInt(1) == -2147483648LL);
+  CHECK(out[1].getInt(0) == 4);
+  CHECK(out[1].getInt(1) == 9);
+}
+
 TEST_CASE("TopK refuses a k it cannot know or that is out of range", "[onnx][scatter]") {
   CHECK_THAT(errorOf(topK(11, 5, {}).bytes()),
              Contains("k 5 is more than the 4 elements of axis 1 of input [2, 4]"));

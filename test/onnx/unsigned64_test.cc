@@ -192,3 +192,18 @@ TEST_CASE("UINT64 operators whose int64 result differs are refused, not run", "[
     CHECK_THAT(std::string(e.what()), Contains("ReduceMean on UINT64 values is not supported"));
   }
 }
+
+TEST_CASE("UINT64 TopK over a long row (k rounds) picks the unsigned largest", "[onnx][uint64]") {
+  std::vector<uint64_t> x(40);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = i * 1000;
+  x[7] = kMax, x[21] = kTop, x[33] = kTop; // a tie: the lower position first
+  ModelBuilder m(13);
+  m.input("x", kUint64, {"40"}).initializerInts("k", {1}, {3}); // static: the rounds path
+  m.node("TopK", {"x", "k"}, {"top", "at"}).output("top").output("at");
+  auto out = runBoth(m, {u64Tensor(x)});
+  CHECK(u64Values(out[0]) == std::vector<uint64_t>{kMax, kTop, kTop});
+  CHECK(out[1].getInt(0) == 7);
+  CHECK(out[1].getInt(1) == 21);
+  CHECK(out[1].getInt(2) == 33);
+}

@@ -184,12 +184,82 @@ NodeId placesInOrder(NodeContext& c, NodeId x, size_t axis, bool largest) {
   return c.g.reduce(ReduceKind::Sum, c.g.convert(before, DType::i64), {static_cast<int64_t>(j)});
 }
 
+/// Rounds beat ranks when k is this small against a static row of n: k rounds of a reduce
+/// over n elements cost k n, the ranks n^2 (a row of 50,000 would be 2.5e9 pairs).
+bool pickByRounds(const Dim& n, int64_t k) {
+  return n.isStatic() && k <= 64 && k * 8 < n.size();
+}
+
+/// The lowest value of an integer dtype, as a double (exact).
+double lowestOf(DType t) {
+  switch (t) {
+  case DType::i8:
+    return -128.0;
+  case DType::i32:
+    return -2147483648.0;
+  default:
+    return -9223372036854775808.0;
+  }
+}
+
+/// TopK by k rounds along `axis` of x (static length n): each round picks, among the elements
+/// not picked yet, the largest (smallest) value — NaN counting as larger than any number, as in
+/// placesInOrder — at its lowest position, and marks it. The values and positions ([.., k, ..])
+/// are named `valuesName` and `positionsName`. Integers are ranked by a key whose largest is
+/// the wanted one (x, or -1 - x for the smallest: exact, order reversed), so that the lowest
+/// integer marks an element picked already.
+std::pair<NodeId, NodeId> topKByRounds(NodeContext& c, NodeId x, size_t axis, int64_t k,
+                                       bool largest, const std::string& valuesName,
+                                       const std::string& positionsName) {
+  const Shape s = c.typeOf(x).shape;
+  const DType t = c.typeOf(x).dtype;
+  const bool real = ir::isFloat(t);
+  const auto ax = static_cast<int64_t>(axis);
+  const int64_t n = s[axis].size();
+  std::vector<int64_t> kept; // x's axes but `axis`, into a reduced value's broadcast
+  for (size_t i = 0; i < s.size(); ++i)
+    if (i != axis) kept.push_back(static_cast<int64_t>(i));
+  auto spread = [&](NodeId reduced) { return c.g.broadcastInDim(reduced, s, kept); };
+  Shape one = s;
+  one[axis] = Dim(1);
+  auto asSlot = [&](NodeId reduced) { return c.g.reshape(reduced, one); };
+  const bool useMax = largest || !real;
+  const NodeId key = real || largest ? x : c.g.binary(OpKind::Sub, c.splatLike(x, -1), x);
+  const double picked = real ? (largest ? -kInfinity : kInfinity) : lowestOf(t);
+  const NodeId position = c.g.iota(DType::i64, s, ax);
+  const NodeId isNaN = real ? c.g.compare(CompareDir::NE, x, x) : c.splat(DType::boolean, s, 0);
+  const NodeId isNumber = c.g.unary(OpKind::Not, isNaN);
+  NodeId left = c.splat(DType::boolean, s, 1); // not picked yet
+  std::vector<NodeId> values, positions;
+  for (int64_t r = 0; r < k; ++r) {
+    NodeId leftNumber = c.g.binary(OpKind::And, left, isNumber);
+    NodeId candidates = c.g.select(leftNumber, key, c.splatLike(key, picked));
+    NodeId best = c.g.reduce(useMax ? ReduceKind::Max : ReduceKind::Min, candidates, {ax});
+    NodeId hit =
+        c.g.binary(OpKind::And, leftNumber, c.g.compare(CompareDir::EQ, key, spread(best)));
+    if (real) { // a NaN left goes first (largest) or only once no number is left (smallest)
+      NodeId leftNaN = c.g.binary(OpKind::And, left, isNaN);
+      NodeId nanNext = largest ? c.g.reduce(ReduceKind::Any, leftNaN, {ax})
+                               : c.g.unary(OpKind::Not, c.g.reduce(ReduceKind::Any, leftNumber, {ax}));
+      hit = c.g.select(spread(nanNext), leftNaN, hit);
+    }
+    NodeId at = c.g.reduce(ReduceKind::Min,
+                           c.g.select(hit, position, c.splatLike(position, double(n))), {ax});
+    NodeId mark = c.g.compare(CompareDir::EQ, position, spread(at));
+    values.push_back(asSlot(pickMarked(c, mark, x, ax, "")));
+    positions.push_back(asSlot(at));
+    left = c.g.binary(OpKind::And, left, c.g.unary(OpKind::Not, mark));
+  }
+  return {c.g.concatenate(values, ax, valuesName), c.g.concatenate(positions, ax, positionsName)};
+}
+
 /// TopK: the k largest (or, with largest = 0 from opset 11, smallest) elements along `axis`
 /// (default -1) and their positions (int64), in order, ties to the lower position; NaN counts
 /// as the largest value. k is an attribute in opset 1 and input K (one int64) from opset 10,
 /// which must be known at import time: it is the outputs' size. `sorted` = 0 lets the order be
 /// anything; the sorted order is returned. Built as each element's place in the order
-/// (placesInOrder) and a gather of the places 0 .. k-1. A symbolic axis is allowed: a run-time
+/// (placesInOrder) and a gather of the places 0 .. k-1, or, for a small k against a long static
+/// row, as k rounds of picking the next one (topKByRounds). A symbolic axis is allowed: a run-time
 /// length below k leaves the value -inf (0 for integers) and the index 0 past it (pickMarked).
 void lowerTopK(NodeContext& c) {
   NodeId x = c.in(0);
@@ -212,6 +282,13 @@ void lowerTopK(NodeContext& c) {
                        s[axis].size(), axis, ir::shapeStr(s)));
   bool largest = c.opset < 11 || c.attrInt("largest", 1) != 0;
   (void)c.attrInt("sorted", 1); // any order is allowed unsorted: the sorted one is given either way
+  if (k > 0 && pickByRounds(s[axis], k)) {
+    auto [values, positions] = topKByRounds(c, x, axis, k, largest, c.name(0), c.name(1));
+    c.setOutput(0, values);
+    keepDataType(c, 0);
+    c.setOutput(1, positions);
+    return;
+  }
   NodeId places = placesInOrder(c, x, axis, largest);
   size_t rankAxis = axis + 1;
   Shape picks = inserted(s, rankAxis, Dim(k)); // [.., n, k, ..]: element, place
