@@ -232,6 +232,18 @@ std::optional<ir::DType> irDTypeOf(int t) {
   }
 }
 
+ir::Shape inserted(ir::Shape shape, size_t at, const ir::Dim& d) {
+  shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(at), d);
+  return shape;
+}
+
+std::vector<int64_t> skipping(size_t rank, size_t at) {
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < rank; ++i)
+    dims.push_back(static_cast<int64_t>(i < at ? i : i + 1));
+  return dims;
+}
+
 std::string listStr(const std::vector<int64_t>& v) {
   return fmt::format("[{}]", fmt::join(v, ", "));
 }

@@ -113,6 +113,16 @@ ir::NodeId castTo(NodeContext& c, ir::NodeId x, int to, const std::string& name,
 /// (irDTypeOf: UINT8, UINT16 and INT16 in i32, UINT32 in i64), else 0.
 int heldNarrowBits(int onnxType);
 
+/// ops_nn.cc: a x b with numpy's matmul semantics (MatMul's): a 1-D operand gets a unit dim,
+/// removed again from the result, and the batch dims broadcast, around one batched dot.
+ir::NodeId numpyMatmul(NodeContext& c, ir::NodeId a, ir::NodeId b, const std::string& name);
+
+/// `shape` with `d` inserted before position `at`.
+ir::Shape inserted(ir::Shape shape, size_t at, const ir::Dim& d);
+/// The broadcast_in_dim dims that place an operand of rank `rank` into a shape with one more
+/// axis at position `at` (the operand's axes keep their order around it).
+std::vector<int64_t> skipping(size_t rank, size_t at);
+
 /// ops_conv.cc: Conv of x [N, C, D1..Dn] by w [M, C/group, k1..kn] with the node's attributes
 /// (auto_pad, dilations, group, kernel_shape, pads, strides, read and checked as Conv reads
 /// them), in `accumulate`: both operands are converted to it and the one dot sums in it (an

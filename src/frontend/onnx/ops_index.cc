@@ -33,20 +33,6 @@ constexpr int64_t kMaxLiteralElements = int64_t(1) << 20;
 constexpr double kBeyondAnyPosition = 9007199254740992.0; // 2^53
 
 
-/// `shape` with `d` inserted before position `at`.
-Shape inserted(Shape shape, size_t at, const Dim& d) {
-  shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(at), d);
-  return shape;
-}
-
-/// The broadcast_in_dim dims that place an operand of rank `rank` into a shape with one more
-/// axis at position `at` (the operand's axes keep their order around it).
-std::vector<int64_t> skipping(size_t rank, size_t at) {
-  std::vector<int64_t> dims;
-  for (size_t i = 0; i < rank; ++i)
-    dims.push_back(static_cast<int64_t>(i < at ? i : i + 1));
-  return dims;
-}
 
 /// The dims of `rank` axes all but `axis`, for broadcasting a value reduced over `axis` back.
 std::vector<int64_t> allBut(size_t rank, size_t axis) {

@@ -340,29 +340,8 @@ void lowerMish(NodeContext& c) {
 /// batch dims broadcast, both made explicit around one batched dot.
 void lowerMatMul(NodeContext& c) {
   NodeId a = c.in(0), b = c.in(1);
-  Shape sa = c.typeOf(a).shape, sb = c.typeOf(b).shape;
-  if (sa.empty() || sb.empty()) c.fail("operands must have rank 1 or more");
-  bool vecA = sa.size() == 1, vecB = sb.size() == 1;
-  if (vecA) a = c.g.reshape(a, sa = {Dim(1), sa[0]});
-  if (vecB) b = c.g.reshape(b, sb = {sb[0], Dim(1)});
-  Shape batch = c.broadcastShape(Shape(sa.begin(), sa.end() - 2), Shape(sb.begin(), sb.end() - 2));
-  auto full = [&](const Shape& s) {
-    Shape f = batch;
-    f.insert(f.end(), s.end() - 2, s.end());
-    return f;
-  };
-  a = c.broadcastTo(a, full(sa));
-  b = c.broadcastTo(b, full(sb));
   if (c.typeOf(a).dtype != c.typeOf(b).dtype) c.fail("operands must have one dtype");
-  bool reshapeAfter = vecA || vecB;
-  NodeId y = c.g.dot(a, b, reshapeAfter ? "" : c.name());
-  if (reshapeAfter) {
-    Shape out = batch;
-    if (!vecA) out.push_back(sa[sa.size() - 2]);
-    if (!vecB) out.push_back(sb[sb.size() - 1]);
-    y = c.g.reshape(y, out, c.name());
-  }
-  c.setOutput(0, y);
+  c.setOutput(0, numpyMatmul(c, a, b, c.name()));
 }
 
 /// Gemm: alpha * A' B' + beta * C, with A' and B' optionally transposed and C broadcast.
@@ -390,6 +369,29 @@ void lowerGemm(NodeContext& c) {
 
 ir::DType computeDType(ir::DType t) {
   return t == ir::DType::f16 || t == ir::DType::bf16 ? ir::DType::f32 : t;
+}
+
+NodeId numpyMatmul(NodeContext& c, NodeId a, NodeId b, const std::string& name) {
+  Shape sa = c.typeOf(a).shape, sb = c.typeOf(b).shape;
+  if (sa.empty() || sb.empty()) c.fail("operands must have rank 1 or more");
+  bool vecA = sa.size() == 1, vecB = sb.size() == 1;
+  if (vecA) a = c.g.reshape(a, sa = {Dim(1), sa[0]});
+  if (vecB) b = c.g.reshape(b, sb = {sb[0], Dim(1)});
+  Shape batch = c.broadcastShape(Shape(sa.begin(), sa.end() - 2), Shape(sb.begin(), sb.end() - 2));
+  auto full = [&](const Shape& s) {
+    Shape f = batch;
+    f.insert(f.end(), s.end() - 2, s.end());
+    return f;
+  };
+  a = c.broadcastTo(a, full(sa));
+  b = c.broadcastTo(b, full(sb));
+  bool reshapeAfter = vecA || vecB;
+  NodeId y = c.g.dot(a, b, reshapeAfter ? "" : name);
+  if (!reshapeAfter) return y;
+  Shape out = batch;
+  if (!vecA) out.push_back(sa[sa.size() - 2]);
+  if (!vecB) out.push_back(sb[sb.size() - 1]);
+  return c.g.reshape(y, out, name);
 }
 
 void addNNOps(OperatorTable& t) {

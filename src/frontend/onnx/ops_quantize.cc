@@ -439,31 +439,6 @@ void lowerDynamicQuantizeLinear(NodeContext& c) {
 
 // --- MatMulInteger and QLinearMatMul ---------------------------------------------------------
 
-/// a x b with numpy's matmul semantics (as MatMul in ops_nn.cc): a 1-D operand gets a unit dim,
-/// removed again from the result, and the batch dims broadcast.
-NodeId matmul(NodeContext& c, NodeId a, NodeId b, const std::string& name) {
-  Shape sa = c.typeOf(a).shape, sb = c.typeOf(b).shape;
-  if (sa.empty() || sb.empty()) c.fail("the matrices must have rank 1 or more");
-  bool vecA = sa.size() == 1, vecB = sb.size() == 1;
-  if (vecA) a = c.g.reshape(a, sa = {Dim(1), sa[0]});
-  if (vecB) b = c.g.reshape(b, sb = {sb[0], Dim(1)});
-  Shape batch = c.broadcastShape(Shape(sa.begin(), sa.end() - 2), Shape(sb.begin(), sb.end() - 2));
-  auto full = [&](const Shape& s) {
-    Shape f = batch;
-    f.insert(f.end(), s.end() - 2, s.end());
-    return f;
-  };
-  a = c.broadcastTo(a, full(sa));
-  b = c.broadcastTo(b, full(sb));
-  bool reshapeAfter = vecA || vecB;
-  NodeId y = c.g.dot(a, b, reshapeAfter ? "" : name);
-  if (!reshapeAfter) return y;
-  Shape out = batch;
-  if (!vecA) out.push_back(sa[sa.size() - 2]);
-  if (!vecB) out.push_back(sb[sb.size() - 1]);
-  return c.g.reshape(y, out, name);
-}
-
 /// A per-row (`rows`: of matrix A [..., M, K]) or per-column (of B [..., K, N]) parameter,
 /// input i: one value; an M- (N-) element vector, made [M, 1] ([N]); or an N-D tensor whose last
 /// (second to last) dim is 1. The result broadcasts (numpy rules) against the matrix and the
@@ -512,7 +487,7 @@ NodeId centered(NodeContext& c, size_t i, size_t zp, const std::string& what,
 void lowerMatMulInteger(NodeContext& c) {
   NodeId a = centered(c, 0, 2, "A", "a_zero_point", /*rows=*/true);
   NodeId b = centered(c, 1, 3, "B", "b_zero_point", /*rows=*/false);
-  c.setOutput(0, matmul(c, a, b, c.name()));
+  c.setOutput(0, numpyMatmul(c, a, b, c.name()));
   c.setOutputOnnxType(0, TensorProto::INT32);
 }
 
@@ -543,7 +518,7 @@ void lowerQLinearMatMul(NodeContext& c) {
   const Shape sa = c.type(0).shape, sb = c.type(3).shape;
   NodeId a = centered(c, 0, 2, "a", "a_zero_point", /*rows=*/true);
   NodeId b = centered(c, 3, 5, "b", "b_zero_point", /*rows=*/false);
-  NodeId product = matmul(c, a, b, "");
+  NodeId product = numpyMatmul(c, a, b, "");
   const Shape out = c.typeOf(product).shape;
   auto [as, bs] = c.broadcastPair(perRowOrColumn(c, 1, "a_scale", sa, true),
                                   perRowOrColumn(c, 4, "b_scale", sb, false));

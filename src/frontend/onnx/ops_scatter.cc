@@ -33,20 +33,6 @@ using ir::Shape;
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-/// `shape` with `d` inserted before position `at`.
-Shape inserted(Shape shape, size_t at, const Dim& d) {
-  shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(at), d);
-  return shape;
-}
-
-/// The broadcast_in_dim dims that place an operand of rank `rank` into a shape with one more
-/// axis at position `at` (the operand's axes keep their order around it).
-std::vector<int64_t> skipping(size_t rank, size_t at) {
-  std::vector<int64_t> dims;
-  for (size_t i = 0; i < rank; ++i)
-    dims.push_back(static_cast<int64_t>(i < at ? i : i + 1));
-  return dims;
-}
 
 /// x broadcast to `shape`, x's axes being its leading ones; x itself when it has that shape.
 NodeId leading(NodeContext& c, NodeId x, const Shape& shape) {
