@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -242,6 +243,19 @@ std::vector<int64_t> skipping(size_t rank, size_t at) {
   for (size_t i = 0; i < rank; ++i)
     dims.push_back(static_cast<int64_t>(i < at ? i : i + 1));
   return dims;
+}
+
+double lowestValue(ir::DType t) {
+  switch (t) {
+  case ir::DType::i8:
+    return -128.0;
+  case ir::DType::i32:
+    return -2147483648.0;
+  case ir::DType::i64:
+    return -9223372036854775808.0;
+  default:
+    return -std::numeric_limits<double>::infinity();
+  }
 }
 
 std::string listStr(const std::vector<int64_t>& v) {

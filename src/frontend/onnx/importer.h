@@ -113,6 +113,13 @@ ir::NodeId castTo(NodeContext& c, ir::NodeId x, int to, const std::string& name,
 /// (irDTypeOf: UINT8, UINT16 and INT16 in i32, UINT32 in i64), else 0.
 int heldNarrowBits(int onnxType);
 
+/// The lowest value of dtype t, below every element a max starts from: -inf for floats, the
+/// type's minimum for integers (exact as a double).
+double lowestValue(ir::DType t);
+/// ops_math.cc: x (a float) rounded to the nearest integer, halves to the even one, in x's
+/// dtype (Round's values but for the sign of a zero result; QuantizeLinear's rounding).
+ir::NodeId roundHalfToEven(NodeContext& c, ir::NodeId x);
+
 /// ops_nn.cc: a x b with numpy's matmul semantics (MatMul's): a 1-D operand gets a unit dim,
 /// removed again from the result, and the batch dims broadcast, around one batched dot.
 ir::NodeId numpyMatmul(NodeContext& c, ir::NodeId a, ir::NodeId b, const std::string& name);

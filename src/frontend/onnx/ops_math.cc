@@ -323,19 +323,11 @@ NodeId atanhOf(Formula& f, NodeId x, const std::string& name) {
 
 // --- rounding, tests, Mod and Xor -------------------------------------------------------------
 
-/// Round: to the nearest integer, halves to the even one. r = floor(x) and d = x - r (exact)
-/// decide: up when d > 1/2, or d = 1/2 and r is odd. Integral x (all |x| >= 2^23 in f32) have
-/// d = 0; inf and NaN give d = NaN and stay as they are. A zero result takes x's sign (numpy:
-/// round(-0.4) = -0).
+/// Round: roundHalfToEven, and a zero result takes x's sign (numpy: round(-0.4) = -0).
 void lowerRound(NodeContext& c) {
   NodeId x = floatInput(c, 0);
   Formula f(c, x);
-  NodeId r = f.floor(x);
-  NodeId d = f.sub(x, r);
-  NodeId odd = f.cmp(CompareDir::NE, f.rem(r, f.k(2.0)), f.k(0.0));
-  NodeId half = f.eq(d, 0.5);
-  NodeId up = c.g.binary(OpKind::Or, f.gt(d, 0.5), c.g.binary(OpKind::And, half, odd));
-  NodeId rounded = f.sel(up, f.add(r, f.k(1.0)), r);
+  NodeId rounded = roundHalfToEven(c, x);
   c.setOutput(0, f.sel(f.eq(rounded, 0.0), f.mul(x, f.k(0.0)), rounded, c.name()));
 }
 
@@ -725,6 +717,21 @@ void lowerDet(NodeContext& c) {
 }
 
 } // namespace
+
+/// r = floor(x) and d = x - r decide: up when d > 1/2, or d = 1/2 and r is odd. d is exact but
+/// for x in (-1/2, 0), where d = 1 + x in (1/2, 1) may round, to 1/2 or 1 at worst, and still
+/// rounds up (r = -1 is odd), as the exact d does. Integral x (every |x| >= 2^23 in f32) have
+/// d = 0; inf and NaN give d = NaN and stay as they are.
+NodeId roundHalfToEven(NodeContext& c, NodeId x) {
+  NodeId r = c.g.unary(OpKind::Floor, x);
+  NodeId d = c.g.binary(OpKind::Sub, x, r);
+  NodeId half = c.splatLike(x, 0.5);
+  NodeId odd = c.g.compare(CompareDir::NE, c.g.binary(OpKind::Rem, r, c.splatLike(x, 2.0)),
+                           c.splatLike(x, 0.0));
+  NodeId tie = c.g.binary(OpKind::And, c.g.compare(CompareDir::EQ, d, half), odd);
+  NodeId up = c.g.binary(OpKind::Or, c.g.compare(CompareDir::GT, d, half), tie);
+  return c.g.select(up, c.g.binary(OpKind::Add, r, c.splatLike(x, 1.0)), r);
+}
 
 void addMathOps(OperatorTable& t) {
   t["Tan"] = since(7, floatFunction(tanOf));

@@ -176,17 +176,7 @@ void requirePoolDType(NodeContext& c, PoolKind kind) {
 
 /// The value padding takes: one that never changes a window's result.
 double padValue(PoolKind kind, ir::DType t) {
-  if (kind != PoolKind::Max) return 0;
-  switch (t) {
-  case ir::DType::i8:
-    return -128.0;
-  case ir::DType::i32:
-    return -2147483648.0;
-  case ir::DType::i64:
-    return -9223372036854775808.0;
-  default:
-    return -std::numeric_limits<double>::infinity();
-  }
+  return kind == PoolKind::Max ? lowestValue(t) : 0;
 }
 
 /// x padded on its spatial axes as the windows say (the overrun too), with `value`.

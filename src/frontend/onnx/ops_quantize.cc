@@ -143,22 +143,6 @@ void requireSameQuantizedType(const NodeContext& c, size_t zp, size_t of, int of
 
 // --- rounding and saturation -------------------------------------------------------------------
 
-/// x rounded to the nearest integer, halves to the even one, in x's float dtype: r = floor(x)
-/// and d = x - r decide (up when d > 1/2, or d = 1/2 and r is odd), as ONNX's Round does in
-/// ops_math.cc. d is exact but for x in (-1/2, 0), where d = 1 + x in (1/2, 1) may round, to
-/// 1/2 or 1 at worst, and still rounds up (r = -1 is odd), as the exact d does. Integral x
-/// (every |x| >= 2^23 in f32) have d = 0; inf and NaN stay.
-NodeId roundHalfToEven(NodeContext& c, NodeId x) {
-  NodeId r = c.g.unary(OpKind::Floor, x);
-  NodeId d = c.g.binary(OpKind::Sub, x, r);
-  NodeId half = c.splatLike(x, 0.5);
-  NodeId odd = c.g.compare(CompareDir::NE, c.g.binary(OpKind::Rem, r, c.splatLike(x, 2.0)),
-                           c.splatLike(x, 0.0));
-  NodeId tie = c.g.binary(OpKind::And, c.g.compare(CompareDir::EQ, d, half), odd);
-  NodeId up = c.g.binary(OpKind::Or, c.g.compare(CompareDir::GT, d, half), tie);
-  return c.g.select(up, c.g.binary(OpKind::Add, r, c.splatLike(x, 1.0)), r);
-}
-
 /// saturate(round(q) + zp) as type `t`: q a float (the quotient x / scale), zp an integer of
 /// q's shape (absent: 0). The rounded value is widened to f32 (f16 holds no 65535 + zp) and the
 /// zero point added there, exactly where the sum is in range (|round(q)| < 2^24), and past it

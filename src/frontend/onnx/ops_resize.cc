@@ -624,20 +624,6 @@ NodeId maskAlong(NodeContext& c, const std::vector<bool>& mask, const Shape& sha
   return alongAxis(c, DType::boolean, std::vector<double>(mask.begin(), mask.end()), shape, axis);
 }
 
-/// The value a max-reduce starts from in dtype t: below every element.
-double lowest(DType t) {
-  switch (t) {
-  case DType::i8:
-    return -128.0;
-  case DType::i32:
-    return -2147483648.0;
-  case DType::i64:
-    return -9223372036854775808.0;
-  default:
-    return -std::numeric_limits<double>::infinity();
-  }
-}
-
 // ---------------------------------------------------------------- phases
 
 /// Tap k of a phase's windows, with its weight for each of the phase's outputs; `keep` is false
@@ -901,7 +887,7 @@ NodeId pickAlong(NodeContext& c, NodeId x, size_t axis, const std::vector<double
   NodeId hot = c.g.compare(CompareDir::EQ, c.g.iota(DType::i64, wide, along), at);
   if (ir::isBool(t.dtype))
     return c.g.reduce(ReduceKind::Any, c.g.binary(OpKind::And, hot, xs), {along});
-  NodeId picked = c.g.select(hot, xs, c.splatLike(xs, lowest(t.dtype)));
+  NodeId picked = c.g.select(hot, xs, c.splatLike(xs, lowestValue(t.dtype)));
   return c.g.reduce(ReduceKind::Max, picked, {along});
 }
 

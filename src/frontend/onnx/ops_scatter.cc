@@ -176,18 +176,6 @@ bool pickByRounds(const Dim& n, int64_t k) {
   return n.isStatic() && k <= 64 && k * 8 < n.size();
 }
 
-/// The lowest value of an integer dtype, as a double (exact).
-double lowestOf(DType t) {
-  switch (t) {
-  case DType::i8:
-    return -128.0;
-  case DType::i32:
-    return -2147483648.0;
-  default:
-    return -9223372036854775808.0;
-  }
-}
-
 /// TopK by k rounds along `axis` of x (static length n): each round picks, among the elements
 /// not picked yet, the largest (smallest) value — NaN counting as larger than any number, as in
 /// placesInOrder — at its lowest position, and marks it. The values and positions ([.., k, ..])
@@ -211,7 +199,7 @@ std::pair<NodeId, NodeId> topKByRounds(NodeContext& c, NodeId x, size_t axis, in
   auto asSlot = [&](NodeId reduced) { return c.g.reshape(reduced, one); };
   const bool useMax = largest || !real;
   const NodeId key = real || largest ? x : c.g.binary(OpKind::Sub, c.splatLike(x, -1), x);
-  const double picked = real ? (largest ? -kInfinity : kInfinity) : lowestOf(t);
+  const double picked = real ? (largest ? -kInfinity : kInfinity) : lowestValue(t);
   const NodeId position = c.g.iota(DType::i64, s, ax);
   const NodeId isNaN = real ? c.g.compare(CompareDir::NE, x, x) : c.splat(DType::boolean, s, 0);
   const NodeId isNumber = c.g.unary(OpKind::Not, isNaN);
