@@ -78,6 +78,7 @@ public:
   }
   NodeId dot(NodeId a, NodeId b) { return g_.dot(a, b, name()); }
   NodeId select(NodeId p, NodeId t, NodeId f) { return g_.select(p, t, f, name()); }
+  NodeId iota(DType t, const Shape& s, int64_t axis) { return g_.iota(t, s, axis, name()); }
 
 private:
   Graph& g_;
@@ -233,6 +234,53 @@ NodeId concatAdjoint(Builder& b, const Graph& g, const Node& y, size_t k, NodeId
   return b.reshape(b.slice(b.reshape(dy, split), starts, limits), xs);
 }
 
+/// gather's adjoint for its operand: each of dy's elements added at the position it was read
+/// from (none for an index out of range). Written with IR primitives as a one-hot sum: dy
+/// spread over the gathered axes' sizes, kept where the index operands name that position,
+/// summed over the result dims no operand axis maps to, then put in the operand's axis order.
+/// Costs |dy| x the gathered axes' sizes; a scatter-add op would cost |dy|.
+NodeId gatherAdjoint(Builder& b, const Node& y, const Node& x, NodeId dy) {
+  const auto& a = y.attr<GatherAttrs>();
+  const Shape& out = y.type.shape;
+  size_t q = out.size(), k = a.axes.size(), rank = x.type.shape.size();
+  Shape wide = out;
+  for (int64_t axis : a.axes)
+    wide.push_back(x.type.shape[static_cast<size_t>(axis)]);
+  std::vector<int64_t> lead(q);
+  std::iota(lead.begin(), lead.end(), 0);
+  NodeId hot = -1;
+  for (size_t j = 0; j < k; ++j) {
+    NodeId idx = y.operands[j + 1];
+    NodeId at = b.cmp(CompareDir::EQ, b.broadcast(idx, wide, lead),
+                      b.iota(b.type(idx).dtype, wide, static_cast<int64_t>(q + j)));
+    hot = hot < 0 ? at : b.bin(OpKind::And, hot, at);
+  }
+  NodeId spread = b.mask(hot, b.broadcast(dy, wide, lead));
+  std::vector<bool> mapped(q, false);
+  for (int64_t r : a.dims)
+    mapped[static_cast<size_t>(r)] = true;
+  std::vector<int64_t> summed, kept;
+  for (size_t r = 0; r < q; ++r)
+    (mapped[r] ? kept : summed).push_back(static_cast<int64_t>(r));
+  NodeId reduced = b.reduceSum(spread, summed);
+  // reduced's axes: the kept result dims in order, then the gathered axes in `axes` order.
+  std::vector<int64_t> perm(rank);
+  size_t i = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    auto at = std::find(a.axes.begin(), a.axes.end(), static_cast<int64_t>(d));
+    if (at != a.axes.end()) {
+      perm[d] = static_cast<int64_t>(kept.size()) + (at - a.axes.begin());
+    } else {
+      int64_t r = a.dims[i++];
+      perm[d] = std::find(kept.begin(), kept.end(), r) - kept.begin();
+    }
+  }
+  bool identity = true;
+  for (size_t d = 0; d < rank; ++d)
+    identity = identity && perm[d] == static_cast<int64_t>(d);
+  return identity ? reduced : b.transpose(reduced, perm);
+}
+
 /// reduce's adjoint. sum: dy broadcast back. max/min: dy shared evenly among the elements
 /// equal to the result (a tie splits it, as numpy-style amax gradients do). prod: dy * y / x.
 /// logsumexp: dy * softmax(x) = dy * exp(x - m) / exp(y - m), m = max(x) (log-softmax's own max,
@@ -287,7 +335,8 @@ bool passesGradient(OpKind k) {
   case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Pow:
   case OpKind::Max: case OpKind::Min: case OpKind::Rem: case OpKind::Select: case OpKind::Clamp:
   case OpKind::BroadcastInDim: case OpKind::Reshape: case OpKind::Transpose: case OpKind::Slice:
-  case OpKind::Concatenate: case OpKind::Pad: case OpKind::Reduce: case OpKind::Dot:
+  case OpKind::Concatenate: case OpKind::Pad: case OpKind::Gather: case OpKind::Reduce:
+  case OpKind::Dot:
     return true;
   }
   return false;
@@ -445,6 +494,9 @@ std::vector<NodeId> adjoint(Graph& g, const Node& y, NodeId dy, const std::vecto
     break;
   case OpKind::Pad:
     d[0] = padAdjoint(b, y, node(0), dy);
+    break;
+  case OpKind::Gather: // the index operands are integers: no gradient
+    if (wants(0)) d[0] = gatherAdjoint(b, y, node(0), dy);
     break;
   case OpKind::Reduce:
     d[0] = reduceAdjoint(b, y, node(0), dy);

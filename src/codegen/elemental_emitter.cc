@@ -562,6 +562,8 @@ llvm::Value* ElementalEmitter::compute(const ir::Node& n, const Index& index) {
     return concatenate(n, index);
   case OpKind::Pad:
     return pad(n, index);
+  case OpKind::Gather:
+    return gather(n, index);
   case OpKind::Reduce:
     return reduceInline(n, index);
   case OpKind::Dot:
@@ -729,6 +731,37 @@ llvm::Value* ElementalEmitter::binary(const ir::Node& n, const Index& index) {
     k_.fail(n.id, "not a binary op");
   }
   return fp ? roundToDType(b, r, n.type.dtype) : r;
+}
+
+llvm::Value* ElementalEmitter::gather(const ir::Node& n, const Index& index) {
+  // The operand is in memory (an input of the kernel, fusion/graph_queries.h readsInMemory) or
+  // a source generated at any index: its element at a run-time position is a load there. Each
+  // index is checked against its axis in 64 bits (unsigned: a negative one is out of range too)
+  // and the load goes to position 0 instead when any is out: nothing is read out of bounds,
+  // and the element is 0.
+  llvm::IRBuilder<>& b = *k_.b;
+  const auto& a = n.attr<ir::GatherAttrs>();
+  const ir::Node& x = k_.graph->node(n.operands[0]);
+  llvm::Type* i64 = b.getInt64Ty();
+  Index xi(x.type.shape.size(), nullptr);
+  llvm::Value* inRange = b.getTrue();
+  for (size_t j = 0; j < a.axes.size(); ++j) {
+    const ir::Node& idx = k_.graph->node(n.operands[j + 1]);
+    llvm::Value* v = b.CreateSExtOrTrunc(emit(idx.id, index), i64);
+    auto axis = static_cast<size_t>(a.axes[j]);
+    llvm::Value* size = b.CreateSExtOrTrunc(k_.dim(x.type.shape[axis]), i64);
+    inRange = b.CreateAnd(inRange, b.CreateICmpULT(v, size));
+    xi[axis] = v;
+  }
+  for (size_t j = 0; j < a.axes.size(); ++j) {
+    auto axis = static_cast<size_t>(a.axes[j]);
+    xi[axis] = b.CreateSelect(inRange, k_.toIndex(xi[axis]), k_.index(0));
+  }
+  size_t i = 0;
+  for (size_t d = 0; d < xi.size(); ++d)
+    if (!xi[d]) xi[d] = index[static_cast<size_t>(a.dims[i++])];
+  llvm::Value* v = emit(x.id, xi);
+  return b.CreateSelect(inRange, v, llvm::Constant::getNullValue(v->getType()));
 }
 
 llvm::Value* ElementalEmitter::constant(const ir::Node& n, const Index& index) {

@@ -53,6 +53,7 @@ private:
   llvm::Value* constant(const ir::Node& n, const Index& index);
   llvm::Value* concatenate(const ir::Node& n, const Index& index);
   llvm::Value* pad(const ir::Node& n, const Index& index);
+  llvm::Value* gather(const ir::Node& n, const Index& index);
   llvm::Value* reduceInline(const ir::Node& n, const Index& index);
   /// The operand's index for an elementwise op: the same index, or none for a scalar operand.
   Index operandIndex(const ir::Node& operand, const Index& index) const;

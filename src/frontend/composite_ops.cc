@@ -371,4 +371,74 @@ NodeId silu(const Site& s, NodeId x, const std::string& name) {
   return s.g.binary(OpKind::Mul, x, sigmoid, name);
 }
 
+namespace {
+
+/// Indices with a negative one moved up by `n` (the size of the axis they index), in a dtype
+/// that holds index + n: i8 becomes i32.
+NodeId wrapNegative(const Site& s, NodeId indices, const ir::Dim& n, const std::string& what) {
+  ir::DType t = s.type(indices).dtype;
+  if (!ir::isInteger(t))
+    s.fail(fmt::format("{} indices must be integers, got {}", what, ir::dtypeName(t)));
+  if (!n.isStatic())
+    s.fail(fmt::format("{} along an axis of symbolic size {}: a negative index needs its size",
+                       what, n.str()));
+  if (t == ir::DType::i8 || (t == ir::DType::i32 && n.size() > 2147483647)) {
+    t = t == ir::DType::i8 && n.size() <= 2147483647 ? ir::DType::i32 : ir::DType::i64;
+    indices = s.g.convert(indices, t, s.name("indices_wide"));
+  }
+  NodeId zero = splatLike(s, indices, 0.0, s.name("zero"));
+  NodeId size = splatLike(s, indices, static_cast<double>(n.size()), s.name("size"));
+  NodeId negative = s.g.compare(ir::CompareDir::LT, indices, zero, s.name("negative"));
+  NodeId moved = s.g.binary(OpKind::Add, indices, size, s.name("from_end"));
+  return s.g.select(negative, moved, indices, s.name("wrapped"));
+}
+
+} // namespace
+
+NodeId take(const Site& s, NodeId x, NodeId indices, int64_t axis, const std::string& name) {
+  const ir::Shape xs = s.type(x).shape; // copies: the graph grows below
+  const ir::Shape is = s.type(indices).shape;
+  auto a = static_cast<size_t>(axis);
+  NodeId idx = wrapNegative(s, indices, xs[a], "take");
+  ir::Shape out(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(a));
+  out.insert(out.end(), is.begin(), is.end());
+  out.insert(out.end(), xs.begin() + static_cast<std::ptrdiff_t>(a) + 1, xs.end());
+  std::vector<int64_t> idxDims, dims;
+  for (size_t i = 0; i < is.size(); ++i)
+    idxDims.push_back(static_cast<int64_t>(a + i));
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (d != a) dims.push_back(static_cast<int64_t>(d < a ? d : d - 1 + is.size()));
+  NodeId spread = s.type(idx).shape == out
+                      ? idx
+                      : s.g.broadcastInDim(idx, out, idxDims, s.name("indices_broadcast"));
+  return s.g.gather(x, {spread}, {axis}, std::move(dims), name);
+}
+
+NodeId takeAlongAxis(const Site& s, NodeId x, NodeId indices, int64_t axis,
+                     const std::string& name) {
+  const ir::Shape xs = s.type(x).shape;
+  const ir::Shape is = s.type(indices).shape;
+  auto a = static_cast<size_t>(axis);
+  if (is.size() != xs.size())
+    s.fail(fmt::format("indices have rank {} but the data has rank {}", is.size(), xs.size()));
+  NodeId idx = wrapNegative(s, indices, xs[a], "gather");
+  std::vector<int64_t> dims;
+  NodeId data = x;
+  std::vector<int64_t> starts(xs.size(), 0), limits(xs.size(), -1), strides(xs.size(), 1);
+  bool sliced = false;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (d == a) continue;
+    dims.push_back(static_cast<int64_t>(d));
+    if (is[d] == xs[d]) continue;
+    // Smaller indices elsewhere (GatherElements allows it): the data's leading part there.
+    if (!is[d].isStatic() || !xs[d].isStatic() || is[d].size() > xs[d].size())
+      s.fail(fmt::format("indices have size {} along axis {} where the data has {}", is[d].str(),
+                         d, xs[d].str()));
+    limits[d] = is[d].size();
+    sliced = true;
+  }
+  if (sliced) data = s.g.slice(x, starts, limits, strides, s.name("window"));
+  return s.g.gather(data, {idx}, {axis}, std::move(dims), name);
+}
+
 } // namespace weft::frontend

@@ -114,6 +114,22 @@ LayerNorm layerNorm(const Site& s, ir::NodeId x, const NormOptions& o, const std
 /// x * rsqrt(mean(x * x) + epsilon) * gamma (o.beta must be unset).
 ir::NodeId rmsNorm(const Site& s, ir::NodeId x, const NormOptions& o, const std::string& name);
 
+// --- indexing ---
+
+/// numpy's take (ONNX Gather): x's elements at `indices` (any integer dtype and shape) along
+/// `axis` (normalized); the result's shape is x's with that axis replaced by the indices'
+/// shape. A negative index counts from the end (once: below -n it stays out of range); an
+/// index out of range gives 0 (false), as the gather op does. Needs a static size along
+/// `axis` (the wrap adds it); the last node is named `name`.
+ir::NodeId take(const Site& s, ir::NodeId x, ir::NodeId indices, int64_t axis,
+                const std::string& name);
+/// x's elements at `indices` along `axis` (normalized), an index for each result element
+/// (indices has x's rank, and along every other axis its size is x's): numpy's
+/// take_along_axis and ONNX GatherElements (whose indices may be smaller than x elsewhere:
+/// the result has the indices' shape). Negative indices wrap as in take.
+ir::NodeId takeAlongAxis(const Site& s, ir::NodeId x, ir::NodeId indices, int64_t axis,
+                         const std::string& name);
+
 // --- activations ---
 
 /// 0.5 * x * (1 + erf(x / sqrt(2)))

@@ -448,6 +448,17 @@ NodeId lowerPad(OpContext& c) {
   return c.g.pad(c.in[0], std::move(low), std::move(high), c.fields.number("value", 0.0), c.name());
 }
 
+NodeId lowerGather(OpContext& c) {
+  c.expectInputs(2, std::numeric_limits<size_t>::max(),
+                 "an operand and at least one index operand");
+  std::vector<int64_t> axes; // in the index operands' order, not sorted
+  for (int64_t a : c.fields.integers("axes"))
+    axes.push_back(c.axis(a, c.rank(c.in[0]), "axes"));
+  std::vector<NodeId> indices(c.in.begin() + 1, c.in.end());
+  return c.g.gather(c.in[0], std::move(indices), std::move(axes), c.fields.integers("dims"),
+                    c.name());
+}
+
 NodeId lowerReduce(OpContext& c) {
   c.expectInputs(1, 1, "one input");
   std::string kind = c.fields.string("kind");
@@ -531,6 +542,17 @@ NodeId lowerRmsNorm(OpContext& c) {
   return rmsNorm(c.site(), c.in[0], normOptions(c, 1e-6), c.name());
 }
 
+/// take and take_along_axis: numpy's (composite_ops.h), indices any integer dtype.
+Lowering lowerTake(bool alongAxis) {
+  return [alongAxis](OpContext& c) {
+    c.expectInputs(2, 2, "two inputs (x, indices)");
+    if (c.rank(c.in[0]) == 0) c.fail("inputs[0] is a scalar; there is no axis to take along");
+    int64_t axis = c.axis(c.fields.integer("axis", 0), c.rank(c.in[0]), "axis");
+    return alongAxis ? takeAlongAxis(c.site(), c.in[0], c.in[1], axis, c.name())
+                     : take(c.site(), c.in[0], c.in[1], axis, c.name());
+  };
+}
+
 Lowering activation(NodeId (*build)(const Site&, NodeId, const std::string&)) {
   return [build](OpContext& c) {
     c.expectInputs(1, 1, "one input");
@@ -580,6 +602,7 @@ const std::map<std::string, Lowering>& lowerings() {
     t["slice"] = lowerSlice;
     t["concatenate"] = lowerConcatenate;
     t["pad"] = lowerPad;
+    t["gather"] = lowerGather;
     t["reduce"] = lowerReduce;
     t["dot"] = lowerDot;
     // The names XLA's HLO uses for the same primitives (the AStitch paper's figures use them).
@@ -594,6 +617,8 @@ const std::map<std::string, Lowering>& lowerings() {
     t["remainder"] = t["rem"];
     t["logistic"] = t["sigmoid"];
     // Convenience ops.
+    t["take"] = lowerTake(false);
+    t["take_along_axis"] = lowerTake(true);
     t["softmax"] = lowerSoftmax(false);
     t["log_softmax"] = lowerSoftmax(true);
     t["layer_norm"] = lowerLayerNorm;

@@ -70,6 +70,10 @@ struct AttrWriter {
     out["high"] = a.high;
     out["value"] = numberJson(a.value);
   }
+  void operator()(const ir::GatherAttrs& a) const {
+    out["axes"] = a.axes;
+    out["dims"] = a.dims;
+  }
   void operator()(const ir::ReduceAttrs& a) const {
     out["kind"] = ir::reduceKindName(a.kind);
     out["axes"] = a.axes;

@@ -11,6 +11,18 @@ bool isSource(const ir::Node& n) {
   return n.kind == ir::OpKind::Constant || n.kind == ir::OpKind::Iota;
 }
 
+bool readsAtDataPositions(const ir::Node& user, ir::NodeId operand) {
+  return user.kind == ir::OpKind::Gather && user.operands[0] == operand;
+}
+
+bool gatheredFromMemory(const ir::Graph& g, const Users& users, ir::NodeId v) {
+  const ir::Node& n = g.node(v);
+  if (n.kind == ir::OpKind::Parameter || isSource(n)) return false;
+  const auto& us = users[static_cast<size_t>(v)];
+  return std::any_of(us.begin(), us.end(),
+                     [&](ir::NodeId u) { return readsAtDataPositions(g.node(u), v); });
+}
+
 namespace {
 
 /// The broadcasts that expand `op` one-to-many, directly or through reshapes and broadcasts,

@@ -14,6 +14,16 @@ using Users = std::vector<std::vector<ir::NodeId>>;
 /// Constants and iotas: free to regenerate inline in every kernel that uses them.
 bool isSource(const ir::Node& n);
 
+/// Whether `user` reads `operand` at positions only the data knows (a gather's operand 0, the
+/// values gathered). Such a read is of memory: the operand is an input of the reading kernel
+/// (a parameter, or a value an earlier kernel stored) or a source it regenerates at any index,
+/// never an op the same kernel computes, whose elements live in other threads' registers or
+/// other blocks' tiles. The stitch scopes, xla's fusions and recomputation across scopes keep
+/// to that; tile slices never hold such an input.
+bool readsAtDataPositions(const ir::Node& user, ir::NodeId operand);
+/// Whether some user of `v` reads it that way and `v` is neither a parameter nor a source.
+bool gatheredFromMemory(const ir::Graph& g, const Users& users, ir::NodeId v);
+
 /// An expensive elementwise op whose result is broadcast (one-to-many), directly or through
 /// reshapes: AStitch's second kind of dominant candidate (Observation-B).
 bool isExpensiveBroadcastSource(const ir::Graph& g, const Users& users, ir::NodeId op);

@@ -672,6 +672,10 @@ void PhasePlanner::planTileSlices(const TileSpace& s, const SlotPlan& sp, PhaseP
     if (p == k_.placement.end() || p->second.storage != Storage::Input) continue;
     if (std::any_of(chosen.begin(), chosen.end(), [&](const TileSlice& t) { return t.input == v; }))
       continue;
+    // A slice holds the tile's rows only; a gather reads its operand anywhere.
+    if (std::any_of(k_.ops.begin(), k_.ops.end(),
+                    [&](ir::NodeId u) { return readsAtDataPositions(node(u), v); }))
+      continue;
     const ir::Shape& in = node(v).type.shape;
     const auto& dims = bc.attr<ir::BroadcastAttrs>().dims;
     TileSlice t;

@@ -39,7 +39,7 @@ namespace weft::fusion {
 namespace {
 
 constexpr std::string_view kMagic = "WEFTPLAN";
-constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kFormatVersion = 3; // 3: the gather op (OpKind numbers from Reduce on moved)
 constexpr size_t kHeaderBytes = 8 + 1 + 4 + 8 + 8;
 
 // ---- the fields of every struct, in order: one list for both directions ----
@@ -71,6 +71,9 @@ template <class IO> void fields(IO& io, ir::SliceAttrs& a) {
 }
 template <class IO> void fields(IO& io, ir::ConcatAttrs& a) {
   io.fields("ConcatAttrs", a.axis);
+}
+template <class IO> void fields(IO& io, ir::GatherAttrs& a) {
+  io.fields("GatherAttrs", a.axes, a.dims);
 }
 template <class IO> void fields(IO& io, ir::PadAttrs& a) {
   io.fields("PadAttrs", a.low, a.high, a.value);
@@ -524,7 +527,7 @@ std::map<std::string, size_t> serializedFieldCounts() {
   FieldCounter c;
   countFields<ir::TensorType, ir::ParameterAttrs, ir::ConstantAttrs, ir::IotaAttrs,
               ir::CompareAttrs, ir::BroadcastAttrs, ir::TransposeAttrs, ir::SliceAttrs,
-              ir::ConcatAttrs, ir::PadAttrs, ir::ReduceAttrs, ir::Node, ir::SymbolEquality,
+              ir::ConcatAttrs, ir::PadAttrs, ir::GatherAttrs, ir::ReduceAttrs, ir::Node, ir::SymbolEquality,
               ir::SymbolRange, DeviceSpec, ElementwiseMapping, RowReduceMapping,
               ColumnReduceMapping, Group, ValuePlacement::StoreDecision,
               ValuePlacement::ResidentDecision, ValuePlacement, Stage, LaunchPlan, TileSpace,

@@ -20,7 +20,8 @@ constexpr size_t kMaxFusedOps = 48;
 bool isNaturalRoot(const ir::Graph& g, const Users& users, ir::NodeId op) {
   const ir::Node& n = g.node(op);
   if (!ir::isMemoryIntensive(n.kind)) return false;
-  if (g.isOutput(op) || n.kind == ir::OpKind::Reduce || isExpensiveBroadcastSource(g, users, op))
+  if (g.isOutput(op) || n.kind == ir::OpKind::Reduce || isExpensiveBroadcastSource(g, users, op) ||
+      gatheredFromMemory(g, users, op))
     return true;
   const auto& us = users[static_cast<size_t>(op)];
   return std::any_of(us.begin(), us.end(),

@@ -121,6 +121,9 @@ private:
         chain.leaves.push_back(x);
         continue;
       }
+      // A value gathered from (graph_queries.h) is read from memory: c never computes it.
+      for (ir::NodeId u : users_[static_cast<size_t>(x)])
+        if (in(u, c) && readsAtDataPositions(g_.node(u), x)) return chain;
       chain.ops.push_back(x);
       if (chain.ops.size() > kMaxRecomputedOps) return chain;
       const ir::Node& n = g_.node(x);

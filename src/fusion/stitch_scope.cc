@@ -21,8 +21,10 @@ public:
       : g_(g), users_(g.users()), inCluster_(std::move(inCluster)), parent_(g.size()),
         members_(g.size()) {
     std::iota(parent_.begin(), parent_.end(), 0);
-    for (size_t i = 0; i < g.size(); ++i)
+    for (size_t i = 0; i < g.size(); ++i) {
       if (inCluster_[i]) members_[i] = {static_cast<ir::NodeId>(i)};
+      hasGathers_ = hasGathers_ || g.node(ir::NodeId(i)).kind == ir::OpKind::Gather;
+    }
   }
 
   ir::NodeId find(ir::NodeId x) {
@@ -80,6 +82,20 @@ public:
     return false;
   }
 
+  /// Whether an op of one cluster gathers from a value of the other (graph_queries.h): a read
+  /// through memory, which one kernel cannot make of its own values.
+  bool gathersAcross(ir::NodeId a, ir::NodeId b) {
+    if (!hasGathers_) return false; // no search in the (many) graphs without one
+    a = find(a), b = find(b);
+    for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}})
+      for (ir::NodeId m : members_[static_cast<size_t>(from)])
+        for (ir::NodeId u : users_[static_cast<size_t>(m)])
+          if (inCluster_[static_cast<size_t>(u)] && find(u) == to &&
+              readsAtDataPositions(g_.node(u), m))
+            return true;
+    return false;
+  }
+
   const std::vector<ir::NodeId>& members(ir::NodeId root) {
     return members_[static_cast<size_t>(find(root))];
   }
@@ -94,6 +110,7 @@ private:
   std::vector<uint32_t> seen_ = std::vector<uint32_t>(g_.size(), 0);
   uint32_t stamp_ = 0;
   std::vector<ir::NodeId> work_;
+  bool hasGathers_ = false;
 };
 
 /// Which clusters each cluster reaches (paths of one edge or more, each cluster contracted to
@@ -198,6 +215,7 @@ std::vector<StitchScope> findStitchScopes(const ir::Graph& g, const StitchScopeO
     if (!inCluster[static_cast<size_t>(n.id)]) continue;
     for (ir::NodeId p : n.operands) {
       if (!inCluster[static_cast<size_t>(p)] || clusters.find(p) == clusters.find(n.id)) continue;
+      if (clusters.gathersAcross(p, n.id)) continue; // through memory: another kernel stores it
       if (clusters.reachesThroughOthers(p, n.id, false, n.id)) continue;
       clusters.unite(p, n.id);
     }

@@ -319,6 +319,10 @@ private:
     const ir::Shape& os = g_.node(o).type.shape;
     if (!aligned || frame == OpSpace::Other) return {OpSpace::Other, false};
     if (ir::isElementwise(n.kind) && os == n.type.shape) return {frame, true};
+    // A gather's index operands are read at its own index; its operand at run-time positions
+    // (Other: never block-local, never a register or a tile's slice).
+    if (n.kind == ir::OpKind::Gather && !readsAtDataPositions(n, o) && os == n.type.shape)
+      return {frame, true};
     if (n.kind == ir::OpKind::BroadcastInDim) {
       const auto& dims = n.attr<ir::BroadcastAttrs>().dims;
       if (frame == OpSpace::Loop && os == rowShapeOf(gc.loopShape, gc.tileDims) &&

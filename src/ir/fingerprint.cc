@@ -52,6 +52,8 @@ std::string attrsText(const Attrs& attrs) {
           return fmt::format("axis={}", a.axis);
         } else if constexpr (std::is_same_v<A, PadAttrs>) {
           return fmt::format("low={} high={} value={}", list(a.low), list(a.high), bits(a.value));
+        } else if constexpr (std::is_same_v<A, GatherAttrs>) {
+          return fmt::format("axes={} dims={}", list(a.axes), list(a.dims));
         } else {
           static_assert(std::is_same_v<A, ReduceAttrs>);
           return fmt::format("kind={} axes={}", reduceKindName(a.kind), list(a.axes));

@@ -133,6 +133,12 @@ NodeId Graph::slice(NodeId x, std::vector<int64_t> starts, std::vector<int64_t> 
 NodeId Graph::concatenate(std::vector<NodeId> xs, int64_t axis, std::string name) {
   return add(OpKind::Concatenate, std::move(xs), ConcatAttrs{axis}, std::nullopt, std::move(name));
 }
+NodeId Graph::gather(NodeId operand, std::vector<NodeId> indices, std::vector<int64_t> axes,
+                     std::vector<int64_t> dims, std::string name) {
+  indices.insert(indices.begin(), operand);
+  return add(OpKind::Gather, std::move(indices), GatherAttrs{std::move(axes), std::move(dims)},
+             std::nullopt, std::move(name));
+}
 NodeId Graph::pad(NodeId x, std::vector<int64_t> low, std::vector<int64_t> high, double value, std::string name) {
   return add(OpKind::Pad, {x}, PadAttrs{std::move(low), std::move(high), value}, std::nullopt, std::move(name));
 }

@@ -60,6 +60,9 @@ public:
   NodeId concatenate(std::vector<NodeId> xs, int64_t axis, std::string name = "");
   NodeId pad(NodeId x, std::vector<int64_t> low, std::vector<int64_t> high, double value,
              std::string name = "");
+  /// operand's elements at the positions `indices` hold along `axes` (GatherAttrs, op.h).
+  NodeId gather(NodeId operand, std::vector<NodeId> indices, std::vector<int64_t> axes,
+                std::vector<int64_t> dims, std::string name = "");
   NodeId reduce(ReduceKind kind, NodeId x, std::vector<int64_t> axes, std::string name = "");
   NodeId dot(NodeId a, NodeId b, std::string name = "");
 

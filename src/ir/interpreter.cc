@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <functional>
 #include <limits>
+#include <new>
 
 #include "weft/error.h"
 
@@ -526,6 +527,35 @@ Value evalPad(const Node& n, const Value& x, const Sizes& shape) {
   return out;
 }
 
+/// result[o] = operand[p]: p along axes[j] from index operand j at o, along the other axes the
+/// result's coordinates dims[i]; an index outside its axis gives 0 (false).
+Value evalGather(const Node& n, const std::vector<const Value*>& ops, const Sizes& shape) {
+  const auto& a = n.attr<GatherAttrs>();
+  const Value& x = *ops[0];
+  Sizes xStrides = rowMajorStrides(x.shape);
+  // The operand offset from the result index's own coordinates (the non-indexed axes).
+  View fromResult{0, Sizes(shape.size(), 0)};
+  size_t i = 0;
+  for (size_t d = 0; d < x.shape.size(); ++d)
+    if (std::find(a.axes.begin(), a.axes.end(), static_cast<int64_t>(d)) == a.axes.end())
+      fromResult.strides[static_cast<size_t>(a.dims[i++])] = xStrides[d];
+  Value out = filled(shape, n.type.dtype, 0);
+  forEachIndex(shape, fromResult, contiguous(shape), [&](int64_t base, int64_t o) {
+    int64_t at = base;
+    for (size_t j = 0; j < a.axes.size(); ++j) {
+      int64_t p = ops[j + 1]->ints[static_cast<size_t>(o)];
+      auto axis = static_cast<size_t>(a.axes[j]);
+      if (p < 0 || p >= x.shape[axis]) return; // out of range: the element stays 0
+      at += p * xStrides[axis];
+    }
+    if (x.integer())
+      out.ints[static_cast<size_t>(o)] = x.ints[static_cast<size_t>(at)];
+    else
+      out.data[static_cast<size_t>(o)] = x.data[static_cast<size_t>(at)];
+  });
+  return out;
+}
+
 // --- reduce and dot ------------------------------------------------------------------
 
 double reduceIdentity(ReduceKind k) {
@@ -690,6 +720,8 @@ Value evalNode(const Node& n, const std::vector<const Value*>& ops, const Sizes&
     return evalConcatenate(n, ops, shape);
   case OpKind::Pad:
     return evalPad(n, *ops[0], shape);
+  case OpKind::Gather:
+    return evalGather(n, ops, shape);
   case OpKind::Reduce:
     return evalReduce(n, *ops[0], shape);
   case OpKind::Dot:
@@ -770,7 +802,20 @@ std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>&
     std::vector<const Value*> ops;
     for (NodeId o : n.operands)
       ops.push_back(&values[static_cast<size_t>(o)]);
-    Value v = evalNode(n, ops, shapes[id]);
+    int64_t elements = checkedProduct(shapes[id]);
+    if (elements > kMaxInterpretedElements)
+      throw InputError(fmt::format("{}: the reference interpreter holds values of up to {} "
+                                   "elements; this one has {} ({})",
+                                   describe(n), kMaxInterpretedElements, elements,
+                                   fmt::join(shapes[id], " x ")));
+    Value v;
+    try {
+      v = evalNode(n, ops, shapes[id]);
+    } catch (const std::bad_alloc&) {
+      throw InputError(fmt::format("{}: the reference interpreter ran out of memory computing "
+                                   "its {} elements",
+                                   describe(n), elements));
+    }
     v.dtype = n.type.dtype;
     roundInPlace(v);
     values[id] = std::move(v);

@@ -20,6 +20,9 @@
 //  - not/and/or are logical on bool and bitwise on integers.
 //  - clamp(lo, x, hi) = min(max(x, lo), hi). Reductions over an empty axis give the identity
 //    (0, -inf, +inf, 1, false, true; MIN and MAX of the dtype for integer max and min).
+//  - gather reads the operand at the positions its index operands hold; an index outside
+//    [0, size of its axis) gives 0 (false for bool) for that element, as on the GPU, where
+//    nothing is read out of bounds.
 //  - dot accumulates in double (floats, rounded once) or wrapping int64 (integers).
 // Ops that no output depends on are not run. Symbolic dims are evaluated under `binding`; each
 // input must have exactly the parameter's dtype and evaluated shape.
@@ -32,7 +35,10 @@ namespace weft::ir {
 
 /// Runs `g` on `inputs` (in g.inputs() order) and returns its outputs (in g.outputs() order).
 /// Throws InputError on a wrong input count, dtype or shape (naming the input), an unbound
-/// symbol (naming it and the op), or an integer division by zero (naming the op).
+/// symbol (naming it and the op), an integer division by zero (naming the op), or a value past
+/// the interpreter's memory (kMaxInterpretedElements elements in one value, or an allocation
+/// that fails; naming the op).
+inline constexpr int64_t kMaxInterpretedElements = int64_t(1) << 30; // 8 GiB of doubles
 std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>& inputs,
                                   const Binding& binding = {});
 

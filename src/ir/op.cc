@@ -52,6 +52,7 @@ constexpr std::array<OpInfo, kNumOpKinds> kOps = {{
     {OpKind::Slice, "slice", OpClass::Layout, 1},
     {OpKind::Concatenate, "concatenate", OpClass::Layout, -1},
     {OpKind::Pad, "pad", OpClass::Layout, 1},
+    {OpKind::Gather, "gather", OpClass::Layout, -1},
     {OpKind::Reduce, "reduce", OpClass::Reduce, 1},
     {OpKind::Dot, "dot", OpClass::ComputeIntensive, 2},
 }};

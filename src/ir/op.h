@@ -23,6 +23,8 @@ enum class OpKind : uint8_t {
   Select, Clamp,
   // broadcast and layout
   BroadcastInDim, Reshape, Transpose, Slice, Concatenate, Pad,
+  // data-dependent indexing: elements of an operand at positions other tensors hold
+  Gather,
   // reduction
   Reduce,
   // compute-intensive: batched matmul [..., M, K] x [..., K, N] -> [..., M, N]
@@ -93,6 +95,16 @@ struct PadAttrs {
   double value = 0.0;
   bool operator==(const PadAttrs&) const = default;
 };
+/// gather(operand, index_0, ..., index_{k-1}): result[o] = operand[p], where p's coordinate
+/// along axes[j] is index_j[o] and along the operand's other axes (in increasing order) the
+/// result's coordinate dims[i]. Every index operand has the result's shape (a frontend
+/// broadcasts them); the result has the operand's dtype. An index outside [0, size of its
+/// axis) gives 0 (false for bool) for that element: nothing is read out of bounds.
+struct GatherAttrs {
+  std::vector<int64_t> axes; // operand axes read from the index operands, one each (k >= 1)
+  std::vector<int64_t> dims; // for each other operand axis, in order: its result dimension
+  bool operator==(const GatherAttrs&) const = default;
+};
 /// Reduces over `axes` (sorted, unique); the result drops those axes.
 struct ReduceAttrs {
   ReduceKind kind = ReduceKind::Sum;
@@ -102,7 +114,7 @@ struct ReduceAttrs {
 
 using Attrs = std::variant<NoAttrs, ParameterAttrs, ConstantAttrs, IotaAttrs, CompareAttrs,
                            BroadcastAttrs, TransposeAttrs, SliceAttrs, ConcatAttrs, PadAttrs,
-                           ReduceAttrs>;
+                           GatherAttrs, ReduceAttrs>;
 
 std::string_view opName(OpKind k); // the name used in JSON and in the printer, e.g. "broadcast_in_dim"
 std::optional<OpKind> parseOpKind(std::string_view s);
@@ -113,7 +125,7 @@ std::optional<CompareDir> parseCompareDir(std::string_view s);
 std::string_view reduceKindName(ReduceKind k);
 std::optional<ReduceKind> parseReduceKind(std::string_view s);
 
-/// Number of operands the kind takes; -1 for variadic (concatenate: at least one).
+/// Number of operands the kind takes; -1 for variadic (concatenate: at least one; gather: at least two).
 int operandCount(OpKind k);
 bool isElementwise(OpKind k); // unary, binary, ternary and convert (not constant/iota)
 bool isUnary(OpKind k);

@@ -30,6 +30,9 @@ struct AttrPrinter {
   std::string operator()(const PadAttrs& a) const {
     return fmt::format("[low={}, high={}, value={:g}]", list(a.low), list(a.high), a.value);
   }
+  std::string operator()(const GatherAttrs& a) const {
+    return fmt::format("[axes={}, dims={}]", list(a.axes), list(a.dims));
+  }
   std::string operator()(const ReduceAttrs& a) const {
     return fmt::format("[{}, axes={}]", reduceKindName(a.kind), list(a.axes));
   }

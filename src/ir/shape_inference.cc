@@ -232,6 +232,52 @@ TensorType inferPad(const std::string& where, const TensorType& x, const PadAttr
   return {x.dtype, out};
 }
 
+TensorType inferGather(const std::string& where, const std::vector<const TensorType*>& ops,
+                       const GatherAttrs& a) {
+  if (ops.size() < 2) fail(where, "gather takes an operand and at least one index operand");
+  const TensorType& x = *ops[0];
+  size_t rank = x.shape.size(), k = ops.size() - 1;
+  if (a.axes.size() != k)
+    fail(where, fmt::format("axes {} names {} axis(es) but the gather has {} index operand(s)",
+                            listStr(a.axes), a.axes.size(), k));
+  std::vector<bool> indexed(rank, false);
+  for (int64_t axis : a.axes) {
+    checkAxis(where, "gather axis", axis, rank);
+    if (indexed[static_cast<size_t>(axis)])
+      fail(where, fmt::format("axes {} names axis {} twice", listStr(a.axes), axis));
+    indexed[static_cast<size_t>(axis)] = true;
+  }
+  const Shape& out = ops[1]->shape;
+  for (size_t j = 1; j <= k; ++j) {
+    const TensorType& t = *ops[j];
+    if (!isInteger(t.dtype))
+      fail(where, fmt::format("index operand {} has dtype {}; indices are integers", j,
+                              dtypeName(t.dtype)));
+    if (t.shape != out)
+      fail(where, fmt::format("index operand {} has shape {} but index operand 1 has {}; every "
+                              "index operand has the result's shape",
+                              j, shapeStr(t.shape), shapeStr(out)));
+  }
+  if (a.dims.size() != rank - k)
+    fail(where, fmt::format("dims {} has {} entries; the operand's {} axis(es) not in axes need "
+                            "one each",
+                            listStr(a.dims), a.dims.size(), rank - k));
+  std::vector<bool> used(out.size(), false);
+  size_t i = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    if (indexed[d]) continue;
+    int64_t r = a.dims[i++];
+    checkAxis(where, "gather dims entry", r, out.size());
+    if (used[static_cast<size_t>(r)])
+      fail(where, fmt::format("dims {} names result dimension {} twice", listStr(a.dims), r));
+    used[static_cast<size_t>(r)] = true;
+    if (x.shape[d] != out[static_cast<size_t>(r)])
+      fail(where, fmt::format("operand axis {} has size {} but result dimension {} has {}", d,
+                              x.shape[d].str(), r, out[static_cast<size_t>(r)].str()));
+  }
+  return {x.dtype, out};
+}
+
 TensorType inferReduce(const std::string& where, const TensorType& x, const ReduceAttrs& a) {
   bool logical = a.kind == ReduceKind::Any || a.kind == ReduceKind::All;
   if (logical != isBool(x.dtype))
@@ -342,6 +388,9 @@ TensorType inferType(const std::string& where, OpKind kind, const std::vector<co
   case OpKind::Pad:
     result = inferPad(where, *ops[0], attrsOf<PadAttrs>(where, kind, attrs));
     checkValueFits(where, "value", result.dtype, attrsOf<PadAttrs>(where, kind, attrs).value);
+    break;
+  case OpKind::Gather:
+    result = inferGather(where, ops, attrsOf<GatherAttrs>(where, kind, attrs));
     break;
   case OpKind::Reduce:
     result = inferReduce(where, *ops[0], attrsOf<ReduceAttrs>(where, kind, attrs));
