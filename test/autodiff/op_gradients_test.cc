@@ -141,6 +141,25 @@ std::vector<OpCase> cases() {
                {any, any}, [](Graph& g, const std::vector<NodeId>& x) { return g.dot(x[0], x[1]); }});
   c.push_back({"dot_wide_weight", [](const Dim&, int64_t n) { return std::vector<Shape>{{2, n}, {n, 12}}; },
                {any, any}, [](Graph& g, const std::vector<NodeId>& x) { return g.dot(x[0], x[1]); }});
+  // gather: indices built in the graph (the inputs are floats), -1 .. n: out of range at both
+  // ends (no gradient there) and repeated (gradients summed).
+  c.push_back({"gather_columns", same(1), {any}, [](Graph& g, const std::vector<NodeId>& x) {
+                 const Shape s = g.node(x[0]).type.shape; // a copy: g grows below
+                 Shape out = {s[0], 4};
+                 NodeId r = g.iota(DType::i32, out, 0), k = g.iota(DType::i32, out, 1);
+                 auto splat = [&](double v) { return g.constant(DType::i32, out, {v}); };
+                 NodeId mixed = g.binary(OpKind::Add, g.binary(OpKind::Mul, r, splat(3)),
+                                         g.binary(OpKind::Mul, k, splat(5)));
+                 NodeId wrapped = g.binary(OpKind::Rem, mixed, splat(double(s[1].size() + 2)));
+                 NodeId idx = g.binary(OpKind::Sub, wrapped, splat(1));
+                 return g.gather(x[0], {idx}, {1}, {0});
+               }});
+  c.push_back({"gather_rows", same(1), {any}, [](Graph& g, const std::vector<NodeId>& x) {
+                 const Shape s = g.node(x[0]).type.shape;
+                 NodeId ids = g.constant(DType::i64, {5}, {0, 1, 0, 0, -1});
+                 NodeId idx = g.broadcastInDim(ids, {5, s[1]}, {0});
+                 return g.gather(x[0], {idx}, {0}, {1});
+               }});
   return c;
 }
 
@@ -300,6 +319,7 @@ TEST_CASE("random graphs of the differential harness get gradient checks", "[aut
   for (uint64_t seed = 0; seed < 60; ++seed) {
     testing::RandomGraphOptions o;
     o.maxElements = 256; // finite differences run the graph twice per input element
+    o.allowGather = seed >= 30; // half of them with gathers by integer inputs
     Graph g = testing::retypeFloats(testing::randomGraph(seed, o), DType::f64);
     std::vector<NodeId> terms;
     for (size_t k = 0; k < g.outputs().size(); ++k) {

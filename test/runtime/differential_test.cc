@@ -93,8 +93,8 @@ void checkSeeds(uint64_t begin, uint64_t end) {
 /// and the graph builder unifies them; each binding then names every symbol, the unified ones
 /// too (consistently), and `unified` counts the equalities the graph recorded.
 bool checkSymbolicSeed(uint64_t seed, Policy policy, bool perInputSymbols = false,
-                       size_t* unified = nullptr) {
-  ir::Graph g = testing::randomGraph(seed);
+                       size_t* unified = nullptr, const testing::RandomGraphOptions& options = {}) {
+  ir::Graph g = testing::randomGraph(seed, options);
   const ir::Shape& first = g.node(g.inputs().front()).type.shape;
   if (first.empty()) return false;
   int64_t size = first.front().size();
@@ -199,6 +199,28 @@ TEST_CASE("random graphs with seeds 250 to 299 match the interpreter under every
   checkSeeds(250, 300);
 }
 
+// Gathers (RandomGraphOptions::allowGather): from inputs and from values other kernels compute,
+// by integer inputs of -8..8 (negative and past small axes: 0 there), resized axes, broadcast
+// indices; in static and generic programs.
+testing::RandomGraphOptions withGathers() {
+  testing::RandomGraphOptions o;
+  o.allowGather = true;
+  return o;
+}
+TEST_CASE("random graphs with gathers, seeds 0 to 99, match the interpreter under every policy",
+          "[differential][gather]") {
+  for (uint64_t seed = 0; seed < 100; ++seed)
+    checkSeed(seed, withGathers());
+}
+TEST_CASE("random graphs with gathers and a symbolic size compile once and match",
+          "[differential][gather][shapes]") {
+  int symbolised = 0;
+  for (uint64_t seed = 0; seed < 40; ++seed)
+    for (Policy policy : {Policy::None, Policy::Xla, Policy::AStitch})
+      symbolised += checkSymbolicSeed(seed, policy, false, nullptr, withGathers());
+  CHECK(symbolised >= 60);
+}
+
 // Seeds past 300 that once failed, kept as regression tests: 582 and 958 (an acrossTiles
 // group's loop-space values in the stage of its cross-block combine), 2271 (a stage of
 // per-row values that do not read the group's reduce was emitted as that reduce's stage, one
@@ -244,6 +266,7 @@ TEST_CASE("random graphs in WEFT_DIFF_SEEDS=begin:end", "[.][differential-env]")
   uint64_t begin = std::stoull(r.substr(0, colon)), end = std::stoull(r.substr(colon + 1));
   testing::RandomGraphOptions options; // WEFT_DIFF_MAX_OPS=N: bigger graphs, other kernels
   if (const char* ops = std::getenv("WEFT_DIFF_MAX_OPS")) options.maxOps = std::stoi(ops);
+  options.allowGather = std::getenv("WEFT_DIFF_GATHER") != nullptr; // WEFT_DIFF_GATHER=1
   for (uint64_t seed = begin; seed < end; ++seed) {
     checkSeed(seed, options);
     if ((seed - begin + 1) % 500 == 0) WARN("checked seeds " << begin << " to " << seed);
@@ -264,9 +287,11 @@ TEST_CASE("random graphs with a symbolic size in WEFT_DIFF_SYMBOLIC_SEEDS=begin:
   REQUIRE(colon != std::string::npos);
   uint64_t begin = std::stoull(r.substr(0, colon)), end = std::stoull(r.substr(colon + 1));
   for (uint64_t seed = begin; seed < end; ++seed) {
+    testing::RandomGraphOptions options;
+    options.allowGather = std::getenv("WEFT_DIFF_GATHER") != nullptr;
     for (Policy policy : {Policy::None, Policy::Xla, Policy::AStitch}) {
       try {
-        checkSymbolicSeed(seed, policy);
+        checkSymbolicSeed(seed, policy, false, nullptr, options);
       } catch (const std::exception& e) { // compiling the generic program
         FAIL_CHECK("symbolic seed " << seed << ", policy " << fusion::policyName(policy) << ": "
                                     << e.what());

@@ -14,7 +14,8 @@ using ir::OpKind;
 
 class Generator {
 public:
-  Generator(uint64_t seed, const RandomGraphOptions& o) : rng_(seed), o_(o) {}
+  Generator(uint64_t seed, const RandomGraphOptions& o)
+      : rng_(seed), gatherRng_(seed ^ 0x6a09e667f3bcc909ull), o_(o) {}
 
   Graph run() {
     dtype_ = DType::f32;
@@ -26,7 +27,12 @@ public:
       values_.push_back(g_.parameter("in" + std::to_string(i), {dtype_, toShape(s)}));
     }
     int ops = o_.minOps + pick(o_.maxOps - o_.minOps + 1);
-    for (int i = 0; i < ops; ++i) step();
+    for (int i = 0; i < ops; ++i) {
+      step();
+      // Gathers come from a stream of their own: a graph without one is the graph this seed
+      // gave before gathers existed.
+      if (o_.allowGather && gatherPick(8) == 0) gatherStep();
+    }
     // outputs: the last value plus a few others (multi-output kernels)
     g_.addOutput(values_.back());
     for (int i = 0, n = pick(3); i < n; ++i) {
@@ -38,6 +44,48 @@ public:
 
 private:
   int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
+  int gatherPick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(gatherRng_); }
+
+  /// A gather from any value (an input, or one computed earlier: another kernel's) along one
+  /// or two of its axes, by a new integer input (random inputs are -8..8: negative, in range
+  /// and past small axes all occur), shaped as the result or broadcast from one axis (an
+  /// embedding lookup's form); the gathered axes resized, sometimes a leading result dim added.
+  void gatherStep() {
+    NodeId d = values_[static_cast<size_t>(gatherPick(static_cast<int>(values_.size())))];
+    std::vector<int64_t> ds = shapeOf(d);
+    if (ds.empty()) return;
+    size_t rank = ds.size();
+    size_t k = rank >= 2 && gatherPick(3) == 0 ? 2 : 1;
+    std::vector<int64_t> axes;
+    while (axes.size() < k) {
+      auto a = static_cast<int64_t>(gatherPick(static_cast<int>(rank)));
+      if (std::find(axes.begin(), axes.end(), a) == axes.end()) axes.push_back(a);
+    }
+    static const int64_t sizes[] = {1, 3, 7, 33};
+    std::vector<int64_t> out = ds;
+    for (int64_t a : axes)
+      if (gatherPick(3)) out[static_cast<size_t>(a)] = sizes[gatherPick(4)];
+    bool lead = gatherPick(3) == 0;
+    if (lead) out.insert(out.begin(), 2);
+    if (count(out) > o_.maxElements) return;
+    std::vector<int64_t> dims;
+    for (size_t a = 0; a < rank; ++a)
+      if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(a)) == axes.end())
+        dims.push_back(static_cast<int64_t>(a) + (lead ? 1 : 0));
+    std::vector<NodeId> indices;
+    for (int64_t a : axes) {
+      DType t = gatherPick(2) ? DType::i32 : DType::i64;
+      std::string name = "idx" + std::to_string(indexInputs_++);
+      if (k == 1 && gatherPick(2)) { // one index per position along the axis, broadcast
+        int64_t at = a + (lead ? 1 : 0);
+        NodeId i = g_.parameter(name, {t, toShape({out[static_cast<size_t>(at)]})});
+        indices.push_back(g_.broadcastInDim(i, toShape(out), {at}));
+      } else {
+        indices.push_back(g_.parameter(name, {t, toShape(out)}));
+      }
+    }
+    push(g_.gather(d, indices, axes, dims));
+  }
   const std::vector<int64_t>& shapeOf(NodeId v) {
     cache_.clear();
     for (const Dim& d : g_.node(v).type.shape) cache_.push_back(d.size());
@@ -205,6 +253,8 @@ private:
   }
 
   std::mt19937_64 rng_;
+  std::mt19937_64 gatherRng_;
+  int indexInputs_ = 0;
   RandomGraphOptions o_;
   Graph g_;
   DType dtype_ = DType::f32;

@@ -1,7 +1,7 @@
 #pragma once
 // A seeded generator of random memory-intensive graphs for differential testing: elementwise
 // chains, broadcasts, row and column reductions, reshapes, transposes, slices,
-// concatenations, several dominants and several outputs, with odd sizes (1, 7, 33, 1000).
+// concatenations, gathers, several dominants and several outputs, with odd sizes (1, 7, 33, 1000).
 // Every op keeps values finite (log, sqrt, div and exp only see safe operands), so results
 // compare meaningfully with the reference interpreter.
 #include <cstdint>
@@ -15,6 +15,9 @@ struct RandomGraphOptions {
   int maxOps = 14;
   int64_t maxElements = 16384; // per value, keeps simulation fast
   bool allowHalf = true;       // some graphs in f16/bf16
+  /// Gathers by integer inputs (from a stream of their own). Off by default: every seed's
+  /// graph stays the one the differential tests and their regression seeds were written for.
+  bool allowGather = false;
 };
 
 ir::Graph randomGraph(uint64_t seed, const RandomGraphOptions& options = {});
