@@ -1,6 +1,8 @@
 #include "workloads.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -145,9 +147,29 @@ uint64_t compulsoryBytes(const ir::Graph& g) {
       n *= static_cast<uint64_t>(d.evaluate({}));
     return n;
   };
+  // An input only gathers read (an embedding table) needs only the elements they read: at most
+  // one per gathered element, however large the table.
+  std::vector<std::vector<ir::NodeId>> users = g.users();
+  auto gatheredOnly = [&](ir::NodeId in) -> std::optional<uint64_t> {
+    uint64_t elements = 0;
+    for (ir::NodeId u : users[static_cast<size_t>(in)]) {
+      const ir::Node& n = g.node(u);
+      if (n.kind != ir::OpKind::Gather || n.operands[0] != in ||
+          std::count(n.operands.begin(), n.operands.end(), in) != 1)
+        return std::nullopt;
+      uint64_t e = 1;
+      for (const ir::Dim& d : n.type.shape)
+        e *= static_cast<uint64_t>(d.evaluate({}));
+      elements += e;
+    }
+    if (users[static_cast<size_t>(in)].empty()) return std::nullopt;
+    return elements * static_cast<uint64_t>(ir::dtypeBytes(g.node(in).type.dtype));
+  };
   uint64_t total = 0;
-  for (ir::NodeId in : g.inputs())
-    total += bytesOf(in);
+  for (ir::NodeId in : g.inputs()) {
+    std::optional<uint64_t> gathered = gatheredOnly(in);
+    total += gathered ? std::min(*gathered, bytesOf(in)) : bytesOf(in);
+  }
   for (ir::NodeId out : g.outputs())
     total += bytesOf(out);
   return total;

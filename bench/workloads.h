@@ -46,7 +46,8 @@ struct SymbolicGraph {
 };
 SymbolicGraph symbolicWorkload(const std::string& jsonPath);
 
-/// Inputs read once plus outputs written once, in bytes: the least any schedule moves.
+/// Inputs read once plus outputs written once, in bytes: the least any schedule moves. An
+/// input that only gathers read counts the elements they gather (at most the input).
 uint64_t compulsoryBytes(const ir::Graph& g);
 
 /// Whether every row a reduce needs fits on chip: for each reduce, the reduced elements of

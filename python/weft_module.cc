@@ -497,6 +497,12 @@ PYBIND11_MODULE(_weft, m) {
       .def("concatenate", &weft::Graph::concatenate, py::arg("xs"), py::arg("axis"), py::arg("name") = "")
       .def("pad", &weft::Graph::pad, py::arg("x"), py::arg("low"), py::arg("high"),
            py::arg("value") = 0.0, py::arg("name") = "")
+      .def("gather", &weft::Graph::gather, py::arg("operand"), py::arg("indices"),
+           py::arg("axes"), py::arg("dims"), py::arg("name") = "")
+      .def("take", &weft::Graph::take, py::arg("x"), py::arg("indices"), py::arg("axis") = 0,
+           py::arg("name") = "")
+      .def("take_along_axis", &weft::Graph::takeAlongAxis, py::arg("x"), py::arg("indices"),
+           py::arg("axis"), py::arg("name") = "")
       .def("select", &weft::Graph::select, py::arg("pred"), py::arg("on_true"), py::arg("on_false"),
            py::arg("name") = "")
       .def("clamp", &weft::Graph::clamp, py::arg("lo"), py::arg("x"), py::arg("hi"), py::arg("name") = "")

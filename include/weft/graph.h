@@ -145,6 +145,27 @@ public:
   Value pad(Value x, std::vector<int64_t> low, std::vector<int64_t> high, double value = 0,
             std::string name = "");
 
+  // --- indexing: elements at positions that integer values hold. An index outside [0, size of
+  // its axis) gives 0 (false for bool) and is never read. `axes`/`axis` may be negative.
+  // take and takeAlongAxis expand into a gather and the values it reads, named
+  // "<name>.<suffix>" (docs/graph-format.md, "Indexing"). ---
+  /// The gather op: result[o] = operand[p], where p's coordinate along axes[j] is indices[j] at
+  /// o and along the operand's other axes (in increasing order) the result's coordinate
+  /// dims[i]. Every index value is an integer tensor of the result's shape; the result has the
+  /// operand's dtype. Indices are used as they are (no wrapping of negative ones).
+  Value gather(Value operand, std::vector<Value> indices, std::vector<int64_t> axes,
+               std::vector<int64_t> dims, std::string name = "");
+  /// numpy's take: x's elements at `indices` (any integer dtype and shape) along `axis`; the
+  /// result has x's shape with that axis replaced by the indices' shape. A negative index counts
+  /// from the end, once (-size is the first element; below that it is out of range). The axis
+  /// needs a static size.
+  Value take(Value x, Value indices, int64_t axis = 0, std::string name = "");
+  /// numpy's take_along_axis (torch.gather, ONNX GatherElements): one index per result element,
+  /// read along `axis`. indices has x's rank and along every other axis x's size, or less (the
+  /// result reads x's leading part there); the result has the indices' shape. Negative indices
+  /// wrap as in take. No broadcasting: broadcast indices to x's sizes first.
+  Value takeAlongAxis(Value x, Value indices, int64_t axis, std::string name = "");
+
   // --- reductions over `axes`, which the result drops ---
   Value reduceSum(Value x, std::vector<int64_t> axes, std::string name = "");
   Value reduceMax(Value x, std::vector<int64_t> axes, std::string name = "");

@@ -10,6 +10,9 @@
 Arrays are numpy arrays of the graph's dtypes (bf16 as raw uint16, as weft's .npy files hold
 it); symbols are bound from the input shapes. weft's errors are Python exceptions carrying its
 one-line message: weft.InputError (what was given is wrong), weft.DeviceError, both weft.Error.
+weft.GraphBuilder builds a graph op by op, a method per op of docs/graph-format.md (add,
+reduce_sum, dot, ...; the lookups gather(operand, indices, axes, dims), take(x, indices, axis=0)
+and take_along_axis(x, indices, axis)), each with name="" last.
 weft.fx compiles a torch.fx-traceable torch.nn.Module.
 """
 import os as _os

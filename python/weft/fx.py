@@ -7,10 +7,16 @@ The module is traced with torch.fx.symbolic_trace and its shapes propagated with
 inputs, so the graph is compiled for those static shapes. The memory-intensive ops are mapped
 to weft ops through weft.GraphBuilder: elementwise arithmetic and math, relu/gelu/silu/
 sigmoid/tanh, layer_norm, softmax/log_softmax, sum/mean/amax/amin, view/reshape/permute/
-transpose/expand/flatten/contiguous, matmul and linear (weft's dot, a library kernel). The
-parameters and buffers a module reads (nn.Linear's and nn.LayerNorm's weights, get_attr
-tensors) become graph inputs named after them, fed from the module on every call, so updated
-weights are picked up. Any other node is an error naming the node and its target.
+transpose/expand/flatten/contiguous, matmul and linear (weft's dot, a library kernel), and
+lookups, onto weft's take and take_along_axis (a gather): nn.Embedding and F.embedding
+(padding_idx is accepted, as it only affects gradients; max_norm, which renormalizes the
+weight in place, is refused), torch.gather, index_select, take_along_dim and indexing with one
+integer tensor (x[idx], x[:, idx], x[..., idx]). Indices torch refuses are not errors here: a
+negative index counts from the end, once (as x[idx] does in torch), and one out of range gives
+0. The parameters and buffers a module reads (nn.Linear's, nn.LayerNorm's and nn.Embedding's
+weights, get_attr tensors) become graph inputs named after them, fed from the module on every
+call, so updated weights are picked up. Any other node is an error naming the node and its
+target.
 """
 import math
 import operator
@@ -178,9 +184,93 @@ class _Builder:
         b = self.broadcast_to(b, batch + sb[-2:])
         return self.add(self.g.dot(a, b), batch + (sa[-2], sb[-1]), self.dtype[a.id])
 
+    def take(self, x, indices, axis):
+        """numpy's take (weft's): x with `axis` replaced by the indices' shape."""
+        self.require_integer(indices)
+        v = self.g.take(x, indices, axis)
+        return self.add(v, self.g.shape(v), self.dtype[x.id])
+
+    def take_along_axis(self, x, indices, axis):
+        """One index per result element (torch.gather): indices have x's rank and along the
+        other axes x's size or less."""
+        self.require_integer(indices)
+        v = self.g.take_along_axis(x, indices, axis)
+        return self.add(v, self.g.shape(v), self.dtype[x.id])
+
+    def require_integer(self, indices):
+        if not isinstance(indices, weft.Value):
+            raise UnsupportedNode(f"indices are {type(indices).__name__}; weft.fx takes a tensor")
+        if self.dtype[indices.id] == "bool":
+            raise UnsupportedNode("indexing with a bool mask is not supported (the result's "
+                                  "shape depends on the mask's values)")
+
+    def take_along_dim(self, x, indices, dim):
+        """torch.take_along_dim: dim None reads the flattened x; otherwise x and indices
+        broadcast against each other along every other dim first."""
+        if dim is None:
+            flat = self.reshape(x, (math.prod(self.shape[x.id]),))
+            return self.take_along_axis(
+                flat, self.reshape(indices, (math.prod(self.shape[indices.id]),)), 0)
+        sx, si = self.shape[x.id], self.shape[indices.id]
+        if len(sx) != len(si):
+            raise UnsupportedNode(f"take_along_dim: indices have rank {len(si)} but input has "
+                                  f"rank {len(sx)}")
+        dim %= len(sx)
+        out = np.broadcast_shapes(tuple(n for d, n in enumerate(sx) if d != dim),
+                                  tuple(n for d, n in enumerate(si) if d != dim))
+        out_x, out_i = list(out), list(out)
+        out_x.insert(dim, sx[dim])
+        out_i.insert(dim, si[dim])
+        return self.take_along_axis(self.broadcast_to(x, out_x), self.broadcast_to(indices, out_i),
+                                    dim)
+
+    def embedding(self, indices, weight, padding_idx=None, max_norm=None):
+        """F.embedding's forward: weight's rows at `indices`. padding_idx changes only the
+        gradient; max_norm would renormalize weight's rows in place, which weft does not do."""
+        if max_norm is not None:
+            raise UnsupportedNode(f"embedding with max_norm={max_norm} is not supported (it "
+                                  "renormalizes the weight in place); use max_norm=None")
+        return self.take(weight, indices, 0)
+
+    def getitem(self, x, index):
+        """x[idx], x[:, idx], x[..., idx]: one integer tensor index, other entries full slices
+        (numpy: the result has that axis replaced by the index's shape)."""
+        if isinstance(index, weft.Value):
+            return self.take(x, index, 0)
+        if not isinstance(index, tuple):
+            raise UnsupportedNode(f"indexing with {type(index).__name__} is not supported")
+        rank = len(self.shape[x.id])
+        entries = []
+        for e in index:
+            if e is Ellipsis:
+                entries += [slice(None)] * (rank - (len(index) - 1))
+            else:
+                entries.append(e)
+        tensors = [i for i, e in enumerate(entries) if isinstance(e, weft.Value)]
+        full = all(e == slice(None) for i, e in enumerate(entries) if i not in tensors)
+        if len(tensors) != 1 or not full or len(entries) > rank:
+            raise UnsupportedNode("indexing is supported with one integer tensor and full "
+                                  "slices (x[idx], x[:, idx], x[..., idx]), not "
+                                  f"{_index_text(index)}")
+        return self.take(x, entries[tensors[0]], tensors[0])
+
     def linear(self, x, weight, bias):
         y = self.matmul(x, self.transpose(weight, [1, 0]))
         return self.binary("add", y, bias) if bias is not None else y
+
+
+def _index_text(index):
+    """x[...]'s index as torch code would spell it ("tensor" for a tensor)."""
+    def one(e):
+        if isinstance(e, weft.Value):
+            return "tensor"
+        if e is Ellipsis:
+            return "..."
+        if isinstance(e, slice):
+            text = lambda v: "" if v is None else str(v)  # noqa: E731
+            return f"{text(e.start)}:{text(e.stop)}" + ("" if e.step is None else f":{e.step}")
+        return repr(e)
+    return "[" + ", ".join(one(e) for e in index) + "]"
 
 
 def _arg(args, kwargs, i, name, default=None):
@@ -244,6 +334,7 @@ def _module_handlers():
         nn.Sigmoid: lambda b, m, x, w: b.unary("sigmoid", x),
         nn.Tanh: lambda b, m, x, w: b.unary("tanh", x),
         nn.SiLU: lambda b, m, x, w: b.binary("mul", x, b.unary("sigmoid", x)),
+        nn.Embedding: lambda b, m, x, w: b.embedding(x, w("weight"), m.padding_idx, m.max_norm),
         nn.Identity: lambda b, m, x, w: x,
         nn.Dropout: lambda b, m, x, w: x,  # inference: weft runs the module in eval semantics
     }
@@ -340,8 +431,10 @@ def _convert(gm, example_inputs, name):
                 tree = "single" if isinstance(out, weft.Value) else out
                 outs = [out] if tree == "single" else list(out)
                 return b, input_names, weights, outs, tree
-        except UnsupportedNode:
-            raise
+        except UnsupportedNode as e:
+            if str(e).startswith("weft.fx"):
+                raise
+            raise UnsupportedNode(f"{what}: {e}") from None
         except weft.InputError as e:
             raise weft.InputError(f"{what}: {e}") from None
     raise UnsupportedNode("weft.fx: the traced graph has no output")
@@ -388,6 +481,19 @@ def _call_function(b, node, args, kwargs, table, what, meta):
         return b.transpose(args[0], list(_arg(args, kwargs, 1, "dims")))
     if t is torch.transpose:
         return _swap(b, args[0], args[1], args[2])
+    if t is F.embedding:
+        return b.embedding(args[0], _arg(args, kwargs, 1, "weight"),
+                           _arg(args, kwargs, 2, "padding_idx"), _arg(args, kwargs, 3, "max_norm"))
+    if t is torch.gather:
+        return b.take_along_axis(args[0], _arg(args, kwargs, 2, "index"), _arg(args, kwargs, 1, "dim"))
+    if t is torch.index_select:
+        # A 0-d index selects one element and keeps the dim (size 1), as torch does.
+        r = b.take(args[0], _arg(args, kwargs, 2, "index"), _arg(args, kwargs, 1, "dim"))
+        return b.reshape(r, meta(node)[0])
+    if t is torch.take_along_dim:
+        return b.take_along_dim(args[0], _arg(args, kwargs, 1, "indices"), _arg(args, kwargs, 2, "dim"))
+    if t is operator.getitem and isinstance(args[0], weft.Value):
+        return b.getitem(args[0], args[1])
     if t is getattr and isinstance(args[0], weft.Value) and args[1] == "shape":
         return b.shape[args[0].id]  # static: the graph is compiled for the example shapes
     if t is operator.getitem and not isinstance(args[0], weft.Value):
@@ -431,6 +537,13 @@ def _call_method(b, node, args, kwargs, what, meta):
         return b.reduce(op, x, _arg(args, kwargs, 1, "dim"), _arg(args, kwargs, 2, "keepdim", False))
     if name == "mean":
         return b.mean(x, _arg(args, kwargs, 1, "dim"), _arg(args, kwargs, 2, "keepdim", False))
+    if name == "gather":
+        return b.take_along_axis(x, _arg(args, kwargs, 2, "index"), _arg(args, kwargs, 1, "dim"))
+    if name == "index_select":
+        r = b.take(x, _arg(args, kwargs, 2, "index"), _arg(args, kwargs, 1, "dim"))
+        return b.reshape(r, meta(node)[0])
+    if name == "take_along_dim":
+        return b.take_along_dim(x, _arg(args, kwargs, 1, "indices"), _arg(args, kwargs, 2, "dim"))
     raise UnsupportedNode(f"{what}: not supported by weft.fx")
 
 

@@ -421,9 +421,8 @@ NodeId takeAlongAxis(const Site& s, NodeId x, NodeId indices, int64_t axis,
   auto a = static_cast<size_t>(axis);
   if (is.size() != xs.size())
     s.fail(fmt::format("indices have rank {} but the data has rank {}", is.size(), xs.size()));
-  NodeId idx = wrapNegative(s, indices, xs[a], "gather");
+  // Shapes first: a refused call adds no nodes.
   std::vector<int64_t> dims;
-  NodeId data = x;
   std::vector<int64_t> starts(xs.size(), 0), limits(xs.size(), -1), strides(xs.size(), 1);
   bool sliced = false;
   for (size_t d = 0; d < xs.size(); ++d) {
@@ -437,7 +436,8 @@ NodeId takeAlongAxis(const Site& s, NodeId x, NodeId indices, int64_t axis,
     limits[d] = is[d].size();
     sliced = true;
   }
-  if (sliced) data = s.g.slice(x, starts, limits, strides, s.name("window"));
+  NodeId idx = wrapNegative(s, indices, xs[a], "take_along_axis");
+  NodeId data = sliced ? s.g.slice(x, starts, limits, strides, s.name("window")) : x;
   return s.g.gather(data, {idx}, {axis}, std::move(dims), name);
 }
 

@@ -448,9 +448,18 @@ NodeId lowerPad(OpContext& c) {
   return c.g.pad(c.in[0], std::move(low), std::move(high), c.fields.number("value", 0.0), c.name());
 }
 
+/// Fails unless inputs[1..] (the indices of gather, take, take_along_axis) are integers.
+void requireIntegerIndices(const OpContext& c) {
+  for (size_t j = 1; j < c.in.size(); ++j)
+    if (!ir::isInteger(c.type(c.in[j]).dtype))
+      c.fail(fmt::format("field \"inputs\": inputs[{}] \"{}\" is {}; indices are integers", j,
+                         c.entry.inputs[j], c.type(c.in[j]).str()));
+}
+
 NodeId lowerGather(OpContext& c) {
   c.expectInputs(2, std::numeric_limits<size_t>::max(),
                  "an operand and at least one index operand");
+  requireIntegerIndices(c);
   std::vector<int64_t> axes; // in the index operands' order, not sorted
   for (int64_t a : c.fields.integers("axes"))
     axes.push_back(c.axis(a, c.rank(c.in[0]), "axes"));
@@ -547,6 +556,7 @@ Lowering lowerTake(bool alongAxis) {
   return [alongAxis](OpContext& c) {
     c.expectInputs(2, 2, "two inputs (x, indices)");
     if (c.rank(c.in[0]) == 0) c.fail("inputs[0] is a scalar; there is no axis to take along");
+    requireIntegerIndices(c);
     int64_t axis = c.axis(c.fields.integer("axis", 0), c.rank(c.in[0]), "axis");
     return alongAxis ? takeAlongAxis(c.site(), c.in[0], c.in[1], axis, c.name())
                      : take(c.site(), c.in[0], c.in[1], axis, c.name());

@@ -272,8 +272,10 @@ TensorType inferGather(const std::string& where, const std::vector<const TensorT
       fail(where, fmt::format("dims {} names result dimension {} twice", listStr(a.dims), r));
     used[static_cast<size_t>(r)] = true;
     if (x.shape[d] != out[static_cast<size_t>(r)])
-      fail(where, fmt::format("operand axis {} has size {} but result dimension {} has {}", d,
-                              x.shape[d].str(), r, out[static_cast<size_t>(r)].str()));
+      fail(where, fmt::format("dims {} maps operand axis {} (size {}) to result dimension {}, of "
+                              "size {}",
+                              listStr(a.dims), d, x.shape[d].str(), r,
+                              out[static_cast<size_t>(r)].str()));
   }
   return {x.dtype, out};
 }

@@ -1,10 +1,12 @@
 // weft::Graph (weft/graph.h): the public builder, a thin layer over ir::Graph. Each method
 // checks that its values belong to this graph (ir::Graph trusts its callers with node ids)
-// and hands the op to ir::Graph, which type-checks it and names it in any error.
+// and hands the op to ir::Graph, which type-checks it and names it in any error; take and
+// takeAlongAxis hand theirs to the frontends' composites (frontend/composite_ops.h).
 #include <atomic>
 #include <fmt/format.h>
 
 #include "compile.h"
+#include "frontend/composite_ops.h"
 #include "frontend/json_reader.h"
 #include "ir/printer.h"
 #include "weft/error.h"
@@ -73,6 +75,53 @@ ir::Shape irShape(const Shape& s) {
   for (const Dim& d : s)
     out.push_back(irDim(d));
   return out;
+}
+
+/// How an error names the public op `op` called with `name`: `op "y" (take)`, as ir::Graph
+/// names its ops, or just `take` for a call that left the name to the graph.
+std::string opWhere(const std::string& op, const std::string& name) {
+  return name.empty() ? op : fmt::format("op \"{}\" ({})", name, op);
+}
+
+/// `axis` (negative counts from the end) for a value of rank `rank`, or an InputError at
+/// `where` saying which axes there are.
+int64_t checkedAxis(const std::string& where, int64_t axis, size_t rank) {
+  if (rank == 0)
+    throw InputError(fmt::format("{}: x is a scalar; there is no axis to take along", where));
+  std::optional<int64_t> a = frontend::normalizeAxis(axis, rank);
+  if (!a) {
+    auto r = static_cast<int64_t>(rank);
+    throw InputError(fmt::format("{}: axis {} is out of range for rank {} (allowed: {}..{})",
+                                 where, axis, rank, -r, r - 1));
+  }
+  return *a;
+}
+
+/// Builds a composite (frontend/composite_ops.h) for the public op `op` named `name`: its
+/// intermediate values are named "<name>.<suffix>" (fresh names when `name` is empty), and
+/// every problem, the composite's own or one of its primitives', is one InputError naming
+/// `op` as the other builder methods name theirs. The result's name is checked first, so that
+/// a clash is reported before any intermediate is added.
+template <class Build>
+ir::NodeId buildComposite(ir::Graph& g, const std::string& op, const std::string& name,
+                          Build build) {
+  const std::string where = opWhere(op, name);
+  if (!name.empty() && g.find(name))
+    throw InputError(
+        fmt::format("{}: the name \"{}\" is already used by another value", where, name));
+  frontend::Site site{
+      g,
+      [&name](const std::string& suffix) { return name.empty() ? name : name + "." + suffix; },
+      [&where](const std::string& what) {
+        throw InputError(fmt::format("{}: {}", where, what));
+      }};
+  try {
+    return build(site);
+  } catch (const InputError& e) {
+    std::string msg = e.what();
+    if (msg.rfind(where + ": ", 0) == 0) throw;
+    throw InputError(fmt::format("{}: {}", where, msg));
+  }
 }
 
 } // namespace
@@ -233,6 +282,34 @@ Value Graph::pad(Value x, std::vector<int64_t> low, std::vector<int64_t> high, d
                  std::string name) {
   return impl_->value(
       impl_->graph.pad(impl_->id(x), std::move(low), std::move(high), value, std::move(name)));
+}
+
+Value Graph::gather(Value operand, std::vector<Value> indices, std::vector<int64_t> axes,
+                    std::vector<int64_t> dims, std::string name) {
+  ir::NodeId x = impl_->id(operand);
+  size_t rank = impl_->graph.node(x).type.shape.size();
+  for (int64_t& a : axes) // Python-style; one out of range is left for the op to report
+    if (std::optional<int64_t> normalized = frontend::normalizeAxis(a, rank)) a = *normalized;
+  return impl_->value(impl_->graph.gather(x, impl_->ids(indices), std::move(axes),
+                                          std::move(dims), std::move(name)));
+}
+
+Value Graph::take(Value x, Value indices, int64_t axis, std::string name) {
+  ir::NodeId data = impl_->id(x), idx = impl_->id(indices);
+  int64_t a = checkedAxis(opWhere("take", name), axis, impl_->graph.node(data).type.shape.size());
+  return impl_->value(buildComposite(impl_->graph, "take", name, [&](const frontend::Site& s) {
+    return frontend::take(s, data, idx, a, name);
+  }));
+}
+
+Value Graph::takeAlongAxis(Value x, Value indices, int64_t axis, std::string name) {
+  ir::NodeId data = impl_->id(x), idx = impl_->id(indices);
+  int64_t a = checkedAxis(opWhere("take_along_axis", name), axis,
+                          impl_->graph.node(data).type.shape.size());
+  return impl_->value(
+      buildComposite(impl_->graph, "take_along_axis", name, [&](const frontend::Site& s) {
+        return frontend::takeAlongAxis(s, data, idx, a, name);
+      }));
 }
 
 #define WEFT_REDUCE(method, kind)                                                                \

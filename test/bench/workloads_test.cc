@@ -23,6 +23,24 @@ TEST_CASE("compulsory bytes: every input read once, every output written once",
   CHECK(compulsoryBytes(g) == 160 + 8 + 40 + 80);
 }
 
+TEST_CASE("compulsory bytes: an input only gathers read counts the elements they gather",
+          "[bench][workloads][gather]") {
+  ir::Graph g;
+  ir::NodeId table = g.parameter("table", {ir::DType::f32, {1000, 8}}); // 32,000 B
+  ir::NodeId small = g.parameter("small", {ir::DType::f32, {2, 8}});    // 64 B
+  ir::NodeId ids = g.parameter("ids", {ir::DType::i32, {5}});           // 20 B
+  ir::NodeId spread = g.broadcastInDim(ids, {5, 8}, {0});
+  ir::NodeId rows = g.gather(table, {spread}, {0}, {1});           // 40 elements: 160 B
+  ir::NodeId picks = g.gather(small, {spread}, {0}, {1});          // 160 B > the table's 64
+  ir::NodeId y = g.binary(ir::OpKind::Add, rows, picks);           // 160 B
+  ir::NodeId twice = g.gather(table, {spread}, {0}, {1});
+  g.setOutputs({y, twice});                                        // 160 B more
+  CHECK(compulsoryBytes(g) == (160 + 160) + 64 + 20 + 160 + 160);
+  // Read by something else too: the whole input.
+  g.addOutput(g.unary(ir::OpKind::Neg, small));                    // 64 B
+  CHECK(compulsoryBytes(g) == (160 + 160) + 64 + 20 + 160 + 160 + 64);
+}
+
 TEST_CASE("rows fit on chip when each reduce's row fits one block's shared memory",
           "[bench][workloads]") {
   ir::Graph g;

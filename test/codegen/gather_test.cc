@@ -80,7 +80,7 @@ TEST_CASE("gather checks its operands and attributes, one line naming what is wr
   CHECK_THROWS_WITH(g.gather(x, {i}, {2}, {1}), Contains("gather axis"));
   CHECK_THROWS_WITH(g.gather(x, {i}, {0}, {}), Contains("dims [] has 0 entries"));
   CHECK_THROWS_WITH(g.gather(x, {i}, {0}, {0}),
-                    Contains("operand axis 1 has size 3 but result dimension 0 has 5"));
+                    Contains("dims [0] maps operand axis 1 (size 3) to result dimension 0, of size 5"));
   CHECK_THROWS_WITH(g.add(OpKind::Gather, {x}, ir::GatherAttrs{{0}, {1}}),
                     Contains("at least one index operand"));
 }

@@ -24,6 +24,7 @@ TEST_CASE("every example reads, has the expected outputs and round-trips") {
       {"layer_norm_backward", {"dx: f32[B, 768]", "dgamma: f32[768]", "dbeta: f32[768]"}},
       {"layer_norm_loss", {"loss: f32[]"}},
       {"mlp_train", {"loss: f32[]"}},
+      {"bert_embeddings", {"embeddings: f32[B, 128, 256]"}},
   };
   size_t seen = 0;
   for (const auto& entry :

@@ -216,3 +216,142 @@ TEST_CASE("symbols are bound from the inputs' shapes", "[public]") {
   CHECK_THROWS_AS(inferBinding(g, {HostTensor(DType::f64, {9, 16})}), InputError);
   CHECK_THROWS_AS(inferBinding(g, {}), InputError);
 }
+
+namespace {
+
+/// A tensor of `t` holding `values`, row-major.
+HostTensor tensorOf(DType t, std::vector<int64_t> shape, const std::vector<double>& values) {
+  HostTensor out(t, std::move(shape));
+  REQUIRE(out.numElements() == int64_t(values.size()));
+  for (size_t i = 0; i < values.size(); ++i)
+    out.set(int64_t(i), values[i]);
+  return out;
+}
+
+std::vector<double> elements(const HostTensor& t) {
+  std::vector<double> out;
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    out.push_back(t.get(i));
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("gather, take and takeAlongAxis read what their indices name, 0 out of range",
+          "[public]") {
+  // x[r][c] = 1 + 10r + c over [3, 4]: every element differs from 0, the out-of-range value.
+  Graph g("indexing");
+  Value x = g.parameter("x", DType::f32, {3, 4});
+  Value rows = g.parameter("rows", DType::i32, {4});
+  Value cols = g.parameter("cols", DType::i32, {4});
+  Value k = g.parameter("k", DType::i64, {4, 2});
+  Value t = g.parameter("t", DType::i32, {2, 2});
+  Value c = g.parameter("c", DType::i8, {3});
+  Value a = g.parameter("a", DType::i32, {3, 2});
+  // Both axes from index values (axis -1 is 1); a raw gather does not wrap -1: it is out.
+  Value both = g.gather(x, {rows, cols}, {0, -1}, {}, "both");
+  // Axis 0 from k, operand axis 1 at result dim 0: result[c][j] = x[k[c][j]][c].
+  Value across = g.gather(x, {k}, {0}, {0}, "across");
+  Value takeRows = g.take(x, t, 0, "take_rows");    // [2, 2, 4]
+  Value takeCols = g.take(x, c, -1, "take_cols");   // [3, 3], i8 indices
+  Value along = g.takeAlongAxis(g.neg(x, "minus_x"), a, 1, "along"); // from a computed value
+  CHECK(g.shape(both) == Shape{4});
+  CHECK(g.shape(across) == Shape{4, 2});
+  CHECK(g.shape(takeRows) == Shape{2, 2, 4});
+  CHECK(g.shape(takeCols) == Shape{3, 3});
+  CHECK(g.shape(along) == Shape{3, 2});
+  CHECK(g.dtype(takeCols) == DType::f32);
+  CHECK(g.find("take_rows.wrapped")); // the composite's intermediates take the op's name
+  g.setOutputs({both, across, takeRows, takeCols, along});
+
+  std::vector<double> xs;
+  for (int r = 0; r < 3; ++r)
+    for (int col = 0; col < 4; ++col)
+      xs.push_back(1 + 10 * r + col);
+  std::vector<HostTensor> in = {
+      tensorOf(DType::f32, {3, 4}, xs),
+      tensorOf(DType::i32, {4}, {2, 0, 3, 1}),
+      tensorOf(DType::i32, {4}, {3, 1, 0, -1}),
+      tensorOf(DType::i64, {4, 2}, {0, 2, 1, 1, 2, -1, 3, 0}),
+      tensorOf(DType::i32, {2, 2}, {2, -3, -4, 0}),
+      tensorOf(DType::i8, {3}, {3, -1, 4}),
+      tensorOf(DType::i32, {3, 2}, {3, -1, 0, -5, 4, 1}),
+  };
+  const std::vector<std::vector<double>> want = {
+      {24, 2, 0, 0},                         // x[2][3], x[0][1], row 3 out, column -1 out
+      {1, 21, 12, 12, 23, 0, 0, 4},          // k = 3 and -1 are out of range
+      {21, 22, 23, 24, 1, 2, 3, 4,           // rows 2 and -3 (= 0)
+       0, 0, 0, 0, 1, 2, 3, 4},              // -4 is below -3: out; row 0
+      {4, 4, 0, 14, 14, 0, 24, 24, 0},       // columns 3, -1 (= 3), 4 (out)
+      {-4, -4, -11, 0, 0, -22},              // 3, -1; 0, -5 (out); 4 (out), 1
+  };
+  for (Policy policy : {Policy::None, Policy::Xla, Policy::AStitch}) {
+    INFO("policy " << policyName(policy));
+    auto compiled = compile(g, simOptions(policy));
+    auto device = makeDevice("sim", compiled->options().device);
+    Executable exe(compiled, *device);
+    std::vector<HostTensor> out = exe.run(in);
+    REQUIRE(out.size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      INFO("output " << g.valueName(g.outputs()[i]));
+      CHECK(elements(out[i]) == want[i]);
+    }
+  }
+}
+
+TEST_CASE("gather, take and takeAlongAxis say what is wrong, naming the op", "[public]") {
+  Graph g;
+  Value x = g.parameter("x", DType::f32, {3, 4});
+  Value i = g.parameter("i", DType::i32, {2});
+  Value f = g.parameter("f", DType::f32, {2});
+  Value s = g.parameter("s", DType::f32, {});
+  Value n = g.parameter("n", DType::f32, {"N", 4});
+  size_t before = g.size();
+  auto message = [](auto build) {
+    try {
+      build();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(message([&] { g.take(x, i, 2, "y"); }) ==
+        "op \"y\" (take): axis 2 is out of range for rank 2 (allowed: -2..1)");
+  CHECK(message([&] { g.takeAlongAxis(x, i, -3, "y"); }) ==
+        "op \"y\" (take_along_axis): axis -3 is out of range for rank 2 (allowed: -2..1)");
+  CHECK(message([&] { g.take(s, i, 0, "y"); }) ==
+        "op \"y\" (take): x is a scalar; there is no axis to take along");
+  CHECK(message([&] { g.take(x, f, 0, "y"); }) ==
+        "op \"y\" (take): take indices must be integers, got f32");
+  CHECK(message([&] { g.take(n, i, 0, "y"); }) ==
+        "op \"y\" (take): take along an axis of symbolic size N: a negative index needs its size");
+  CHECK(message([&] { g.takeAlongAxis(x, i, 1, "y"); }) ==
+        "op \"y\" (take_along_axis): indices have rank 1 but the data has rank 2");
+  CHECK(message([&] { g.take(x, i, 0, "x"); }) ==
+        "op \"x\" (take): the name \"x\" is already used by another value");
+  CHECK(message([&] { g.take(x, i, 2); }) ==
+        "take: axis 2 is out of range for rank 2 (allowed: -2..1)");
+  CHECK(g.size() == before); // nothing was added by a call that failed
+  // The gather op's own rules, as ir::Graph words them.
+  CHECK_THROWS_WITH(g.gather(x, {i}, {2}, {0}, "y"),
+                    Catch::StartsWith("op \"y\" (gather): gather axis 2 is out of range"));
+  CHECK_THROWS_WITH(g.gather(x, {f}, {0}, {0}, "y"),
+                    Catch::Contains("index operand 1 has dtype f32; indices are integers"));
+  CHECK_THROWS_WITH(g.gather(x, {i}, {0}, {}, "y"),
+                    Catch::Contains("dims [] has 0 entries"));
+  CHECK_THROWS_WITH(g.gather(x, {i}, {0}, {0}, "y"),
+                    Catch::Contains("maps operand axis 1 (size 4) to result dimension 0, of size 2"));
+  CHECK_THROWS_WITH(g.gather(x, {i, i}, {0}, {}, "y"),
+                    Catch::Contains("axes [0] names 1 axis(es) but the gather has 2 index"));
+  CHECK_THROWS_WITH(g.gather(x, {}, {}, {0, 1}, "y"),
+                    Catch::Contains("at least one index operand"));
+  Graph other;
+  Value foreign = other.parameter("j", DType::i32, {2});
+  CHECK_THROWS_WITH(g.take(x, foreign), Catch::Contains("made by another graph"));
+  CHECK_THROWS_WITH(g.gather(x, {foreign}, {0}, {}), Catch::Contains("made by another graph"));
+  CHECK(g.size() == before);
+  // Indices longer than x along another axis (checked once the negative ones are wrapped).
+  Value wide = g.parameter("wide", DType::i32, {4, 2});
+  CHECK(message([&] { g.takeAlongAxis(x, wide, 1, "y"); }) ==
+        "op \"y\" (take_along_axis): indices have size 4 along axis 0 where the data has 3");
+}

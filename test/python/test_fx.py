@@ -77,3 +77,92 @@ def test_unsupported_node_is_named():
 
     with pytest.raises(weft.InputError, match=r'node "cumsum".*not supported'):
         weft.fx.compile(M(), (torch.randn(4),))
+
+
+def test_embeddings_match_torch_and_pick_up_new_weights():
+    F = torch.nn.functional
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(10, 6, padding_idx=0)  # padding_idx: gradients only
+            self.table = nn.Parameter(torch.randn(7, 3))
+
+        def forward(self, ids, j):
+            return self.emb(ids) * 2.0, F.embedding(j, self.table)
+
+    torch.manual_seed(0)
+    module = M().eval()
+    ids = torch.tensor([[0, 3, 9, 3, 1], [2, 0, 5, 8, 7]])
+    j = torch.tensor([6, 0, 2], dtype=torch.int32)
+    fn = weft.fx.compile(module, (ids, j))
+    for g, w in zip(fn(ids, j), module(ids, j)):
+        torch.testing.assert_close(g, w.detach(), rtol=0, atol=0)
+    with torch.no_grad():
+        module.emb.weight[3] = 1.5
+    torch.testing.assert_close(fn(ids, j)[0], module(ids, j)[0].detach(), rtol=0, atol=0)
+
+
+def test_gather_index_select_take_along_dim_and_tensor_indexing_match_torch():
+    class M(nn.Module):
+        def forward(self, x, idx, rows, cols, cols32, one):
+            return (torch.gather(x, 1, idx), x.gather(-1, idx),
+                    torch.index_select(x, 1, cols32), x.index_select(0, rows),
+                    torch.take_along_dim(x, one, dim=1), torch.take_along_dim(x, idx),
+                    x[rows], x[:, cols], x[..., cols] + 1.0)
+
+    x = torch.randn(3, 4)
+    idx = torch.tensor([[3, 0], [1, 1], [0, 2]])              # fewer columns than x
+    rows = torch.tensor([2, 0, 2, 1])
+    cols = torch.tensor([1, 3, 0])
+    cols32 = torch.tensor([3, 3, 1, 0, 2], dtype=torch.int32)
+    one = torch.tensor([[2, 0]])                               # broadcast over x's rows
+    args = (x, idx, rows, cols, cols32, one)
+    got, want = weft.fx.compile(M(), args)(*args), M()(*args)
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.shape == w.shape, i
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+def test_negative_and_out_of_range_indices_give_weft_values():
+    # torch wraps a negative x[idx]; it refuses indices out of range, which weft reads as 0.
+    class M(nn.Module):
+        def forward(self, x, rows, idx):
+            return x[rows], torch.gather(x, 0, idx)
+
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    rows = torch.tensor([-1, 0, -3])
+    idx = torch.tensor([[2, 1]])
+    fn = weft.fx.compile(M(), (x, rows, idx))
+    taken, gathered = fn(x, torch.tensor([-1, 3, -4]), torch.tensor([[-1, 5]]))
+    torch.testing.assert_close(taken, torch.tensor([[5.0, 6.0], [0.0, 0.0], [0.0, 0.0]]))
+    torch.testing.assert_close(gathered, torch.tensor([[5.0, 0.0]]))  # -1 is row 2; 5 is out
+
+
+def test_unsupported_lookups_are_named():
+    class Lookup(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(5, 2, max_norm=1.0)  # would renormalize rows in place
+
+        def forward(self, ids):
+            return self.emb(ids)
+
+    with pytest.raises(weft.InputError, match=r'node "emb".*max_norm=1.0 is not supported'):
+        weft.fx.compile(Lookup(), (torch.tensor([1, 2]),))
+
+    class Mask(nn.Module):
+        def forward(self, x, m):
+            return x[m]
+
+    with pytest.raises(weft.InputError, match=r'node "getitem".*bool mask is not supported'):
+        weft.fx.compile(Mask(), (torch.randn(3), torch.tensor([True, False, True])))
+
+    class Sliced(nn.Module):
+        def forward(self, x, i):
+            return x[1:, i]
+
+    with pytest.raises(weft.InputError, match=r'node "getitem".*not \[1:, tensor\]'):
+        weft.fx.compile(Sliced(), (torch.randn(3, 4), torch.tensor([0, 2])))
+

@@ -334,3 +334,47 @@ def test_concurrent_runs_on_one_executable_are_serialised_and_right():
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_gather_take_and_take_along_axis_read_what_their_indices_name():
+    g = weft.GraphBuilder("indexing")
+    x = g.parameter("x", "f32", [3, 4])
+    rows = g.parameter("rows", "i64", [2, 2])
+    cols = g.parameter("cols", "i32", [3, 2])
+    k = g.parameter("k", "i32", [4, 2])
+    taken = g.take(x, rows, name="taken")  # axis 0 by default
+    along = g.take_along_axis(x=x, indices=cols, axis=-1, name="along")
+    raw = g.gather(operand=x, indices=[k], axes=[0], dims=[0], name="raw")
+    assert g.shape(taken) == [2, 2, 4] and g.shape(along) == [3, 2] and g.shape(raw) == [4, 2]
+    g.set_outputs([taken, along, raw])
+    exe = weft.Executable(weft.compile(g, cache_dir="off"), device="sim")
+    xv = (1 + 10 * np.arange(3)[:, None] + np.arange(4)[None, :]).astype(np.float32)
+    out = exe.run({"x": xv,
+                   "rows": np.array([[2, -3], [-4, 0]], dtype=np.int64),
+                   "cols": np.array([[3, -1], [0, -5], [4, 1]], dtype=np.int32),
+                   "k": np.array([[0, 2], [1, 1], [2, -1], [3, 0]], dtype=np.int32)})
+    # Rows 2 and -3 (= 0); -4 is below -3: out of range, zeros; row 0.
+    np.testing.assert_array_equal(out["taken"], [[[21, 22, 23, 24], [1, 2, 3, 4]],
+                                                 [[0, 0, 0, 0], [1, 2, 3, 4]]])
+    # Per row: columns 3, -1 (= 3); 0, -5 (out); 4 (out), 1.
+    np.testing.assert_array_equal(out["along"], [[4, 4], [11, 0], [0, 22]])
+    # raw[c][j] = x[k[c][j]][c]; the gather op does not wrap: -1 and 3 are out of range.
+    np.testing.assert_array_equal(out["raw"], [[1, 21], [12, 12], [23, 0], [0, 4]])
+
+
+def test_indexing_errors_name_the_op():
+    g = weft.GraphBuilder()
+    x = g.parameter("x", "f32", [3, 4])
+    i = g.parameter("i", "i32", [2])
+    f = g.parameter("f", "f32", [2])
+    with pytest.raises(weft.InputError, match=r'^op "y" \(take\): axis 2 is out of range for rank 2'):
+        g.take(x, i, axis=2, name="y")
+    with pytest.raises(weft.InputError, match=r'^op "y" \(take\): .*indices must be integers, got f32'):
+        g.take(x, f, name="y")
+    with pytest.raises(weft.InputError,
+                       match=r'^op "y" \(take_along_axis\): indices have rank 1 but the data has rank 2'):
+        g.take_along_axis(x, i, 0, name="y")
+    with pytest.raises(weft.InputError, match=r'^op "y" \(gather\): index operand 1 has dtype f32'):
+        g.gather(x, [f], [0], [0], name="y")
+    with pytest.raises(TypeError):
+        g.gather(x, i, [0], [])  # indices is a list of values

@@ -17,6 +17,7 @@
 
 #include "bench/copy_baseline.h"
 #include "bench/perf_model.h"
+#include "bench/workloads.h"
 #include "cli_support.h"
 #include "commands.h"
 #include "compile.h"
@@ -150,14 +151,10 @@ bool checkOutputs(const std::string& file, const frontend::ParsedGraph& g, const
   return allPassed;
 }
 
-uint64_t compulsoryBytes(const std::vector<HostTensor>& inputs,
-                         const std::vector<HostTensor>& outputs) {
-  uint64_t bytes = 0;
-  for (const HostTensor& t : inputs)
-    bytes += t.byteSize();
-  for (const HostTensor& t : outputs)
-    bytes += t.byteSize();
-  return bytes;
+/// The graph's compulsory bytes at the run's binding (bench/workloads.h: inputs read once, only
+/// the gathered elements of an input only gathers read, outputs written once).
+uint64_t compulsoryBytes(const ir::Graph& g, const ir::Binding& binding) {
+  return bench::compulsoryBytes(ir::bindSymbols(g, binding));
 }
 
 /// Measured medians per kernel and end to end, next to the time the performance model gives
@@ -360,18 +357,18 @@ void runGraph(const RunArgs& a) {
       simExe.run(callInputs(g, in.inputs), in.binding);
       counters = simExe.takeCounters();
     }
-    fmt::print("{}", formatCountersTable(counters, compulsoryBytes(in.inputs, outputs)));
+    fmt::print("{}", formatCountersTable(counters, compulsoryBytes(g.graph, in.binding)));
     printModeledTime(counters, bench::programShape(compiledProgram(program), in.binding),
-                     device->spec(), compulsoryBytes(in.inputs, outputs));
+                     device->spec(), compulsoryBytes(g.graph, in.binding));
   }
   if (a.timeRuns > 0) {
     Executable::Timing timing = exe.time(callInputs(g, in.inputs), a.timeRuns, in.binding);
     // The copy baseline on the same device, in the same run (issue 16).
     bench::CopyRun copy =
-        bench::runCopyBaseline(*device, compulsoryBytes(in.inputs, outputs), a.timeRuns);
+        bench::runCopyBaseline(*device, compulsoryBytes(g.graph, in.binding), a.timeRuns);
     printTiming(timing, device->name(), mode, counters,
                 bench::programShape(compiledProgram(program), in.binding), device->spec(), copy,
-                compulsoryBytes(in.inputs, outputs));
+                compulsoryBytes(g.graph, in.binding));
   }
   if (a.check && !checkOutputs(a.file, g, in, outputs, {.tf32Dots = a.tf32})) throw ExitCode{1};
 }
