@@ -532,3 +532,16 @@ TEST_CASE("a [16384, 768] layer norm interprets in about a second", "[ir][interp
   WARN("layer norm [16384, 768]: " << seconds << " s");
   CHECK(y[0].numElements() == 16384 * 768);
 }
+
+TEST_CASE("a value past the interpreter's memory is an InputError naming the op, not bad_alloc",
+          "[ir][interpreter]") {
+  // 2^31 elements (16 GiB of doubles) from one input element: refused before allocating.
+  Graph g;
+  NodeId x = g.parameter("x", {DType::f32, {1}});
+  NodeId wide = g.broadcastInDim(x, {int64_t(1) << 16, int64_t(1) << 15}, {1}, "wide");
+  g.addOutput(g.reduce(ReduceKind::Sum, wide, {0, 1}, "total"));
+  CHECK_THROWS_WITH(interpret(g, {tensor(DType::f32, {1}, {1.0})}),
+                    Catch::Contains("op \"wide\"") &&
+                        Catch::Contains("holds values of up to 1073741824 elements; this one has "
+                                        "2147483648 (65536 x 32768)"));
+}
