@@ -760,8 +760,21 @@ llvm::Value* ElementalEmitter::gather(const ir::Node& n, const Index& index) {
   size_t i = 0;
   for (size_t d = 0; d < xi.size(); ++d)
     if (!xi[d]) xi[d] = index[static_cast<size_t>(a.dims[i++])];
-  llvm::Value* v = emit(x.id, xi);
-  return b.CreateSelect(inRange, v, llvm::Constant::getNullValue(v->getType()));
+  llvm::Type* ty = computeType(k_.ctx(), n.type.dtype);
+  llvm::Value* zero = llvm::Constant::getNullValue(ty);
+  bool sized = true; // every gathered axis has a static size, so position 0 exists or none does
+  for (int64_t axis : a.axes) {
+    const ir::Dim& d = x.type.shape[static_cast<size_t>(axis)];
+    if (d.isStatic() && d.size() == 0) return zero; // every index is out of range
+    sized = sized && d.isStatic();
+  }
+  if (sized) return b.CreateSelect(inRange, emit(x.id, xi), zero);
+  // A symbolic axis may be empty at run time, where position 0 is past the buffer: the load
+  // runs only for indices in range.
+  llvm::AllocaInst* slot = k_.entryAlloca(ty, n.name + ".gathered");
+  b.CreateStore(zero, slot);
+  k_.ifThen(inRange, [&] { b.CreateStore(emit(x.id, xi), slot); });
+  return b.CreateLoad(ty, slot);
 }
 
 llvm::Value* ElementalEmitter::constant(const ir::Node& n, const Index& index) {

@@ -202,3 +202,37 @@ TEST_CASE("gather kernels assemble without spills", "[gather][ptxas]") {
   ir::Graph bound = ir::bindSymbols(g, {{"B", 4}});
   test::checkAssemblesWithoutSpills(ptxas, fusion::plan(bound, test::h100(), fusion::Policy::AStitch));
 }
+
+TEST_CASE("a gather along an axis that is empty reads nothing (static, or symbolic bound to 0)",
+          "[gather][shapes]") {
+  // ids {0, 1, 2, -1} into a [N, 3] table: at N = 0 every index is out of range and no load
+  // may be made (position 0 is past an empty buffer; the simulator checks every access).
+  const ir::Dim n = ir::Dim::symbol("N");
+  for (bool symbolic : {true, false}) {
+    for (int64_t rows : {0, 2}) {
+      INFO((symbolic ? "symbolic" : "static") << " N = " << rows);
+      ir::Graph g;
+      NodeId table = g.parameter("table", {DType::f32, {symbolic ? n : ir::Dim(rows), 3}});
+      NodeId ids = g.parameter("ids", {DType::i32, {4}});
+      g.addOutput(g.gather(table, {g.broadcastInDim(ids, {4, 3}, {0})}, {0}, {1}, "rows"));
+      ir::Binding binding;
+      if (symbolic) binding["N"] = rows;
+      std::vector<double> values;
+      for (int64_t i = 0; i < rows * 3; ++i)
+        values.push_back(double(i + 1));
+      std::vector<HostTensor> in = {tensor(DType::f32, {rows, 3}, values),
+                                    indices(DType::i32, {4}, {0, 1, 2, -1})};
+      std::vector<double> want(12, 0.0);
+      for (int64_t r = 0; r < std::min<int64_t>(rows, 2); ++r)
+        for (int c = 0; c < 3; ++c)
+          want[size_t(r * 3 + c)] = double(r * 3 + c + 1);
+      CHECK(elements(ir::interpret(g, in, binding)[0]) == want);
+      for (fusion::Policy p : {fusion::Policy::None, fusion::Policy::AStitch}) {
+        fusion::FusionPlan plan = fusion::plan(g, test::h100(), p);
+        std::vector<HostTensor> got =
+            test::runOnSim(plan, codegen::compileToPtx(plan), in, binding);
+        CHECK(elements(got[0]) == want);
+      }
+    }
+  }
+}

@@ -1,11 +1,12 @@
 // Index and position ONNX operators: ArgMax, ArgMin, Hardmax, CumSum, GatherElements, OneHot,
 // Trilu, EyeLike, Range, Size, Tile, DepthToSpace and SpaceToDepth.
 //
-// The IR has no gather, scan or argmax: what depends on an element's position is built from
-// iota (the position along an axis), compare, select and a reduce. An argmax is the smallest
-// position holding the maximum; a one-hot is `iota == index`; a cumulative sum is a sum
-// masked by comparing two iotas. Shape-determining operands (CumSum's axis, OneHot's depth,
-// Tile's repeats, Range's bounds) must be known at import time.
+// GatherElements is the IR's gather. The IR has no scan or argmax: what depends on an
+// element's position is built from iota (the position along an axis), compare, select and a
+// reduce. An argmax is the smallest position holding the maximum; a one-hot is
+// `iota == index`; a cumulative sum is a sum masked by comparing two iotas. Shape-determining
+// operands (CumSum's axis, OneHot's depth, Tile's repeats, Range's bounds) must be known at
+// import time.
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -178,13 +179,13 @@ NodeId wrappedIndices(NodeContext& c, NodeId idx, int64_t n) {
 }
 
 /// GatherElements (opset 11, 13): y[.., i, ..] = data[.., indices[.., i, ..], ..] along `axis`,
-/// y shaped as indices. Every other axis of indices is at most data's (data is sliced to it).
-/// As for Gather by run-time indices: a one-hot (`index == iota`) over a second copy of the
-/// axis selects data's element, and a sum over that copy takes it (exact: one term is kept).
-/// Negative indices count from the end; an index out of range gives 0 (ONNX calls it an error).
+/// y shaped as indices: numpy's take_along_axis, the IR's gather (frontend::takeAlongAxis),
+/// which reads only the elements it gathers. Every other axis of indices is at most data's
+/// (data is sliced to it). Negative indices count from the end; an index out of range gives 0
+/// (ONNX calls it an error).
 void lowerGatherElements(NodeContext& c) {
   NodeId data = c.in(0), idx = c.in(1);
-  Shape ds = c.typeOf(data).shape, is = c.typeOf(idx).shape;
+  const Shape ds = c.typeOf(data).shape, is = c.typeOf(idx).shape;
   if (!ir::isInteger(c.typeOf(idx).dtype))
     c.fail(fmt::format("indices must be integers, not {}", ir::dtypeName(c.typeOf(idx).dtype)));
   if (ds.empty()) c.fail("needs data of rank 1 or more");
@@ -193,36 +194,27 @@ void lowerGatherElements(NodeContext& c) {
                        ir::shapeStr(ds)));
   size_t axis = static_cast<size_t>(c.axis(c.attrInt("axis", 0), ds.size(), "axis"));
   if (!ds[axis].isStatic())
-    c.unsupported(fmt::format("GatherElements along axis {} of symbolic size {} is not supported",
+    c.unsupported(fmt::format("GatherElements along axis {} of symbolic size {} is not supported "
+                              "(a negative index counts from its end)",
                               axis, ds[axis].str()));
-  int64_t n = ds[axis].size();
-  std::vector<int64_t> lo(ds.size(), 0), hi(ds.size(), -1), st(ds.size(), 1);
-  bool crop = false;
   for (size_t d = 0; d < ds.size(); ++d) {
-    // A symbolic dim must equal its counterpart: the broadcast of data below needs them equal
-    // (and unifies two differently named symbols).
     if (d == axis || !is[d].isStatic() || !ds[d].isStatic() || is[d] == ds[d]) continue;
-    if (is[d].size() > ds[d].size())
+    if (is[d].size() > ds[d].size()) // shorter is allowed: takeAlongAxis slices data to it
       c.fail(fmt::format("indices {} exceed data {} on axis {} (only the gathered axis {} may "
                          "be longer)",
                          ir::shapeStr(is), ir::shapeStr(ds), d, axis));
-    hi[d] = is[d].size();
-    crop = true;
   }
-  if (crop) data = c.g.slice(data, lo, hi, st);
-  size_t j = axis + 1; // data's axis, next to the indices' one
-  Shape wide = inserted(is, j, Dim(n));
-  NodeId at = c.g.broadcastInDim(wrappedIndices(c, idx, n), wide, skipping(is.size(), j));
-  NodeId hot = c.g.compare(CompareDir::EQ, at, c.g.iota(DType::i64, wide, static_cast<int64_t>(j)));
-  NodeId dataWide = c.g.broadcastInDim(data, wide, skipping(ds.size(), axis));
-  auto aj = static_cast<int64_t>(j);
-  if (ir::isBool(c.typeOf(data).dtype)) {
-    NodeId picked = c.g.binary(OpKind::And, hot, dataWide);
-    c.setOutput(0, c.g.reduce(ReduceKind::Any, picked, {aj}, c.name()));
-    return;
+  // A symbolic dim must equal its counterpart: a reshape of the indices to data's dim unifies
+  // the two (symbol_unification.h), or fails naming both.
+  for (size_t d = 0; d < ds.size(); ++d) {
+    Shape now = c.typeOf(idx).shape;
+    const Dim want = c.typeOf(data).shape[d];
+    if (d == axis || now[d] == want || (now[d].isStatic() && want.isStatic())) continue;
+    now[d] = want;
+    idx = c.g.reshape(idx, now);
   }
-  NodeId picked = c.g.select(hot, dataWide, c.splatLike(dataWide, 0));
-  c.setOutput(0, c.g.reduce(ReduceKind::Sum, picked, {aj}, c.name()));
+  c.setOutput(0, frontend::takeAlongAxis(c.site(), data, idx, static_cast<int64_t>(axis),
+                                         c.name()));
 }
 
 /// OneHot (opset 9, 11): a new axis of size `depth` at `axis` (default -1, of the result's

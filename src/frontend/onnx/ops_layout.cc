@@ -743,20 +743,20 @@ void lowerConstantOfShape(NodeContext& c) {
   c.setOutputOnnxType(0, onnxType);
 }
 
-/// Gather along `axis`. Known indices become slices; run-time indices a one-hot selection
-/// summed over the gathered axis (exact: every other term is zero).
+/// Gather along `axis`: y = numpy's take(data, indices, axis). Known indices (up to
+/// kMaxUnrolled of them) become slices, checked against the axis at import. Run-time indices
+/// become the IR's gather (frontend::take), which reads only the elements it gathers: a
+/// negative index counts from the end once, and one still out of range reads 0 (ONNX calls
+/// it an error). Both need the axis's size, so a symbolic axis is refused.
 void lowerGather(NodeContext& c) {
   NodeId data = c.in(0);
   Shape ds = c.typeOf(data).shape;
   size_t axis = static_cast<size_t>(c.axis(c.attrInt("axis", 0), ds.size(), "axis"));
   if (!ds[axis].isStatic())
-    c.unsupported(fmt::format("Gather along axis {} of symbolic size {} is not supported", axis,
-                              ds[axis].str()));
+    c.unsupported(fmt::format("Gather along axis {} of symbolic size {} is not supported (a "
+                              "negative index counts from its end)",
+                              axis, ds[axis].str()));
   int64_t n = ds[axis].size();
-  Shape is = c.type(1).shape;
-  Shape out(ds.begin(), ds.begin() + static_cast<std::ptrdiff_t>(axis));
-  out.insert(out.end(), is.begin(), is.end());
-  out.insert(out.end(), ds.begin() + static_cast<std::ptrdiff_t>(axis) + 1, ds.end());
   if (const Literal* idx = c.literal(1); idx && idx->numElements() <= kMaxUnrolled) {
     std::vector<int64_t> indices;
     try {
@@ -769,38 +769,15 @@ void lowerGather(NodeContext& c) {
         c.fail(fmt::format("index {} is out of range for axis {} of size {}", i, axis, n));
       if (i < 0) i += n;
     }
+    Shape is = c.type(1).shape;
+    Shape out(ds.begin(), ds.begin() + static_cast<std::ptrdiff_t>(axis));
+    out.insert(out.end(), is.begin(), is.end());
+    out.insert(out.end(), ds.begin() + static_cast<std::ptrdiff_t>(axis) + 1, ds.end());
     NodeId taken = takeAlong(c, data, axis, indices);
     c.setOutput(0, c.reshapeTo(taken, out, c.name()));
     return;
   }
-  NodeId idx = c.convertTo(c.in(1), ir::DType::i64);
-  if (!ir::isInteger(c.typeOf(c.in(1)).dtype)) c.fail("indices must be integers");
-  idx = c.g.select(c.g.compare(ir::CompareDir::LT, idx, c.splatLike(idx, 0)),
-                   c.g.binary(OpKind::Add, idx, c.splatLike(idx, static_cast<double>(n))), idx);
-  // one-hot[I..., n] = (idx[I...] == iota n), laid out in the result order with n at `pos`
-  size_t q = is.size();
-  Shape wide(ds.begin(), ds.begin() + static_cast<std::ptrdiff_t>(axis));
-  wide.insert(wide.end(), is.begin(), is.end());
-  size_t pos = wide.size();
-  wide.push_back(Dim(n));
-  wide.insert(wide.end(), ds.begin() + static_cast<std::ptrdiff_t>(axis) + 1, ds.end());
-  std::vector<int64_t> idxDims, dataDims;
-  for (size_t i = 0; i < q; ++i)
-    idxDims.push_back(static_cast<int64_t>(axis + i));
-  NodeId idxWide = c.g.broadcastInDim(idx, wide, idxDims);
-  NodeId iota = c.g.iota(ir::DType::i64, wide, static_cast<int64_t>(pos));
-  NodeId hot = c.g.compare(ir::CompareDir::EQ, idxWide, iota);
-  for (size_t i = 0; i < ds.size(); ++i)
-    dataDims.push_back(static_cast<int64_t>(i < axis ? i : i == axis ? pos : pos + (i - axis)));
-  NodeId dataWide = c.g.broadcastInDim(data, wide, dataDims);
-  ir::DType t = c.typeOf(data).dtype;
-  if (ir::isBool(t)) {
-    NodeId picked = c.g.binary(OpKind::And, hot, dataWide);
-    c.setOutput(0, c.g.reduce(ir::ReduceKind::Any, picked, {static_cast<int64_t>(pos)}, c.name()));
-    return;
-  }
-  NodeId picked = c.g.select(hot, dataWide, c.splatLike(dataWide, 0));
-  c.setOutput(0, c.g.reduce(ir::ReduceKind::Sum, picked, {static_cast<int64_t>(pos)}, c.name()));
+  c.setOutput(0, frontend::take(c.site(), data, c.in(1), static_cast<int64_t>(axis), c.name()));
 }
 
 /// Split along `axis` into slices: sizes from the `split` attribute (before opset 13) or input

@@ -19,13 +19,12 @@
 //    concatenate and a reshape, or, when the phases are all the same (integer-factor nearest
 //    upsampling), by a broadcast and a reshape. The period needing the fewest slices is
 //    chosen; the work is proportional to the outputs times the taps.
-//  - gather, when every period needs too many slices: per tap t, each output's t-th position
-//    is picked with a one-hot mask (iota == position) + select + a max-reduce over a copy of
-//    the axis, then weighted and summed. Exact for inf and NaN, unlike a dot with a one-hot
-//    matrix (0 * inf = NaN); the work is proportional to the outputs times the input length
-//    times the taps. Windows of more than 4 taps (antialiased downscaling) are instead summed
-//    over the whole input axis against a constant [outputs, input length] weight matrix, the
-//    terms of zero weights selected away.
+//  - gather, when every period needs too many slices: per tap t, each output's t-th element
+//    is read by the IR's gather (the positions a constant index), then weighted and summed.
+//    Exact for inf and NaN, unlike a dot with a one-hot matrix (0 * inf = NaN); the work is
+//    proportional to the outputs times the taps. Windows of more than 4 taps (antialiased
+//    downscaling) are instead summed over the whole input axis against a constant [outputs,
+//    input length] weight matrix, the terms of zero weights selected away.
 // A tap whose weight is 0 is never multiplied (0 * inf would be NaN): it is left out or
 // selected away. Axes that shrink are resized first, so the later ones work on less data.
 #include <algorithm>
@@ -874,21 +873,17 @@ NodeId phaseAxis(NodeContext& c, NodeId x, const AxisPlan& p, const Phases& ph,
 
 // ---------------------------------------------------------------- gather
 
-/// x's element at positions[o] along `axis` for each output o (-1: none, the lowest value):
-/// a one-hot mask `iota == position` over a copy of the axis, select and a max-reduce (any for
-/// bool).
+/// x's element at positions[o] along `axis` for each output o (-1: none, which reads 0; the
+/// caller selects it away): a gather, its index the positions as a constant.
 NodeId pickAlong(NodeContext& c, NodeId x, size_t axis, const std::vector<double>& positions) {
   ir::TensorType t = c.typeOf(x);
   auto m = static_cast<int64_t>(positions.size());
-  Shape wide = replaced(t.shape, axis, {m, t.shape[axis]});
-  auto along = static_cast<int64_t>(axis + 1);
-  NodeId xs = c.g.broadcastInDim(x, wide, skipping(t.shape.size(), axis));
-  NodeId at = alongAxis(c, DType::i64, positions, wide, axis);
-  NodeId hot = c.g.compare(CompareDir::EQ, c.g.iota(DType::i64, wide, along), at);
-  if (ir::isBool(t.dtype))
-    return c.g.reduce(ReduceKind::Any, c.g.binary(OpKind::And, hot, xs), {along});
-  NodeId picked = c.g.select(hot, xs, c.splatLike(xs, lowestValue(t.dtype)));
-  return c.g.reduce(ReduceKind::Max, picked, {along});
+  Shape out = replaced(t.shape, axis, {m});
+  NodeId at = alongAxis(c, DType::i64, positions, out, axis);
+  std::vector<int64_t> dims; // x's other axes, in place
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    if (i != axis) dims.push_back(static_cast<int64_t>(i));
+  return c.g.gather(x, {at}, {static_cast<int64_t>(axis)}, std::move(dims));
 }
 
 /// The axis's outputs as the sum over t of each output's t-th tap (merged and clamped, see

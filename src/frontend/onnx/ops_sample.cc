@@ -1,21 +1,19 @@
 // Sampling ONNX operators: GridSample (opsets 16, 20), AffineGrid (20) and RoiAlign (10, 16).
 //
 // GridSample and RoiAlign read their input at positions computed at run time (from the grid,
-// from the rois). The IR has no gather, so every read along an axis is a one-hot mask,
-// `iota == position` over a copy of that axis, that selects the element, and a sum over the
-// copy takes it. Interpolation is separable, so the spatial axes are read one at a time, the
-// last first (as ONNX's reference interpolates): along an axis, each output position's taps
-// (2 for linear, 4 for cubic, 1 for nearest) become one weight per input element (a tap's
-// weight where it lands, summed where two land together), the weighted elements it hits are
-// summed, and that leaves one value per output position and remaining input position for the
-// next axis. Elements no tap hits are selected away rather than multiplied by 0, so an inf or
-// NaN elsewhere in the input does not reach the result; the values are exact for finite
-// inputs up to the order of the sums. A position outside the axis hits no element and reads
-// 0, which is GridSample's zeros padding.
+// from the rois), each read a gather (the IR's), which reads only the elements it gathers. A
+// position is a float holding an integer; one outside its axis, or NaN, becomes the index -1,
+// which reads 0 (GridSample's zeros padding), so that no float is converted to an integer it
+// does not fit. GridSample interpolates the last spatial axis innermost, as ONNX's reference
+// does: an output position has taps along each axis (2 for linear, 4 for cubic, 1 for
+// nearest), and its value is the sum over the first axis's taps of each one's weight times
+// the sum over the next axis's taps of ..., one gather per combination of taps, each reading
+// one element per output position. A tap outside its axis is selected away rather than
+// multiplied by the 0 it reads, whatever its weight. RoiAlign gathers the four corners of each
+// bilinear sample of each bin at once and averages them weighted (avg) or takes the largest
+// weighted corner (max).
 //
-// The work is quadratic: reading the first axis takes (output positions) x (input positions)
-// per channel. A node whose reads span more than kMaxReadsPerChannel elements per channel is
-// refused, and the spatial sizes must be static; batch, channel and roi counts may be symbolic.
+// The spatial sizes must be static; batch, channel and roi counts may be symbolic.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -36,8 +34,8 @@ using ir::OpKind;
 using ir::ReduceKind;
 using ir::Shape;
 
-/// Elements one channel's one-hot reads may span at most: (output positions, or samples) x
-/// (input positions) of the largest read.
+/// Corners RoiAlign gathers per roi and channel at most (bins x samples x 4), and samples per
+/// bin an adaptive grid takes at most along an axis.
 constexpr int64_t kMaxReadsPerChannel = int64_t(1) << 24;
 
 // ---------------------------------------------------------------- arithmetic helpers
@@ -67,20 +65,19 @@ int64_t product(std::initializer_list<int64_t> sizes) {
 /// A spatial size, which must be static: fails (unsupported) naming `what` otherwise.
 int64_t staticSize(NodeContext& c, const Dim& d, const std::string& what) {
   if (!d.isStatic())
-    c.unsupported(fmt::format("{} has symbolic size {}; {} needs static spatial sizes (each "
-                              "read is a one-hot mask over them)",
+    c.unsupported(fmt::format("{} has symbolic size {}; {} needs static spatial sizes (the "
+                              "positions it reads are worked out from them)",
                               what, d.str(), c.node.op_type()));
   return d.size();
 }
 
-/// Fails (unsupported) when a read of `reads` positions over `elements` input elements per
-/// channel spans more than kMaxReadsPerChannel.
-void checkReadSize(NodeContext& c, int64_t reads, int64_t elements, const std::string& what) {
-  if (product({reads, elements}) <= kMaxReadsPerChannel) return;
-  c.unsupported(fmt::format("{} reads {} positions from {} elements per channel; weft reads each "
-                            "through a one-hot mask over the elements, and {} x {} is past its "
-                            "limit of 2^24 per channel",
-                            what, reads, elements, reads, elements));
+/// Fails (unsupported) when RoiAlign would gather more than kMaxReadsPerChannel corners per roi
+/// and channel.
+void checkCorners(NodeContext& c, int64_t corners) {
+  if (corners <= kMaxReadsPerChannel) return;
+  c.unsupported(fmt::format("RoiAlign gathers {} corners (bins x samples x 4) per roi and "
+                            "channel, past weft's limit of 2^24",
+                            corners));
 }
 
 /// Fails unless input i is floating point.
@@ -98,77 +95,33 @@ bool flagAttr(NodeContext& c, const std::string& name) {
   return v == 1;
 }
 
-/// 0, 1, .., rank - 1: the broadcast_in_dim dims of an operand kept in place.
-std::vector<int64_t> leading(size_t rank) {
-  std::vector<int64_t> dims;
-  for (size_t i = 0; i < rank; ++i)
-    dims.push_back(static_cast<int64_t>(i));
-  return dims;
-}
+// ---------------------------------------------------------------- reads
 
-// ---------------------------------------------------------------- one-hot reads
-
-/// One read along an axis for each element of `position` (a tensor of positions, integral
-/// values; one outside the axis reads nothing), weighted by `weight` (same shape; unset: 1).
-struct Tap {
-  NodeId position = -1;
-  std::optional<NodeId> weight;
+/// A position along an axis of `length` elements (a float holding an integer) as a gather
+/// index: `at` is the position as i64 where `inside` holds (it lies in [0, length - 1]), -1
+/// (which reads 0) elsewhere and for NaN.
+struct Index {
+  NodeId at = -1, inside = -1;
 };
-
-/// What a set of taps reads along an axis, as masks over a new last axis of its length:
-/// `hit` where some tap lands, `weight` the sum of the weights that land there (unset when
-/// the taps have none).
-struct AxisReads {
-  NodeId hit = -1;
-  std::optional<NodeId> weight;
-};
-
-/// The taps' masks over an axis of `length` elements; axes `merged` of the taps' shape (the
-/// samples of one output, read together) are summed away.
-AxisReads readsAlong(NodeContext& c, const std::vector<Tap>& taps, const Dim& length,
-                     const std::vector<int64_t>& merged = {}) {
-  const ir::TensorType t = c.typeOf(taps.front().position);
-  Shape wide = t.shape;
-  wide.push_back(length);
-  std::vector<int64_t> dims = leading(t.shape.size());
-  NodeId element = c.g.iota(t.dtype, wide, static_cast<int64_t>(t.shape.size()));
-  std::optional<NodeId> hit, weight;
-  for (const Tap& tap : taps) {
-    NodeId at = c.g.compare(CompareDir::EQ, c.g.broadcastInDim(tap.position, wide, dims), element);
-    hit = hit ? c.g.binary(OpKind::Or, *hit, at) : at;
-    if (!tap.weight) continue;
-    NodeId w = c.g.broadcastInDim(*tap.weight, wide, dims);
-    w = c.g.select(at, w, c.splatLike(w, 0));
-    weight = weight ? c.g.binary(OpKind::Add, *weight, w) : w;
-  }
-  if (!merged.empty()) {
-    hit = c.g.reduce(ReduceKind::Any, *hit, merged);
-    if (weight) weight = c.g.reduce(ReduceKind::Sum, *weight, merged);
-  }
-  return {*hit, weight};
-}
-
-/// v's axis `axis` read as `r` says and summed away: the sum of weight * v over the elements
-/// hit (of v itself without weights; for bool v, whether a hit element is true). r's axes go
-/// to v's `dims`, its last to `axis`. The reduce is named `name`.
-NodeId readAxis(NodeContext& c, NodeId v, int64_t axis, const AxisReads& r,
-                const std::vector<int64_t>& dims, const std::string& name = "") {
-  const ir::TensorType t = c.typeOf(v);
-  NodeId hit = c.g.broadcastInDim(r.hit, t.shape, dims);
-  if (ir::isBool(t.dtype))
-    return c.g.reduce(ReduceKind::Any, c.g.binary(OpKind::And, hit, v), {axis}, name);
-  NodeId term = v;
-  if (r.weight) {
-    NodeId w = c.g.broadcastInDim(c.convertTo(*r.weight, t.dtype), t.shape, dims);
-    term = c.g.binary(OpKind::Mul, w, v);
-  }
-  return c.g.reduce(ReduceKind::Sum, c.g.select(hit, term, c.splatLike(term, 0)), {axis}, name);
+Index indexOf(NodeContext& c, NodeId position, int64_t length) {
+  NodeId inside =
+      c.g.binary(OpKind::And, compareTo(c, CompareDir::GE, position, 0),
+                 compareTo(c, CompareDir::LE, position, static_cast<double>(length - 1)));
+  NodeId at = c.g.select(inside, position, c.splatLike(position, -1));
+  return {c.g.convert(at, DType::i64), inside};
 }
 
 // ---------------------------------------------------------------- GridSample
 
 enum class Interpolation { Nearest, Linear, Cubic };
 enum class Padding { Zeros, Border, Reflection };
+
+/// One read along an axis for each element of `position` (a tensor of positions, integral
+/// values; one outside the axis reads 0), weighted by `weight` (same shape; unset: nearest).
+struct Tap {
+  NodeId position = -1;
+  std::optional<NodeId> weight;
+};
 
 struct GridSampling {
   Interpolation mode = Interpolation::Linear;
@@ -300,6 +253,39 @@ std::vector<Tap> tapsAt(NodeContext& c, NodeId x, int64_t length, Border b, cons
   return taps;
 }
 
+/// A tap read over the output [N, C, P]: its gather index (-1 outside the axis), where it lies
+/// inside the axis, and its weight in the values' dtype (unset: nearest).
+struct Read {
+  NodeId index = -1, inside = -1;
+  std::optional<NodeId> weight;
+};
+
+/// The sum over axis a's reads (a = at.size(), `at` holding an index of each earlier axis) of
+/// each one's weight times the same sum over the next axis, the last axis innermost, and there
+/// X's element at the indices: one gather per combination of reads, each converted to
+/// `valueType`. A read outside its axis adds nothing: its term is selected away whatever its
+/// weight. Without weights (nearest) the gathered element itself.
+NodeId interpolate(NodeContext& c, NodeId x, DType valueType,
+                   const std::vector<std::vector<Read>>& reads, std::vector<NodeId>& at) {
+  const size_t a = at.size();
+  if (a == reads.size()) {
+    std::vector<int64_t> axes;
+    for (size_t i = 0; i < reads.size(); ++i)
+      axes.push_back(static_cast<int64_t>(2 + i));
+    return c.convertTo(c.g.gather(x, at, std::move(axes), {0, 1}), valueType);
+  }
+  std::optional<NodeId> sum;
+  for (const Read& r : reads[a]) {
+    at.push_back(r.index);
+    NodeId v = interpolate(c, x, valueType, reads, at);
+    at.pop_back();
+    if (r.weight)
+      v = c.g.select(r.inside, c.g.binary(OpKind::Mul, *r.weight, v), c.splatLike(v, 0));
+    sum = sum ? c.g.binary(OpKind::Add, *sum, v) : v;
+  }
+  return *sum;
+}
+
 /// Records output 0's ONNX type as X's where weft holds X in a wider integer (UINT8 in i32..):
 /// the output has X's type and holds its values (or values cast to it).
 void keepInputType(NodeContext& c) {
@@ -308,8 +294,8 @@ void keepInputType(NodeContext& c) {
 
 /// GridSample (opset 16: 4-D X; opset 20: X of any rank 3 or more): Y[n, c, o] is X[n, c]
 /// interpolated at the position grid[n, o] gives (its components listed from the last spatial
-/// axis to the first), denormalized per align_corners, padded per padding_mode, read with the
-/// one-hot reads above one axis at a time. Nearest copies elements (any dtype); linear and
+/// axis to the first), denormalized per align_corners, padded per padding_mode, its taps read
+/// by gathers (interpolate). Nearest copies elements (any dtype); linear and
 /// cubic interpolate floats in their compute dtype, and other types in f64 cast back to X's
 /// type at the end, as the spec says. Positions are computed in the grid's compute dtype.
 void lowerGridSample(NodeContext& c) {
@@ -341,28 +327,23 @@ void lowerGridSample(NodeContext& c) {
     elements = product({elements, in[a]});
     positions = product({positions, out[a]});
   }
-  checkReadSize(c, positions, elements, "GridSample");
   if (elements == 0 && s.padding != Padding::Zeros)
     c.fail(fmt::format("X {} has an empty spatial axis: {} padding has no element to read",
                        ir::shapeStr(xt.shape),
                        s.padding == Padding::Border ? "border" : "reflection"));
 
   const bool interpolates = s.mode != Interpolation::Nearest;
-  const DType valueType = ir::isFloat(xt.dtype) ? computeDType(xt.dtype) : DType::f64;
-  NodeId values = interpolates ? c.convertTo(x, valueType) : x;
-  // X with a copy of the output positions: [N, C, P, D1, .., Dr]
-  Shape wide = {xt.shape[0], xt.shape[1], Dim(positions)};
-  std::vector<int64_t> dims = {0, 1};
-  for (size_t a = 0; a < r; ++a) {
-    wide.push_back(Dim(in[a]));
-    dims.push_back(static_cast<int64_t>(3 + a));
-  }
-  NodeId v = c.g.broadcastInDim(values, wide, dims);
+  const DType valueType =
+      !interpolates ? xt.dtype : ir::isFloat(xt.dtype) ? computeDType(xt.dtype) : DType::f64;
   const DType coordType = computeDType(gt.dtype);
   const Dim n = gt.shape[0];
   const auto components = static_cast<int64_t>(r);
   NodeId grid = c.g.reshape(c.convertTo(c.in(1), coordType), {n, Dim(positions), Dim(components)});
-  for (size_t a = r; a-- > 0;) { // the last axis first; the grid lists it first
+  // Each axis's reads over the output [N, C, P], from taps over the grid's [N, P].
+  const Shape flat = {xt.shape[0], xt.shape[1], Dim(positions)};
+  auto overOutput = [&](NodeId v) { return c.g.broadcastInDim(v, flat, {0, 2}); };
+  std::vector<std::vector<Read>> reads(r);
+  for (size_t a = r; a-- > 0 && elements > 0;) { // the last axis first; the grid lists it first
     auto k = static_cast<int64_t>(r - 1 - a);
     NodeId g =
         c.g.reshape(c.g.slice(grid, {0, 0, k}, {-1, -1, k + 1}, {1, 1, 1}), {n, Dim(positions)});
@@ -370,10 +351,16 @@ void lowerGridSample(NodeContext& c) {
     NodeId coordinate = denormalized(c, g, in[a], s.alignCorners);
     if (s.mode == Interpolation::Nearest) coordinate = roundHalfEven(c, coordinate);
     coordinate = padded(c, coordinate, in[a], b, s.padding);
-    AxisReads reads = readsAlong(c, tapsAt(c, coordinate, in[a], b, s), Dim(in[a]));
-    auto axis = static_cast<int64_t>(3 + a);
-    v = readAxis(c, v, axis, reads, {0, 2, axis});
+    for (const Tap& tap : tapsAt(c, coordinate, in[a], b, s)) {
+      Index i = indexOf(c, tap.position, in[a]);
+      std::optional<NodeId> w;
+      if (tap.weight) w = overOutput(c.convertTo(*tap.weight, valueType));
+      reads[a].push_back({overOutput(i.at), overOutput(i.inside), w});
+    }
   }
+  std::vector<NodeId> at;
+  NodeId v = elements == 0 ? c.splat(valueType, flat, 0) // nothing to read: zeros padding
+                           : interpolate(c, x, valueType, reads, at);
   Shape outShape = {xt.shape[0], xt.shape[1]};
   for (int64_t o : out)
     outShape.push_back(Dim(o));
@@ -539,20 +526,6 @@ AxisSamples roiSamples(NodeContext& c, const RoiAxis& ax) {
   return out;
 }
 
-/// The samples' positions where `keep` holds, -1 (no element) elsewhere.
-NodeId keptWhere(NodeContext& c, NodeId keep, NodeId position) {
-  return c.g.select(keep, position, c.splatLike(position, -1));
-}
-
-/// Where the samples that count read ([R, bins, length]), summed over the samples of a bin:
-/// each sample's two taps, weighted, if it is inside and in the roi's grid.
-AxisReads averagedReads(NodeContext& c, const AxisSamples& a, int64_t length) {
-  NodeId keep = a.inGrid ? c.g.binary(OpKind::And, a.inside, *a.inGrid) : a.inside;
-  std::vector<Tap> taps = {{keptWhere(c, keep, a.low), a.lowWeight},
-                           {keptWhere(c, keep, a.high), a.highWeight}};
-  return readsAlong(c, taps, Dim(length), {2});
-}
-
 /// [R, bins, samples, 2]: an axis's low and high taps side by side.
 NodeId corners(NodeContext& c, NodeId low, NodeId high) {
   Shape one = c.typeOf(low).shape;
@@ -560,32 +533,56 @@ NodeId corners(NodeContext& c, NodeId low, NodeId high) {
   return c.g.concatenate({c.g.reshape(low, one), c.g.reshape(high, one)}, 3);
 }
 
+/// The four corners of every sample of every bin of every roi, over [R, C, PH, SY, 2, PW, SX,
+/// 2]: X's values there (one gather at the rois' batch indices, rows and columns, converted to
+/// the compute dtype t; an index out of range reads 0) and their bilinear weights wy * wx; and
+/// where each corner's row ([R, PH, SY, 2]) and column ([R, PW, SX, 2]) lie inside X.
+struct Corners {
+  NodeId values = -1, weights = -1, rowInside = -1, columnInside = -1;
+};
+Corners gatherCorners(NodeContext& c, NodeId x, NodeId batchIndices, const AxisSamples& y,
+                      const AxisSamples& xs, const RoiAxis& ay, const RoiAxis& ax, DType t) {
+  const Dim R = c.typeOf(y.low).shape[0], C = c.typeOf(x).shape[1];
+  const Shape cornerShape = {R, C, Dim(ay.bins), Dim(ay.samples), Dim(2),
+                             Dim(ax.bins), Dim(ax.samples), Dim(2)};
+  const Index row = indexOf(c, corners(c, y.low, y.high), ay.length);
+  const Index column = indexOf(c, corners(c, xs.low, xs.high), ax.length);
+  auto alongY = [&](NodeId v) { return c.g.broadcastInDim(v, cornerShape, {0, 2, 3, 4}); };
+  auto alongX = [&](NodeId v) { return c.g.broadcastInDim(v, cornerShape, {0, 5, 6, 7}); };
+  NodeId batch = c.g.broadcastInDim(batchIndices, cornerShape, {0});
+  NodeId values = c.g.gather(x, {batch, alongY(row.at), alongX(column.at)}, {0, 2, 3}, {1});
+  NodeId weights =
+      c.g.binary(OpKind::Mul, alongY(corners(c, y.lowWeight, y.highWeight)),
+                 alongX(corners(c, xs.lowWeight, xs.highWeight)));
+  return {c.convertTo(values, t), weights, row.inside, column.inside};
+}
+
+/// RoiAlign's mode avg before the division by the samples per bin: each bin's weighted corners
+/// summed over its samples that count (inside the input and, with an adaptive grid, in the
+/// roi's grid; a corner whose position is NaN counts for nothing), [R, C, PH, PW].
+NodeId summedSamples(NodeContext& c, const Corners& k, const AxisSamples& y,
+                     const AxisSamples& x) {
+  const Shape cornerShape = c.typeOf(k.values).shape;
+  auto counts = [&](const AxisSamples& a, NodeId cornerInside, std::vector<int64_t> dims) {
+    NodeId keep = a.inGrid ? c.g.binary(OpKind::And, a.inside, *a.inGrid) : a.inside;
+    Shape four = c.typeOf(keep).shape;
+    four.push_back(Dim(2));
+    keep = c.g.binary(OpKind::And, c.g.broadcastInDim(keep, four, {0, 1, 2}), cornerInside);
+    return c.g.broadcastInDim(keep, cornerShape, std::move(dims));
+  };
+  NodeId keep = c.g.binary(OpKind::And, counts(y, k.rowInside, {0, 2, 3, 4}),
+                           counts(x, k.columnInside, {0, 5, 6, 7}));
+  NodeId weighted = c.g.binary(OpKind::Mul, k.weights, k.values);
+  NodeId terms = c.g.select(keep, weighted, c.splatLike(weighted, 0));
+  return c.g.reduce(ReduceKind::Sum, terms, {3, 4, 6, 7});
+}
+
 /// RoiAlign's mode max, as ONNX's reference (and ONNX Runtime) define it: each sample's value
 /// is the largest of its four weighted corners (w * X, not their sum), and a bin's the largest
-/// of its samples' (0 for a sample outside the input; 0 for a bin without samples). The
-/// corners are read one axis at a time: each x corner of each sample from every row, then
-/// each y corner from those; xb is the rois' images [R, C, H, W].
-NodeId maxPooled(NodeContext& c, NodeId xb, const AxisSamples& y, const AxisSamples& x,
+/// of its samples' (0 for a sample outside the input; 0 for a bin without samples).
+NodeId maxPooled(NodeContext& c, const Corners& k, const AxisSamples& y, const AxisSamples& x,
                  const RoiAxis& ay, const RoiAxis& ax, const std::string& name) {
-  const ir::TensorType t = c.typeOf(xb);
-  const Dim R = t.shape[0], C = t.shape[1];
-  const Dim H(ay.length), W(ax.length), PH(ay.bins), PW(ax.bins), SY(ay.samples), SX(ax.samples);
-  NodeId ypos = corners(c, y.low, y.high), xpos = corners(c, x.low, x.high);
-  NodeId yw = corners(c, y.lowWeight, y.highWeight), xw = corners(c, x.lowWeight, x.highWeight);
-  // [R, C, H, PW, SX, 2, W] -> [R, C, H, PW, SX, 2]: the x corners of every row
-  NodeId rows = c.g.broadcastInDim(xb, {R, C, H, PW, SX, Dim(2), W}, {0, 1, 2, 6});
-  rows = readAxis(c, rows, 6, readsAlong(c, {{xpos, std::nullopt}}, W), {0, 3, 4, 5, 6});
-  rows = c.g.transpose(rows, {0, 1, 3, 4, 5, 2});
-  // [R, C, PH, SY, 2, PW, SX, 2, H] -> [R, C, PH, SY, 2, PW, SX, 2]: and their y corners
-  const Shape cornerShape = {R, C, PH, SY, Dim(2), PW, SX, Dim(2)};
-  Shape wide = cornerShape;
-  wide.push_back(H);
-  NodeId values = c.g.broadcastInDim(rows, wide, {0, 1, 5, 6, 7, 8});
-  values = readAxis(c, values, 8, readsAlong(c, {{ypos, std::nullopt}}, H), {0, 2, 3, 4, 8});
-  NodeId weights = c.g.binary(OpKind::Mul, c.g.broadcastInDim(yw, cornerShape, {0, 2, 3, 4}),
-                              c.g.broadcastInDim(xw, cornerShape, {0, 5, 6, 7}));
-  weights = c.convertTo(weights, t.dtype);
-  NodeId weighted = c.g.binary(OpKind::Mul, weights, values);
+  NodeId weighted = c.g.binary(OpKind::Mul, k.weights, k.values);
   NodeId sample = c.g.reduce(ReduceKind::Max, weighted, {4, 7}); // [R, C, PH, SY, PW, SX]
   const Shape sampleShape = c.typeOf(sample).shape;
   auto both = [&](NodeId ys, NodeId xs) {
@@ -631,24 +628,13 @@ std::vector<double> adaptiveGrid(NodeContext& c, const Literal& rois, int column
   return grid;
 }
 
-/// X[batch_indices[r]] for each roi r ([R, C, H, W]): a one-hot read over the batch (an index
-/// out of range reads zeros).
-NodeId roiImages(NodeContext& c, NodeId x, NodeId batchIndices) {
-  const Shape xs = c.typeOf(x).shape;
-  const Dim R = c.typeOf(batchIndices).shape[0];
-  AxisReads which = readsAlong(c, {{c.convertTo(batchIndices, DType::i64), std::nullopt}}, xs[0]);
-  NodeId wide = c.g.broadcastInDim(x, {R, xs[0], xs[1], xs[2], xs[3]}, {1, 2, 3, 4});
-  return readAxis(c, wide, 1, which, {0, 1});
-}
-
 /// RoiAlign (opsets 10, 16): for each roi r (rois[r] = x1, y1, x2, y2 in the input's scale,
 /// times spatial_scale, less 0.5 with half_pixel; output_half_pixel (the only mode before 16)
 /// makes a roi at least 1 x 1), each of output_height x output_width bins averages (or, max,
 /// takes the largest of) grid x grid bilinear samples of X[batch_indices[r]], grid being
 /// sampling_ratio or, when 0, adaptive (see adaptiveGrid). Rois and batch indices are read at
-/// run time; average pooling is separable into a weight per (bin, row) and per (bin, column)
-/// summed over the samples, read with the one-hot reads above; max pooling reads each sample's
-/// corners (maxPooled). In X's compute dtype.
+/// run time: the four corners of every sample are gathered (gatherCorners), weighted, and
+/// averaged (summedSamples) or their largest taken (maxPooled). In X's compute dtype.
 void lowerRoiAlign(NodeContext& c) {
   if (c.opset < 10) c.fail("RoiAlign is defined from opset 10");
   const RoiAlignAttrs a = readRoiAlign(c);
@@ -689,14 +675,7 @@ void lowerRoiAlign(NodeContext& c) {
     NodeId samples = c.g.binary(OpKind::Mul, *ay.grid, *ax.grid);
     count = c.g.binary(OpKind::Max, samples, c.splatLike(samples, 1));
   }
-  if (a.max) {
-    checkReadSize(c, product({a.width, ax.samples, 2}), product({H, W}), "RoiAlign");
-    checkReadSize(c, product({a.height, ay.samples, 2, a.width, ax.samples, 2}), H, "RoiAlign");
-  } else {
-    checkReadSize(c, a.width, product({H, W}), "RoiAlign");
-    checkReadSize(c, product({a.height, a.width}), H, "RoiAlign");
-  }
-  if (xt.shape[0].isStatic()) checkReadSize(c, xt.shape[0].size(), product({H, W}), "RoiAlign");
+  checkCorners(c, product({a.height, ay.samples, 2, a.width, ax.samples, 2}));
 
   // Each roi's start and bin size along y and x, from its corners.
   NodeId rois = c.convertTo(c.in(1), t);
@@ -714,20 +693,14 @@ void lowerRoiAlign(NodeContext& c) {
         c.g.binary(OpKind::Div, extent, c.splatLike(extent, static_cast<double>(axis->bins)));
   }
   AxisSamples ys = roiSamples(c, ay), xs = roiSamples(c, ax);
-  NodeId images = roiImages(c, c.convertTo(c.in(0), t), c.in(2));
-  const Dim C = xt.shape[1];
-  const Dim PH(a.height), PW(a.width), HD(H), WD(W);
+  const Corners k = gatherCorners(c, c.in(0), c.in(2), ys, xs, ay, ax, t);
   const bool converts = t != xt.dtype;
   const std::string last = converts ? "" : c.name();
   NodeId y;
   if (a.max) {
-    y = maxPooled(c, images, ys, xs, ay, ax, last);
+    y = maxPooled(c, k, ys, xs, ay, ax, last);
   } else {
-    // [R, C, PW, H, W] -> [R, C, PW, H] -> [R, C, PH, PW, H] -> [R, C, PH, PW]
-    NodeId v = c.g.broadcastInDim(images, {R, C, PW, HD, WD}, {0, 1, 3, 4});
-    v = readAxis(c, v, 4, averagedReads(c, xs, W), {0, 2, 4});
-    v = c.g.broadcastInDim(v, {R, C, PH, PW, HD}, {0, 1, 3, 4});
-    v = readAxis(c, v, 4, averagedReads(c, ys, H), {0, 2, 4});
+    NodeId v = summedSamples(c, k, ys, xs);
     NodeId divisor = count ? c.g.broadcastInDim(*count, c.typeOf(v).shape, {0})
                            : c.splatLike(v, static_cast<double>(a.samplingRatio * a.samplingRatio));
     y = c.g.binary(OpKind::Div, v, divisor, last);

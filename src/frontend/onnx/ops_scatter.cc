@@ -1,12 +1,12 @@
 // Selection and scatter ONNX operators: TopK, GatherND, ScatterElements (and Scatter, its
 // deprecated alias), ScatterND and MaxUnpool.
 //
-// The IR has no sort, gather or scatter. As for Gather and GatherElements (ops_layout.cc,
-// ops_index.cc), what depends on an index is a mask `index == iota` over a second copy of the
-// indexed axis, and a select and a reduce over one of the two copies: a gather reduces over
-// the data's positions (one of them is marked), a scatter over the updates (any number of
-// them may land on one element). TopK ranks each element against every other one of its row
-// and then gathers by rank.
+// GatherND is the IR's gather, which reads only the elements it gathers. The IR has no sort
+// or scatter: what depends on an index is a mask `index == iota` over a second copy of the
+// indexed axis, and a select and a reduce over one of the two copies: a scatter reduces over
+// the updates (any number of them may land on one element), TopK's ranks over the positions
+// of a row (one of them is marked). TopK ranks each element against every other one of its
+// row and then picks by rank, or, for a small k, picks k times and gathers the values.
 //
 // Indices are data, so an index out of range cannot be refused at import (ONNX calls it an
 // error). Here a gather reads 0 for it and a scatter drops its update. Where several updates
@@ -178,10 +178,11 @@ bool pickByRounds(const Dim& n, int64_t k) {
 
 /// TopK by k rounds along `axis` of x (static length n): each round picks, among the elements
 /// not picked yet, the largest (smallest) value — NaN counting as larger than any number, as in
-/// placesInOrder — at its lowest position, and marks it. The values and positions ([.., k, ..])
-/// are named `valuesName` and `positionsName`. Integers are ranked by a key whose largest is
-/// the wanted one (x, or -1 - x for the smallest: exact, order reversed), so that the lowest
-/// integer marks an element picked already.
+/// placesInOrder — at its lowest position, and marks it; the values are then gathered from
+/// those positions. The values and positions ([.., k, ..]) are named `valuesName` and
+/// `positionsName`. Integers are ranked by a key whose largest is the wanted one (x, or -1 - x
+/// for the smallest: exact, order reversed), so that the lowest integer marks an element
+/// picked already.
 std::pair<NodeId, NodeId> topKByRounds(NodeContext& c, NodeId x, size_t axis, int64_t k,
                                        bool largest, const std::string& valuesName,
                                        const std::string& positionsName) {
@@ -204,7 +205,7 @@ std::pair<NodeId, NodeId> topKByRounds(NodeContext& c, NodeId x, size_t axis, in
   const NodeId isNaN = real ? c.g.compare(CompareDir::NE, x, x) : c.splat(DType::boolean, s, 0);
   const NodeId isNumber = c.g.unary(OpKind::Not, isNaN);
   NodeId left = c.splat(DType::boolean, s, 1); // not picked yet
-  std::vector<NodeId> values, positions;
+  std::vector<NodeId> positions;
   for (int64_t r = 0; r < k; ++r) {
     NodeId leftNumber = c.g.binary(OpKind::And, left, isNumber);
     NodeId candidates = c.g.select(leftNumber, key, c.splatLike(key, picked));
@@ -220,11 +221,12 @@ std::pair<NodeId, NodeId> topKByRounds(NodeContext& c, NodeId x, size_t axis, in
     NodeId at = c.g.reduce(ReduceKind::Min,
                            c.g.select(hit, position, c.splatLike(position, double(n))), {ax});
     NodeId mark = c.g.compare(CompareDir::EQ, position, spread(at));
-    values.push_back(asSlot(pickMarked(c, mark, x, ax, "")));
     positions.push_back(asSlot(at));
     left = c.g.binary(OpKind::And, left, c.g.unary(OpKind::Not, mark));
   }
-  return {c.g.concatenate(values, ax, valuesName), c.g.concatenate(positions, ax, positionsName)};
+  NodeId picks = c.g.concatenate(positions, ax, positionsName);
+  // The values: x at the picked positions (each within the row), a gather.
+  return {c.g.gather(x, {picks}, {ax}, kept, valuesName), picks};
 }
 
 /// TopK: the k largest (or, with largest = 0 from opset 11, smallest) elements along `axis`
@@ -232,9 +234,10 @@ std::pair<NodeId, NodeId> topKByRounds(NodeContext& c, NodeId x, size_t axis, in
 /// as the largest value. k is an attribute in opset 1 and input K (one int64) from opset 10,
 /// which must be known at import time: it is the outputs' size. `sorted` = 0 lets the order be
 /// anything; the sorted order is returned. Built as each element's place in the order
-/// (placesInOrder) and a gather of the places 0 .. k-1, or, for a small k against a long static
-/// row, as k rounds of picking the next one (topKByRounds). A symbolic axis is allowed: a run-time
-/// length below k leaves the value -inf (0 for integers) and the index 0 past it (pickMarked).
+/// (placesInOrder) and a one-hot pick of the places 0 .. k-1, or, for a small k against a long
+/// static row, as k rounds of picking the next one's position and a gather of the values
+/// there (topKByRounds). A symbolic axis is allowed: a run-time length below k leaves the value
+/// -inf (0 for integers) and the index 0 past it (pickMarked).
 void lowerTopK(NodeContext& c) {
   NodeId x = c.in(0);
   ir::TensorType t = c.typeOf(x);
@@ -282,16 +285,16 @@ void lowerTopK(NodeContext& c) {
 // ---------------------------------------------------------------- GatherND
 
 /// GatherND (opset 11; batch_dims from 12): data [B.., N0..Nm-1, R..] and indices [B.., I..,
-/// m] give y [B.., I.., R..], y[b, i] = data[b, indices[b, i, :]]. The m indexed axes (static)
-/// are flattened to one of N = N0 * .. * Nm-1 positions; each index tuple becomes a position
-/// (flatPositions) and a mask over a copy of that axis selects data's slice (pickMarked). An
-/// index out of range gives a slice of 0.
+/// m] give y [B.., I.., R..], y[b, i, r] = data[b, indices[b, i, :], r]: the IR's gather, which
+/// reads only the slices it gathers. Its m index operands are the columns of indices, each
+/// broadcast over R.., negative entries counted from the end of their axis (which must be
+/// static). A tuple with an entry out of range gives a slice of 0.
 void lowerGatherND(NodeContext& c) {
   if (c.opset < 11) c.fail("GatherND is defined from opset 11");
   NodeId data = c.in(0);
-  Shape ds = c.typeOf(data).shape;
+  const Shape ds = c.typeOf(data).shape;
   NodeId idx = indicesOf(c, 1);
-  Shape is = c.typeOf(idx).shape;
+  const Shape is = c.typeOf(idx).shape;
   if (ds.empty() || is.empty())
     c.fail(fmt::format("data {} and indices {} need rank 1 or more", ir::shapeStr(ds),
                        ir::shapeStr(is)));
@@ -319,27 +322,37 @@ void lowerGatherND(NodeContext& c) {
                          ir::shapeStr(is), d));
   auto um = static_cast<size_t>(m);
   std::vector<int64_t> sizes = addressedSizes(c, ds, batch, um);
-  int64_t n = product(c, sizes);
-  NodeId position = flatPositions(c, idx, sizes); // [B.., I..]
-  Shape lead = axes(is, 0, is.size() - 1), rest = axes(ds, batch + um, ds.size());
-  NodeId flat = c.reshapeTo(data, concat(inserted(axes(ds, 0, batch), batch, Dim(n)), rest));
-  Shape wide = concat(inserted(lead, lead.size(), Dim(n)), rest); // [B.., I.., N, R..]
-  auto at = static_cast<int64_t>(lead.size());
-  NodeId hit =
-      c.g.compare(CompareDir::EQ, leading(c, position, wide), c.g.iota(DType::i64, wide, at));
-  std::vector<int64_t> dims; // data's [B.., N, R..] in wide
-  for (size_t d = 0; d < batch; ++d)
-    dims.push_back(static_cast<int64_t>(d));
-  for (size_t d = 0; d <= rest.size(); ++d)
-    dims.push_back(at + static_cast<int64_t>(d));
-  NodeId values = c.g.broadcastInDim(flat, wide, dims);
-  bool real = ir::isFloat(c.typeOf(data).dtype); // the others give 0 (false) unmarked already
-  NodeId y = pickMarked(c, hit, values, at, real ? "" : c.name());
-  if (real) {
-    NodeId found = c.g.compare(CompareDir::GE, position, c.splatLike(position, 0.0));
-    y = c.g.select(leading(c, found, c.typeOf(y).shape), y, c.splatLike(y, 0.0), c.name());
+  // A symbolic batch dim must equal data's: a reshape of the indices to it unifies the two
+  // (symbol_unification.h), or fails naming both.
+  for (size_t d = 0; d < batch; ++d) {
+    Shape now = c.typeOf(idx).shape;
+    const Dim want = c.typeOf(data).shape[d];
+    if (now[d] == want) continue;
+    now[d] = want;
+    idx = c.g.reshape(idx, now);
   }
-  c.setOutput(0, y);
+  const Shape unified = c.typeOf(idx).shape;
+  const Shape lead = axes(unified, 0, unified.size() - 1);
+  const Shape out = concat(lead, axes(c.typeOf(data).shape, batch + um, ds.size()));
+  std::vector<NodeId> columns;
+  std::vector<int64_t> gathered, dims;
+  for (size_t j = 0; j < um; ++j) {
+    std::vector<int64_t> lo(unified.size(), 0), hi(unified.size(), -1), st(unified.size(), 1);
+    lo.back() = static_cast<int64_t>(j);
+    hi.back() = static_cast<int64_t>(j) + 1;
+    NodeId column = c.g.reshape(c.g.slice(idx, lo, hi, st), lead);
+    NodeId negative = c.g.compare(CompareDir::LT, column, c.splatLike(column, 0.0));
+    NodeId fromEnd = c.g.binary(OpKind::Add, column,
+                                c.splatLike(column, static_cast<double>(sizes[j])));
+    columns.push_back(leading(c, c.g.select(negative, fromEnd, column), out));
+    gathered.push_back(static_cast<int64_t>(batch + j));
+  }
+  for (size_t d = 0; d < batch; ++d) // data's batch axes are the result's first ones
+    dims.push_back(static_cast<int64_t>(d));
+  for (size_t d = batch + um; d < ds.size(); ++d) // and its R.. axes its last ones
+    dims.push_back(static_cast<int64_t>(lead.size() + d - batch - um));
+  c.setOutput(0, c.g.gather(data, std::move(columns), std::move(gathered), std::move(dims),
+                            c.name()));
   keepDataType(c, 0);
 }
 

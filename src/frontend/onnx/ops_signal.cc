@@ -3,14 +3,13 @@
 //
 // The windows are literals: their size must be known at import time, and their values are the
 // spec's cosine sums worked out in double and rounded once to the output type. MelWeightMatrix
-// is a literal too, worked out as ONNX's reference does. LRN sums the
-// squares of each channel's neighbours as strided slices of the zero-padded squares. The IR
-// has no gather, so ReverseSequence selects each output element's source along the time axis
-// with a one-hot mask (iota == reversed position) summed over that axis, exact since every
-// other term is zero. A DFT is linear in its input: it is one dot of the signal, flattened to
-// rows of (position, real/imaginary) pairs, with a constant table of cosines and sines of the
-// exact angles 2 pi (j k mod n) / n, so that weft's GEMM runs it; STFT frames the signal with
-// slices, weights the frames by the window and runs the same dot.
+// is a literal too, worked out as ONNX's reference does. LRN sums the squares of each
+// channel's neighbours as strided slices of the zero-padded squares. ReverseSequence gathers
+// each output element from its source along the time axis, a position computed from the
+// run-time sequence lengths. A DFT is linear in its input: it is one dot of the signal,
+// flattened to rows of (position, real/imaginary) pairs, with a constant table of cosines and
+// sines of the exact angles 2 pi (j k mod n) / n, so that weft's GEMM runs it; STFT frames the
+// signal with slices, weights the frames by the window and runs the same dot.
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -291,8 +290,7 @@ NodeId sizeValue(NodeContext& c, const Dim& d) {
 
 /// ReverseSequence: for each batch entry b, the first sequence_lens[b] elements along the time
 /// axis reversed, the rest copied. Output position t reads position L - 1 - t when t < L,
-/// else t (L clamped to [0, T], as slicing clamps it), picked by a one-hot mask over a new
-/// source axis placed after the time axis, then summed (or any-ed, for bools) away.
+/// else t (L clamped to [0, T], as slicing clamps it), always within the axis: a gather.
 void lowerReverseSequence(NodeContext& c) {
   NodeId x = c.in(0);
   const ir::TensorType t = c.typeOf(x);
@@ -315,29 +313,16 @@ void lowerReverseSequence(NodeContext& c) {
       if (v < 0 || v > T.size())
         c.fail(fmt::format("sequence_lens holds {}; each must be in [0, {}] (the time axis's size)",
                            v, T.size()));
-  // The wide shape: x's with the source axis inserted after the time axis.
-  size_t tAxis = static_cast<size_t>(time), src = tAxis + 1;
-  size_t bAxis = static_cast<size_t>(batch) < tAxis ? static_cast<size_t>(batch)
-                                                    : static_cast<size_t>(batch) + 1;
-  Shape wide = s;
-  wide.insert(wide.begin() + static_cast<std::ptrdiff_t>(src), T);
   NodeId lens = c.in(1);
   lens = c.g.clamp(c.splatLike(lens, 0), lens, c.g.broadcastInDim(sizeValue(c, T), lt.shape, {}));
-  NodeId L = c.g.broadcastInDim(lens, wide, {static_cast<int64_t>(bAxis)});
-  NodeId pos = c.g.iota(DType::i64, wide, static_cast<int64_t>(tAxis));
+  NodeId L = c.g.broadcastInDim(lens, s, {batch});
+  NodeId pos = c.g.iota(DType::i64, s, time);
   NodeId reversed = c.g.binary(OpKind::Sub, c.g.binary(OpKind::Sub, L, c.splatLike(L, 1)), pos);
   NodeId from = c.g.select(c.g.compare(ir::CompareDir::LT, pos, L), reversed, pos);
-  NodeId hot =
-      c.g.compare(ir::CompareDir::EQ, from, c.g.iota(DType::i64, wide, static_cast<int64_t>(src)));
-  std::vector<int64_t> dims;
+  std::vector<int64_t> dims; // every axis but time's, in place
   for (size_t i = 0; i < s.size(); ++i)
-    dims.push_back(static_cast<int64_t>(i < tAxis ? i : i == tAxis ? src : i + 1));
-  NodeId xWide = c.g.broadcastInDim(x, wide, dims);
-  NodeId y = ir::isBool(t.dtype)
-                 ? c.g.reduce(ir::ReduceKind::Any, c.g.binary(OpKind::And, hot, xWide),
-                              {static_cast<int64_t>(src)}, c.name())
-                 : c.g.reduce(ir::ReduceKind::Sum, c.g.select(hot, xWide, c.splatLike(xWide, 0)),
-                              {static_cast<int64_t>(src)}, c.name());
+    if (static_cast<int64_t>(i) != time) dims.push_back(static_cast<int64_t>(i));
+  NodeId y = c.g.gather(x, {from}, {time}, std::move(dims), c.name());
   c.setOutput(0, y);
   if (c.onnxType(0) != 0) c.setOutputOnnxType(0, c.onnxType(0));
 }
