@@ -139,6 +139,8 @@ std::string xlaRootReason(const ir::Graph& g, const Users& users, ir::NodeId op)
   if (n.kind == ir::OpKind::Reduce) return "xla does not fuse a reduce into its consumers";
   if (isExpensiveBroadcastSource(g, users, op))
     return "xla does not fuse an expensive op into a broadcast of it";
+  if (gatheredFromMemory(g, users, op))
+    return "a gather reads it at run-time positions, which only memory serves";
   const auto& us = users[size_t(op)];
   if (std::any_of(us.begin(), us.end(),
                   [&](ir::NodeId u) { return !ir::isMemoryIntensive(g.node(u).kind); }))
@@ -189,6 +191,20 @@ ir::NodeId libraryCallBetween(const FusionPlan& plan, const StepIndex& idx, cons
   return -1;
 }
 
+/// A value step `from` computes that an op of step `to` gathers from (graph_queries.h,
+/// readsAtDataPositions): the read that keeps the two apart. -1 when there is none.
+ir::NodeId gatheredBetween(const FusionPlan& plan, const StepIndex& idx, int from, int to) {
+  const ir::Graph& g = plan.graph;
+  auto in = [&](ir::NodeId op, int step) {
+    const auto& steps = idx.stepsOf[size_t(op)];
+    return std::find(steps.begin(), steps.end(), step) != steps.end();
+  };
+  for (const ir::Node& n : g.nodes())
+    if (n.kind == ir::OpKind::Gather && in(n.id, to) && in(n.operands[0], from))
+      return n.operands[0];
+  return -1;
+}
+
 /// Why the value `v`, produced by step `from`, is read by step `to` from memory instead of being
 /// stitched into it.
 std::string boundaryReason(const FusionPlan& plan, const StepIndex& idx, const Users& users,
@@ -214,6 +230,14 @@ std::string boundaryReason(const FusionPlan& plan, const StepIndex& idx, const U
       return fmt::format("one kernel would both feed and wait for {} ({}): a cycle through a "
                          "library call",
                          name(g, call), ir::opName(g.node(call).kind));
+    ir::NodeId gathered = gatheredBetween(plan, idx, from, to);
+    if (gathered == v)
+      return "a gather reads it at run-time positions, which only memory serves (another "
+             "kernel's elements live in its threads' registers and tiles)";
+    if (gathered >= 0)
+      return fmt::format("the stitch scopes part where a gather reads {} at run-time positions, "
+                         "from memory",
+                         name(g, gathered));
     return "the two stitch scopes depend on each other through another step";
   }
   }

@@ -82,6 +82,27 @@ std::vector<RequiredEquality> requiredEqualities(OpKind kind, const std::vector<
       if (x[i].isOne()) continue; // a real broadcast
       need((*declared)[static_cast<size_t>(dims[i])], x[i], fmt::format("operand dim {}", i));
     }
+  } else if (kind == OpKind::Gather && operands.size() >= 2 &&
+             std::holds_alternative<GatherAttrs>(attrs)) { // none: shape inference's error
+    // Index operands share the result's shape; each operand axis not gathered has the size of
+    // the result dimension `dims` maps it to.
+    const auto& a = std::get<GatherAttrs>(attrs);
+    const Shape& x = *operands[0];
+    const Shape& first = *operands[1];
+    for (size_t j = 2; j < operands.size(); ++j) {
+      const Shape& s = *operands[j];
+      if (s.size() != first.size()) continue;
+      for (size_t d = 0; d < s.size(); ++d)
+        need(first[d], s[d], fmt::format("index operand {} dim {}", j, d));
+    }
+    size_t i = 0;
+    for (size_t d = 0; d < x.size() && i < a.dims.size(); ++d) {
+      if (std::find(a.axes.begin(), a.axes.end(), static_cast<int64_t>(d)) != a.axes.end())
+        continue;
+      int64_t r = a.dims[i++];
+      if (r >= 0 && static_cast<size_t>(r) < first.size())
+        need(x[d], first[static_cast<size_t>(r)], fmt::format("operand dim {}", d));
+    }
   } else if (kind == OpKind::Reshape && declared && operands.size() == 1) {
     // Element counts must match; overflowing products are shape inference's to report.
     try {

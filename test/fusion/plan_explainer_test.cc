@@ -110,6 +110,24 @@ TEST_CASE("explain: astitch separates kernels only where a library call would cl
                        Contains("one kernel would both feed and wait for %mm (dot)"));
 }
 
+TEST_CASE("explain: a value a gather reads crosses kernels because a gather reads it",
+          "[planner][explain][gather]") {
+  // p = exp(x) gathered at run-time columns, and its row sum read beside the gather.
+  ir::Graph g;
+  auto x = g.parameter("x", {DType::f32, {64, 50}});
+  auto col = g.parameter("col", {DType::i32, {64, 2}});
+  auto p = g.unary(ir::OpKind::Exp, x, "p");
+  auto s = g.reduce(ir::ReduceKind::Sum, p, {1}, "s");
+  auto picked = g.gather(p, {col}, {1}, {0}, "picked");
+  g.addOutput(g.binary(ir::OpKind::Div, picked, g.broadcastInDim(s, {64, 2}, {0}), "y"));
+  std::string text = explainPlan(plan(g, h100(), Policy::AStitch));
+  CHECK_THAT(text, Contains("%p from step 0") &&
+                       Contains("a gather reads it at run-time positions, which only memory serves"));
+  CHECK_THAT(text, Contains("the stitch scopes part where a gather reads %p at run-time positions"));
+  CHECK_THAT(explainPlan(plan(g, h100(), Policy::Xla)),
+             Contains("a gather reads it at run-time positions, which only memory serves"));
+}
+
 TEST_CASE("map: every op but the parameters is owned by exactly one step, under every policy",
           "[planner][explain]") {
   std::vector<FusionPlan> plans;

@@ -76,6 +76,29 @@ TEST_CASE("an elementwise op on [B, 4] and [S, 4] unifies S with B everywhere",
         std::string::npos);
 }
 
+TEST_CASE("a gather unifies its index operands' dims and each mapped operand dim",
+          "[ir][symbols][gather]") {
+  // table [V, H] gathered by ids [S, T] spread to [S, T, D]: H and D unify (operand axis 1 is
+  // result dim 2); two index operands [S, T] and [S2, T] unify S2 with S.
+  Graph g;
+  NodeId table = g.parameter("table", {DType::f32, {sym("V"), sym("H")}});
+  NodeId ids = g.parameter("ids", {DType::i32, {sym("S"), sym("T"), sym("D")}});
+  NodeId rows = g.gather(table, {ids}, {0}, {2}, "rows");
+  CHECK(g.node(rows).type.shape == Shape{sym("S"), sym("T"), sym("H")});
+  CHECK(g.node(ids).type.shape == Shape{sym("S"), sym("T"), sym("H")});
+  NodeId m = g.parameter("m", {DType::f32, {sym("S"), 5}});
+  NodeId i = g.parameter("i", {DType::i64, {sym("S"), 5}});
+  NodeId j = g.parameter("j", {DType::i64, {sym("S2"), 5}});
+  g.addOutput(g.gather(m, {i, j}, {0, 1}, {}, "picked"));
+  CHECK(g.node(j).type.shape == Shape{sym("S"), 5});
+  std::vector<std::string> where;
+  for (const auto& e : g.symbolEqualities())
+    where.push_back(e.symbol + ": " + e.where);
+  CHECK(where == std::vector<std::string>{"D: op \"rows\" (gather): operand dim 1",
+                                          "S2: op \"picked\" (gather): index operand 2 dim 0"});
+  verify(g);
+}
+
 TEST_CASE("bindings are checked against the equalities, the unified symbol may be left out",
           "[ir][symbols]") {
   Graph g;
