@@ -200,6 +200,20 @@ std::vector<Case> opCases() {
                [](ir::Graph& g, auto in) { return g.concatenate({in[0], in[1]}, 1); }));
     add(opCase("pad " + n, t, 1, kShape,
                [](ir::Graph& g, auto in) { return g.pad(in[0], {1, 0}, {0, 5}, 1); }));
+    // Gathers of the special values: along the columns by a [3, 20] table of -2..49 (out of
+    // range at both ends), and along the rows by [2, 0, -1, 3, 1] broadcast (an embedding's form).
+    add(opCase("gather columns " + n, t, 1, kShape, [](ir::Graph& g, auto in) {
+      std::vector<double> at;
+      for (int r = 0; r < 3; ++r)
+        for (int k = 0; k < 20; ++k)
+          at.push_back(double((r * 17 + k * 7) % 52 - 2));
+      NodeId idx = g.constant(DType::i32, staticShape({3, 20}), at);
+      return g.gather(in[0], {idx}, {1}, {0});
+    }));
+    add(opCase("gather rows " + n, t, 1, kShape, [](ir::Graph& g, auto in) {
+      NodeId ids = g.constant(DType::i64, staticShape({5}), {2, 0, -1, 3, 1});
+      return g.gather(in[0], {g.broadcastInDim(ids, staticShape({5, 48}), {0})}, {0}, {1});
+    }));
     if (!ir::isBool(t))
       add(opCase("iota " + n, t, 1, kShape, [t](ir::Graph& g, auto in) {
         return g.binary(OpKind::Add, in[0], g.iota(t, staticShape({3, 48}), 1));
@@ -346,7 +360,7 @@ void sweep(const std::vector<Case>& cases, Policy policy) {
 
 TEST_CASE("coverage sweep: the op list holds every op and dtype pair", "[sweep]") {
   std::vector<Case> cases = opCases();
-  CHECK(cases.size() == 425); // + logsumexp rows, columns, all over the 4 float dtypes
+  CHECK(cases.size() == 441); // + logsumexp rows, columns, all over the 4 float dtypes; + gathers
   std::set<std::string> kinds;
   for (const Case& c : cases)
     for (const ir::Node& n : c.graph.nodes())
