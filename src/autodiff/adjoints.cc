@@ -264,16 +264,13 @@ NodeId gatherAdjoint(Builder& b, const Node& y, const Node& x, NodeId dy) {
     (mapped[r] ? kept : summed).push_back(static_cast<int64_t>(r));
   NodeId reduced = b.reduceSum(spread, summed);
   // reduced's axes: the kept result dims in order, then the gathered axes in `axes` order.
+  std::vector<int64_t> resultDim = gatherResultDims(a, rank);
   std::vector<int64_t> perm(rank);
-  size_t i = 0;
   for (size_t d = 0; d < rank; ++d) {
     auto at = std::find(a.axes.begin(), a.axes.end(), static_cast<int64_t>(d));
-    if (at != a.axes.end()) {
-      perm[d] = static_cast<int64_t>(kept.size()) + (at - a.axes.begin());
-    } else {
-      int64_t r = a.dims[i++];
-      perm[d] = std::find(kept.begin(), kept.end(), r) - kept.begin();
-    }
+    perm[d] = at != a.axes.end()
+                  ? static_cast<int64_t>(kept.size()) + (at - a.axes.begin())
+                  : std::find(kept.begin(), kept.end(), resultDim[d]) - kept.begin();
   }
   bool identity = true;
   for (size_t d = 0; d < rank; ++d)

@@ -757,9 +757,9 @@ llvm::Value* ElementalEmitter::gather(const ir::Node& n, const Index& index) {
     auto axis = static_cast<size_t>(a.axes[j]);
     xi[axis] = b.CreateSelect(inRange, k_.toIndex(xi[axis]), k_.index(0));
   }
-  size_t i = 0;
+  std::vector<int64_t> resultDim = ir::gatherResultDims(a, xi.size());
   for (size_t d = 0; d < xi.size(); ++d)
-    if (!xi[d]) xi[d] = index[static_cast<size_t>(a.dims[i++])];
+    if (resultDim[d] >= 0) xi[d] = index[static_cast<size_t>(resultDim[d])];
   llvm::Type* ty = computeType(k_.ctx(), n.type.dtype);
   llvm::Value* zero = llvm::Constant::getNullValue(ty);
   bool sized = true; // every gathered axis has a static size, so position 0 exists or none does

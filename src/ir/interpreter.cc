@@ -535,10 +535,9 @@ Value evalGather(const Node& n, const std::vector<const Value*>& ops, const Size
   Sizes xStrides = rowMajorStrides(x.shape);
   // The operand offset from the result index's own coordinates (the non-indexed axes).
   View fromResult{0, Sizes(shape.size(), 0)};
-  size_t i = 0;
+  std::vector<int64_t> resultDim = gatherResultDims(a, x.shape.size());
   for (size_t d = 0; d < x.shape.size(); ++d)
-    if (std::find(a.axes.begin(), a.axes.end(), static_cast<int64_t>(d)) == a.axes.end())
-      fromResult.strides[static_cast<size_t>(a.dims[i++])] = xStrides[d];
+    if (resultDim[d] >= 0) fromResult.strides[static_cast<size_t>(resultDim[d])] = xStrides[d];
   Value out = filled(shape, n.type.dtype, 0);
   forEachIndex(shape, fromResult, contiguous(shape), [&](int64_t base, int64_t o) {
     int64_t at = base;

@@ -1,5 +1,6 @@
 #include "ir/op.h"
 
+#include <algorithm>
 #include <array>
 
 namespace weft::ir {
@@ -101,6 +102,15 @@ std::optional<ReduceKind> parseReduceKind(std::string_view s) {
   for (size_t i = 0; i < kReduceNames.size(); ++i)
     if (kReduceNames[i] == s) return static_cast<ReduceKind>(i);
   return std::nullopt;
+}
+
+std::vector<int64_t> gatherResultDims(const GatherAttrs& a, size_t rank) {
+  std::vector<int64_t> out(rank, -1);
+  size_t i = 0;
+  for (size_t d = 0; d < rank && i < a.dims.size(); ++d)
+    if (std::find(a.axes.begin(), a.axes.end(), static_cast<int64_t>(d)) == a.axes.end())
+      out[d] = a.dims[i++];
+  return out;
 }
 
 bool isUnary(OpKind k) { return k >= OpKind::Neg && k <= OpKind::Convert; }

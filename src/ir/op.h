@@ -105,6 +105,10 @@ struct GatherAttrs {
   std::vector<int64_t> dims; // for each other operand axis, in order: its result dimension
   bool operator==(const GatherAttrs&) const = default;
 };
+/// For each of a rank-`rank` gather operand's axes, the result dimension whose coordinate it
+/// takes (the axes not in `axes`, in increasing order, paired with `dims`), or -1 where an
+/// index operand gives it (or `dims` has no entry left for it).
+std::vector<int64_t> gatherResultDims(const GatherAttrs& a, size_t rank);
 /// Reduces over `axes` (sorted, unique); the result drops those axes.
 struct ReduceAttrs {
   ReduceKind kind = ReduceKind::Sum;

@@ -95,11 +95,9 @@ std::vector<RequiredEquality> requiredEqualities(OpKind kind, const std::vector<
       for (size_t d = 0; d < s.size(); ++d)
         need(first[d], s[d], fmt::format("index operand {} dim {}", j, d));
     }
-    size_t i = 0;
-    for (size_t d = 0; d < x.size() && i < a.dims.size(); ++d) {
-      if (std::find(a.axes.begin(), a.axes.end(), static_cast<int64_t>(d)) != a.axes.end())
-        continue;
-      int64_t r = a.dims[i++];
+    std::vector<int64_t> resultDim = gatherResultDims(a, x.size());
+    for (size_t d = 0; d < x.size(); ++d) {
+      int64_t r = resultDim[d];
       if (r >= 0 && static_cast<size_t>(r) < first.size())
         need(x[d], first[static_cast<size_t>(r)], fmt::format("operand dim {}", d));
     }
