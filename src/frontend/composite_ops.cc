@@ -371,11 +371,8 @@ NodeId silu(const Site& s, NodeId x, const std::string& name) {
   return s.g.binary(OpKind::Mul, x, sigmoid, name);
 }
 
-namespace {
-
-/// Indices with a negative one moved up by `n` (the size of the axis they index), in a dtype
-/// that holds index + n: i8 becomes i32.
-NodeId wrapNegative(const Site& s, NodeId indices, const ir::Dim& n, const std::string& what) {
+NodeId wrapNegativeIndices(const Site& s, NodeId indices, const ir::Dim& n,
+                           const std::string& what) {
   ir::DType t = s.type(indices).dtype;
   if (!ir::isInteger(t))
     s.fail(fmt::format("{} indices must be integers, got {}", what, ir::dtypeName(t)));
@@ -393,13 +390,11 @@ NodeId wrapNegative(const Site& s, NodeId indices, const ir::Dim& n, const std::
   return s.g.select(negative, moved, indices, s.name("wrapped"));
 }
 
-} // namespace
-
 NodeId take(const Site& s, NodeId x, NodeId indices, int64_t axis, const std::string& name) {
   const ir::Shape xs = s.type(x).shape; // copies: the graph grows below
   const ir::Shape is = s.type(indices).shape;
   auto a = static_cast<size_t>(axis);
-  NodeId idx = wrapNegative(s, indices, xs[a], "take");
+  NodeId idx = wrapNegativeIndices(s, indices, xs[a], "take");
   ir::Shape out(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(a));
   out.insert(out.end(), is.begin(), is.end());
   out.insert(out.end(), xs.begin() + static_cast<std::ptrdiff_t>(a) + 1, xs.end());
@@ -436,7 +431,7 @@ NodeId takeAlongAxis(const Site& s, NodeId x, NodeId indices, int64_t axis,
     limits[d] = is[d].size();
     sliced = true;
   }
-  NodeId idx = wrapNegative(s, indices, xs[a], "take_along_axis");
+  NodeId idx = wrapNegativeIndices(s, indices, xs[a], "take_along_axis");
   NodeId data = sliced ? s.g.slice(x, starts, limits, strides, s.name("window")) : x;
   return s.g.gather(data, {idx}, {axis}, std::move(dims), name);
 }

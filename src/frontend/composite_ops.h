@@ -116,6 +116,11 @@ ir::NodeId rmsNorm(const Site& s, ir::NodeId x, const NormOptions& o, const std:
 
 // --- indexing ---
 
+/// Integer indices into an axis of static size `n` with a negative one moved up by n (counted
+/// from the end, once), in a dtype that holds index + n (i8 becomes i32). Fails through the
+/// site for non-integer indices or a symbolic n, naming `what`.
+ir::NodeId wrapNegativeIndices(const Site& s, ir::NodeId indices, const ir::Dim& n,
+                               const std::string& what);
 /// numpy's take (ONNX Gather): x's elements at `indices` (any integer dtype and shape) along
 /// `axis` (normalized); the result's shape is x's with that axis replaced by the indices'
 /// shape. A negative index counts from the end (once: below -n it stays out of range); an

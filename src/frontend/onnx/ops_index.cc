@@ -170,14 +170,6 @@ void lowerCumSum(NodeContext& c) {
 
 // ---------------------------------------------------------------- GatherElements, OneHot
 
-/// Indices (integers) as i64 with negatives counted from the end of an axis of size n.
-NodeId wrappedIndices(NodeContext& c, NodeId idx, int64_t n) {
-  idx = c.convertTo(idx, DType::i64);
-  NodeId negative = c.g.compare(CompareDir::LT, idx, c.splatLike(idx, 0));
-  NodeId shifted = c.g.binary(OpKind::Add, idx, c.splatLike(idx, static_cast<double>(n)));
-  return c.g.select(negative, shifted, idx);
-}
-
 /// GatherElements (opset 11, 13): y[.., i, ..] = data[.., indices[.., i, ..], ..] along `axis`,
 /// y shaped as indices: numpy's take_along_axis, the IR's gather (frontend::takeAlongAxis),
 /// which reads only the elements it gathers. Every other axis of indices is at most data's
@@ -237,7 +229,8 @@ void lowerOneHot(NodeContext& c) {
   if (vt.shape.size() != 1 || vt.shape[0] != Dim(2))
     c.fail(fmt::format("values must be [off_value, on_value] (shape [2]), not {}",
                        ir::shapeStr(vt.shape)));
-  idx = c.opset >= 11 ? wrappedIndices(c, idx, depth) : c.convertTo(idx, DType::i64);
+  idx = c.convertTo(idx, DType::i64);
+  if (c.opset >= 11) idx = frontend::wrapNegativeIndices(c.site(), idx, Dim(depth), "OneHot");
   Shape wide = inserted(it.shape, axis, Dim(depth));
   NodeId at = c.g.broadcastInDim(idx, wide, skipping(r, axis));
   NodeId hot =

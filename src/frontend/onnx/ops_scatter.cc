@@ -341,10 +341,8 @@ void lowerGatherND(NodeContext& c) {
     lo.back() = static_cast<int64_t>(j);
     hi.back() = static_cast<int64_t>(j) + 1;
     NodeId column = c.g.reshape(c.g.slice(idx, lo, hi, st), lead);
-    NodeId negative = c.g.compare(CompareDir::LT, column, c.splatLike(column, 0.0));
-    NodeId fromEnd = c.g.binary(OpKind::Add, column,
-                                c.splatLike(column, static_cast<double>(sizes[j])));
-    columns.push_back(leading(c, c.g.select(negative, fromEnd, column), out));
+    NodeId wrapped = frontend::wrapNegativeIndices(c.site(), column, Dim(sizes[j]), "GatherND");
+    columns.push_back(leading(c, wrapped, out));
     gathered.push_back(static_cast<int64_t>(batch + j));
   }
   for (size_t d = 0; d < batch; ++d) // data's batch axes are the result's first ones
