@@ -10,6 +10,7 @@
 
 #include "frontend/json_reader.h"
 #include "frontend/onnx/load_graph.h"
+#include "fusion/graph_queries.h"
 #include "sweep_workloads.h"
 #include "synthetic_graphs.h"
 #include "weft/error.h"
@@ -140,29 +141,29 @@ SymbolicGraph symbolicWorkload(const std::string& jsonPath) {
 }
 
 uint64_t compulsoryBytes(const ir::Graph& g) {
-  auto bytesOf = [&](ir::NodeId id) {
-    const ir::TensorType& t = g.node(id).type;
-    uint64_t n = static_cast<uint64_t>(ir::dtypeBytes(t.dtype));
-    for (const ir::Dim& d : t.shape)
+  auto elementsOf = [&](ir::NodeId id) {
+    uint64_t n = 1;
+    for (const ir::Dim& d : g.node(id).type.shape)
       n *= static_cast<uint64_t>(d.evaluate({}));
     return n;
+  };
+  auto bytesOf = [&](ir::NodeId id) {
+    return elementsOf(id) * static_cast<uint64_t>(ir::dtypeBytes(g.node(id).type.dtype));
   };
   // An input only gathers read (an embedding table) needs only the elements they read: at most
   // one per gathered element, however large the table.
   std::vector<std::vector<ir::NodeId>> users = g.users();
   auto gatheredOnly = [&](ir::NodeId in) -> std::optional<uint64_t> {
+    const auto& us = users[static_cast<size_t>(in)];
+    if (us.empty()) return std::nullopt;
     uint64_t elements = 0;
-    for (ir::NodeId u : users[static_cast<size_t>(in)]) {
+    for (ir::NodeId u : us) {
       const ir::Node& n = g.node(u);
-      if (n.kind != ir::OpKind::Gather || n.operands[0] != in ||
-          std::count(n.operands.begin(), n.operands.end(), in) != 1)
+      if (!fusion::readsAtDataPositions(n, in) ||
+          std::count(n.operands.begin(), n.operands.end(), in) != 1) // also an index operand
         return std::nullopt;
-      uint64_t e = 1;
-      for (const ir::Dim& d : n.type.shape)
-        e *= static_cast<uint64_t>(d.evaluate({}));
-      elements += e;
+      elements += elementsOf(u);
     }
-    if (users[static_cast<size_t>(in)].empty()) return std::nullopt;
     return elements * static_cast<uint64_t>(ir::dtypeBytes(g.node(in).type.dtype));
   };
   uint64_t total = 0;

@@ -149,6 +149,12 @@ std::string xlaRootReason(const ir::Graph& g, const Users& users, ir::NodeId op)
                      kXlaMaxFusedOps);
 }
 
+/// Whether step `step` computes op `op` (an op recomputed by several steps is in each).
+bool computedIn(const StepIndex& idx, ir::NodeId op, int step) {
+  const auto& steps = idx.stepsOf[size_t(op)];
+  return std::find(steps.begin(), steps.end(), step) != steps.end();
+}
+
 /// A library call on a path from step `from` to step `to` (through any steps): the cycle that
 /// joining the two would close. -1 when there is none.
 ir::NodeId libraryCallBetween(const FusionPlan& plan, const StepIndex& idx, const Users& users,
@@ -157,12 +163,8 @@ ir::NodeId libraryCallBetween(const FusionPlan& plan, const StepIndex& idx, cons
   // Ops `to` depends on, transitively.
   std::vector<char> before(g.size(), 0);
   std::vector<ir::NodeId> work;
-  auto in = [&](ir::NodeId op, int step) {
-    const auto& steps = idx.stepsOf[size_t(op)];
-    return std::find(steps.begin(), steps.end(), step) != steps.end();
-  };
   for (const ir::Node& n : g.nodes())
-    if (in(n.id, to)) work.push_back(n.id);
+    if (computedIn(idx, n.id, to)) work.push_back(n.id);
   while (!work.empty()) {
     ir::NodeId v = work.back();
     work.pop_back();
@@ -175,7 +177,7 @@ ir::NodeId libraryCallBetween(const FusionPlan& plan, const StepIndex& idx, cons
   // Library calls reachable from `from` that `to` depends on.
   std::vector<char> seen(g.size(), 0);
   for (const ir::Node& n : g.nodes())
-    if (in(n.id, from)) work.push_back(n.id);
+    if (computedIn(idx, n.id, from)) work.push_back(n.id);
   while (!work.empty()) {
     ir::NodeId v = work.back();
     work.pop_back();
@@ -195,12 +197,9 @@ ir::NodeId libraryCallBetween(const FusionPlan& plan, const StepIndex& idx, cons
 /// readsAtDataPositions): the read that keeps the two apart. -1 when there is none.
 ir::NodeId gatheredBetween(const FusionPlan& plan, const StepIndex& idx, int from, int to) {
   const ir::Graph& g = plan.graph;
-  auto in = [&](ir::NodeId op, int step) {
-    const auto& steps = idx.stepsOf[size_t(op)];
-    return std::find(steps.begin(), steps.end(), step) != steps.end();
-  };
   for (const ir::Node& n : g.nodes())
-    if (n.kind == ir::OpKind::Gather && in(n.id, to) && in(n.operands[0], from))
+    if (n.kind == ir::OpKind::Gather && computedIn(idx, n.id, to) &&
+        computedIn(idx, n.operands[0], from))
       return n.operands[0];
   return -1;
 }
