@@ -16,10 +16,13 @@ constexpr int kMaxLoadsInFlight = 8; // what one thread keeps outstanding at mos
 /// issues 4 loads, then their 4 adds, per iteration, with remainder loops of 2 and 1.
 constexpr int kPtxasColumnUnroll = 4;
 
-/// The loads a thread of a column-reduce group keeps in flight per load its PTX loop has:
-/// ptxas's unroll, at most the iterations a thread makes (the reduced length over the block's
-/// rows of threads and the split); 1 for every other mapping.
+/// The loads a thread of a group keeps in flight per load its PTX loop has: a streamed row's
+/// chunk of steps (RowReduceMapping::streamLoads); for a column reduce, ptxas's unroll, at most
+/// the iterations a thread makes (the reduced length over the block's rows of threads and the
+/// split); 1 for every other mapping.
 int64_t unrolledLoads(const fusion::Group& g, const std::map<std::string, int64_t>& binding) {
+  if (const auto* row = std::get_if<fusion::RowReduceMapping>(&g.mapping))
+    return std::max(1, row->streamLoads);
   const auto* column = std::get_if<fusion::ColumnReduceMapping>(&g.mapping);
   if (!column || g.acrossTiles) return 1;
   const int64_t length = g.rowLength.isStatic() ? g.rowLength.size() : g.rowLength.evaluate(binding);

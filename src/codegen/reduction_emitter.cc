@@ -217,18 +217,20 @@ Index mergeIndex(const ReduceGeometry& geo, const Index& kept, const Index& red)
 /// consecutive elements per step (then a scalar tail), for every reduce i (all of geometry
 /// `geo`: one pass over the elements serves them all, and an input they share is loaded once
 /// per element). `first` is a multiple of `vector`, so when the reduced axes end with the
-/// operand's innermost one each step is a vector group (one vector load per operand read). A
-/// loop with a logsumexp is unrolled twice (LLVM leaves so long a body rolled; unrolled, two
-/// loads are in flight per thread, not one).
+/// operand's innermost one each step is a vector group (one vector load per operand read).
+/// With `streamLoads` > 1 (the plan's RowReduceMapping::streamLoads) the vector steps go in
+/// chunks of that many, every step's loads issued before any is used: a step past the row
+/// loads nothing and adds nothing.
 void accumulate(KernelContext& k, ElementalEmitter& gen, const std::vector<const ir::Node*>& reduces,
                 const ReduceGeometry& geo, std::vector<ThreadAccumulator>& accs, llvm::Value* kept,
                 llvm::Value* first, llvm::Value* end, int lane0Step, int vector,
-                llvm::Value* laneOffset, const OperandSink& onOperand = {}) {
+                llvm::Value* laneOffset, const OperandSink& onOperand = {}, int streamLoads = 1) {
   llvm::IRBuilder<>& b = *k.b;
   // The reduces' operands at the elements of `idx` (a new element: what the reduces share is
   // generated once for it), each reduce's values then added as one group.
-  auto combine = [&](const std::vector<Index>& idx) {
-    std::vector<std::vector<llvm::Value*>> values(reduces.size());
+  using Values = std::vector<std::vector<llvm::Value*>>; // per reduce, per element
+  auto generate = [&](const std::vector<Index>& idx) {
+    Values values(reduces.size());
     for (const Index& at : idx) {
       gen.clearCache();
       for (size_t i = 0; i < reduces.size(); ++i) {
@@ -237,9 +239,13 @@ void accumulate(KernelContext& k, ElementalEmitter& gen, const std::vector<const
         values[i].push_back(v);
       }
     }
-    for (size_t i = 0; i < reduces.size(); ++i)
-      accs[i].addGroup(values[i]);
+    return values;
   };
+  auto addValues = [&](const Values& values, llvm::Value* when) {
+    for (size_t i = 0; i < reduces.size(); ++i)
+      accs[i].addGroup(values[i], when);
+  };
+  auto combine = [&](const std::vector<Index>& idx) { addValues(generate(idx), nullptr); };
   auto add = [&](llvm::Value* r) { combine({reduceOperandIndex(k, geo, kept, r)}); };
   llvm::Value* start = b.CreateAdd(first, b.CreateMul(laneOffset, k.index(vector)));
   llvm::Value* step = k.index(int64_t(lane0Step) * vector);
@@ -252,25 +258,58 @@ void accumulate(KernelContext& k, ElementalEmitter& gen, const std::vector<const
                  geo.reducedAxes.back() == int64_t(rank) - 1;
   llvm::Value* vecEnd = b.CreateSub(end, k.index(vector - 1));
   const std::string& name = reduces.front()->name;
+  // The values of the vector group at r (a vector load per operand read).
+  auto groupValues = [&](llvm::Value* r) {
+    k.beginVectorGroup(vector);
+    Index keptIdx = delinearize(k, geo.keptShape, kept);
+    std::vector<Index> lanes;
+    for (const Index& red : k.vectorLaneIndices(geo.reducedShape, r))
+      lanes.push_back(mergeIndex(geo, keptIdx, red));
+    Values values = generate(lanes);
+    k.endVectorGroup();
+    gen.clearCache();
+    return values;
+  };
   auto group = [&](llvm::Value* r) {
     if (!grouped) {
       for (int v = 0; v < vector; ++v)
         add(b.CreateAdd(r, k.index(v)));
       return;
     }
-    k.beginVectorGroup(vector);
-    Index keptIdx = delinearize(k, geo.keptShape, kept);
-    std::vector<Index> lanes;
-    for (const Index& red : k.vectorLaneIndices(geo.reducedShape, r))
-      lanes.push_back(mergeIndex(geo, keptIdx, red));
-    combine(lanes);
-    k.endVectorGroup();
-    gen.clearCache();
+    addValues(groupValues(r), nullptr);
   };
-  bool twoSteps = std::any_of(reduces.begin(), reduces.end(), [](const ir::Node* r) {
-    return r->attr<ir::ReduceAttrs>().kind == ReduceKind::LogSumExp;
-  });
-  k.loop(name + ".vacc", start, vecEnd, step, group, twoSteps ? 2 : 0);
+  if (grouped && streamLoads > 1 && !onOperand) {
+    // A chunk's steps r, r + step, ...: each one past vecEnd is generated under a branch (its
+    // values pass through allocas) and its additions are selected away.
+    k.loop(name + ".vchunk", start, vecEnd, b.CreateMul(step, k.index(streamLoads)),
+           [&](llvm::Value* r) {
+             std::vector<Values> chunk;
+             std::vector<llvm::Value*> inRow{nullptr};
+             chunk.push_back(groupValues(r));
+             for (int u = 1; u < streamLoads; ++u) {
+               llvm::Value* at = b.CreateAdd(r, b.CreateMul(step, k.index(u)));
+               inRow.push_back(b.CreateICmpSLT(at, vecEnd));
+               std::vector<std::vector<llvm::AllocaInst*>> held(reduces.size());
+               k.ifThen(inRow.back(), [&] {
+                 Values values = groupValues(at);
+                 for (size_t i = 0; i < values.size(); ++i)
+                   for (llvm::Value* v : values[i]) {
+                     held[i].push_back(k.entryAlloca(v->getType(), name + ".step"));
+                     b.CreateStore(v, held[i].back());
+                   }
+               });
+               Values values(reduces.size());
+               for (size_t i = 0; i < held.size(); ++i)
+                 for (llvm::AllocaInst* a : held[i])
+                   values[i].push_back(b.CreateLoad(a->getAllocatedType(), a));
+               chunk.push_back(std::move(values));
+             }
+             for (size_t u = 0; u < chunk.size(); ++u)
+               addValues(chunk[u], inRow[u]);
+           });
+  } else {
+    k.loop(name + ".vacc", start, vecEnd, step, group);
+  }
   // Tail: the last (end - first) % vector elements, one per lane.
   llvm::Value* len = b.CreateSub(end, first);
   llvm::Value* tailStart =
@@ -458,7 +497,8 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
     } else {
       // Lanes of a row past the end accumulate nothing but still take part in the shuffles.
       llvm::Value* rowEnd = b.CreateSelect(valid, reducedEnd, reducedBegin);
-      accumulate(k, gen, reduces, geo, accs, row, reducedBegin, rowEnd, tpr, vector, lane);
+      accumulate(k, gen, reduces, geo, accs, row, reducedBegin, rowEnd, tpr, vector, lane, {},
+                 m.streamLoads);
     }
     std::vector<llvm::Value*> values;
     for (ThreadAccumulator& acc : accs)

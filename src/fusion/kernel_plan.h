@@ -71,6 +71,11 @@ struct RowReduceMapping {
   // combined across the cluster (distributed shared memory); rows too long for one block's
   // registers are then read once (QuACK). 1: a row per block.
   int clusterBlocks = 1;
+  // Where a row is streamed (its reduce loops read memory, not row slots): the vector steps a
+  // thread loads at once, before it uses any of them, so that an SM keeps enough bytes in
+  // flight to cover DRAM latency (a chunk's steps past the row load its first step again and
+  // add nothing). 1: one step at a time.
+  int streamLoads = 1;
   bool operator==(const RowReduceMapping&) const = default;
 
   /// Threads that share one row: threadsPerRow for a warp per row, the block otherwise.

@@ -171,13 +171,11 @@ std::string mappingStr(const ThreadMapping& m) {
     return fmt::format("elementwise(vector={}, elements_per_thread={})", e->vectorWidth,
                        e->elementsPerThread);
   if (const auto* r = std::get_if<RowReduceMapping>(&m))
-    return fmt::format("row_reduce({}, threads_per_row={}, rows_per_block={}, split={}, vector={}{})",
-                       r->kind == RowReduceMapping::Kind::WarpPerRow ? "warp_per_row"
-                                                                     : "block_per_row",
-                       r->threadsPerRow, r->rowsPerBlock, r->splitFactor, r->vectorWidth,
-                       r->clusterBlocks > 1
-                           ? fmt::format(", cluster_per_row={}", r->clusterBlocks)
-                           : "");
+    return fmt::format(
+        "row_reduce({}, threads_per_row={}, rows_per_block={}, split={}, vector={}{})",
+        r->kind == RowReduceMapping::Kind::WarpPerRow ? "warp_per_row" : "block_per_row",
+        r->threadsPerRow, r->rowsPerBlock, r->splitFactor, r->vectorWidth,
+        r->clusterBlocks > 1 ? fmt::format(", cluster_per_row={}", r->clusterBlocks) : "");
   const auto& c = std::get<ColumnReduceMapping>(m);
   return fmt::format("column_reduce(tile_columns={}, tile_rows={}, split={}, atomics={})",
                      c.tileColumns, c.tileRows, c.splitFactor, c.useAtomics ? "yes" : "no");
@@ -195,12 +193,34 @@ std::string tileSpaceStr(const TileSpace& s, const ir::Graph& g) {
   return str + ") of " + valueName(g, s.anchor);
 }
 
-std::string printPhasePlan(const PhasePlan& p, size_t index, const ir::Graph& g) {
+/// The groups whose reduces in phase `p` stream their rows (no row slots for them there), with
+/// the vector steps a thread loads at once (RowReduceMapping::streamLoads), where more than one.
+std::string streamedRows(const PhasePlan& p, const KernelPlan& k, const ir::Graph& g) {
+  std::set<int> groups;
+  for (size_t i = p.firstStage; i < p.firstStage + p.stageCount && i < k.stages.size(); ++i) {
+    const Stage& st = k.stages[i];
+    for (ir::NodeId v : st.materialized)
+      if (g.node(v).kind == ir::OpKind::Reduce && !(p.slots && p.slots->group == st.group))
+        groups.insert(st.group);
+  }
+  std::string list;
+  for (int gi : groups)
+    if (const auto* r = std::get_if<RowReduceMapping>(&k.groups[size_t(gi)].mapping);
+        r && r->streamLoads > 1)
+      list += fmt::format("{}group {} ({} steps of {} a thread at once)", list.empty() ? "" : ", ",
+                          gi, r->streamLoads, std::max(1, r->vectorWidth));
+  return list;
+}
+
+std::string printPhasePlan(const PhasePlan& p, size_t index, const KernelPlan& k,
+                           const ir::Graph& g) {
   std::ostringstream os;
   size_t last = p.firstStage + std::max<size_t>(p.stageCount, 1) - 1;
   std::string stages = p.stageCount > 1 ? fmt::format("stages {}-{}", p.firstStage, last)
                                         : fmt::format("stage {}", p.firstStage);
   os << fmt::format("  phase {}: {}, tiles over {}\n", index, stages, tileSpaceStr(p.space, g));
+  if (std::string streamed = streamedRows(p, k, g); !streamed.empty())
+    os << "    rows streamed: " << streamed << "\n";
   if (!p.acrossStages.empty()) {
     std::string stages;
     for (size_t s : p.acrossStages)
@@ -292,7 +312,7 @@ std::string printKernelPlan(const KernelPlan& k, const ir::Graph& g) {
                       barrierName(s.barrierBefore), valueList(g, s.materialized));
   }
   for (size_t i = 0; i < k.phases.size(); ++i)
-    os << printPhasePlan(k.phases[i], i, g);
+    os << printPhasePlan(k.phases[i], i, k, g);
   const LaunchPlan& l = k.launch;
   os << fmt::format("  launch: block {}, tiles {}, max blocks {}{}, shared {} B, max registers {}, "
                     "cooperative {}{}\n",

@@ -39,7 +39,7 @@ namespace weft::fusion {
 namespace {
 
 constexpr std::string_view kMagic = "WEFTPLAN";
-constexpr uint32_t kFormatVersion = 3; // 3: the gather op (OpKind numbers from Reduce on moved)
+constexpr uint32_t kFormatVersion = 4; // 4: RowReduceMapping::streamLoads; 3: the gather op
 constexpr size_t kHeaderBytes = 8 + 1 + 4 + 8 + 8;
 
 // ---- the fields of every struct, in order: one list for both directions ----
@@ -104,7 +104,7 @@ template <class IO> void fields(IO& io, ElementwiseMapping& m) {
 }
 template <class IO> void fields(IO& io, RowReduceMapping& m) {
   io.fields("RowReduceMapping", m.kind, m.threadsPerRow, m.rowsPerBlock, m.splitFactor,
-            m.vectorWidth, m.clusterBlocks);
+            m.vectorWidth, m.clusterBlocks, m.streamLoads);
 }
 template <class IO> void fields(IO& io, ColumnReduceMapping& m) {
   io.fields("ColumnReduceMapping", m.tileColumns, m.tileRows, m.splitFactor, m.useAtomics);
