@@ -208,6 +208,27 @@ int run(int argc, char** argv) {
                            k.argPtrs.data(), nullptr),
             k.name.c_str());
   };
+  // How many of each kernel's clusters the GPU keeps resident at once: a grid of more clusters
+  // runs the rest as they finish (a second wave).
+  for (Kernel& k : m.kernels) {
+    if (k.cluster <= 1) continue;
+    CUlaunchConfig config{};
+    CUlaunchAttribute attribute{};
+    config.gridDimX = k.grid;
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = k.block;
+    config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = k.shared;
+    attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attribute.value.clusterDim.x = k.cluster;
+    attribute.value.clusterDim.y = attribute.value.clusterDim.z = 1;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    int clusters = 0;
+    if (cuOccupancyMaxActiveClusters(&clusters, k.fn, &config) == CUDA_SUCCESS)
+      std::printf("clusters_resident %s %d of %u (clusters of %u)\n", k.name.c_str(), clusters,
+                  k.grid / k.cluster, k.cluster);
+  }
   std::vector<CUevent> marks(m.kernels.size() + 1);
   for (CUevent& e : marks)
     check(cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
