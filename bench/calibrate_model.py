@@ -10,6 +10,10 @@ measures a GPU.
   bench/calibrate_model.py fit DIR [--fixed]     # fit (or, --fixed, use cost_model.cc's values)
   bench/calibrate_model.py h200 DIR              # the fixed constants against the H200's times of
                                                  # today's plans (every point held out)
+  bench/calibrate_model.py collect [BUILD] DIR --as-run  # today's plans of every graph (h100-now)
+  bench/calibrate_model.py h100-now DIR          # the fixed constants against the H100's times of
+                                                 # today's plans (2026-11-27; all held out)
+  bench/calibrate_model.py h100-sweep FILE       # the same against the H100's row sweep
   bench/calibrate_model.py h200-sweep FILE       # the same against the H200's row sweep; FILE from
       weft bench sweep --policy astitch --sample-blocks 8 --compile-runs 1 --scaling off \
                        --format json -o FILE     # (plans of 4135b01 for rows of 32,768 and longer)
@@ -126,6 +130,63 @@ MEASURED_H200_SWEEP = {
     "sweep_softmax_f32_131072": 196.3,
     "sweep_softmax_f32_262144": 165.3,
 }
+# scripts/gpu-time on an NVIDIA H100 80GB HBM3 (2026-11-27, c61bac0): today's plans, µs for
+# none, xla, astitch (docs/performance.md, "Measured on an H100 (2026-11-27)"); every point is
+# held out (the constants were fitted on the 2026-11-25 H100 run's plans).
+MEASURED_H100_NOW = {
+    "layer_norm": (407.6, 95.3, 43.1),
+    "layer_norm_backward": (701.6, 184.6, 66.8),
+    "residual_add_layer_norm": (459.6, 147.7, 79.5),
+    "softmax": (175.3, 43.8, 23.5),
+    "gelu_bias": (1086.1, 153.3, 153.5),
+    "rms_norm": (287.6, 86.6, 57.2),
+    "astitch_fig7": (60.9, 27.1, 25.5),
+    "column_reduce_bias_grad": (26.9, 27.3, 27.0),
+    "row_reduce_750000x32": (41.8, 42.5, 42.8),
+    "row_reduce_64x30000": (10.8, 9.3, 10.2),
+    "log_softmax_nll": (222.7, 89.2, 37.7),
+    "layer_norm_f16": (470.3, 51.2, 22.6),
+    "rms_norm_bf16": (374.0, 49.6, 31.8),
+}
+# The same run's row sweep under astitch, µs (c61bac0's plans).
+MEASURED_H100_SWEEP = {
+    "sweep_layer_norm_bf16_256": 110.1, "sweep_layer_norm_bf16_512": 107.1,
+    "sweep_layer_norm_bf16_1024": 104.3, "sweep_layer_norm_bf16_2048": 105.7,
+    "sweep_layer_norm_bf16_4096": 108.7, "sweep_layer_norm_bf16_8192": 116.3,
+    "sweep_layer_norm_bf16_16384": 135.5, "sweep_layer_norm_bf16_32768": 220.6,
+    "sweep_layer_norm_bf16_65536": 347.0, "sweep_layer_norm_bf16_131072": 413.0,
+    "sweep_layer_norm_bf16_262144": 291.1,
+    "sweep_layer_norm_f32_256": 106.6, "sweep_layer_norm_f32_512": 101.9,
+    "sweep_layer_norm_f32_1024": 103.4, "sweep_layer_norm_f32_2048": 105.0,
+    "sweep_layer_norm_f32_4096": 105.9, "sweep_layer_norm_f32_8192": 107.9,
+    "sweep_layer_norm_f32_16384": 107.1, "sweep_layer_norm_f32_32768": 156.2,
+    "sweep_layer_norm_f32_65536": 222.5, "sweep_layer_norm_f32_131072": 260.2,
+    "sweep_layer_norm_f32_262144": 189.7,
+    "sweep_rms_norm_bf16_256": 107.1, "sweep_rms_norm_bf16_512": 105.0,
+    "sweep_rms_norm_bf16_1024": 104.2, "sweep_rms_norm_bf16_2048": 107.1,
+    "sweep_rms_norm_bf16_4096": 106.0, "sweep_rms_norm_bf16_8192": 107.1,
+    "sweep_rms_norm_bf16_16384": 116.5, "sweep_rms_norm_bf16_32768": 162.7,
+    "sweep_rms_norm_bf16_65536": 233.8, "sweep_rms_norm_bf16_131072": 292.6,
+    "sweep_rms_norm_bf16_262144": 209.8,
+    "sweep_rms_norm_f32_256": 104.5, "sweep_rms_norm_f32_512": 102.9,
+    "sweep_rms_norm_f32_1024": 102.4, "sweep_rms_norm_f32_2048": 103.5,
+    "sweep_rms_norm_f32_4096": 104.1, "sweep_rms_norm_f32_8192": 104.7,
+    "sweep_rms_norm_f32_16384": 107.1, "sweep_rms_norm_f32_32768": 125.0,
+    "sweep_rms_norm_f32_65536": 157.4, "sweep_rms_norm_f32_131072": 185.8,
+    "sweep_rms_norm_f32_262144": 148.3,
+    "sweep_softmax_bf16_256": 109.1, "sweep_softmax_bf16_512": 104.3,
+    "sweep_softmax_bf16_1024": 108.4, "sweep_softmax_bf16_2048": 112.4,
+    "sweep_softmax_bf16_4096": 114.4, "sweep_softmax_bf16_8192": 135.4,
+    "sweep_softmax_bf16_16384": 166.7, "sweep_softmax_bf16_32768": 246.7,
+    "sweep_softmax_bf16_65536": 355.6, "sweep_softmax_bf16_131072": 474.8,
+    "sweep_softmax_bf16_262144": 380.9,
+    "sweep_softmax_f32_256": 106.6, "sweep_softmax_f32_512": 104.1,
+    "sweep_softmax_f32_1024": 103.7, "sweep_softmax_f32_2048": 105.4,
+    "sweep_softmax_f32_4096": 106.4, "sweep_softmax_f32_8192": 107.0,
+    "sweep_softmax_f32_16384": 107.0, "sweep_softmax_f32_32768": 157.3,
+    "sweep_softmax_f32_65536": 209.1, "sweep_softmax_f32_131072": 249.7,
+    "sweep_softmax_f32_262144": 206.6,
+}
 # graph file and binding, as scripts/gpu-time runs them
 CASES = {
     "layer_norm": ("examples/graphs/layer_norm.json", "B=16384"),
@@ -215,10 +276,10 @@ H100 = {"sms": 132, "peak": 3350.0, "issue": 132 * 4 * 1.755, "l2": 50e6}
 H200 = {"sms": 132, "peak": 4800.0, "issue": 132 * 4 * 1.98, "l2": 60e6}
 
 
-def collect(build, out):
+def collect(build, out, as_run=False):
     os.makedirs(out, exist_ok=True)
     for name, (path, bind) in {**CASES, **H200_ONLY}.items():
-        if name in AS_MEASURED:
+        if name in AS_MEASURED and not as_run:
             path = f"{out}/{name}.graph.json"
             json.dump(AS_MEASURED[name], open(path, "w"), indent=1)
         cmd = [f"{build}/tools/weft", "bench", path, "--policy", "all", "--format", "json",
@@ -467,19 +528,20 @@ def table(runs, c):
         print(f"| {name} | {xa:.2f}x | {before:.2f}x | {now:.2f}x | {same} |")
 
 
-def h200_table(runs, c):
-    """The model with the H200's bandwidth, clock and L2 and the constants fitted on the H100,
-    against the H200's times of today's plans (MEASURED_H200_NOW): every point held out."""
-    print("| graph | policy | measured H200 µs | modeled µs (before) | error before | "
+def measured_table(runs, c, measured=MEASURED_H200_NOW, gpu=H200, label="H200"):
+    """The model with a GPU's bandwidth, clock and L2 and the constants fitted on the H100 (the
+    2026-11-25 run), against that GPU's times of today's plans (`measured`): every point held
+    out."""
+    print(f"| graph | policy | measured {label} µs | modeled µs (before) | error before | "
           "modeled µs (now) | error now |")
     print("|---|---|---:|---:|---:|---:|---:|")
     errs = {"before": [], "now": []}
-    for name, times in MEASURED_H200_NOW.items():
+    for name, times in measured.items():
         for p, m in zip(POLICIES, times):
             if m is None:
                 continue
-            before = model(runs[(name, p)][0], HEAD_FIXED, H200)
-            now = model(runs[(name, p)][0], c, H200)
+            before = model(runs[(name, p)][0], HEAD_FIXED, gpu)
+            now = model(runs[(name, p)][0], c, gpu)
             errs["before"].append(abs(before / m - 1))
             errs["now"].append(abs(now / m - 1))
             print(f"| {name} | {p} | {m:.1f} | {before:.1f} | {100 * (before / m - 1):+.0f}% | "
@@ -488,30 +550,30 @@ def h200_table(runs, c):
     for when, e in errs.items():
         print(f"mean |error| {when}: {100 * sum(e) / len(e):.0f}% ({len(e)} points, all held out)")
     print()
-    print("| graph | astitch vs xla measured H200 | modeled before | modeled now |")
+    print(f"| graph | astitch vs xla measured {label} | modeled before | modeled now |")
     print("|---|---:|---:|---:|")
-    for name, times in MEASURED_H200_NOW.items():
+    for name, times in measured.items():
         if times[1] is None:
             continue
         x, a = runs[(name, "xla")][0], runs[(name, "astitch")][0]
         print(f"| {name} | {times[1] / times[2]:.2f}x | "
-              f"{model(x, HEAD_FIXED, H200) / model(a, HEAD_FIXED, H200):.2f}x | "
-              f"{model(x, c, H200) / model(a, c, H200):.2f}x |")
+              f"{model(x, HEAD_FIXED, gpu) / model(a, HEAD_FIXED, gpu):.2f}x | "
+              f"{model(x, c, gpu) / model(a, c, gpu):.2f}x |")
 
 
-def h200_sweep_table(path, c):
-    """The model against the H200's row sweep (every point held out), by dtype and row length."""
+def sweep_table(path, c, measured=MEASURED_H200_SWEEP, gpu=H200, label="H200"):
+    """The model against a GPU's row sweep (every point held out), by dtype and row length."""
     j = json.load(open(path))
     groups = {}
-    print("| point | measured H200 µs | modeled µs | error |")
+    print(f"| point | measured {label} µs | modeled µs | error |")
     print("|---|---:|---:|---:|")
     for w in j["workloads"]:
         name = w["name"]
-        if name not in MEASURED_H200_SWEEP:
+        if name not in measured:
             continue
         run = [r for r in w["runs"] if r["policy"] == "astitch" and r["profile"] == "h100"][0]
-        m = MEASURED_H200_SWEEP[name]
-        now = model(run["launches"], c, H200)
+        m = measured[name]
+        now = model(run["launches"], c, gpu)
         print(f"| {name} | {m:.1f} | {now:.1f} | {100 * (now / m - 1):+.0f}% |")
         row = int(name.rsplit("_", 1)[1])
         band = ("up to 1,024" if row <= 1024 else "2,048-16,384" if row <= 16384
@@ -527,8 +589,9 @@ def h200_sweep_table(path, c):
 
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "collect":
-        build, out = (sys.argv[2], sys.argv[3]) if len(sys.argv) > 3 else ("build", sys.argv[2])
-        return collect(build, out)
+        args = [a for a in sys.argv[2:] if a != "--as-run"]
+        build, out = (args[0], args[1]) if len(args) > 1 else ("build", args[0])
+        return collect(build, out, "--as-run" in sys.argv)
     if len(sys.argv) >= 3 and sys.argv[1] == "fit":
         runs = load(sys.argv[2])
         c = dict(FIXED) if "--fixed" in sys.argv else fit(runs)
@@ -537,10 +600,17 @@ def main():
         table(runs, c)
         return 0
     if len(sys.argv) >= 3 and sys.argv[1] == "h200-sweep":
-        h200_sweep_table(sys.argv[2], dict(FIXED))
+        sweep_table(sys.argv[2], dict(FIXED))
         return 0
     if len(sys.argv) >= 3 and sys.argv[1] == "h200":
-        h200_table(load(sys.argv[2], "h200", {**CASES, **H200_ONLY}), dict(FIXED))
+        measured_table(load(sys.argv[2], "h200", {**CASES, **H200_ONLY}), dict(FIXED))
+        return 0
+    if len(sys.argv) >= 3 and sys.argv[1] == "h100-now":
+        measured_table(load(sys.argv[2], "now", {**CASES, **H200_ONLY}), dict(FIXED),
+                       MEASURED_H100_NOW, H100, "H100")
+        return 0
+    if len(sys.argv) >= 3 and sys.argv[1] == "h100-sweep":
+        sweep_table(sys.argv[2], dict(FIXED), MEASURED_H100_SWEEP, H100, "H100")
         return 0
     print(__doc__, file=sys.stderr)
     return 2

@@ -107,7 +107,7 @@ float median(std::vector<float> v) {
 
 int run(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: gpu_replay PLAN.ptx PLAN.launch [--runs N]\n";
+    std::cerr << "usage: gpu_replay PLAN.ptx PLAN.launch [--runs N] [--copy BYTES] [--as-planned (last)]\n";
     return 2;
   }
   int runs = 50;
@@ -116,6 +116,11 @@ int run(int argc, char** argv) {
     if (std::string(argv[i]) == "--runs") runs = std::max(1, std::atoi(argv[i + 1]));
     if (std::string(argv[i]) == "--copy") copyBytes = std::strtoull(argv[i + 1], nullptr, 10);
   }
+  // --as-planned: the manifest's grids even where more clusters than fit (a before/after of
+  // the cap below)
+  bool asPlanned = false;
+  for (int i = 3; i < argc; ++i)
+    asPlanned = asPlanned || std::string(argv[i]) == "--as-planned";
   Manifest m = readManifest(argv[2]);
   std::string ptx = readFile(argv[1]);
 
@@ -209,7 +214,8 @@ int run(int argc, char** argv) {
             k.name.c_str());
   };
   // How many of each kernel's clusters the GPU keeps resident at once: a grid of more clusters
-  // runs the rest as they finish (a second wave).
+  // runs the rest as they finish (a second wave), so a kernel whose rows are shared by its
+  // clusters launches no more than fit, as weft's Executable does (launchConfigFor).
   for (Kernel& k : m.kernels) {
     if (k.cluster <= 1) continue;
     CUlaunchConfig config{};
@@ -225,9 +231,11 @@ int run(int argc, char** argv) {
     config.attrs = &attribute;
     config.numAttrs = 1;
     int clusters = 0;
-    if (cuOccupancyMaxActiveClusters(&clusters, k.fn, &config) == CUDA_SUCCESS)
-      std::printf("clusters_resident %s %d of %u (clusters of %u)\n", k.name.c_str(), clusters,
-                  k.grid / k.cluster, k.cluster);
+    if (cuOccupancyMaxActiveClusters(&clusters, k.fn, &config) != CUDA_SUCCESS) continue;
+    std::printf("clusters_resident %s %d of %u (clusters of %u)\n", k.name.c_str(), clusters,
+                k.grid / k.cluster, k.cluster);
+    if (!asPlanned && k.clusterRequired && clusters > 0 && unsigned(clusters) < k.grid / k.cluster)
+      k.grid = unsigned(clusters) * k.cluster;
   }
   std::vector<CUevent> marks(m.kernels.size() + 1);
   for (CUevent& e : marks)

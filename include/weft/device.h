@@ -117,6 +117,16 @@ public:
   virtual void synchronize() = 0;
   /// Blocks of this kernel that fit on one SM at once with this block size and shared memory.
   virtual int maxActiveBlocksPerSM(KernelHandle kernel, int blockSize, size_t dynamicSharedBytes) = 0;
+  /// Clusters of `clusterSize` blocks of this kernel that the device keeps resident at once
+  /// (a cluster's blocks share one GPC, so fewer than the SMs' blocks over the cluster size can
+  /// fit: 15 clusters of 8 on an H100's 132 SMs). 0 where the device cannot tell; the default
+  /// assumes every SM's blocks can form clusters.
+  virtual int maxActiveClusters(KernelHandle kernel, int blockSize, size_t dynamicSharedBytes,
+                                int clusterSize) {
+    if (clusterSize < 1) return 0;
+    return spec().smCount * maxActiveBlocksPerSM(kernel, blockSize, dynamicSharedBytes) /
+           clusterSize;
+  }
 
   // --- CUDA-graph style capture: launches between begin and end are recorded, not run. ---
   virtual void beginCapture() = 0;

@@ -238,7 +238,9 @@ struct LaunchPlan {
   // run time and is correct for any.
   int clusterSize = 1;
   // The kernel is correct only in clusters of clusterSize (its rows are shared by a cluster's
-  // blocks: RowReduceMapping::clusterBlocks); the grid is then always a multiple of it.
+  // blocks: RowReduceMapping::clusterBlocks); the grid is then always a multiple of it, and no
+  // more clusters than the device keeps resident at once (Device::maxActiveClusters): its
+  // tiles follow the grid's size, read at run time.
   bool clusterRequired = false;
   // The grid is as many blocks as the compiled kernel keeps resident on every SM where that is
   // more than maxBlocks (the device tells at load: Device::maxActiveBlocksPerSM), for kernels

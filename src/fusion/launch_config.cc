@@ -17,7 +17,8 @@ int warpsOf(const DeviceSpec& spec, int blockSize) {
 // bound shapes; test/codegen/ptxas_test.cc holds the kernels to it).
 constexpr int kBaseRegisters = 16;
 /// A row loop of at most this many static steps per thread is unrolled whole (every step's loads
-/// in flight); a longer or symbolic one runs about two steps at a time.
+/// in flight); a longer or symbolic one runs about two steps at a time, or its chunks of
+/// RowReduceMapping::streamLoads.
 constexpr int64_t kUnrolledSteps = 6;
 constexpr int64_t kRolledSteps = 2;
 /// A column reduce's thread walks its column with loads in flight for a few rows at once.
@@ -84,7 +85,9 @@ RegisterEstimate estimateRegisters(const ir::Graph& g, const KernelPlan& kernel)
       int64_t steps = group.rowLength.isStatic()
                           ? (group.rowLength.size() + lanes * vector - 1) / (lanes * vector)
                           : kRolledSteps;
-      stream = words * vector * (steps <= kUnrolledSteps ? steps : kRolledSteps) / 2;
+      // A longer row streams its steps in chunks of streamLoads (all loaded, then used).
+      const int64_t rolled = std::max<int64_t>(kRolledSteps, m->streamLoads);
+      stream = words * vector * (steps <= kUnrolledSteps ? steps : rolled) / 2;
     } else if (const auto* m = std::get_if<ElementwiseMapping>(&group.mapping)) {
       stream = words * std::max(1, m->vectorWidth) / 2;
     } else {
@@ -126,6 +129,44 @@ int slotRegisters(const ir::Graph& g, const KernelPlan& kernel) {
     most = std::max<int64_t>(most, perThread * perElement);
   }
   return most;
+}
+
+/// Bytes an SM keeps in flight where it streams rows. Measured on an H100 (2026-11-27, the
+/// sweep, docs/performance.md): rows of 16,384 in 1024-thread blocks, one block an SM, streamed
+/// at 96-97% of a copy's speed with 64 KB in flight per SM (f32, 4 steps of 16 bytes a thread)
+/// and at 62-89% with 32 KB (bf16, 2 steps).
+constexpr int64_t kStreamBytesPerSM = 64 * 1024;
+/// Registers a streamed chunk's loaded words may take, at most: half of what a thread of a
+/// 1024-thread block has (a chunk of layer norm's four inputs stays one step: ptxas spilled a
+/// loss kernel's chunk of three steps at a bound of 48).
+constexpr int64_t kStreamRegisters = 32;
+constexpr int kMaxStreamLoads = 8;
+/// RowReduceMapping::streamLoads for `group`: the vector steps a thread loads at once so that
+/// the SM's threads (as many as its blocks have, at most as many as kRegisterHeavy registers
+/// each leaves room for) keep kStreamBytesPerSM of the row's per-element inputs in flight,
+/// within kStreamRegisters and the steps a thread takes of its part of a static row.
+static int streamLoadsFor(const ir::Graph& g, const KernelPlan& kernel, const Group& group,
+                   const DeviceSpec& spec) {
+  const auto* m = std::get_if<RowReduceMapping>(&group.mapping);
+  if (!m || m->kind != RowReduceMapping::Kind::BlockPerRow) return 1;
+  const int blockSize = kernel.launch.blockSize;
+  const int64_t vector = std::max(1, m->vectorWidth);
+  int64_t words = 0; // loaded per element of the row (a row's own values are loaded once)
+  for (ir::NodeId v : loadedBy(g, kernel, group))
+    if (g.node(v).type.shape == group.loopShape) words += wordsOf(g, v);
+  if (words == 0) return 1;
+  const int64_t threadsPerSM =
+      std::min<int64_t>(int64_t(spec.maxThreadsPerSM) / blockSize * blockSize,
+                        std::max<int64_t>(blockSize, spec.registersPerSM / kRegisterHeavy));
+  const int64_t stepBytes = words * 4 * vector;
+  int64_t loads = (kStreamBytesPerSM + threadsPerSM * stepBytes - 1) / (threadsPerSM * stepBytes);
+  loads = std::min(loads, kStreamRegisters / (words * vector));
+  if (group.rowLength.isStatic()) { // at most the steps a thread takes of its part of the row
+    const int64_t parts = int64_t(m->splitFactor) * std::max(1, m->clusterBlocks);
+    const int64_t part = (group.rowLength.size() + parts - 1) / parts;
+    loads = std::min(loads, (part + blockSize * vector - 1) / (blockSize * vector));
+  }
+  return int(std::clamp<int64_t>(loads, 1, kMaxStreamLoads));
 }
 
 int assumedRegisters(const ir::Graph& g, const KernelPlan& kernel) {
@@ -185,6 +226,9 @@ void configureLaunch(const ir::Graph& g, KernelPlan& kernel, const DeviceSpec& s
   int perBlock = std::min<int64_t>(spec.maxRegistersPerThread,
                                    spec.registersPerSM / (warpsOf(spec, launch.blockSize) *
                                                           int64_t(spec.warpSize)));
+  for (Group& group : kernel.groups) // before the registers, which count the chunks
+    if (auto* m = std::get_if<RowReduceMapping>(&group.mapping))
+      m->streamLoads = streamLoadsFor(g, kernel, group, spec);
   int assumed = std::min(assumedRegisters(g, kernel), std::max(kAssumedRegisters, perBlock / 8 * 8));
   RegisterBound bound = relaxRegisterBound(spec, launch.blockSize, launch.sharedBytes, assumed);
   launch.maxRegisters = bound.maxRegisters;

@@ -103,33 +103,6 @@ int rowCluster(const LoopSpace& s, const DeviceSpec& spec, int blockSize, int64_
   return 8;
 }
 
-/// Bytes an SM keeps in flight where it streams rows. Measured on an H100 (2026-11-27, the
-/// sweep, docs/performance.md): rows of 16,384 in 1024-thread blocks, one block an SM, streamed
-/// at 96-97% of a copy's speed with 64 KB in flight per SM (f32, 4 steps of 16 bytes a
-/// thread) and at 62-89% with 32 KB (bf16, 2 steps).
-constexpr int64_t kStreamBytesPerSM = 64 * 1024;
-constexpr int kMaxStreamLoads = 8;
-
-/// Registers a thread of a row-reduce kernel is planned with, at most (launch_config: a kernel
-/// that keeps values in registers is planned at 64, 1024 threads an SM on sm_70 and later).
-constexpr int kRowKernelRegisters = 64;
-
-/// RowReduceMapping::streamLoads for a block-per-row mapping `m`: the vector steps a thread
-/// loads at once so that the SM's resident threads (those its blocks have, at most as many as
-/// kRowKernelRegisters leaves room for) hold kStreamBytesPerSM, at most the steps a thread
-/// takes of its block's part of the row.
-int streamLoadsFor(const RowReduceMapping& m, const DeviceSpec& spec, int64_t blocksPerWave,
-                   int blockSize, int elementBytes, int64_t len) {
-  const int64_t threadsPerSM =
-      std::min<int64_t>(std::max<int64_t>(1, blocksPerWave / std::max(1, spec.smCount)) * blockSize,
-                        std::max(blockSize, spec.registersPerSM / kRowKernelRegisters));
-  const int64_t stepBytes = int64_t(std::max(1, m.vectorWidth)) * std::max(1, elementBytes);
-  const int64_t wanted = ceilDiv(kStreamBytesPerSM, threadsPerSM * stepBytes);
-  const int64_t part = ceilDiv(len, int64_t(m.splitFactor) * m.clusterBlocks);
-  const int64_t steps = ceilDiv(part, int64_t(blockSize) * std::max(1, m.vectorWidth));
-  return int(std::clamp<int64_t>(std::min(wanted, steps), 1, kMaxStreamLoads));
-}
-
 MappingChoice mapRowReduce(const LoopSpace& s, const DeviceSpec& spec, int blockSize) {
   MappingChoice c;
   c.blockSize = blockSize;
@@ -183,8 +156,6 @@ MappingChoice mapRowReduce(const LoopSpace& s, const DeviceSpec& spec, int block
     };
     if (covered(four) < covered(m)) m.vectorWidth = 4;
   }
-  if (m.kind == RowReduceMapping::Kind::BlockPerRow)
-    m.streamLoads = streamLoadsFor(m, spec, c.blocksPerWave, blockSize, memoryBytesOf(s), len);
   c.rowsPerTile = m.rowsPerBlock;
   c.mapping = m;
   c.waveUtilization = utilization(spec, c.tiles, c.blocksPerWave, blockSize, laneUse);

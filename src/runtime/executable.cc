@@ -27,7 +27,7 @@ struct Executable::Bound {
   bool shaped = false;
   ModuleHandle module = -1;
   std::vector<KernelHandle> kernels;   // per CompiledKernel
-  std::vector<int64_t> residentBlocks; // per CompiledKernel: the device's, where it fills SMs
+  std::vector<int64_t> residentBlocks; // per CompiledKernel: the device's (launchConfigFor)
   std::vector<LaunchConfig> configs;   // per CompiledKernel, under the current binding
   std::vector<DevicePtr> owned;        // allocations that live as long as the Bound
   std::vector<DevicePtr> bufferPtr;    // per plan buffer; Input/Output filled per call
@@ -171,13 +171,19 @@ Executable::Bound& Executable::bind(const Binding& binding) {
     b->capacity.assign(buffers, 0);
     for (const codegen::CompiledKernel& k : module.kernels) {
       b->kernels.push_back(device_.getKernel(b->module, k.name));
-      // As many blocks as the compiled kernel keeps on every SM (LaunchPlan::fillSMs).
-      b->residentBlocks.push_back(
-          k.launch.fillSMs ? int64_t(device_.spec().smCount) *
-                                 device_.maxActiveBlocksPerSM(b->kernels.back(),
-                                                              k.launch.blockSize,
-                                                              k.dynamicSharedBytes)
-                           : 0);
+      // The blocks the device keeps resident at once: whole clusters where the kernel's rows
+      // are shared by clusters (its grid no larger), else as many as the compiled kernel keeps
+      // on every SM where it fills them (LaunchPlan::fillSMs).
+      int64_t resident = 0;
+      if (k.launch.clusterRequired && k.launch.clusterSize > 1)
+        resident = int64_t(k.launch.clusterSize) *
+                   device_.maxActiveClusters(b->kernels.back(), k.launch.blockSize,
+                                             k.dynamicSharedBytes, k.launch.clusterSize);
+      else if (k.launch.fillSMs)
+        resident = int64_t(device_.spec().smCount) *
+                   device_.maxActiveBlocksPerSM(b->kernels.back(), k.launch.blockSize,
+                                                k.dynamicSharedBytes);
+      b->residentBlocks.push_back(resident);
       bool needsBarrier =
           std::any_of(k.params.begin(), k.params.end(), [](const codegen::KernelParam& p) {
             return p.kind == codegen::KernelParam::Kind::BarrierState;

@@ -31,11 +31,21 @@ int64_t tilesUnder(const fusion::FusionPlan& plan, const codegen::CompiledKernel
 LaunchConfig launchConfigFor(const codegen::CompiledKernel& k, int64_t tiles,
                              int64_t residentBlocks) {
   int64_t cap = k.launch.maxBlocks;
-  if (k.launch.fillSMs && cap > 0) cap = std::max(cap, residentBlocks);
+  const int64_t cluster = std::max(1, k.launch.clusterSize);
+  if (k.launch.clusterRequired && residentBlocks >= cluster) {
+    // Whole clusters, no more than fit at once: the blocks loop over the tiles, and a cluster
+    // past those would start only when a resident one has done all of its share (the H100
+    // keeps 15 clusters of 8 of a 1024-thread kernel, not the 16 its 132 SMs would hold; the
+    // 16th doubled the kernel's time).
+    const int64_t fit = residentBlocks / cluster * cluster;
+    cap = cap > 0 ? std::min(cap, fit) : fit;
+  } else if (k.launch.fillSMs && cap > 0) {
+    cap = std::max(cap, residentBlocks);
+  }
   int64_t grid = cap > 0 ? std::min(tiles, cap) : tiles;
   grid = std::max<int64_t>(grid, 1);
   if (k.launch.clusterRequired) // whole clusters (blocks past the tiles have none to run)
-    grid = (grid + k.launch.clusterSize - 1) / k.launch.clusterSize * k.launch.clusterSize;
+    grid = (grid + cluster - 1) / cluster * cluster;
   if (grid > int64_t(0x7fffffff))
     throw Error(fmt::format("kernel {}: grid of {} blocks exceeds the 2^31-1 limit", k.name, grid));
   LaunchConfig c;

@@ -26,8 +26,9 @@ struct BoundShapes {
 
 /// The launch of kernel `k` over `tiles` tiles: its grid (at most launch.maxBlocks, or
 /// `residentBlocks` where the kernel fills the SMs (LaunchPlan::fillSMs) and that is more: the
-/// blocks the device keeps resident at once; at least 1, rounded up to whole clusters where the
-/// kernel requires its clusters), block, dynamic shared bytes, cooperative flag and cluster size
+/// blocks the device keeps resident at once; where the kernel requires its clusters, at most the
+/// whole clusters of `residentBlocks` (given as at least one cluster), and rounded up to whole
+/// clusters; at least 1), block, dynamic shared bytes, cooperative flag and cluster size
 /// (the planned size where it divides the grid, 1 otherwise: the kernel reads its cluster's size
 /// at run time). The one rule every launcher uses: bindShapes, `weft compile --emit launch` (and
 /// gpu_replay, which applies fillSMs itself), the tests' simulator runner. Throws Error when the

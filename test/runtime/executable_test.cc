@@ -501,3 +501,103 @@ TEST_CASE("a kernel that fills the SMs launches the blocks the device keeps resi
   CHECK(resident > planned);
   CHECK(int64_t(counters[0].blocks) == std::min(tiles, std::max(planned, resident)));
 }
+
+namespace {
+
+/// The simulator, except that it keeps `clusters` clusters resident at once, as a GPU whose
+/// GPCs cannot all hold a whole cluster does (an H100 keeps 15 clusters of 8, not 16).
+class ClusterLimitedDevice : public Device {
+public:
+  ClusterLimitedDevice(std::unique_ptr<Device> sim, int clusters)
+      : sim_(std::move(sim)), clusters_(clusters) {}
+  std::string name() const override { return sim_->name(); }
+  const DeviceSpec& spec() const override { return sim_->spec(); }
+  DevicePtr allocate(size_t bytes) override { return sim_->allocate(bytes); }
+  void free(DevicePtr p) override { sim_->free(p); }
+  void copyToDevice(DevicePtr d, const void* s, size_t n) override { sim_->copyToDevice(d, s, n); }
+  void copyToHost(void* d, DevicePtr s, size_t n) override { sim_->copyToHost(d, s, n); }
+  void memset(DevicePtr d, uint8_t v, size_t n) override { sim_->memset(d, v, n); }
+  ModuleHandle loadModule(const std::string& ptx) override { return sim_->loadModule(ptx); }
+  KernelHandle getKernel(ModuleHandle m, const std::string& n) override {
+    return sim_->getKernel(m, n);
+  }
+  void launch(KernelHandle k, const LaunchConfig& c, const std::vector<KernelArg>& a) override {
+    launches.push_back(c);
+    sim_->launch(k, c, a);
+  }
+  void synchronize() override { sim_->synchronize(); }
+  int maxActiveBlocksPerSM(KernelHandle k, int block, size_t shared) override {
+    return sim_->maxActiveBlocksPerSM(k, block, shared);
+  }
+  int maxActiveClusters(KernelHandle, int, size_t, int) override { return clusters_; }
+  void beginCapture() override { sim_->beginCapture(); }
+  GraphHandle endCapture() override { return sim_->endCapture(); }
+  void replay(GraphHandle g) override { sim_->replay(g); }
+  void updateGraphKernelArgs(GraphHandle g, size_t n, const std::vector<KernelArg>& a) override {
+    sim_->updateGraphKernelArgs(g, n, a);
+  }
+  void updateGraphKernelLaunch(GraphHandle g, size_t n, const LaunchConfig& c,
+                               const std::vector<KernelArg>& a) override {
+    sim_->updateGraphKernelLaunch(g, n, c, a);
+  }
+  std::vector<LaunchCounters> takeCounters() override { return sim_->takeCounters(); }
+  std::vector<LaunchConfig> launches;
+
+private:
+  std::unique_ptr<Device> sim_;
+  int clusters_;
+};
+
+} // namespace
+
+TEST_CASE("rows shared by clusters launch no more clusters than the device keeps resident",
+          "[runtime]") {
+  // Softmax over rows of 32,768 floats: each row shared by a cluster of 2 blocks, 6 rows, 12
+  // tiles. A device that keeps 2 clusters resident gets a grid of 4 blocks, each cluster taking
+  // three rows in turn (a fifth block would wait for a whole cluster to finish); the results
+  // match the interpreter.
+  ir::Graph g;
+  ir::Shape shape = {6, 32768};
+  auto x = g.parameter("x", {DType::f32, shape});
+  auto m = g.broadcastInDim(g.reduce(ir::ReduceKind::Max, x, {1}), shape, {0});
+  auto e = g.unary(OpKind::Exp, g.binary(OpKind::Sub, x, m));
+  auto s = g.broadcastInDim(g.reduce(ir::ReduceKind::Sum, e, {1}), shape, {0});
+  g.addOutput(g.binary(OpKind::Div, e, s, "y"));
+  auto compiled = compile(g);
+  ClusterLimitedDevice device(makeDevice("sim", compiled->options().device), 2);
+  Executable exe(compiled, device);
+  const CompiledProgram& p = compiledProgram(exe.programFor({}));
+  REQUIRE(p.module.kernels.size() == 1);
+  const codegen::CompiledKernel& k = p.module.kernels[0];
+  REQUIRE(k.launch.clusterRequired);
+  REQUIRE(k.launch.clusterSize == 2);
+  REQUIRE(k.launch.maxBlocks >= 12); // as planned, one block per tile
+  HostTensor in(DType::f32, {6, 32768});
+  for (int64_t i = 0; i < in.numElements(); ++i)
+    in.set(i, std::sin(double(i) * 0.37) * 4);
+  auto got = exe.run({in});
+  auto want = ir::interpret(g, {in});
+  REQUIRE(device.launches.size() == 1);
+  CHECK(device.launches[0].grid.x == 4);
+  CHECK(device.launches[0].clusterSize == 2);
+  for (int64_t i = 0; i < got[0].numElements(); ++i)
+    REQUIRE(got[0].get(i) == Approx(want[0].get(i)).epsilon(1e-5).margin(1e-9));
+}
+
+TEST_CASE("launchConfigFor: whole resident clusters cap a clustered kernel's grid", "[runtime]") {
+  codegen::CompiledKernel k;
+  k.name = "rows";
+  k.launch.blockSize = 1024;
+  k.launch.maxBlocks = 128;
+  k.launch.clusterSize = 8;
+  k.launch.clusterRequired = true;
+  CHECK(launchConfigFor(k, 4096).grid.x == 128);       // the device told nothing: as planned
+  CHECK(launchConfigFor(k, 4096, 120).grid.x == 120);  // 15 clusters of 8 fit
+  CHECK(launchConfigFor(k, 4096, 125).grid.x == 120);  // whole clusters only
+  CHECK(launchConfigFor(k, 4096, 4).grid.x == 128);    // less than a cluster: not an answer
+  CHECK(launchConfigFor(k, 40, 120).grid.x == 40);     // fewer tiles than fit
+  CHECK(launchConfigFor(k, 36, 120).grid.x == 40);     // rounded up to whole clusters
+  CHECK(launchConfigFor(k, 4096, 120).clusterSize == 8);
+  k.launch.clusterRequired = false; // clusters that only share staged inputs: as planned
+  CHECK(launchConfigFor(k, 4096, 120).grid.x == 128);
+}

@@ -647,6 +647,23 @@ int CudaDevice::maxActiveBlocksPerSM(KernelHandle kernel, int blockSize,
   return blocks;
 }
 
+int CudaDevice::maxActiveClusters(KernelHandle kernel, int blockSize, size_t dynamicSharedBytes,
+                                  int clusterSize) {
+  if (clusterSize <= 1 || spec_.computeCapability < 90) return 0;
+  makeCurrent();
+  Kernel& k = kernelOf(kernel);
+  allowDynamicShared(k, dynamicSharedBytes);
+  LaunchConfig one; // one cluster: the query reads the block, shared memory and cluster shape
+  one.grid.x = uint32_t(clusterSize);
+  one.block.x = uint32_t(blockSize);
+  one.dynamicSharedBytes = uint32_t(dynamicSharedBytes);
+  ClusterLaunch l(one, uint32_t(clusterSize), stream_);
+  int clusters = 0;
+  if (api_->cuOccupancyMaxActiveClusters(&clusters, k.function, &l.config) != CUDA_SUCCESS)
+    return 0;
+  return clusters;
+}
+
 // --- CUDA graphs ---
 
 void CudaDevice::beginCapture() {

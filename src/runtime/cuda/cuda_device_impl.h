@@ -62,6 +62,9 @@ public:
               const std::vector<KernelArg>& args) override;
   void synchronize() override;
   int maxActiveBlocksPerSM(KernelHandle kernel, int blockSize, size_t dynamicSharedBytes) override;
+  /// cuOccupancyMaxActiveClusters; 0 where the driver cannot place such clusters.
+  int maxActiveClusters(KernelHandle kernel, int blockSize, size_t dynamicSharedBytes,
+                        int clusterSize) override;
 
   void beginCapture() override;
   GraphHandle endCapture() override;
