@@ -20,6 +20,7 @@
 #include "compile.h"
 #include "frontend/json_reader.h"
 #include "ir/interpreter.h"
+#include "runtime/forwarding_device.h"
 #include "runtime/shape_binding.h"
 #include "workloads.h"
 
@@ -68,46 +69,28 @@ void specializedBinding(benchmark::State& state, const ir::Graph& g) {
 
 /// The sim device for loading, memory and graph bookkeeping, with launches, replays and
 /// synchronisation left out: what remains is the host's own work.
-class HostOnlyDevice final : public Device {
+class HostOnlyDevice final : public runtime::ForwardingDevice {
 public:
-  explicit HostOnlyDevice(std::unique_ptr<Device> sim) : sim_(std::move(sim)) {}
+  using ForwardingDevice::ForwardingDevice;
   std::string name() const override { return "host-only"; }
-  const DeviceSpec& spec() const override { return sim_->spec(); }
-  DevicePtr allocate(size_t bytes) override { return sim_->allocate(bytes); }
-  void free(DevicePtr p) override { sim_->free(p); }
-  void copyToDevice(DevicePtr d, const void* s, size_t n) override { sim_->copyToDevice(d, s, n); }
-  void copyToHost(void* d, DevicePtr s, size_t n) override { sim_->copyToHost(d, s, n); }
-  void memset(DevicePtr d, uint8_t v, size_t n) override { sim_->memset(d, v, n); }
-  ModuleHandle loadModule(const std::string& ptx) override { return sim_->loadModule(ptx); }
-  KernelHandle getKernel(ModuleHandle m, const std::string& n) override {
-    return sim_->getKernel(m, n);
-  }
   void launch(KernelHandle k, const LaunchConfig& c, const std::vector<KernelArg>& a) override {
-    if (capturing_) sim_->launch(k, c, a); // recorded, not run
+    if (capturing_) inner().launch(k, c, a); // recorded, not run
   }
   void synchronize() override {}
-  int maxActiveBlocksPerSM(KernelHandle k, int b, size_t s) override {
-    return sim_->maxActiveBlocksPerSM(k, b, s);
-  }
   void beginCapture() override {
-    sim_->beginCapture();
+    inner().beginCapture();
     capturing_ = true;
   }
   GraphHandle endCapture() override {
     capturing_ = false;
-    return sim_->endCapture();
+    return inner().endCapture();
   }
   void replay(GraphHandle) override {}
-  void updateGraphKernelArgs(GraphHandle g, size_t n, const std::vector<KernelArg>& a) override {
-    sim_->updateGraphKernelArgs(g, n, a);
-  }
-  void updateGraphKernelLaunch(GraphHandle g, size_t n, const LaunchConfig& c,
-                               const std::vector<KernelArg>& a) override {
-    sim_->updateGraphKernelLaunch(g, n, c, a);
-  }
+  void startTimer() override {}
+  std::optional<double> stopTimer() override { return std::nullopt; }
+  std::vector<LaunchCounters> takeCounters() override { return {}; }
 
 private:
-  std::unique_ptr<Device> sim_;
   bool capturing_ = false;
 };
 

@@ -10,6 +10,7 @@
 #include "ir/interpreter.h"
 #include "compile.h"
 #include "frontend/json_reader.h"
+#include "runtime/forwarding_device.h"
 #include "runtime/shape_binding.h"
 
 using namespace weft;
@@ -506,45 +507,18 @@ namespace {
 
 /// The simulator, except that it keeps `clusters` clusters resident at once, as a GPU whose
 /// GPCs cannot all hold a whole cluster does (an H100 keeps 15 clusters of 8, not 16).
-class ClusterLimitedDevice : public Device {
+class ClusterLimitedDevice final : public runtime::ForwardingDevice {
 public:
   ClusterLimitedDevice(std::unique_ptr<Device> sim, int clusters)
-      : sim_(std::move(sim)), clusters_(clusters) {}
-  std::string name() const override { return sim_->name(); }
-  const DeviceSpec& spec() const override { return sim_->spec(); }
-  DevicePtr allocate(size_t bytes) override { return sim_->allocate(bytes); }
-  void free(DevicePtr p) override { sim_->free(p); }
-  void copyToDevice(DevicePtr d, const void* s, size_t n) override { sim_->copyToDevice(d, s, n); }
-  void copyToHost(void* d, DevicePtr s, size_t n) override { sim_->copyToHost(d, s, n); }
-  void memset(DevicePtr d, uint8_t v, size_t n) override { sim_->memset(d, v, n); }
-  ModuleHandle loadModule(const std::string& ptx) override { return sim_->loadModule(ptx); }
-  KernelHandle getKernel(ModuleHandle m, const std::string& n) override {
-    return sim_->getKernel(m, n);
-  }
+      : ForwardingDevice(std::move(sim)), clusters_(clusters) {}
   void launch(KernelHandle k, const LaunchConfig& c, const std::vector<KernelArg>& a) override {
     launches.push_back(c);
-    sim_->launch(k, c, a);
-  }
-  void synchronize() override { sim_->synchronize(); }
-  int maxActiveBlocksPerSM(KernelHandle k, int block, size_t shared) override {
-    return sim_->maxActiveBlocksPerSM(k, block, shared);
+    inner().launch(k, c, a);
   }
   int maxActiveClusters(KernelHandle, int, size_t, int) override { return clusters_; }
-  void beginCapture() override { sim_->beginCapture(); }
-  GraphHandle endCapture() override { return sim_->endCapture(); }
-  void replay(GraphHandle g) override { sim_->replay(g); }
-  void updateGraphKernelArgs(GraphHandle g, size_t n, const std::vector<KernelArg>& a) override {
-    sim_->updateGraphKernelArgs(g, n, a);
-  }
-  void updateGraphKernelLaunch(GraphHandle g, size_t n, const LaunchConfig& c,
-                               const std::vector<KernelArg>& a) override {
-    sim_->updateGraphKernelLaunch(g, n, c, a);
-  }
-  std::vector<LaunchCounters> takeCounters() override { return sim_->takeCounters(); }
   std::vector<LaunchConfig> launches;
 
 private:
-  std::unique_ptr<Device> sim_;
   int clusters_;
 };
 
