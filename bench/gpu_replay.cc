@@ -105,22 +105,43 @@ float median(std::vector<float> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+/// cuLaunchKernelEx's configuration of kernel `k`: in clusters of k.cluster blocks along x,
+/// cooperative where the kernel is.
+struct ClusterLaunch {
+  CUlaunchConfig config{};
+  CUlaunchAttribute attributes[2]{};
+  explicit ClusterLaunch(const Kernel& k) {
+    config.gridDimX = k.grid;
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = k.block;
+    config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = k.shared;
+    attributes[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attributes[0].value.clusterDim.x = k.cluster;
+    attributes[0].value.clusterDim.y = attributes[0].value.clusterDim.z = 1;
+    attributes[1].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attributes[1].value.cooperative = 1;
+    config.attrs = attributes;
+    config.numAttrs = k.cooperative ? 2 : 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete; // config.attrs points into this object
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+
 int run(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: gpu_replay PLAN.ptx PLAN.launch [--runs N] [--copy BYTES] [--as-planned (last)]\n";
+    std::cerr << "usage: gpu_replay PLAN.ptx PLAN.launch [--runs N] [--copy BYTES] [--as-planned]\n";
     return 2;
   }
   int runs = 50;
   unsigned long long copyBytes = 0;
-  for (int i = 3; i + 1 < argc; i += 2) {
-    if (std::string(argv[i]) == "--runs") runs = std::max(1, std::atoi(argv[i + 1]));
-    if (std::string(argv[i]) == "--copy") copyBytes = std::strtoull(argv[i + 1], nullptr, 10);
+  bool asPlanned = false; // the manifest's grids even where more clusters than fit (before/after)
+  for (int i = 3; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--as-planned") asPlanned = true;
+    if (arg == "--runs" && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
+    if (arg == "--copy" && i + 1 < argc) copyBytes = std::strtoull(argv[++i], nullptr, 10);
   }
-  // --as-planned: the manifest's grids even where more clusters than fit (a before/after of
-  // the cap below)
-  bool asPlanned = false;
-  for (int i = 3; i < argc; ++i)
-    asPlanned = asPlanned || std::string(argv[i]) == "--as-planned";
   Manifest m = readManifest(argv[2]);
   std::string ptx = readFile(argv[1]);
 
@@ -178,21 +199,8 @@ int run(int argc, char** argv) {
   // kernel whose clusters the driver refuses and that does not require them runs without, as
   // weft's device falls back, and says so once.
   auto launchInClusters = [](Kernel& k) {
-    CUlaunchConfig config{};
-    CUlaunchAttribute attributes[2]{};
-    config.gridDimX = k.grid;
-    config.gridDimY = config.gridDimZ = 1;
-    config.blockDimX = k.block;
-    config.blockDimY = config.blockDimZ = 1;
-    config.sharedMemBytes = k.shared;
-    attributes[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attributes[0].value.clusterDim.x = k.cluster;
-    attributes[0].value.clusterDim.y = attributes[0].value.clusterDim.z = 1;
-    attributes[1].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-    attributes[1].value.cooperative = 1;
-    config.attrs = attributes;
-    config.numAttrs = k.cooperative ? 2 : 1;
-    return cuLaunchKernelEx(&config, k.fn, k.argPtrs.data(), nullptr);
+    ClusterLaunch l(k);
+    return cuLaunchKernelEx(&l.config, k.fn, k.argPtrs.data(), nullptr);
   };
   auto launch = [&](Kernel& k) {
     if (k.cluster > 1) {
@@ -218,20 +226,10 @@ int run(int argc, char** argv) {
   // clusters launches no more than fit, as weft's Executable does (launchConfigFor).
   for (Kernel& k : m.kernels) {
     if (k.cluster <= 1) continue;
-    CUlaunchConfig config{};
-    CUlaunchAttribute attribute{};
-    config.gridDimX = k.grid;
-    config.gridDimY = config.gridDimZ = 1;
-    config.blockDimX = k.block;
-    config.blockDimY = config.blockDimZ = 1;
-    config.sharedMemBytes = k.shared;
-    attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attribute.value.clusterDim.x = k.cluster;
-    attribute.value.clusterDim.y = attribute.value.clusterDim.z = 1;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
+    ClusterLaunch l(k);
+    l.config.numAttrs = 1; // the clusters alone: the occupancy query takes no cooperative flag
     int clusters = 0;
-    if (cuOccupancyMaxActiveClusters(&clusters, k.fn, &config) != CUDA_SUCCESS) continue;
+    if (cuOccupancyMaxActiveClusters(&clusters, k.fn, &l.config) != CUDA_SUCCESS) continue;
     std::printf("clusters_resident %s %d of %u (clusters of %u)\n", k.name.c_str(), clusters,
                 k.grid / k.cluster, k.cluster);
     if (!asPlanned && k.clusterRequired && clusters > 0 && unsigned(clusters) < k.grid / k.cluster)

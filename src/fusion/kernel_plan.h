@@ -73,8 +73,8 @@ struct RowReduceMapping {
   int clusterBlocks = 1;
   // Where a row is streamed (its reduce loops read memory, not row slots): the vector steps a
   // thread loads at once, before it uses any of them, so that an SM keeps enough bytes in
-  // flight to cover DRAM latency (a chunk's steps past the row load its first step again and
-  // add nothing). 1: one step at a time.
+  // flight to cover DRAM latency (a chunk's steps past the row load nothing and add nothing;
+  // decided at launch configuration, fusion/launch_config.cc). 1: one step at a time.
   int streamLoads = 1;
   bool operator==(const RowReduceMapping&) const = default;
 
