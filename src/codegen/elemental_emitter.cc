@@ -53,9 +53,11 @@ llvm::Value* KernelContext::threadId() {
   return b->CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
 }
 llvm::Value* KernelContext::blockId() {
+  if (aloneInGrid) return b->getInt32(0);
   return b->CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {}, {});
 }
 llvm::Value* KernelContext::gridSize() {
+  if (aloneInGrid) return b->getInt32(1);
   return b->CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x, {}, {});
 }
 void KernelContext::blockBarrier() {

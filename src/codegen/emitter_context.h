@@ -45,6 +45,9 @@ struct KernelContext {
   std::map<int, llvm::Value*> bufferArg;         // FusionPlan buffer → ptr addrspace(1)
   std::map<std::string, llvm::Value*> symbolArg; // symbol → i64 size
   llvm::Value* barrierState = nullptr;           // ptr addrspace(1), when the kernel needs one
+  // After a last-block handoff (fusion::Barrier::LastBlock) the one block left runs the rest of
+  // the kernel as block 0 of a grid of 1: blockId() and gridSize() say so.
+  bool aloneInGrid = false;
   llvm::GlobalVariable* dynamicShared = nullptr; // extern shared [0 x i8]
   llvm::GlobalVariable* reduceScratch = nullptr; // static shared, for cross-warp combines
   /// Multi-indices made by delinearize, with the shape and flat index they came from, so that

@@ -61,4 +61,49 @@ llvm::Function* getOrEmitGridBarrier(llvm::Module& m) {
   return f;
 }
 
+llvm::Function* getOrEmitLastBlock(llvm::Module& m) {
+  if (llvm::Function* f = m.getFunction(kLastBlockName)) return f;
+  llvm::LLVMContext& c = m.getContext();
+  llvm::Type* ptr = llvm::PointerType::get(c, 1);
+  llvm::Type* i32 = llvm::Type::getInt32Ty(c);
+  llvm::Type* sharedPtr = llvm::PointerType::get(c, 3);
+  auto* fty = llvm::FunctionType::get(i32, {ptr, i32, sharedPtr}, false);
+  auto* f = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, kLastBlockName, m);
+  f->addFnAttr(llvm::Attribute::NoInline);
+  f->addFnAttr(llvm::Attribute::Convergent);
+  llvm::Value* state = f->getArg(0);
+  llvm::Value* blocks = f->getArg(1);
+  llvm::Value* flag = f->getArg(2);
+
+  auto* entry = llvm::BasicBlock::Create(c, "entry", f);
+  auto* leader = llvm::BasicBlock::Create(c, "leader", f);
+  auto* reset = llvm::BasicBlock::Create(c, "reset", f);
+  auto* done = llvm::BasicBlock::Create(c, "done", f);
+  llvm::IRBuilder<> b(entry);
+  auto* atomAdd = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {ptr, i32}, false),
+                                       "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;",
+                                       "=r,l,r,~{memory}", true);
+  b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+  llvm::Value* tid = b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
+  b.CreateCondBr(b.CreateICmpEQ(tid, b.getInt32(0)), leader, done);
+
+  b.SetInsertPoint(leader);
+  llvm::Value* counter = b.CreateConstInBoundsGEP1_32(i32, state, 2);
+  llvm::Value* old = b.CreateCall(atomAdd, {counter, b.getInt32(1)});
+  llvm::Value* last = b.CreateICmpEQ(old, b.CreateSub(blocks, b.getInt32(1)));
+  b.CreateAlignedStore(b.CreateZExt(last, i32), flag, llvm::Align(4), /*isVolatile=*/true);
+  b.CreateCondBr(last, reset, done);
+
+  // The last block zeroes the counter for the next launch (no block of this one adds again).
+  b.SetInsertPoint(reset);
+  b.CreateAlignedStore(b.getInt32(0), counter, llvm::Align(4), /*isVolatile=*/true);
+  b.CreateBr(done);
+
+  b.SetInsertPoint(done);
+  b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+  llvm::Value* result = b.CreateAlignedLoad(i32, flag, llvm::Align(4), /*isVolatile=*/true);
+  b.CreateRet(result);
+  return f;
+}
+
 } // namespace weft::codegen

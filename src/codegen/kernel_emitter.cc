@@ -173,7 +173,7 @@ void KernelEmitter::declareFunction() {
   }
   k_.indexTy = symbols.empty() && largest < (int64_t(1) << 30) ? llvm::Type::getInt32Ty(c)
                                                                : llvm::Type::getInt64Ty(c);
-  needsBarrierState_ = needsBarrierState_ || kp_.hasGridBarrier();
+  needsBarrierState_ = needsBarrierState_ || kp_.needsBarrierState();
 
   std::vector<llvm::Type*> types;
   llvm::Type* gptr = llvm::PointerType::get(c, 1);
@@ -351,6 +351,23 @@ void KernelEmitter::store(const TileSpace& s, ir::NodeId value, llvm::Value* fla
 void KernelEmitter::gridBarrier() {
   llvm::Function* f = getOrEmitGridBarrier(m_);
   b_.CreateCall(f, {k_.barrierState, k_.gridSize()});
+}
+
+void KernelEmitter::handOffToLastBlock() {
+  llvm::Function* f = getOrEmitLastBlock(m_);
+  llvm::Type* i32 = b_.getInt32Ty();
+  auto* flag = new llvm::GlobalVariable(m_, i32, false, llvm::GlobalValue::InternalLinkage,
+                                        llvm::UndefValue::get(i32), kp_.name + "_handoff", nullptr,
+                                        llvm::GlobalValue::NotThreadLocal, 3);
+  flag->setAlignment(llvm::Align(4));
+  llvm::Value* last = b_.CreateCall(f, {k_.barrierState, k_.gridSize(), flag});
+  auto* leave = llvm::BasicBlock::Create(m_.getContext(), "handoff.leave", k_.fn);
+  auto* stay = llvm::BasicBlock::Create(m_.getContext(), "handoff.last", k_.fn);
+  b_.CreateCondBr(b_.CreateICmpNE(last, b_.getInt32(0)), stay, leave);
+  b_.SetInsertPoint(leave);
+  b_.CreateRetVoid();
+  b_.SetInsertPoint(stay);
+  k_.aloneInGrid = true; // the rest of the kernel runs as block 0 of a grid of one
 }
 
 void KernelEmitter::emitElementwiseStage(TileSpace& s, const fusion::Group& g,
@@ -1327,7 +1344,10 @@ EmittedKernel KernelEmitter::run() {
     if (p.storage == Storage::Input) installLoad(id, nullptr);
   emitSplitInit();
   for (size_t i = 0; i < kp_.phases.size(); ++i) {
-    if (i > 0) gridBarrier();
+    if (i > 0 && kp_.stages.at(kp_.phases[i].firstStage).barrierBefore == fusion::Barrier::LastBlock)
+      handOffToLastBlock();
+    else if (i > 0)
+      gridBarrier();
     emitPhase(kp_.phases[i]);
   }
   phase_ = nullptr;

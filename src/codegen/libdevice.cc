@@ -69,9 +69,10 @@ void linkLibdevice(llvm::Module& m, const std::string& path, bool asCalls) {
   (*lib)->setDataLayout(m.getDataLayout());
   if (llvm::Linker::linkModules(m, std::move(*lib), llvm::Linker::LinkOnlyNeeded))
     throw Error("cannot link libdevice " + path + " into the kernels' module");
-  // Keep kernels (external definitions that are not libdevice's) and the grid barrier.
+  // Keep kernels (external definitions that are not libdevice's), the grid barrier and the
+  // last-block handoff.
   llvm::internalizeModule(m, [](const llvm::GlobalValue& gv) {
-    if (gv.getName() == kGridBarrierName) return true;
+    if (gv.getName() == kGridBarrierName || gv.getName() == kLastBlockName) return true;
     if (gv.getName() == "weft_dynamic_shared") return true;
     const auto* f = llvm::dyn_cast<llvm::Function>(&gv);
     return f && !f->isDeclaration() && !f->getName().starts_with("__nv_") && !f->hasLocalLinkage();

@@ -2,7 +2,7 @@
 // Joins the PTX of LLVM modules compiled apart for the same target into one PTX module, the
 // way a linker would: one header (.version, .target, .address_size), then each module's
 // module-scope statements in order, without the repeats of symbols several modules declare or
-// define (weft_grid_barrier, weft_dynamic_shared). Local symbols must already have names unique
+// define (weft_grid_barrier, weft_last_block, weft_dynamic_shared). Local symbols must already have names unique
 // across the modules (uniquifyLocalSymbols, parallel_compile.h).
 #include <string>
 #include <vector>

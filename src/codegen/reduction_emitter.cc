@@ -69,7 +69,39 @@ llvm::Value* fastExpOfNonPositive(KernelContext& k, llvm::Value* a) {
   return b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_ftz_f, {}, {scaled});
 }
 
+/// exp(v - top) for v <= top (or NaN), by fastExpOfNonPositive; exactly 1 where v equals top, so
+/// that equal infinities (whose difference is NaN) weigh 1.
+llvm::Value* expBelowTop(KernelContext& k, llvm::Value* v, llvm::Value* top) {
+  llvm::IRBuilder<>& b = *k.b;
+  return b.CreateSelect(b.CreateFCmpOEQ(v, top), llvm::ConstantFP::get(v->getType(), 1.0),
+                        fastExpOfNonPositive(k, b.CreateFSub(v, top)));
+}
+
 } // namespace
+
+ReducePartial identityPartial(llvm::LLVMContext& c, ReduceKind kind, DType t) {
+  ReducePartial p{reductionIdentity(c, kind, t)};
+  if (kind == ReduceKind::LogSumExp) p.sum = constantOf(c, t, 0.0);
+  return p;
+}
+
+ReducePartial combinePartials(KernelContext& k, ReduceKind kind, DType t, const ReducePartial& x,
+                              const ReducePartial& y) {
+  if (kind != ReduceKind::LogSumExp) return {reductionCombine(k, kind, t, x.value, y.value)};
+  // (m, s) ⊕ (m', s') = (M, s exp(m - M) + s' exp(m' - M)), M = max(m, m') (NaN if either is):
+  // an empty partial (-inf, 0) adds 0, and two of the same infinity add their sums.
+  llvm::IRBuilder<>& b = *k.b;
+  llvm::Value* top = emitMax(b, x.value, y.value, t);
+  llvm::Value* sum = b.CreateFAdd(b.CreateFMul(x.sum, expBelowTop(k, x.value, top)),
+                                  b.CreateFMul(y.sum, expBelowTop(k, y.value, top)));
+  return {top, sum};
+}
+
+llvm::Value* partialValue(KernelContext& k, const ReducePartial& p) {
+  if (!p.sum) return p.value;
+  // s is 0 only when nothing was added (m = -inf): -inf + log(0) = -inf.
+  return k.b->CreateFAdd(p.value, emitMath(k, ir::OpKind::Log, p.sum));
+}
 
 llvm::Value* reductionCombine(KernelContext& k, ReduceKind kind, DType t, llvm::Value* x,
                               llvm::Value* y) {
@@ -137,24 +169,17 @@ void ThreadAccumulator::addGroup(const std::vector<llvm::Value*>& xs, llvm::Valu
   llvm::Value* top = old;
   for (llvm::Value* x : xs)
     top = emitMax(b, top, x, t_);
-  llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
-  auto expBelowTop = [&](llvm::Value* v) {
-    return b.CreateSelect(b.CreateFCmpOEQ(v, top), one, fastExpOfNonPositive(k_, b.CreateFSub(v, top)));
-  };
-  llvm::Value* sum = b.CreateFMul(s, expBelowTop(old));
+  llvm::Value* sum = b.CreateFMul(s, expBelowTop(k_, old, top));
   for (llvm::Value* x : xs)
-    sum = b.CreateFAdd(sum, expBelowTop(x));
+    sum = b.CreateFAdd(sum, expBelowTop(k_, x, top));
   b.CreateStore(keep(sum, s), sum_);
   b.CreateStore(keep(top, old), acc_);
 }
 
-llvm::Value* ThreadAccumulator::value() {
+ReducePartial ThreadAccumulator::partial() {
   llvm::IRBuilder<>& b = *k_.b;
   llvm::Type* ty = acc_->getAllocatedType();
-  llvm::Value* v = b.CreateLoad(ty, acc_);
-  if (!sum_) return v;
-  // s is 0 only when nothing was added (m = -inf): -inf + log(0) = -inf.
-  return b.CreateFAdd(v, emitMath(k_, ir::OpKind::Log, b.CreateLoad(ty, sum_)));
+  return {b.CreateLoad(ty, acc_), sum_ ? b.CreateLoad(ty, sum_) : nullptr};
 }
 
 namespace {
@@ -201,6 +226,57 @@ llvm::Value* loadSlot(KernelContext& k, llvm::Type* acc, llvm::Value* slot) {
   llvm::Type* st = slotType(acc);
   llvm::Value* v = b.CreateLoad(st, b.CreateInBoundsGEP(st, k.reduceScratch, slot));
   return acc->isIntegerTy(1) ? b.CreateTrunc(v, acc) : v;
+}
+
+/// Partials in the reduce scratch, 8 bytes each, from element `origin` of their slot type on:
+/// one slot each, or two for a logsumexp of f32, its pair (m, s) in one 8-byte word. A
+/// logsumexp of f64 keeps its value m + log(s) alone, read back as the pair (value, 1).
+bool pairInSlots(ReduceKind kind, DType t) {
+  return kind == ReduceKind::LogSumExp && ir::dtypeBytes(t) <= 4;
+}
+
+void storePartial(KernelContext& k, ReduceKind kind, DType t, llvm::Value* origin,
+                  llvm::Value* index, const ReducePartial& p) {
+  llvm::IRBuilder<>& b = *k.b;
+  if (!pairInSlots(kind, t)) {
+    storeSlot(k, b.CreateAdd(origin, index), partialValue(k, p));
+    return;
+  }
+  llvm::Value* at = b.CreateAdd(origin, b.CreateMul(index, k.index(2)));
+  storeSlot(k, at, p.value);
+  storeSlot(k, b.CreateAdd(at, k.index(1)), p.sum);
+}
+
+ReducePartial loadPartial(KernelContext& k, ReduceKind kind, DType t, llvm::Value* origin,
+                          llvm::Value* index) {
+  llvm::IRBuilder<>& b = *k.b;
+  llvm::Type* acc = computeType(k.ctx(), t);
+  if (!pairInSlots(kind, t)) {
+    llvm::Value* v = loadSlot(k, acc, b.CreateAdd(origin, index));
+    return {v, kind == ReduceKind::LogSumExp ? llvm::ConstantFP::get(acc, 1.0) : nullptr};
+  }
+  llvm::Value* at = b.CreateAdd(origin, b.CreateMul(index, k.index(2)));
+  return {loadSlot(k, acc, at), loadSlot(k, acc, b.CreateAdd(at, k.index(1)))};
+}
+
+/// Partial 0 of the reduce scratch of cluster block `rank` (ld.shared::cluster).
+ReducePartial loadClusterPartial(KernelContext& k, ReduceKind kind, DType t, llvm::Value* rank) {
+  llvm::IRBuilder<>& b = *k.b;
+  llvm::Type* acc = computeType(k.ctx(), t);
+  llvm::Type* st = slotType(acc);
+  auto element = [&](int64_t i) {
+    llvm::Value* slot = b.CreateInBoundsGEP(st, k.reduceScratch, k.index(i));
+    llvm::Value* v = loadClusterValue(k, mapToClusterBlock(k, slot, rank), st);
+    return acc->isIntegerTy(1) ? b.CreateTrunc(v, acc) : v;
+  };
+  if (pairInSlots(kind, t)) return {element(0), element(1)};
+  return {element(0), kind == ReduceKind::LogSumExp ? llvm::ConstantFP::get(acc, 1.0) : nullptr};
+}
+
+ReducePartial selectPartial(llvm::IRBuilder<>& b, llvm::Value* when, const ReducePartial& x,
+                            const ReducePartial& y) {
+  return {b.CreateSelect(when, x.value, y.value),
+          x.sum ? b.CreateSelect(when, x.sum, y.sum) : nullptr};
 }
 
 /// The operand multi-index of kept index `kept` and reduced index `red`.
@@ -319,10 +395,12 @@ void accumulate(KernelContext& k, ElementalEmitter& gen, const std::vector<const
 
 } // namespace
 
-llvm::Value* warpReduce(KernelContext& k, ReduceKind kind, DType t, llvm::Value* v, int width) {
-  for (int off = width / 2; off >= 1; off /= 2)
-    v = reductionCombine(k, kind, t, v, shuffleXor(k, v, off));
-  return v;
+ReducePartial warpReduce(KernelContext& k, ReduceKind kind, DType t, ReducePartial p, int width) {
+  for (int off = width / 2; off >= 1; off /= 2) {
+    ReducePartial other{shuffleXor(k, p.value, off), p.sum ? shuffleXor(k, p.sum, off) : nullptr};
+    p = combinePartials(k, kind, t, p, other);
+  }
+  return p;
 }
 
 Index reduceOperandIndex(KernelContext& k, const ReduceGeometry& geo, llvm::Value* keptFlat,
@@ -378,59 +456,57 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
   if (cluster > 1 && !slots)
     k.fail(first.id, "a row shared by a thread-block cluster needs the row's slots (registers)");
 
-  // Reduce i's thread value v across the row's threads, then onResults[i] by one thread.
+  // Reduce i's thread partial v across the row's threads, then onResults[i] by one thread.
   auto combineRow = [&](size_t i, llvm::Value* row, llvm::Value* valid, llvm::Value* pass,
-                        llvm::Value* v) {
+                        ReducePartial v) {
     ReduceKind kind = reduces[i]->attr<ir::ReduceAttrs>().kind;
     DType t = reduces[i]->type.dtype;
-    llvm::Type* at = computeType(k.ctx(), t);
     const ReduceResult& onResult = onResults[i];
     if (warpPerRow && (!coalesceResults || rowsPerPass == 1)) {
-      v = warpReduce(k, kind, t, v, tpr);
-      k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(lane, k.index(0))), [&] { onResult(row, v); });
+      llvm::Value* total = partialValue(k, warpReduce(k, kind, t, v, tpr));
+      k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(lane, k.index(0))), [&] { onResult(row, total); });
       return;
     }
     if (warpPerRow) {
       // The pass's results leave from consecutive threads (thread i: row pass + i), so that
       // results in global memory are written by one request per 32 rows, not one per row.
-      v = warpReduce(k, kind, t, v, tpr);
-      k.ifThen(b.CreateICmpEQ(lane, k.index(0)), [&] { storeSlot(k, rowInPass, v); });
+      llvm::Value* total = partialValue(k, warpReduce(k, kind, t, v, tpr));
+      k.ifThen(b.CreateICmpEQ(lane, k.index(0)), [&] { storeSlot(k, rowInPass, total); });
       k.blockBarrier();
       llvm::Value* owned = b.CreateAdd(pass, tid);
       k.ifThen(b.CreateAnd(b.CreateICmpSLT(tid, k.index(rowsPerPass)), b.CreateICmpSLT(owned, end)),
-               [&] { onResult(owned, loadSlot(k, at, tid)); });
+               [&] { onResult(owned, loadSlot(k, total->getType(), tid)); });
       k.blockBarrier(); // the scratch is reused by the next pass
       return;
     }
     // Block-per-row in a cluster (block-per-row without one: combineBlockRows below): the
-    // block's part of the row in slot 0, then every block of the cluster combines the blocks'
-    // parts in rank order (the same total in each); the second cluster barrier keeps slot 0
-    // until the whole cluster has read it.
+    // block's part of the row in partial 0, then every block of the cluster combines the
+    // blocks' parts in rank order (the same total in each); the second cluster barrier keeps
+    // partial 0 until the whole cluster has read it.
     v = warpReduce(k, kind, t, v, 32);
     llvm::Value* warp = b.CreateUDiv(tid, k.index(32));
     llvm::Value* lane32 = b.CreateURem(tid, k.index(32));
-    k.ifThen(b.CreateICmpEQ(lane32, k.index(0)), [&] { storeSlot(k, warp, v); });
+    llvm::Value* origin = k.index(0);
+    k.ifThen(b.CreateICmpEQ(lane32, k.index(0)), [&] { storePartial(k, kind, t, origin, warp, v); });
     k.blockBarrier();
     k.ifThen(b.CreateICmpEQ(warp, k.index(0)), [&] {
-      llvm::Value* partial =
-          b.CreateSelect(b.CreateICmpSLT(lane32, k.index(k.blockSize / 32)),
-                         loadSlot(k, at,
-                                  b.CreateSelect(b.CreateICmpSLT(lane32, k.index(k.blockSize / 32)),
-                                                 lane32, k.index(0))),
-                         reductionIdentity(k.ctx(), kind, t));
-      llvm::Value* total = warpReduce(k, kind, t, partial, 32);
-      k.ifThen(b.CreateICmpEQ(lane32, k.index(0)), [&] { storeSlot(k, k.index(0), total); });
+      ReducePartial partial = selectPartial(
+          b, b.CreateICmpSLT(lane32, k.index(k.blockSize / 32)),
+          loadPartial(k, kind, t, origin,
+                      b.CreateSelect(b.CreateICmpSLT(lane32, k.index(k.blockSize / 32)), lane32,
+                                     k.index(0))),
+          identityPartial(k.ctx(), kind, t));
+      ReducePartial total = warpReduce(k, kind, t, partial, 32);
+      k.ifThen(b.CreateICmpEQ(lane32, k.index(0)),
+               [&] { storePartial(k, kind, t, origin, k.index(0), total); });
     });
     clusterBarrier(k);
-    llvm::Type* st = slotType(at);
-    llvm::Value* slot0 = b.CreateInBoundsGEP(st, k.reduceScratch, k.index(0));
-    llvm::Value* total = reductionIdentity(k.ctx(), kind, t);
-    for (int q = 0; q < cluster; ++q) {
-      llvm::Value* part = loadClusterValue(k, mapToClusterBlock(k, slot0, b.getInt32(uint32_t(q))), st);
-      if (at->isIntegerTy(1)) part = b.CreateTrunc(part, at);
-      total = reductionCombine(k, kind, t, total, part);
-    }
-    k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(tid, k.index(0))), [&] { onResult(row, total); });
+    ReducePartial total = identityPartial(k.ctx(), kind, t);
+    for (int q = 0; q < cluster; ++q)
+      total = combinePartials(k, kind, t, total,
+                              loadClusterPartial(k, kind, t, b.getInt32(uint32_t(q))));
+    llvm::Value* result = partialValue(k, total);
+    k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(tid, k.index(0))), [&] { onResult(row, result); });
     clusterBarrier(k);
     k.blockBarrier(); // the scratch is reused by the next row (or reduce)
   };
@@ -440,40 +516,43 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
   // side by side, reduce p by warp p, behind one barrier: a row's tail is one combine for its
   // sibling reduces, not one per reduce (a single reduce: warp 0 combines it).
   auto combineBlockRows = [&](llvm::Value* row, llvm::Value* valid,
-                              const std::vector<llvm::Value*>& values) {
+                              const std::vector<ReducePartial>& partials) {
     const int warps = k.blockSize / 32;
     const int64_t scratch = k.kernel ? k.kernel->reduceScratchBytes : 32 * 8;
     const size_t perBatch =
         size_t(std::clamp<int64_t>(scratch / (int64_t(warps) * 8), 1, warps));
     llvm::Value* warp = b.CreateUDiv(tid, k.index(32));
     llvm::Value* lane32 = b.CreateURem(tid, k.index(32));
-    std::vector<llvm::Value*> totals;
+    std::vector<ReducePartial> totals;
     for (size_t i = 0; i < reduces.size(); ++i)
       totals.push_back(warpReduce(k, reduces[i]->attr<ir::ReduceAttrs>().kind,
-                                  reduces[i]->type.dtype, values[i], 32));
-    // Reduce p of a batch keeps its warps' totals from word p * 32 (8 bytes each) on.
-    auto slotOf = [&](size_t p, const ir::Node& r, llvm::Value* index) {
+                                  reduces[i]->type.dtype, partials[i], 32));
+    // Reduce p of a batch keeps its warps' partials from word p * warps (8 bytes each) on.
+    auto originOf = [&](size_t p, const ir::Node& r) {
       int64_t bytes = int64_t(slotType(computeType(k.ctx(), r.type.dtype))->getPrimitiveSizeInBits() / 8);
-      return b.CreateAdd(k.index(int64_t(p) * warps * 8 / std::max<int64_t>(1, bytes)), index);
+      return k.index(int64_t(p) * warps * 8 / std::max<int64_t>(1, bytes));
     };
     for (size_t first = 0; first < reduces.size(); first += perBatch) {
       size_t count = std::min(perBatch, reduces.size() - first);
       k.ifThen(b.CreateICmpEQ(lane32, k.index(0)), [&] {
-        for (size_t p = 0; p < count; ++p)
-          storeSlot(k, slotOf(p, *reduces[first + p], warp), totals[first + p]);
+        for (size_t p = 0; p < count; ++p) {
+          const ir::Node& r = *reduces[first + p];
+          storePartial(k, r.attr<ir::ReduceAttrs>().kind, r.type.dtype, originOf(p, r), warp,
+                       totals[first + p]);
+        }
       });
       k.blockBarrier();
       for (size_t p = 0; p < count; ++p) {
         const ir::Node& r = *reduces[first + p];
         ReduceKind kind = r.attr<ir::ReduceAttrs>().kind;
         DType t = r.type.dtype;
-        llvm::Type* at = computeType(k.ctx(), t);
         k.ifThen(b.CreateICmpEQ(warp, k.index(int64_t(p))), [&] {
           llvm::Value* inBlock = b.CreateICmpSLT(lane32, k.index(warps));
-          llvm::Value* partial = b.CreateSelect(
-              inBlock, loadSlot(k, at, slotOf(p, r, b.CreateSelect(inBlock, lane32, k.index(0)))),
-              reductionIdentity(k.ctx(), kind, t));
-          llvm::Value* total = warpReduce(k, kind, t, partial, 32);
+          ReducePartial partial = selectPartial(
+              b, inBlock,
+              loadPartial(k, kind, t, originOf(p, r), b.CreateSelect(inBlock, lane32, k.index(0))),
+              identityPartial(k.ctx(), kind, t));
+          llvm::Value* total = partialValue(k, warpReduce(k, kind, t, partial, 32));
           k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(lane32, k.index(0))),
                    [&] { onResults[first + p](row, total); });
         });
@@ -500,15 +579,15 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
       accumulate(k, gen, reduces, geo, accs, row, reducedBegin, rowEnd, tpr, vector, lane, {},
                  m.streamLoads);
     }
-    std::vector<llvm::Value*> values;
+    std::vector<ReducePartial> partials;
     for (ThreadAccumulator& acc : accs)
-      values.push_back(acc.value());
+      partials.push_back(acc.partial());
     if (!warpPerRow && cluster == 1) {
-      combineBlockRows(row, valid, values);
+      combineBlockRows(row, valid, partials);
       return;
     }
     for (size_t i = 0; i < reduces.size(); ++i)
-      combineRow(i, row, valid, pass, values[i]);
+      combineRow(i, row, valid, pass, partials[i]);
   };
   if (slots) {
     emitPass(

@@ -20,11 +20,26 @@ llvm::Value* reductionIdentity(llvm::LLVMContext& c, ir::ReduceKind kind, ir::DT
 llvm::Value* reductionCombine(KernelContext& k, ir::ReduceKind kind, ir::DType t, llvm::Value* x,
                               llvm::Value* y);
 
+/// A partial reduction as it passes between threads: one compute value, except for logsumexp,
+/// the pair of a maximum m and the sum s of exp(x - m) over what it holds (its value is
+/// m + log(s)). Pairs combine with one fast exponential each and no logarithm, where
+/// reductionCombine's logsumexp takes libdevice's exponential and logarithm, some sixty
+/// dependent instructions a shuffle step: ten steps at the end of every row of a block-per-row
+/// log-softmax, its whole block waiting.
+struct ReducePartial {
+  llvm::Value* value = nullptr; // logsumexp: the maximum m
+  llvm::Value* sum = nullptr;   // logsumexp: s; null for every other kind
+};
+ReducePartial identityPartial(llvm::LLVMContext& c, ir::ReduceKind kind, ir::DType t);
+ReducePartial combinePartials(KernelContext& k, ir::ReduceKind kind, ir::DType t,
+                              const ReducePartial& x, const ReducePartial& y);
+/// The partial's reduction as a compute value (logsumexp: m + log(s)).
+llvm::Value* partialValue(KernelContext& k, const ReducePartial& p);
+
 /// One thread's running reduction of elements, in registers (allocas at the function's entry).
-/// Every kind keeps one value combined with reductionCombine, except logsumexp, which keeps a
-/// running maximum m and the sum s of exp(x - m) below it: one exponential per element (and
-/// per group of elements) where the pairwise combine takes an exponential and a logarithm, and
-/// value() = m + log(s).
+/// Every kind keeps one value combined with reductionCombine, except logsumexp, which keeps its
+/// partial pair (m, s): one exponential per element (and per group of elements) where the
+/// pairwise combine takes an exponential and a logarithm.
 class ThreadAccumulator {
 public:
   ThreadAccumulator(KernelContext& k, ir::ReduceKind kind, ir::DType t, const std::string& name);
@@ -33,7 +48,8 @@ public:
   void add(llvm::Value* x, llvm::Value* when = nullptr);
   /// add for a group of elements (a vector's lanes): a logsumexp takes their maximum first.
   void addGroup(const std::vector<llvm::Value*>& xs, llvm::Value* when = nullptr);
-  llvm::Value* value(); // the reduction of what was added, as a compute value
+  ReducePartial partial();                             // what was added, to combine across threads
+  llvm::Value* value() { return partialValue(k_, partial()); } // its reduction, a compute value
 
 private:
   KernelContext& k_;
@@ -43,9 +59,9 @@ private:
   llvm::AllocaInst* sum_ = nullptr;  // logsumexp: s, the sum of exp(x - m)
 };
 /// Butterfly over lanes xor width/2 ... 1 (width a power of two <= 32): afterwards every lane
-/// of each aligned group of `width` lanes holds the group's combined value.
-llvm::Value* warpReduce(KernelContext& k, ir::ReduceKind kind, ir::DType t, llvm::Value* v,
-                        int width);
+/// of each aligned group of `width` lanes holds the group's combined partial.
+ReducePartial warpReduce(KernelContext& k, ir::ReduceKind kind, ir::DType t, ReducePartial p,
+                         int width);
 
 /// A reduce's operand seen as [kept, reduced] (kept = the result's elements).
 using ir::ReduceGeometry;

@@ -147,6 +147,9 @@ private:
   bool isSplit(const fusion::Group& g) const;
   void emitSplitInit();
   void gridBarrier();
+  /// Barrier::LastBlock: the block counts itself out of the phases so far and returns, unless
+  /// it is the last to, which goes on as block 0 of a grid of one (KernelContext::aloneInGrid).
+  void handOffToLastBlock();
 
   llvm::Module& m_;
   const fusion::FusionPlan& plan_;

@@ -78,7 +78,9 @@ void planClusters(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& kernel
   // the simulator counts as saved.
   // The grid must be static, so that every binding launches the same clusters (the cuda device
   // checks that they fit at once).
-  if (!launch.cooperative || !launch.tiles.isStatic()) return;
+  // Nor one that hands off to its last block: the blocks that leave early would never reach
+  // the cluster barrier that keeps their shared memory for the cluster's reads.
+  if (!launch.cooperative || !launch.tiles.isStatic() || kernel.handsOffToLastBlock()) return;
   int64_t grid = std::min(launch.tiles.size(), launch.maxBlocks);
   int size = clusterSizeFor(spec, grid, launch.maxBlocks / spec.smCount);
   if (size == 1) return;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "fusion/graph_queries.h"
+#include "fusion/last_block_handoff.h"
 #include "fusion/launch_config.h"
 #include "fusion/resident_values.h"
 #include "fusion/schedule.h"
@@ -209,6 +210,7 @@ KernelPlan mapAndStitch(const ir::Graph& g, KernelPlan k, const std::vector<Loop
   for (Group& group : k.groups)
     propagateSchedule(g, group);
   planStitching(g, spec, k, ranges);
+  handOffLastPhase(k);
   configureLaunch(g, k, spec);
   return k;
 }

@@ -11,6 +11,11 @@ bool KernelPlan::hasGridBarrier() const {
                      [](const Stage& s) { return s.barrierBefore == Barrier::Grid; });
 }
 
+bool KernelPlan::handsOffToLastBlock() const {
+  return std::any_of(stages.begin(), stages.end(),
+                     [](const Stage& s) { return s.barrierBefore == Barrier::LastBlock; });
+}
+
 int64_t KernelPlan::sharedValuesEnd() const {
   int64_t end = 0;
   for (const auto& [v, p] : placement)

@@ -41,8 +41,12 @@ enum class Storage : uint8_t {
 
 // Before a stage that reads values earlier stages of its phase wrote: none, the warp's lanes
 // (bar.warp.sync: every value it reads is one per row, written by a lane of the warp that owns
-// that row), the block, or the grid (a new phase).
-enum class Barrier : uint8_t { None, Warp, Block, Grid };
+// that row), the block, or the grid (a new phase). LastBlock also starts a new phase, with no
+// grid barrier: every block counts itself out of the phases before (an atomic counter in the
+// barrier state) and leaves, but the last to do so, which runs the rest of the kernel alone,
+// as block 0 of a grid of one (fusion/last_block_handoff.h). The kernel need not be
+// cooperative: no block waits for another.
+enum class Barrier : uint8_t { None, Warp, Block, Grid, LastBlock };
 
 // ---- thread mappings (AStitch §4.4, adaptive thread mapping) ----
 
@@ -208,7 +212,7 @@ struct ValuePlacement {
   std::optional<ResidentDecision> resident;
 };
 
-/// A stage whose barrierBefore is Grid starts a new phase. All stages of a phase run in the
+/// A stage whose barrierBefore is Grid or LastBlock starts a new phase. All stages of a phase run in the
 /// tiles of the phase's first group (the planner guarantees every group of a phase has the
 /// same rows and rowsPerTile). A stage that materialises a split reduce (splitFactor > 1)
 /// combines its partials across blocks itself, so its kernel is cooperative even without a
@@ -392,6 +396,10 @@ struct KernelPlan {
   TileSpace residentSpace;
 
   bool hasGridBarrier() const;
+  /// Whether the kernel hands its last phases to the last block (a LastBlock stage).
+  bool handsOffToLastBlock() const;
+  /// Whether codegen gives it the barrier-state parameter (grid barriers, the handoff's counter).
+  bool needsBarrierState() const { return hasGridBarrier() || handsOffToLastBlock(); }
   /// The end of the highest value kept in the dynamic shared array (Shared values and resident
   /// inputs; 0 with none): the dynamic shared bytes codegen allocates.
   int64_t sharedValuesEnd() const;

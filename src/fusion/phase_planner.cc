@@ -67,7 +67,8 @@ public:
     k_.stagingBytes = 0;
     Phase phase;
     for (size_t i = 0; i < k_.stages.size(); ++i) {
-      if (k_.stages[i].barrierBefore == Barrier::Grid && !phase.empty()) {
+      const Barrier before = k_.stages[i].barrierBefore;
+      if ((before == Barrier::Grid || before == Barrier::LastBlock) && !phase.empty()) {
         planPhase(phase);
         phase.clear();
       }
@@ -508,6 +509,11 @@ std::optional<SlotPlan> PhasePlanner::slotPlanOf(const TileSpace& s, const Phase
   const auto& m = std::get<RowReduceMapping>(g.mapping);
   for (size_t i = 0; i < g.tileDims.size(); ++i)
     if (g.tileDims[i] != int64_t(i)) return std::nullopt; // rows must lead the loop
+  // Every row of a tile runs the slots, those past the rows too (each loads the clamped last
+  // row again; streamed, they load nothing): where most of a tile's rows are past them (a sum
+  // of 512 row values in a tile of 32 warp-per-row rows: 31 rows loaded again to save one
+  // re-read), the slots cost more loads than they save.
+  if (g.rows.isStatic() && 2 * g.rows.size() < g.rowsPerTile) return std::nullopt;
   int steps = rowSlotSteps(g.loopShape, g.tileDims.size(), m, k_.launch.blockSize,
                            s.unitsPerTile);
   if (steps == 0) return std::nullopt;

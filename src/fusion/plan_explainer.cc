@@ -289,9 +289,13 @@ std::string explainPlan(const FusionPlan& plan) {
       continue;
     }
     const auto& k = std::get<KernelPlan>(plan.steps[s]);
+    std::string joined;
+    if (k.hasGridBarrier()) joined += ", phases joined by grid barriers (cooperative)";
+    if (k.handsOffToLastBlock())
+      joined += ", its last phase run by the block that finishes the others last (no grid "
+                "barrier before it)";
     os << fmt::format("\nstep {}: {}: {} op(s) in {} group(s), {} phase(s){}\n", s, idx.names[s],
-                      k.ops.size(), k.groups.size(), k.phases.size(),
-                      k.hasGridBarrier() ? ", phases joined by grid barriers (cooperative)" : "");
+                      k.ops.size(), k.groups.size(), k.phases.size(), joined);
     if (k.launch.clusterSize > 1)
       os << fmt::format("  in thread-block clusters of {} blocks (sm_90): its phases' staged rows "
                         "are loaded once per cluster and its block partials combined across the "

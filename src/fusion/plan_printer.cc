@@ -162,6 +162,8 @@ std::string barrierName(Barrier b) {
     return "block";
   case Barrier::Grid:
     return "grid";
+  case Barrier::LastBlock:
+    return "last block";
   }
   return "?";
 }

@@ -39,7 +39,7 @@ namespace weft::fusion {
 namespace {
 
 constexpr std::string_view kMagic = "WEFTPLAN";
-constexpr uint32_t kFormatVersion = 4; // 4: RowReduceMapping::streamLoads; 3: the gather op
+constexpr uint32_t kFormatVersion = 5; // 5: Barrier::LastBlock; 4: RowReduceMapping::streamLoads; 3: the gather op
 constexpr size_t kHeaderBytes = 8 + 1 + 4 + 8 + 8;
 
 // ---- the fields of every struct, in order: one list for both directions ----

@@ -89,7 +89,9 @@ void planResidentValues(const ir::Graph& g, const DeviceSpec& spec, KernelPlan& 
     return p.second.readAtOwnRows &&
            (p.second.storage == Storage::Global || p.second.storage == Storage::Input);
   });
-  if (!any || !launch.cooperative || launch.maxBlocks <= 0) return;
+  // A phase handed to the last block (Barrier::LastBlock) runs in whichever block counts out
+  // last, which holds its own tiles' values, not the ones the phase would read.
+  if (!any || !launch.cooperative || launch.maxBlocks <= 0 || k.handsOffToLastBlock()) return;
 
   // The phases as codegen will cut them, and the staging they would take without resident values.
   planPhases(g, spec, k, ranges);

@@ -435,7 +435,7 @@ LaunchCounters Executor::run() {
     };
     const uint64_t units = nBlocks / clusterSize_;
     const uint64_t samples = rq_.options.sampleBlocks;
-    if (samples == 0 || units <= samples + 1) {
+    if (samples == 0 || units <= samples + 1 || fn_.handsOff) {
       for (uint64_t u = 0; u < units; ++u)
         runUnit(u);
     } else {

@@ -309,6 +309,10 @@ struct Function {
   bool isKernel = false;
   bool defined = false;
   bool isGridBarrier = false;   // name starts with "weft_grid_barrier"
+  bool isLastBlock = false;     // name starts with "weft_last_block" (a last-block handoff)
+  // Kernels: they or a function they call hand off to their last block (weft_last_block), so
+  // which block runs on depends on all of them running: block sampling is off for them.
+  bool handsOff = false;
   uint32_t entry = 0, end = 0;  // [entry, end) in Program::code
   uint32_t numRegs = 0;         // 64-bit slots per thread (all register classes)
   uint32_t reg32Equivalent = 0; // declared registers counted in 32-bit units

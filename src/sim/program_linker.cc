@@ -185,7 +185,8 @@ void resolveCalls(Program& prog, const Fixups& callFixups) {
   }
 }
 
-/// A kernel needs at least the registers of every function it calls (occupancy).
+/// A kernel needs at least the registers of every function it calls (occupancy); one that calls
+/// weft_last_block hands off (Function::handsOff).
 void kernelRegisterPressure(Program& prog) {
   for (auto& k : prog.functions) {
     if (!k.isKernel || !k.defined) continue;
@@ -199,6 +200,7 @@ void kernelRegisterPressure(Program& prog) {
       seen[f] = true;
       const Function& fn = prog.functions[f];
       pressure = std::max(pressure, fn.maxLive32);
+      k.handsOff = k.handsOff || fn.isLastBlock;
       for (uint32_t pc = fn.entry; pc < fn.end; ++pc)
         if (prog.code[pc].op == Op::Call) stack.push_back(prog.code[pc].target);
     }

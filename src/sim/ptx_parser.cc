@@ -405,6 +405,7 @@ void Parser::parseFunction(bool isKernel, bool external) {
   if (!isKernel && isPunct("(")) parseParamList(f, f.returns, false);
   f.name = ident();
   f.isGridBarrier = f.name.rfind("weft_grid_barrier", 0) == 0;
+  f.isLastBlock = f.name.rfind("weft_last_block", 0) == 0;
   parseParamList(f, f.params, isKernel);
   while (peek().kind == Token::Ident && peek().text[0] == '.') {
     std::string d = next().text;

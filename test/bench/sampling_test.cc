@@ -62,3 +62,25 @@ TEST_CASE("sampled counters of compiled uniform kernels equal the full simulatio
   }
   CHECK(extrapolated > 0); // the test is only meaningful when something was extrapolated
 }
+
+TEST_CASE("a kernel that hands off to its last block is simulated whole under sampling",
+          "[bench][sampling]") {
+  // The sum of a [256, 4096] f32 over everything: per-row sums, then their sum in the block
+  // that counts out last (fusion::Barrier::LastBlock). Sampled, the blocks not simulated would
+  // never count out: no block would go on, the output would be left unwritten and the counter
+  // would carry into the next launch.
+  const std::string json = R"({"name": "total", "inputs": [
+      {"name": "x", "dtype": "f32", "shape": [256, 4096]}],
+    "ops": [{"name": "t", "op": "reduce", "inputs": ["x"], "kind": "sum", "axes": [0, 1]}],
+    "outputs": ["t"]})";
+  ir::Graph g = frontend::readGraphJson(json, "total.json").graph;
+  std::vector<LaunchCounters> full = simulate(g, fusion::Policy::AStitch, 0);
+  std::vector<LaunchCounters> sampled = simulate(g, fusion::Policy::AStitch, 4);
+  REQUIRE(full.size() == 1);
+  REQUIRE(sampled.size() == 1);
+  CHECK(full[0].blocks > 5); // more blocks than the 4 samples and the last
+  CHECK_FALSE(sampled[0].sampled());
+  CHECK(sampled[0].warpInstructions == full[0].warpInstructions);
+  CHECK(sampled[0].globalSectorsWritten == full[0].globalSectorsWritten);
+  CHECK(sampled[0].atomics == full[0].atomics);
+}

@@ -28,15 +28,6 @@ FusionPlan planExample(const std::string& file, int64_t b, const std::string& de
   return plan(ir::bindSymbols(parsed.graph, binding), *deviceSpecProfile(device), policy);
 }
 
-const KernelPlan& onlyKernel(const FusionPlan& p) {
-  REQUIRE(p.kernelCount() == 1);
-  return *kernelsOf(p).front();
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 } // namespace
 
 TEST_CASE("phases: every stage is in exactly one phase, split at the grid barriers",

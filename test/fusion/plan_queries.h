@@ -16,6 +16,15 @@ inline std::vector<const KernelPlan*> kernelsOf(const FusionPlan& p) {
   return ks;
 }
 
+inline const KernelPlan& onlyKernel(const FusionPlan& p) {
+  REQUIRE(p.kernelCount() == 1);
+  return *kernelsOf(p).front();
+}
+
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 inline ir::NodeId id(const ir::Graph& g, const std::string& name) {
   auto v = g.find(name);
   INFO("no value named " << name);

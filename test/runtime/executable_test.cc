@@ -206,6 +206,99 @@ TEST_CASE("a log-softmax down the columns keeps its precision at large magnitude
     }
 }
 
+TEST_CASE("logsumexp partials combined across threads keep infinities, NaN and empty rows",
+          "[runtime][sim][precision]") {
+  // Rows of 5,000 (a block per row, warps and then the block combining (max, sum) pairs) and of
+  // 24 (a warp per row), f32 and f64 (whose pair crosses shared memory as its value): rows of
+  // -inf, one +inf, one NaN, a -inf among finite values, equal huge values, and mixed signs.
+  for (int64_t length : {int64_t(5000), int64_t(24)})
+    for (DType t : {DType::f32, DType::f64}) {
+      DYNAMIC_SECTION("rows of " << length << ", " << ir::dtypeName(t)) {
+        const int64_t rows = 7;
+        ir::Graph g;
+        ir::NodeId x = g.parameter("x", {t, {rows, length}});
+        g.addOutput(g.reduce(ir::ReduceKind::LogSumExp, x, {1}, "lse"));
+        HostTensor in(t, {rows, length});
+        const double inf = std::numeric_limits<double>::infinity();
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t i = 0; i < length; ++i) {
+            double v = std::sin(double(i) * 0.37 + double(r)) * 30;
+            if (r == 0) v = -inf;
+            if (r == 1 && i == length / 3) v = inf;
+            if (r == 2 && i == length - 1) v = std::nan("");
+            if (r == 3 && i % 5 == 0) v = -inf;
+            if (r == 4) v = 1e30;
+            in.set(r * length + i, v);
+          }
+        auto compiled = compile(g, options(Policy::AStitch));
+        auto device = makeDevice("sim", compiled->options().device);
+        Executable exe(compiled, *device);
+        HostTensor got = exe.run({in})[0];
+        HostTensor want = ir::interpret(g, {in})[0];
+        CHECK(got.get(0) == -inf);
+        CHECK(got.get(1) == inf);
+        CHECK(std::isnan(got.get(2)));
+        for (int64_t r = 3; r < rows; ++r)
+          CHECK(got.get(r) == Approx(want.get(r)).epsilon(1e-6));
+        CHECK(got.get(4) == Approx(1e30 + std::log(double(length))).epsilon(1e-6));
+      }
+    }
+}
+
+TEST_CASE("a kernel that hands its last phase to its last block is right on every launch",
+          "[runtime][sim][handoff]") {
+  // The sum over [300, 2048] f32 and log-softmax + NLL over [40, 3000]: per-row values, then
+  // their sums in the block that counts out last (fusion::Barrier::LastBlock). The block counter
+  // must be back at 0 after each launch, or a later launch would pick the wrong block (or
+  // none), plain and replayed as a CUDA graph.
+  auto parsed = frontend::readGraphJson(R"({"name": "nll", "inputs": [
+      {"name": "logits", "dtype": "f32", "shape": [40, 3000]},
+      {"name": "labels", "dtype": "i32", "shape": [40]},
+      {"name": "x", "dtype": "f32", "shape": [300, 2048]}],
+    "ops": [{"name": "logp", "op": "log_softmax", "inputs": ["logits"], "axis": -1},
+            {"name": "vocab", "op": "iota", "dtype": "i32", "shape": [40, 3000], "axis": 1},
+            {"name": "lb", "op": "broadcast_in_dim", "inputs": ["labels"], "shape": [40, 3000], "dims": [0]},
+            {"name": "hit", "op": "compare", "inputs": ["vocab", "lb"], "direction": "eq"},
+            {"name": "zero", "op": "constant", "dtype": "f32", "shape": [40, 3000], "value": 0},
+            {"name": "picked", "op": "select", "inputs": ["hit", "logp", "zero"]},
+            {"name": "loss", "op": "reduce", "inputs": ["picked"], "kind": "sum", "axes": [0, 1]},
+            {"name": "total", "op": "reduce", "inputs": ["x"], "kind": "sum", "axes": [0, 1]}],
+    "outputs": ["loss", "total"]})",
+                                        "nll.json");
+  const ir::Graph& g = parsed.graph;
+  auto compiled = compile(g, options(Policy::AStitch));
+  // One kernel: the loss's rows, a grid barrier, the rows of x, then both sums in the last
+  // block (a cooperative kernel that also hands off).
+  int handoffs = 0, cooperative = 0;
+  for (const fusion::Step& step : compileVersions(g, {}, options(Policy::AStitch)).front()->plan.steps)
+    if (const auto* k = std::get_if<fusion::KernelPlan>(&step)) {
+      handoffs += k->handsOffToLastBlock();
+      cooperative += k->launch.cooperative;
+    }
+  CHECK(handoffs == 1);
+  CHECK(cooperative == 1);
+  auto device = makeDevice("sim", compiled->options().device);
+  Executable exe(compiled, *device);
+  for (GraphMode mode : {GraphMode::Off, GraphMode::On}) {
+    exe.setGraphMode(mode);
+    for (int call = 0; call < 3; ++call) {
+      std::vector<HostTensor> in = {HostTensor(DType::f32, {40, 3000}),
+                                    HostTensor(DType::i32, {40}),
+                                    HostTensor(DType::f32, {300, 2048})};
+      for (int64_t i = 0; i < in[0].numElements(); ++i)
+        in[0].set(i, std::sin(double(i) * 0.01 + call) * 5);
+      for (int64_t i = 0; i < 40; ++i)
+        in[1].set(i, double((i * 97 + call * 13) % 3000));
+      for (int64_t i = 0; i < in[2].numElements(); ++i)
+        in[2].set(i, std::cos(double(i) * 0.003 - call));
+      std::vector<HostTensor> got = exe.run(in), want = ir::interpret(g, in);
+      INFO("graph mode " << int(mode) << ", call " << call);
+      CHECK(got[0].get(0) == Approx(want[0].get(0)).epsilon(1e-5));
+      CHECK(got[1].get(0) == Approx(want[1].get(0)).epsilon(1e-5).margin(1e-3));
+    }
+  }
+}
+
 TEST_CASE("a log-softmax over a row split across blocks splits its logsumexp too",
           "[runtime][sim][split]") {
   // One row of 200,000 on the v100 profile: the row is split over the grid and its max and
