@@ -95,6 +95,7 @@ ProgramShape programShape(const CompiledProgram& program,
                                                                 : -1;
       };
       if (const auto* kp = std::get_if<fusion::KernelPlan>(&step)) {
+        s.handsOff = kp->handsOffToLastBlock();
         for (ir::NodeId v : kp->outputs)
           written.insert(bufferOf(v));
         // A loop iteration loads each input once; a slot phase loads its whole row first.
@@ -188,7 +189,8 @@ ModeledTime modelKernel(const LaunchCounters& k, const ModelProfile& p, const Ke
   t.issueUs = static_cast<double>(k.warpInstructions) / (m.issueGInstr * 1e3 * busy);
   t.boundUs = std::max(t.memoryUs, t.issueUs);
   t.launchUs = p.launchUs();
-  t.barrierUs = static_cast<double>(k.gridBarriers) * fusion::gridBarrierUs(m, grid);
+  t.barrierUs = static_cast<double>(k.gridBarriers) * fusion::gridBarrierUs(m, grid) +
+                (shape && shape->handsOff ? fusion::handoffUs(m) : 0);
   return t;
 }
 

@@ -82,6 +82,7 @@ struct KernelShape {
   /// times 4 (at most the loop's trips) for a column reduce's loop, which ptxas unrolls.
   int loadsInFlight = 1;
   int clusterSize = 1; // blocks per thread-block cluster as launched
+  bool handsOff = false; // its last phase runs in the last block (fusion::Barrier::LastBlock)
   /// The grid the GPU launches for a kernel that fills the SMs (LaunchPlan::fillSMs):
   /// min(tiles, SMs × blocksPerSM) where blocksPerSM came from ptxas; 0 otherwise (the
   /// simulator's grid is the GPU's).

@@ -154,11 +154,13 @@ std::string formatMarkdown(const SuiteResult& r) {
   line(fmt::format("Counts are those of the {} plan. Modeled times (bench/perf_model.h): DRAM "
                    "bytes at the bandwidth the bytes in flight reach, re-reads that fit in L2 at "
                    "L2 bandwidth, or warp instructions / issue rate, whichever is larger, plus "
-                   "{:.1f} µs per launch and {:.1f} µs per grid barrier (docs/performance.md). "
+                   "{:.1f} µs per launch, {:.1f} µs per grid barrier and {:.1f} µs per handoff "
+                   "to a kernel's last block (docs/performance.md). "
                    "\"vs copy\": the modeled time of a copy of the compulsory bytes over the "
                    "policy's modeled time. Compile time: measured on this machine, median of the "
                    "runs shown, cache off.",
-                   primary, primaryModel.launchUs(), primaryModel.cost.barrierUs));
+                   primary, primaryModel.launchUs(), primaryModel.cost.barrierUs,
+                   fusion::handoffUs(primaryModel.cost)));
   line("");
   std::string head = "| workload | policy | kernels | grid barriers | MB moved | compulsory MB | "
                      "moved / compulsory | modeled " + primary + " vs copy |";

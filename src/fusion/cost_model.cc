@@ -62,6 +62,10 @@ double gridBarrierUs(const CostModel& m, uint64_t blocks) {
   return m.barrierUs + m.barrierPerBlockUs * double(blocks);
 }
 
+double handoffUs(const CostModel& m) {
+  return 2 * m.latencyNs / 1000;
+}
+
 double streamUs(const CostModel& m, double bytes, int64_t blocks, int blockSize,
                 double bytesPerThread, int blocksPerSM) {
   const double active = std::min<double>(double(blocks), m.smCount);

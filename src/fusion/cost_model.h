@@ -12,6 +12,7 @@
 //             the block's warps over the SM's issue rate) and block barriers, for all of the
 //             loads it has in flight at once (bench/perf_model.h counts them)
 //   grid barrier = barrierUs + barrierPerBlockUs × blocks
+//   handoff to the last block = 2 × latency
 //
 // The planner weighs a split row's grid barrier with them (thread_mapping.cc); bench/perf_model.h
 // adds the L2 and issue terms over what the simulator counted.
@@ -52,6 +53,13 @@ double dramBytesPerThreadInstruction(const CostModel& m);
 
 /// µs of one grid barrier across `blocks` blocks.
 double gridBarrierUs(const CostModel& m, uint64_t blocks);
+
+/// µs a handoff to the last block (fusion/last_block_handoff.h) adds after the other blocks are
+/// done: the last block's add on the counter and its phase's first loads of what they wrote
+/// each wait a memory round trip (the rest of its phase is in the kernel's counted work).
+/// Measured on the H100 (2026-11-27): log-softmax + NLL took 0.7-1.5 us more than its rows
+/// alone; two round trips are 0.9.
+double handoffUs(const CostModel& m);
 
 /// µs to stream `bytes` through DRAM with `blocks` blocks of `blockSize` threads, each thread
 /// holding `bytesPerThread` bytes of loads in flight, `blocksPerSM` blocks resident per SM.

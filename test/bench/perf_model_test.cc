@@ -73,6 +73,29 @@ TEST_CASE("issue-bound kernels, idle SMs and grid barriers", "[bench][model]") {
   CHECK(fusion::gridBarrierUs(toyProfile().cost, 100) == Approx(4));
 }
 
+TEST_CASE("a handoff to the last block costs two memory round trips, not a grid barrier",
+          "[bench][model]") {
+  LaunchCounters k = memoryKernel(32000000, 16000000, 100);
+  KernelShape shape;
+  shape.blockSize = 256;
+  shape.blocksPerSM = 1;
+  shape.loadsInFlight = 8;
+  const double without = modelKernel(k, toyProfile(), &shape).totalUs();
+  shape.handsOff = true;
+  ModeledTime t = modelKernel(k, toyProfile(), &shape);
+  CHECK(fusion::handoffUs(toyProfile().cost) == Approx(2)); // 2 x 1 µs of latency
+  CHECK(t.barrierUs == Approx(2));
+  CHECK(t.totalUs() == Approx(without + 2));
+  // log_softmax_nll's kernel hands off: its shape says so.
+  CompileOptions o;
+  o.cacheDir = "off";
+  const bench::Workload w = bench::findWorkload("log_softmax_nll", bench::defaultWorkloadsDir());
+  auto compiled = compile(w.build(), o);
+  ProgramShape ps = programShape(compiledProgram(compiled->program({})));
+  REQUIRE(ps.size() == 1);
+  CHECK(ps[0].handsOff);
+}
+
 TEST_CASE("bytes in flight cap the bandwidth of a small grid (Little's law)", "[bench][model]") {
   const fusion::CostModel m = toyProfile().cost;
   // 100 SMs × 10 KB / 1 µs = 1e6 bytes per µs: the full bandwidth; half the bytes, half of it
