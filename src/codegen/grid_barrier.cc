@@ -7,15 +7,41 @@
 
 namespace weft::codegen {
 
+namespace {
+
+/// A grid-wide synchronisation function: external (the simulator and the PTX merge know it by
+/// name), never inlined, convergent (every thread of a block calls it).
+llvm::Function* declareSyncFunction(llvm::Module& m, const char* name, llvm::FunctionType* fty) {
+  auto* f = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, name, m);
+  f->addFnAttr(llvm::Attribute::NoInline);
+  f->addFnAttr(llvm::Attribute::Convergent);
+  return f;
+}
+
+/// `atom.acq_rel.gpu.global.add.u32`: the old value of the counter at its pointer.
+llvm::InlineAsm* atomicAddAcqRel(llvm::LLVMContext& c) {
+  llvm::Type* i32 = llvm::Type::getInt32Ty(c);
+  return llvm::InlineAsm::get(
+      llvm::FunctionType::get(i32, {llvm::PointerType::get(c, 1), i32}, false),
+      "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;", "=r,l,r,~{memory}", true);
+}
+
+/// bar.sync, then thread 0 of the block to `leader` and the others to `rest`.
+void syncThenThreadZero(llvm::IRBuilder<>& b, llvm::BasicBlock* leader, llvm::BasicBlock* rest) {
+  b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+  llvm::Value* tid = b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
+  b.CreateCondBr(b.CreateICmpEQ(tid, b.getInt32(0)), leader, rest);
+}
+
+} // namespace
+
 llvm::Function* getOrEmitGridBarrier(llvm::Module& m) {
   if (llvm::Function* f = m.getFunction(kGridBarrierName)) return f;
   llvm::LLVMContext& c = m.getContext();
   llvm::Type* ptr = llvm::PointerType::get(c, 1);
-  auto* fty =
-      llvm::FunctionType::get(llvm::Type::getVoidTy(c), {ptr, llvm::Type::getInt32Ty(c)}, false);
-  auto* f = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, kGridBarrierName, m);
-  f->addFnAttr(llvm::Attribute::NoInline);
-  f->addFnAttr(llvm::Attribute::Convergent);
+  auto* f = declareSyncFunction(
+      m, kGridBarrierName,
+      llvm::FunctionType::get(llvm::Type::getVoidTy(c), {ptr, llvm::Type::getInt32Ty(c)}, false));
   llvm::Value* state = f->getArg(0);
   llvm::Value* blocks = f->getArg(1);
 
@@ -29,16 +55,12 @@ llvm::Function* getOrEmitGridBarrier(llvm::Module& m) {
   auto* ldAcquire =
       llvm::InlineAsm::get(llvm::FunctionType::get(i32, {ptr}, false),
                            "ld.acquire.gpu.global.u32 $0, [$1];", "=r,l,~{memory}", true);
-  auto* atomAdd = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {ptr, i32}, false),
-                                       "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;",
-                                       "=r,l,r,~{memory}", true);
+  llvm::InlineAsm* atomAdd = atomicAddAcqRel(c);
   auto* stRelease =
       llvm::InlineAsm::get(llvm::FunctionType::get(b.getVoidTy(), {ptr, i32}, false),
                            "st.release.gpu.global.u32 [$0], $1;", "l,r,~{memory}", true);
 
-  b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
-  llvm::Value* tid = b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
-  b.CreateCondBr(b.CreateICmpEQ(tid, b.getInt32(0)), leader, done);
+  syncThenThreadZero(b, leader, done);
 
   b.SetInsertPoint(leader);
   llvm::Value* genPtr = b.CreateConstInBoundsGEP1_32(i32, state, 1);
@@ -67,10 +89,8 @@ llvm::Function* getOrEmitLastBlock(llvm::Module& m) {
   llvm::Type* ptr = llvm::PointerType::get(c, 1);
   llvm::Type* i32 = llvm::Type::getInt32Ty(c);
   llvm::Type* sharedPtr = llvm::PointerType::get(c, 3);
-  auto* fty = llvm::FunctionType::get(i32, {ptr, i32, sharedPtr}, false);
-  auto* f = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, kLastBlockName, m);
-  f->addFnAttr(llvm::Attribute::NoInline);
-  f->addFnAttr(llvm::Attribute::Convergent);
+  auto* f = declareSyncFunction(m, kLastBlockName,
+                                llvm::FunctionType::get(i32, {ptr, i32, sharedPtr}, false));
   llvm::Value* state = f->getArg(0);
   llvm::Value* blocks = f->getArg(1);
   llvm::Value* flag = f->getArg(2);
@@ -80,12 +100,8 @@ llvm::Function* getOrEmitLastBlock(llvm::Module& m) {
   auto* reset = llvm::BasicBlock::Create(c, "reset", f);
   auto* done = llvm::BasicBlock::Create(c, "done", f);
   llvm::IRBuilder<> b(entry);
-  auto* atomAdd = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {ptr, i32}, false),
-                                       "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;",
-                                       "=r,l,r,~{memory}", true);
-  b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
-  llvm::Value* tid = b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
-  b.CreateCondBr(b.CreateICmpEQ(tid, b.getInt32(0)), leader, done);
+  llvm::InlineAsm* atomAdd = atomicAddAcqRel(c);
+  syncThenThreadZero(b, leader, done);
 
   b.SetInsertPoint(leader);
   llvm::Value* counter = b.CreateConstInBoundsGEP1_32(i32, state, 2);
