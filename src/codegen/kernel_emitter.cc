@@ -1344,7 +1344,7 @@ EmittedKernel KernelEmitter::run() {
     if (p.storage == Storage::Input) installLoad(id, nullptr);
   emitSplitInit();
   for (size_t i = 0; i < kp_.phases.size(); ++i) {
-    if (i > 0 && kp_.stages.at(kp_.phases[i].firstStage).barrierBefore == fusion::Barrier::LastBlock)
+    if (i > 0 && kp_.handedOff(kp_.phases[i]))
       handOffToLastBlock();
     else if (i > 0)
       gridBarrier();

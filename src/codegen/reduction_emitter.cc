@@ -231,18 +231,27 @@ llvm::Value* loadSlot(KernelContext& k, llvm::Type* acc, llvm::Value* slot) {
 /// Partials in the reduce scratch, 8 bytes each, from element `origin` of their slot type on:
 /// one slot each, or two for a logsumexp of f32, its pair (m, s) in one 8-byte word. A
 /// logsumexp of f64 keeps its value m + log(s) alone, read back as the pair (value, 1).
-bool pairInSlots(ReduceKind kind, DType t) {
-  return kind == ReduceKind::LogSumExp && ir::dtypeBytes(t) <= 4;
+int slotsOfPartial(ReduceKind kind, DType t) {
+  return kind == ReduceKind::LogSumExp && ir::dtypeBytes(t) <= 4 ? 2 : 1;
+}
+
+/// The partial whose slots `slot(0)` (and `slot(1)`) read, in the layout above.
+ReducePartial partialOfSlots(KernelContext& k, ReduceKind kind, DType t,
+                             const std::function<llvm::Value*(int64_t)>& slot) {
+  if (slotsOfPartial(kind, t) == 2) return {slot(0), slot(1)};
+  llvm::Type* acc = computeType(k.ctx(), t);
+  return {slot(0), kind == ReduceKind::LogSumExp ? llvm::ConstantFP::get(acc, 1.0) : nullptr};
 }
 
 void storePartial(KernelContext& k, ReduceKind kind, DType t, llvm::Value* origin,
                   llvm::Value* index, const ReducePartial& p) {
   llvm::IRBuilder<>& b = *k.b;
-  if (!pairInSlots(kind, t)) {
-    storeSlot(k, b.CreateAdd(origin, index), partialValue(k, p));
+  const int n = slotsOfPartial(kind, t);
+  llvm::Value* at = b.CreateAdd(origin, b.CreateMul(index, k.index(n)));
+  if (n == 1) {
+    storeSlot(k, at, partialValue(k, p));
     return;
   }
-  llvm::Value* at = b.CreateAdd(origin, b.CreateMul(index, k.index(2)));
   storeSlot(k, at, p.value);
   storeSlot(k, b.CreateAdd(at, k.index(1)), p.sum);
 }
@@ -251,12 +260,9 @@ ReducePartial loadPartial(KernelContext& k, ReduceKind kind, DType t, llvm::Valu
                           llvm::Value* index) {
   llvm::IRBuilder<>& b = *k.b;
   llvm::Type* acc = computeType(k.ctx(), t);
-  if (!pairInSlots(kind, t)) {
-    llvm::Value* v = loadSlot(k, acc, b.CreateAdd(origin, index));
-    return {v, kind == ReduceKind::LogSumExp ? llvm::ConstantFP::get(acc, 1.0) : nullptr};
-  }
-  llvm::Value* at = b.CreateAdd(origin, b.CreateMul(index, k.index(2)));
-  return {loadSlot(k, acc, at), loadSlot(k, acc, b.CreateAdd(at, k.index(1)))};
+  llvm::Value* at = b.CreateAdd(origin, b.CreateMul(index, k.index(slotsOfPartial(kind, t))));
+  return partialOfSlots(k, kind, t,
+                        [&](int64_t i) { return loadSlot(k, acc, b.CreateAdd(at, k.index(i))); });
 }
 
 /// Partial 0 of the reduce scratch of cluster block `rank` (ld.shared::cluster).
@@ -264,13 +270,11 @@ ReducePartial loadClusterPartial(KernelContext& k, ReduceKind kind, DType t, llv
   llvm::IRBuilder<>& b = *k.b;
   llvm::Type* acc = computeType(k.ctx(), t);
   llvm::Type* st = slotType(acc);
-  auto element = [&](int64_t i) {
+  return partialOfSlots(k, kind, t, [&](int64_t i) {
     llvm::Value* slot = b.CreateInBoundsGEP(st, k.reduceScratch, k.index(i));
     llvm::Value* v = loadClusterValue(k, mapToClusterBlock(k, slot, rank), st);
     return acc->isIntegerTy(1) ? b.CreateTrunc(v, acc) : v;
-  };
-  if (pairInSlots(kind, t)) return {element(0), element(1)};
-  return {element(0), kind == ReduceKind::LogSumExp ? llvm::ConstantFP::get(acc, 1.0) : nullptr};
+  });
 }
 
 ReducePartial selectPartial(llvm::IRBuilder<>& b, llvm::Value* when, const ReducePartial& x,
@@ -456,6 +460,17 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
   if (cluster > 1 && !slots)
     k.fail(first.id, "a row shared by a thread-block cluster needs the row's slots (registers)");
 
+  // In the calling warp, the combined partials of the block's warps, partial w of warp w at
+  // `origin` of the reduce scratch (lanes past the warps add the identity).
+  auto warpsPartial = [&](ReduceKind kind, DType t, llvm::Value* origin, llvm::Value* lane32) {
+    const int warps = k.blockSize / 32;
+    llvm::Value* inBlock = b.CreateICmpSLT(lane32, k.index(warps));
+    ReducePartial partial = selectPartial(
+        b, inBlock, loadPartial(k, kind, t, origin, b.CreateSelect(inBlock, lane32, k.index(0))),
+        identityPartial(k.ctx(), kind, t));
+    return warpReduce(k, kind, t, partial, 32);
+  };
+
   // Reduce i's thread partial v across the row's threads, then onResults[i] by one thread.
   auto combineRow = [&](size_t i, llvm::Value* row, llvm::Value* valid, llvm::Value* pass,
                         ReducePartial v) {
@@ -490,13 +505,7 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
     k.ifThen(b.CreateICmpEQ(lane32, k.index(0)), [&] { storePartial(k, kind, t, origin, warp, v); });
     k.blockBarrier();
     k.ifThen(b.CreateICmpEQ(warp, k.index(0)), [&] {
-      ReducePartial partial = selectPartial(
-          b, b.CreateICmpSLT(lane32, k.index(k.blockSize / 32)),
-          loadPartial(k, kind, t, origin,
-                      b.CreateSelect(b.CreateICmpSLT(lane32, k.index(k.blockSize / 32)), lane32,
-                                     k.index(0))),
-          identityPartial(k.ctx(), kind, t));
-      ReducePartial total = warpReduce(k, kind, t, partial, 32);
+      ReducePartial total = warpsPartial(kind, t, origin, lane32);
       k.ifThen(b.CreateICmpEQ(lane32, k.index(0)),
                [&] { storePartial(k, kind, t, origin, k.index(0), total); });
     });
@@ -547,12 +556,7 @@ void emitRowReduces(KernelContext& k, ElementalEmitter& gen,
         ReduceKind kind = r.attr<ir::ReduceAttrs>().kind;
         DType t = r.type.dtype;
         k.ifThen(b.CreateICmpEQ(warp, k.index(int64_t(p))), [&] {
-          llvm::Value* inBlock = b.CreateICmpSLT(lane32, k.index(warps));
-          ReducePartial partial = selectPartial(
-              b, inBlock,
-              loadPartial(k, kind, t, originOf(p, r), b.CreateSelect(inBlock, lane32, k.index(0))),
-              identityPartial(k.ctx(), kind, t));
-          llvm::Value* total = partialValue(k, warpReduce(k, kind, t, partial, 32));
+          llvm::Value* total = partialValue(k, warpsPartial(kind, t, originOf(p, r), lane32));
           k.ifThen(b.CreateAnd(valid, b.CreateICmpEQ(lane32, k.index(0))),
                    [&] { onResults[first + p](row, total); });
         });

@@ -398,6 +398,10 @@ struct KernelPlan {
   bool hasGridBarrier() const;
   /// Whether the kernel hands its last phases to the last block (a LastBlock stage).
   bool handsOffToLastBlock() const;
+  /// Whether `phase` runs in the last block alone (its first stage's barrier is LastBlock).
+  bool handedOff(const PhasePlan& phase) const {
+    return stages.at(phase.firstStage).barrierBefore == Barrier::LastBlock;
+  }
   /// Whether codegen gives it the barrier-state parameter (grid barriers, the handoff's counter).
   bool needsBarrierState() const { return hasGridBarrier() || handsOffToLastBlock(); }
   /// The end of the highest value kept in the dynamic shared array (Shared values and resident

@@ -21,8 +21,8 @@ void handOffLastPhase(KernelPlan& kernel) {
   }
   for (auto s = last + 1; s != stages.rend(); ++s)
     if (handedOff.count(s->group)) return;
-  for (const auto& [v, p] : kernel.placement)
-    if (p.resident) return;
+  // Resident values are planned later, and never for a kernel that hands off
+  // (planResidentValues).
   // The phase's tiles are those of its first stage's group (phases share one tile loop).
   const Group& opening = kernel.groups.at(size_t(last->group));
   if (!opening.rows.isStatic() || opening.rowsPerTile < opening.rows.size()) return;

@@ -107,7 +107,7 @@ public:
     if (k_.launch.cooperative || k_.launch.clusterSize > 1 || k_.registerLimit != 0) return false;
     for (const PhasePlan& p : k_.phases) {
       // A phase handed to the last block runs in one block, whatever the grid.
-      if (!p.slots || k_.stages.at(p.firstStage).barrierBefore == Barrier::LastBlock) continue;
+      if (!p.slots || k_.handedOff(p)) continue;
       if (p.slots->steps == 1) return true;
       for (ir::NodeId v : p.slots->reused)
         if (node(v).kind != ir::OpKind::Constant && ir::dtypeBytes(node(v).type.dtype) == 2)
